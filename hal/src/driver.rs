@@ -1,0 +1,342 @@
+//! The driver traits every backend implements.
+//!
+//! # For users
+//!
+//! Take `&dyn Driver` (or `D: Driver`) and call the small traits it is made of. Every call is
+//! synchronous unless it goes through [`TaskQueue`]. All calls are thread safe (`&self`).
+//!
+//! # For backend implementors
+//!
+//! - [`MemoryBacking::back`] is all or nothing: when it fails, no page of the range stays backed
+//!   and no physical memory stays allocated.
+//! - Device addresses handed to [`CopyEngine`] must be checked against what is backed; an
+//!   unbacked byte is [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle), never a
+//!   host crash.
+
+use bitflags::bitflags;
+
+use crate::addr::{DeviceAddr, DeviceId, PageSize, VaRange};
+use crate::error::Result;
+use crate::task::{QueueId, TaskDesc, TaskStatus};
+
+/// The chip generation a device presents, which decides per-SoC rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SocProfile {
+    /// Atlas A2 training/inference series (`Ascend910B`), the default.
+    A2,
+    /// Atlas A3 training/inference series (`Ascend910_93`).
+    A3,
+    /// Ascend 950PR/950DT (`Ascend950PR`).
+    Ascend950,
+}
+
+impl SocProfile {
+    /// The SoC name the runtime reports.
+    pub const fn soc_name(self) -> &'static str {
+        match self {
+            Self::A2 => "Ascend910B1",
+            Self::A3 => "Ascend910_9391",
+            Self::Ascend950 => "Ascend950PR",
+        }
+    }
+
+    /// Extra bytes `aclrtMalloc` adds after rounding to 32 (the SoC spec's `padding_size`).
+    pub const fn malloc_padding(self) -> u64 {
+        match self {
+            Self::A2 | Self::A3 => 32,
+            Self::Ascend950 => 0,
+        }
+    }
+
+    /// Parses a profile name as accepted by `ACLRS_SIM_SOC`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        let lower = |s: &str| s.eq_ignore_ascii_case(name);
+        if ["A2", "Ascend910B", "Ascend910B1", "Ascend910B2", "Ascend910B3", "Ascend910B4"]
+            .iter()
+            .any(|s| lower(s))
+        {
+            Some(Self::A2)
+        } else if ["A3", "Ascend910_93", "Ascend910_9391", "Ascend910_9392"].iter().any(|s| lower(s))
+        {
+            Some(Self::A3)
+        } else if ["950", "Ascend950", "Ascend950PR", "Ascend950DT"].iter().any(|s| lower(s)) {
+            Some(Self::Ascend950)
+        } else {
+            None
+        }
+    }
+}
+
+/// Static facts about one device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// Chip generation.
+    pub soc: SocProfile,
+    /// Bytes of HBM the device has.
+    pub hbm_bytes: u64,
+    /// Bytes of HBM that may be handed out as 2 MiB pages.
+    pub huge_budget_bytes: u64,
+    /// Bytes of HBM that may be handed out as 1 GiB pages.
+    pub giant_budget_bytes: u64,
+}
+
+/// Current free and total device memory, by page class.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryInfo {
+    /// All HBM the user may allocate.
+    pub total_bytes: u64,
+    /// HBM not allocated to anyone.
+    pub free_bytes: u64,
+    /// The 2 MiB huge-page budget.
+    pub huge_total_bytes: u64,
+    /// Bytes still obtainable as 2 MiB pages.
+    pub huge_free_bytes: u64,
+    /// The 1 GiB page budget.
+    pub giant_total_bytes: u64,
+    /// Bytes still obtainable as 1 GiB pages.
+    pub giant_free_bytes: u64,
+}
+
+bitflags! {
+    /// Attributes of a backed range or physical allocation.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct MemAttr: u32 {
+        /// User space may read but not write.
+        const READONLY = 1 << 0;
+        /// Usable for device-to-device (peer-to-peer) copies.
+        const P2P = 1 << 1;
+        /// Cacheable (every device allocation is, on current SoCs).
+        const CACHED = 1 << 2;
+    }
+}
+
+/// A request to back a device VA range with physical pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BackRequest {
+    /// The range to back; start and length are multiples of `page_size`.
+    pub range: VaRange,
+    /// Page size of every page in the range.
+    pub page_size: PageSize,
+    /// Attributes of the mapping.
+    pub attrs: MemAttr,
+}
+
+/// An opaque handle to a physical allocation made by [`PhysicalMemory::alloc_physical`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PhysHandle(pub u64);
+
+/// Host bytes the caller guarantees readable for the call.
+pub type HostBytes<'a> = &'a [u8];
+/// Host bytes the caller guarantees writable for the call.
+pub type HostBytesMut<'a> = &'a mut [u8];
+
+/// Control operations: discovery and information.
+pub trait DeviceControl {
+    /// How many devices the backend presents.
+    fn device_count(&self) -> u32;
+
+    /// Static facts about `dev`.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::NoDevice`](crate::ErrorKind::NoDevice) for an unknown device.
+    fn device_info(&self, dev: DeviceId) -> Result<DeviceInfo>;
+
+    /// Free and total memory of `dev` right now.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::NoDevice`](crate::ErrorKind::NoDevice) for an unknown device.
+    fn memory_info(&self, dev: DeviceId) -> Result<MemoryInfo>;
+}
+
+/// Backing device VA ranges with physical pages chosen by the device.
+pub trait MemoryBacking {
+    /// Backs every page of `req.range` with physical memory of `req.page_size`.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) when too few pages of that
+    /// size are free; [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a
+    /// misaligned or out-of-window range. Nothing stays backed on error.
+    fn back(&self, dev: DeviceId, req: &BackRequest) -> Result<()>;
+
+    /// Releases the pages behind `range`, which must be exactly a range backed by one `back`.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) when `range` is not such
+    /// a range.
+    fn unback(&self, dev: DeviceId, range: VaRange) -> Result<()>;
+}
+
+/// Physical allocations that exist apart from any VA (virtual memory management, VMM).
+pub trait PhysicalMemory {
+    /// Allocates `len_bytes` (a multiple of `page_size`) of physical memory.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) when not enough is free.
+    fn alloc_physical(
+        &self,
+        dev: DeviceId,
+        len_bytes: u64,
+        page_size: PageSize,
+        attrs: MemAttr,
+    ) -> Result<PhysHandle>;
+
+    /// Frees a physical allocation that is no longer mapped anywhere.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown handle,
+    /// [`ErrorKind::Busy`](crate::ErrorKind::Busy) while it is still mapped.
+    fn free_physical(&self, dev: DeviceId, handle: PhysHandle) -> Result<()>;
+
+    /// Maps `range.len_bytes()` bytes of `handle`, from `offset`, at `range`.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a misaligned or
+    /// too long mapping, [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an
+    /// unknown handle.
+    fn map_physical(
+        &self,
+        dev: DeviceId,
+        handle: PhysHandle,
+        offset: u64,
+        range: VaRange,
+    ) -> Result<()>;
+
+    /// Removes a mapping made by [`Self::map_physical`] at exactly `range`.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) when nothing is mapped
+    /// there.
+    fn unmap_physical(&self, dev: DeviceId, range: VaRange) -> Result<()>;
+}
+
+/// Pinned (page-locked) host memory inside the pinned-host window.
+pub trait PinnedHost {
+    /// Makes `range` of the pinned-host window usable host memory.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) when the host cannot pin more.
+    fn back_host(&self, range: VaRange) -> Result<()>;
+
+    /// Returns `range` of the pinned-host window; touching it afterwards faults.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for a range not backed.
+    fn unback_host(&self, range: VaRange) -> Result<()>;
+}
+
+/// Synchronous copy and set on the device's direct memory access (DMA) path.
+pub trait CopyEngine {
+    /// Copies host bytes into device memory at `dst`.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) if any destination byte is
+    /// not backed.
+    fn copy_to_device(&self, dev: DeviceId, dst: DeviceAddr, src: HostBytes<'_>) -> Result<()>;
+
+    /// Copies device memory at `src` into host bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) if any source byte is not
+    /// backed.
+    fn copy_from_device(&self, dev: DeviceId, dst: HostBytesMut<'_>, src: DeviceAddr)
+        -> Result<()>;
+
+    /// Copies `len_bytes` between two device ranges (possibly on two devices, possibly
+    /// overlapping: the result is as if the source were read first).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) if any byte is not backed.
+    fn copy_device(
+        &self,
+        dst_dev: DeviceId,
+        dst: DeviceAddr,
+        src_dev: DeviceId,
+        src: DeviceAddr,
+        len_bytes: u64,
+    ) -> Result<()>;
+
+    /// Fills `len_bytes` of device memory at `dst` with `value`.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) if any byte is not backed.
+    fn set_device(&self, dev: DeviceId, dst: DeviceAddr, value: u8, len_bytes: u64) -> Result<()>;
+}
+
+/// Task queues: submission and completion.
+pub trait TaskQueue {
+    /// Creates a queue holding at most `depth` unfinished tasks.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) when no queue is left.
+    fn create_queue(&self, dev: DeviceId, depth: u32) -> Result<QueueId>;
+
+    /// Destroys a queue after its submitted tasks finish.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown queue.
+    fn destroy_queue(&self, dev: DeviceId, queue: QueueId) -> Result<()>;
+
+    /// Appends `task`; returns its sequence number (1 for the first task of a queue). Blocks
+    /// while the queue is full.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown queue.
+    fn submit(&self, dev: DeviceId, queue: QueueId, task: TaskDesc) -> Result<u64>;
+
+    /// The highest sequence number completed so far (0 before any), and the status of the
+    /// first failed task since the last call, if any.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown queue.
+    fn completed(&self, dev: DeviceId, queue: QueueId) -> Result<(u64, TaskStatus)>;
+
+    /// Waits until task `seq` has completed, at most `timeout_ms` milliseconds (`None`: forever).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Timeout`](crate::ErrorKind::Timeout) when time runs out first.
+    fn wait(&self, dev: DeviceId, queue: QueueId, seq: u64, timeout_ms: Option<u32>) -> Result<()>;
+}
+
+/// Everything a backend offers: the composite of the small traits.
+pub trait Driver:
+    DeviceControl + MemoryBacking + PhysicalMemory + PinnedHost + CopyEngine + TaskQueue + Send + Sync
+{
+    /// A short name for messages (`"sim"`, `"davinci"`).
+    fn name(&self) -> &'static str;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn soc_profiles_parse_and_pad() {
+        assert_eq!(SocProfile::from_name("Ascend910B"), Some(SocProfile::A2));
+        assert_eq!(SocProfile::from_name("a3"), Some(SocProfile::A3));
+        assert_eq!(SocProfile::from_name("950"), Some(SocProfile::Ascend950));
+        assert_eq!(SocProfile::from_name("Ascend310"), None);
+        assert_eq!(SocProfile::A2.malloc_padding(), 32);
+        assert_eq!(SocProfile::Ascend950.malloc_padding(), 0);
+    }
+
+    fn _object_safe(_: &dyn Driver) {}
+}

@@ -1,0 +1,3 @@
+//! Task scheduler (placeholder while the crate is being written).
+#![no_std]
+#![forbid(unsafe_code)]
