@@ -1,1 +1,21 @@
-//! placeholder
+//! `libascendcl`: the C ABI of aclrs, with CANN's names, signatures and numeric values, so that
+//! C and C++ programs written for CANN build and run unchanged on the software NPU.
+//!
+//! Layer: the top of the stack (`std`). It owns the runtime glue — initialisation, devices and
+//! contexts, the current device of each thread, the last error message — and the C exports. It
+//! picks a backend at `aclInit`: the software NPU (`hal-sim`) unless `ACLRS_BACKEND` says
+//! otherwise.
+//!
+//! # Design rules
+//!
+//! - `unsafe` lives only in [`ffi`], the C edge; [`runtime`] is safe Rust.
+//! - Every export catches panics, checks every pointer and converts `Result` to `aclError` in
+//!   one place; every failure leaves a readable message for `aclGetRecentErrMsg`.
+//! - A failed call changes no state.
+
+pub mod codes;
+pub mod error;
+pub mod ffi;
+pub mod runtime;
+
+pub use error::{AclError, Result};

@@ -142,6 +142,23 @@ pub trait DeviceControl {
     /// [`ErrorKind::NoDevice`](crate::ErrorKind::NoDevice) for an unknown device.
     fn device_info(&self, dev: DeviceId) -> Result<DeviceInfo>;
 
+    /// Opens `dev` for this process: after this, memory, copy and queue calls on it work.
+    /// Opening an open device does nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::NoDevice`](crate::ErrorKind::NoDevice) for an unknown device,
+    /// [`ErrorKind::Busy`](crate::ErrorKind::Busy) when another user holds it exclusively.
+    fn open(&self, dev: DeviceId) -> Result<()>;
+
+    /// Closes `dev`: waits for its queues, then releases every queue, mapping and physical
+    /// allocation this process made on it. Closing a closed device does nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::NoDevice`](crate::ErrorKind::NoDevice) for an unknown device.
+    fn close(&self, dev: DeviceId) -> Result<()>;
+
     /// Free and total memory of `dev` right now.
     ///
     /// # Errors

@@ -1,1 +1,433 @@
-//! placeholder
+//! The software NPU: a faithful, fast and strict stand-in for an Ascend device, and the
+//! default backend of aclrs everywhere.
+//!
+//! # What it models
+//!
+//! - Devices (2 by default), each with HBM held in a POSIX shared-memory object named after the
+//!   simulated machine (`ACLRS_SIM_INSTANCE`) and mapped at the device's real VA window, so a
+//!   device pointer is a real device-looking address that host-built kernels can dereference.
+//! - The device firmware's physical memory management: `mm::phys` frames behind every backed
+//!   range, with 2 MiB and 1 GiB page budgets.
+//! - A task-scheduler thread per device running `sched`'s executor, and a DMA engine that moves
+//!   bytes only where memory is mapped: a stray address is an error, not a host crash.
+//! - Pinned host memory in its own window, so an address alone tells pinned from pageable.
+//!
+//! # Rules
+//!
+//! - All `unsafe` lives in [`sys`](crate::sys); everything else is safe code over its fenced API.
+//! - One `Sim` exists per process at a time (the windows are at fixed addresses).
+//! - A device's HBM object is held under an exclusive lock by the process that opened the
+//!   device; a second process opening the same device of the same instance gets
+//!   [`SimError::DeviceBusy`]. (Sharing a device between processes arrives with IPC.)
+//!
+//! Settings are in [`config`]; the README lists every `ACLRS_SIM_*` variable.
+#![forbid(unsafe_op_in_unsafe_fn)]
+
+pub mod config;
+mod device;
+mod dma;
+mod scheduler;
+mod sys;
+
+use std::sync::{Arc, RwLock};
+
+use hal::layout::{device_window_base, HOST_WINDOW_BASE, HOST_WINDOW_SIZE};
+use hal::{
+    BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, DeviceInfo, Driver, Error, ErrorKind,
+    MemAttr, MemoryBacking, MemoryInfo, PageSize, PhysHandle, PhysicalMemory, PinnedHost, QueueId,
+    Result, TaskDesc, TaskQueue, TaskStatus, VaRange,
+};
+
+pub use config::{ConfigError, SimConfig};
+
+use device::Device;
+use scheduler::Scheduler;
+
+/// Errors of opening the software NPU or one of its devices, with the detail a user needs.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// A setting is malformed.
+    #[error("bad software-NPU setting {0}")]
+    Config(#[from] ConfigError),
+    /// The fixed VA windows could not be reserved (another `Sim` in this process, or the
+    /// address space is too small).
+    #[error("cannot reserve the {what} VA window at {addr:#x}: {source}")]
+    Reserve {
+        /// Which window.
+        what: &'static str,
+        /// Its base address.
+        addr: u64,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Another process holds the device.
+    #[error(
+        "device {device} of simulated machine '{instance}' is in use by another process; \
+         give each process its own ACLRS_SIM_INSTANCE"
+    )]
+    DeviceBusy {
+        /// The simulated machine.
+        instance: String,
+        /// The physical device id.
+        device: u32,
+    },
+    /// The device's HBM object could not be created.
+    #[error("cannot create HBM object {name}: {source}")]
+    Hbm {
+        /// The shared-memory object name.
+        name: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The device's scheduler thread could not start.
+    #[error("cannot start the task scheduler of device {device}: {source}")]
+    Thread {
+        /// The logical device id.
+        device: u32,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The device id is not visible.
+    #[error("device {0} does not exist")]
+    NoDevice(u32),
+}
+
+impl From<&SimError> for Error {
+    fn from(e: &SimError) -> Self {
+        match e {
+            SimError::Config(_) => Error::new(ErrorKind::InvalidArgument, "bad software-NPU setting"),
+            SimError::DeviceBusy { .. } => Error::new(ErrorKind::Busy, "device in use by another process"),
+            SimError::NoDevice(_) => Error::new(ErrorKind::NoDevice, "no such device"),
+            _ => Error::new(ErrorKind::Internal, "cannot open the software NPU"),
+        }
+    }
+}
+
+/// An open device with its scheduler.
+#[derive(Debug)]
+struct Slot {
+    device: Arc<Device>,
+    scheduler: Scheduler,
+}
+
+/// Everything the DMA engine and the scheduler threads reach: the devices and the host window.
+#[derive(Debug)]
+pub(crate) struct Fabric {
+    slots: RwLock<Vec<Option<Arc<Slot>>>>,
+    host: sys::Window,
+}
+
+impl Fabric {
+    pub(crate) fn device(&self, index: u32) -> Option<Arc<Device>> {
+        self.slot(index).map(|s| Arc::clone(&s.device))
+    }
+
+    fn slot(&self, index: u32) -> Option<Arc<Slot>> {
+        let slots = self.slots.read().unwrap_or_else(|p| p.into_inner());
+        slots.get(index as usize).and_then(Clone::clone)
+    }
+}
+
+/// The software NPU.
+#[derive(Debug)]
+pub struct Sim {
+    config: SimConfig,
+    fabric: Arc<Fabric>,
+    open_lock: std::sync::Mutex<()>,
+}
+
+impl Sim {
+    /// Starts a software NPU with the settings of the process environment.
+    ///
+    /// # Errors
+    ///
+    /// [`SimError::Config`] for a bad setting, [`SimError::Reserve`] when the windows are taken.
+    pub fn from_env() -> std::result::Result<Self, SimError> {
+        Self::new(SimConfig::from_env()?)
+    }
+
+    /// Starts a software NPU with `config`. No device is opened yet.
+    ///
+    /// # Errors
+    ///
+    /// [`SimError::Reserve`] when the pinned-host window cannot be reserved (for example while
+    /// another `Sim` lives in this process).
+    pub fn new(config: SimConfig) -> std::result::Result<Self, SimError> {
+        let host = sys::Window::reserve(HOST_WINDOW_BASE, HOST_WINDOW_SIZE).map_err(|source| {
+            SimError::Reserve { what: "pinned-host", addr: HOST_WINDOW_BASE, source }
+        })?;
+        let slots = (0..config.visible_count()).map(|_| None).collect();
+        Ok(Self {
+            config,
+            fabric: Arc::new(Fabric { slots: RwLock::new(slots), host }),
+            open_lock: std::sync::Mutex::new(()),
+        })
+    }
+
+    /// The settings this NPU runs with.
+    pub fn config(&self) -> &SimConfig {
+        &self.config
+    }
+
+    fn info_of(&self) -> DeviceInfo {
+        DeviceInfo {
+            soc: self.config.soc,
+            hbm_bytes: self.config.hbm_bytes,
+            huge_budget_bytes: self.config.huge_budget_bytes,
+            giant_budget_bytes: self.config.giant_budget_bytes,
+        }
+    }
+
+    /// The shared-memory object name of physical device `physical`.
+    pub fn hbm_object_name(&self, physical: u32) -> String {
+        format!("/aclrs.{}.dev{}.hbm", self.config.instance, physical)
+    }
+
+    /// Opens logical device `dev`, with a detailed error.
+    ///
+    /// # Errors
+    ///
+    /// [`SimError::NoDevice`], [`SimError::DeviceBusy`], [`SimError::Hbm`],
+    /// [`SimError::Reserve`] or [`SimError::Thread`].
+    pub fn open_device(&self, dev: DeviceId) -> std::result::Result<(), SimError> {
+        let _serial = self.open_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(&physical) = self.config.visible.get(dev.index()) else {
+            return Err(SimError::NoDevice(dev.0));
+        };
+        if self.fabric.slot(dev.0).is_some() {
+            return Ok(());
+        }
+        let name = self.hbm_object_name(physical);
+        let base = device_window_base(dev.0);
+        let device = Device::open(self.info_of(), &name, base).map_err(|source| {
+            match source.raw_os_error() {
+                Some(libc::EWOULDBLOCK) => {
+                    SimError::DeviceBusy { instance: self.config.instance.clone(), device: physical }
+                }
+                Some(libc::EEXIST) => SimError::Reserve { what: "device", addr: base, source },
+                _ => SimError::Hbm { name: name.clone(), source },
+            }
+        })?;
+        let scheduler = Scheduler::start(dev.0, Arc::downgrade(&self.fabric))
+            .map_err(|source| SimError::Thread { device: dev.0, source })?;
+        let slot = Arc::new(Slot { device: Arc::new(device), scheduler });
+        let mut slots = self.fabric.slots.write().unwrap_or_else(|p| p.into_inner());
+        slots[dev.index()] = Some(slot);
+        Ok(())
+    }
+
+    fn slot(&self, dev: DeviceId) -> Result<Arc<Slot>> {
+        if dev.index() >= self.config.visible.len() {
+            return Err(Error::new(ErrorKind::NoDevice, "no such device"));
+        }
+        self.fabric.slot(dev.0).ok_or(Error::new(ErrorKind::NoDevice, "device not open"))
+    }
+
+    fn device(&self, dev: DeviceId) -> Result<Arc<Device>> {
+        self.slot(dev).map(|s| Arc::clone(&s.device))
+    }
+
+    fn check_owned(&self, dev: DeviceId, addr: DeviceAddr) -> Result<Arc<Device>> {
+        let d = self.device(dev)?;
+        if !d.owns(addr) {
+            return Err(Error::new(ErrorKind::InvalidArgument, "address not in this device's window"));
+        }
+        Ok(d)
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        for i in 0..self.config.visible_count() {
+            let _ = self.close(DeviceId(i));
+        }
+    }
+}
+
+impl DeviceControl for Sim {
+    fn device_count(&self) -> u32 {
+        self.config.visible_count()
+    }
+
+    fn device_info(&self, dev: DeviceId) -> Result<DeviceInfo> {
+        if dev.index() >= self.config.visible.len() {
+            return Err(Error::new(ErrorKind::NoDevice, "no such device"));
+        }
+        Ok(self.info_of())
+    }
+
+    fn open(&self, dev: DeviceId) -> Result<()> {
+        self.open_device(dev).map_err(|e| Error::from(&e))
+    }
+
+    fn close(&self, dev: DeviceId) -> Result<()> {
+        if dev.index() >= self.config.visible.len() {
+            return Err(Error::new(ErrorKind::NoDevice, "no such device"));
+        }
+        let slot = {
+            let mut slots = self.fabric.slots.write().unwrap_or_else(|p| p.into_inner());
+            slots[dev.index()].take()
+        };
+        if let Some(slot) = slot {
+            // Drain the queues first; the windows and HBM object go with the last reference.
+            slot.scheduler.stop();
+        }
+        Ok(())
+    }
+
+    fn memory_info(&self, dev: DeviceId) -> Result<MemoryInfo> {
+        Ok(self.device(dev)?.memory_info())
+    }
+}
+
+impl MemoryBacking for Sim {
+    fn back(&self, dev: DeviceId, req: &BackRequest) -> Result<()> {
+        self.device(dev)?.back(req)
+    }
+
+    fn unback(&self, dev: DeviceId, range: VaRange) -> Result<()> {
+        self.device(dev)?.unback(range)
+    }
+}
+
+impl PhysicalMemory for Sim {
+    fn alloc_physical(&self, dev: DeviceId, len_bytes: u64, page_size: PageSize, attrs: MemAttr) -> Result<PhysHandle> {
+        self.device(dev)?.alloc_physical(len_bytes, page_size, attrs)
+    }
+
+    fn free_physical(&self, dev: DeviceId, handle: PhysHandle) -> Result<()> {
+        self.device(dev)?.free_physical(handle)
+    }
+
+    fn map_physical(&self, dev: DeviceId, handle: PhysHandle, offset: u64, range: VaRange) -> Result<()> {
+        self.device(dev)?.map_physical(handle, offset, range)
+    }
+
+    fn unmap_physical(&self, dev: DeviceId, range: VaRange) -> Result<()> {
+        self.device(dev)?.unmap_physical(range)
+    }
+}
+
+impl PinnedHost for Sim {
+    fn back_host(&self, range: VaRange) -> Result<()> {
+        let base = self.fabric.host.base();
+        if !self.fabric.host.contains(range.start().as_u64()) || range.end() > base + self.fabric.host.len_bytes() {
+            return Err(Error::new(ErrorKind::InvalidArgument, "range outside the pinned-host window"));
+        }
+        self.fabric.host.map_anonymous(range.start().as_u64() - base, range.len_bytes()).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists || e.kind() == std::io::ErrorKind::InvalidInput {
+                Error::new(ErrorKind::InvalidArgument, "pinned-host range misaligned or already backed")
+            } else {
+                Error::new(ErrorKind::OutOfMemory, "cannot pin more host memory")
+            }
+        })
+    }
+
+    fn unback_host(&self, range: VaRange) -> Result<()> {
+        let base = self.fabric.host.base();
+        if !self.fabric.host.contains(range.start().as_u64()) {
+            return Err(Error::new(ErrorKind::InvalidHandle, "range outside the pinned-host window"));
+        }
+        self.fabric
+            .host
+            .unmap(range.start().as_u64() - base, range.len_bytes())
+            .map_err(|_| Error::new(ErrorKind::InvalidHandle, "pinned-host range not backed"))
+    }
+}
+
+impl CopyEngine for Sim {
+    fn copy_to_device(&self, dev: DeviceId, dst: DeviceAddr, src: &[u8]) -> Result<()> {
+        let _d = self.check_owned(dev, dst)?;
+        self.fabric.write(dst, src)
+    }
+
+    fn copy_from_device(&self, dev: DeviceId, dst: &mut [u8], src: DeviceAddr) -> Result<()> {
+        let _d = self.check_owned(dev, src)?;
+        self.fabric.read(dst, src)
+    }
+
+    fn copy_device(&self, dst_dev: DeviceId, dst: DeviceAddr, src_dev: DeviceId, src: DeviceAddr, len_bytes: u64) -> Result<()> {
+        let _a = self.check_owned(dst_dev, dst)?;
+        let _b = self.check_owned(src_dev, src)?;
+        self.fabric.copy(dst, src, len_bytes)
+    }
+
+    fn set_device(&self, dev: DeviceId, dst: DeviceAddr, value: u8, len_bytes: u64) -> Result<()> {
+        let _d = self.check_owned(dev, dst)?;
+        self.fabric.fill(dst, value, len_bytes)
+    }
+}
+
+impl Sim {
+    /// Copies host bytes into pinned host memory at `dst` (the DMA engine's host side).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`] when the range is not live pinned memory.
+    pub fn write_pinned(&self, dst: DeviceAddr, src: &[u8]) -> Result<()> {
+        if !self.fabric.host.contains(dst.as_u64()) {
+            return Err(Error::new(ErrorKind::InvalidHandle, "not a pinned-host address"));
+        }
+        self.fabric.write(dst, src)
+    }
+
+    /// Copies pinned host memory at `src` into host bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`] when the range is not live pinned memory.
+    pub fn read_pinned(&self, dst: &mut [u8], src: DeviceAddr) -> Result<()> {
+        if !self.fabric.host.contains(src.as_u64()) {
+            return Err(Error::new(ErrorKind::InvalidHandle, "not a pinned-host address"));
+        }
+        self.fabric.read(dst, src)
+    }
+
+    /// Copies between any two mapped addresses (device windows or pinned host), on the DMA path.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`] when a byte of either range is not mapped.
+    pub fn dma_copy(&self, dst: DeviceAddr, src: DeviceAddr, len_bytes: u64) -> Result<()> {
+        self.fabric.copy(dst, src, len_bytes)
+    }
+
+    /// Fills any mapped range (device window or pinned host) on the DMA path.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`] when a byte of the range is not mapped.
+    pub fn dma_fill(&self, dst: DeviceAddr, value: u8, len_bytes: u64) -> Result<()> {
+        self.fabric.fill(dst, value, len_bytes)
+    }
+}
+
+impl TaskQueue for Sim {
+    fn create_queue(&self, dev: DeviceId, depth: u32) -> Result<QueueId> {
+        self.slot(dev)?.scheduler.create_queue(depth)
+    }
+
+    fn destroy_queue(&self, dev: DeviceId, queue: QueueId) -> Result<()> {
+        self.slot(dev)?.scheduler.destroy_queue(queue)
+    }
+
+    fn submit(&self, dev: DeviceId, queue: QueueId, task: TaskDesc) -> Result<u64> {
+        self.slot(dev)?.scheduler.submit(queue, task)
+    }
+
+    fn completed(&self, dev: DeviceId, queue: QueueId) -> Result<(u64, TaskStatus)> {
+        self.slot(dev)?.scheduler.completed(queue)
+    }
+
+    fn wait(&self, dev: DeviceId, queue: QueueId, seq: u64, timeout_ms: Option<u32>) -> Result<()> {
+        // Do not hold the slot lock while waiting: clone the Arc and wait on it.
+        let slot = self.slot(dev)?;
+        slot.scheduler.wait(queue, seq, timeout_ms)
+    }
+}
+
+impl Driver for Sim {
+    fn name(&self) -> &'static str {
+        "sim"
+    }
+}

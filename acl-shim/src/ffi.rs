@@ -1,0 +1,312 @@
+//! The C ABI of `libascendcl`: the only module of this crate with `unsafe`.
+//!
+//! Every export follows one pattern: catch panics (a panic becomes `ACL_ERROR_INTERNAL_ERROR`
+//! with a message, never an abort across the C boundary), check every pointer argument for null
+//! and alignment before use, call the safe runtime, convert its `Result` to an `aclError` in
+//! [`status`] (the one conversion point), and record the message of a failure for
+//! `aclGetRecentErrMsg`.
+//!
+//! Ownership: no handle is owned by C in this set of calls; pointers passed in are borrowed for
+//! the call only. Raw host pointers become slices here and nowhere else, only for ordinary host
+//! memory, and only after the runtime checked the range lies outside every runtime window.
+#![expect(clippy::missing_safety_doc, reason = "C exports: their contract is CANN's documentation, restated in the headers")]
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::codes::*;
+use crate::error::{AclError, Result};
+use crate::runtime::{self, DstBytes, Loc, MallocApi, SrcBytes};
+
+/// `aclError` as the C headers define it.
+pub type AclErrorCode = i32;
+
+thread_local! {
+    /// The newest error message not yet fetched.
+    static PENDING: RefCell<Option<CString>> = const { RefCell::new(None) };
+    /// Storage behind the pointer the last `aclGetRecentErrMsg` returned.
+    static RETURNED: RefCell<Option<CString>> = const { RefCell::new(None) };
+}
+
+fn record(e: &AclError) {
+    let text = e.message().replace('\0', " ");
+    let msg = CString::new(text).unwrap_or_default();
+    PENDING.with(|p| *p.borrow_mut() = Some(msg));
+}
+
+/// The single conversion point from a runtime result to an `aclError`.
+fn status(r: Result<()>) -> AclErrorCode {
+    match r {
+        Ok(()) => ACL_SUCCESS,
+        Err(e) => {
+            record(&e);
+            e.code()
+        }
+    }
+}
+
+/// Runs `body` behind the panic wall and converts its result.
+fn guard(api: &'static str, body: impl FnOnce() -> Result<()>) -> AclErrorCode {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(r) => status(r),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            status(Err(AclError::new(ACL_ERROR_INTERNAL_ERROR, format!("{api}: internal error: {what}"))))
+        }
+    }
+}
+
+/// Checks an output pointer: non-null and aligned for `T`.
+fn out_ptr<T>(api: &str, name: &str, p: *mut T) -> Result<*mut T> {
+    if p.is_null() {
+        return Err(AclError::invalid(format!("{api}: {name} is NULL")));
+    }
+    if !p.is_aligned() {
+        return Err(AclError::invalid(format!("{api}: {name} {p:p} is not aligned for its type")));
+    }
+    Ok(p)
+}
+
+/// Writes `value` through a checked output pointer.
+fn put<T>(p: *mut T, value: T) {
+    // SAFETY: `p` passed `out_ptr` (non-null, aligned); the C caller guarantees it points to
+    // writable storage of `T`, per the API's documented contract.
+    unsafe { p.write(value) };
+}
+
+fn addr(p: *const c_void) -> u64 {
+    // CAST: a pointer's address as a number; usize fits in u64 on every supported host.
+    p as usize as u64
+}
+
+fn size(api: &str, name: &str, v: usize) -> Result<u64> {
+    if v > isize::MAX as usize {
+        return Err(AclError::invalid(format!("{api}: {name} {v} is larger than any object can be")));
+    }
+    // CAST: checked above to fit.
+    Ok(v as u64)
+}
+
+/// `aclError aclInit(const char *configPath);`
+#[no_mangle]
+pub unsafe extern "C" fn aclInit(config_path: *const c_char) -> AclErrorCode {
+    guard("aclInit", || {
+        let path = if config_path.is_null() {
+            None
+        } else {
+            // SAFETY: non-null (checked); the caller passes a NUL-terminated string per the API.
+            let c = unsafe { CStr::from_ptr(config_path) };
+            Some(c.to_str().map_err(|_| AclError::invalid("aclInit: configPath is not valid UTF-8"))?)
+        };
+        runtime::init(path)
+    })
+}
+
+/// `aclError aclFinalize();`
+#[no_mangle]
+pub extern "C" fn aclFinalize() -> AclErrorCode {
+    guard("aclFinalize", runtime::finalize)
+}
+
+/// `const char *aclGetRecentErrMsg();` — the newest message, cleared once returned.
+#[no_mangle]
+pub extern "C" fn aclGetRecentErrMsg() -> *const c_char {
+    catch_unwind(|| {
+        let msg = PENDING.with(|p| p.borrow_mut().take());
+        RETURNED.with(|r| {
+            let mut r = r.borrow_mut();
+            *r = msg;
+            r.as_ref().map_or(std::ptr::null(), |m| m.as_ptr())
+        })
+    })
+    .unwrap_or(std::ptr::null())
+}
+
+/// `aclError aclrtSetDevice(int32_t deviceId);`
+#[no_mangle]
+pub extern "C" fn aclrtSetDevice(device_id: i32) -> AclErrorCode {
+    guard("aclrtSetDevice", || runtime::runtime("aclrtSetDevice")?.set_device(device_id))
+}
+
+/// `aclError aclrtResetDevice(int32_t deviceId);`
+#[no_mangle]
+pub extern "C" fn aclrtResetDevice(device_id: i32) -> AclErrorCode {
+    guard("aclrtResetDevice", || runtime::runtime("aclrtResetDevice")?.reset_device(device_id, false))
+}
+
+/// `aclError aclrtResetDeviceForce(int32_t deviceId);`
+#[no_mangle]
+pub extern "C" fn aclrtResetDeviceForce(device_id: i32) -> AclErrorCode {
+    guard("aclrtResetDeviceForce", || runtime::runtime("aclrtResetDeviceForce")?.reset_device(device_id, true))
+}
+
+/// `aclError aclrtGetDevice(int32_t *deviceId);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtGetDevice(device_id: *mut i32) -> AclErrorCode {
+    const API: &str = "aclrtGetDevice";
+    guard(API, || {
+        let out = out_ptr(API, "deviceId", device_id)?;
+        let d = runtime::runtime(API)?.current_device(API)?;
+        // CAST: device ids are below MAX_DEVICES.
+        put(out, d as i32);
+        Ok(())
+    })
+}
+
+/// `aclError aclrtGetDeviceCount(uint32_t *count);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtGetDeviceCount(count: *mut u32) -> AclErrorCode {
+    const API: &str = "aclrtGetDeviceCount";
+    guard(API, || {
+        let out = out_ptr(API, "count", count)?;
+        put(out, runtime::runtime(API)?.device_count());
+        Ok(())
+    })
+}
+
+/// `aclError aclrtGetRunMode(aclrtRunMode *runMode);` — always `ACL_HOST` (1).
+#[no_mangle]
+pub unsafe extern "C" fn aclrtGetRunMode(run_mode: *mut i32) -> AclErrorCode {
+    const API: &str = "aclrtGetRunMode";
+    guard(API, || {
+        let out = out_ptr(API, "runMode", run_mode)?;
+        runtime::runtime(API)?;
+        put(out, 1);
+        Ok(())
+    })
+}
+
+/// `aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtMalloc(dev_ptr: *mut *mut c_void, size: usize, policy: u32) -> AclErrorCode {
+    const API: &str = "aclrtMalloc";
+    guard(API, || {
+        let out = out_ptr(API, "devPtr", dev_ptr)?;
+        let rt = runtime::runtime(API)?;
+        let p = rt.malloc(API, size as u64, policy, MallocApi::Malloc)?;
+        // CAST: device addresses lie in the host's address space on this backend.
+        put(out, p as usize as *mut c_void);
+        Ok(())
+    })
+}
+
+/// `aclError aclrtFree(void *devPtr);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtFree(dev_ptr: *mut c_void) -> AclErrorCode {
+    const API: &str = "aclrtFree";
+    guard(API, || {
+        if dev_ptr.is_null() {
+            return Err(AclError::invalid("aclrtFree: devPtr is NULL"));
+        }
+        runtime::runtime(API)?.free(API, addr(dev_ptr))
+    })
+}
+
+/// `aclError aclrtMallocHost(void **hostPtr, size_t size);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtMallocHost(host_ptr: *mut *mut c_void, size: usize) -> AclErrorCode {
+    const API: &str = "aclrtMallocHost";
+    guard(API, || {
+        let out = out_ptr(API, "hostPtr", host_ptr)?;
+        let p = runtime::runtime(API)?.malloc_host(API, size as u64)?;
+        // CAST: pinned memory lies in the host's address space.
+        put(out, p as usize as *mut c_void);
+        Ok(())
+    })
+}
+
+/// `aclError aclrtFreeHost(void *hostPtr);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtFreeHost(host_ptr: *mut c_void) -> AclErrorCode {
+    const API: &str = "aclrtFreeHost";
+    guard(API, || {
+        if host_ptr.is_null() {
+            return Err(AclError::invalid("aclrtFreeHost: hostPtr is NULL"));
+        }
+        runtime::runtime(API)?.free_host(API, addr(host_ptr))
+    })
+}
+
+/// `aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtMemcpy(
+    dst: *mut c_void,
+    dest_max: usize,
+    src: *const c_void,
+    count: usize,
+    kind: u32,
+) -> AclErrorCode {
+    const API: &str = "aclrtMemcpy";
+    guard(API, || {
+        if count == 0 {
+            return Ok(());
+        }
+        let rt = runtime::runtime(API)?;
+        let n = size(API, "count", count)?;
+        let plan = rt.plan_memcpy(API, addr(dst), dest_max as u64, addr(src), n, kind)?;
+        if plan.count == 0 {
+            return Ok(());
+        }
+        let (d, s) = (addr(dst), addr(src));
+        match (plan.dst, plan.src) {
+            (Loc::Unregistered, Loc::Unregistered) => {
+                // SAFETY: both pointers are non-null (checked by the plan) and, by the API's
+                // contract, valid for `count` bytes; neither range touches a runtime window
+                // (checked by the plan). `copy` has memmove semantics, so overlap is fine.
+                unsafe { std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), count) };
+                Ok(())
+            }
+            (Loc::Unregistered, _) => {
+                // SAFETY: `dst` is non-null, points to at least `destMax >= count` writable
+                // bytes by the API's contract, lies outside every runtime window (so it cannot
+                // alias the device or pinned source) and `count <= isize::MAX` (checked).
+                let out = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), count) };
+                rt.copy(API, DstBytes::Host(out), SrcBytes::Addr(s), n)
+            }
+            (_, Loc::Unregistered) => {
+                // SAFETY: `src` is non-null, points to `count` readable bytes by the API's
+                // contract, lies outside every runtime window and `count <= isize::MAX`.
+                let input = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), count) };
+                rt.copy(API, DstBytes::Addr(d), SrcBytes::Host(input), n)
+            }
+            _ => rt.copy(API, DstBytes::Addr(d), SrcBytes::Addr(s), n),
+        }
+    })
+}
+
+/// `aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count);` — sets
+/// the low byte of `value`.
+#[no_mangle]
+pub unsafe extern "C" fn aclrtMemset(dev_ptr: *mut c_void, max_count: usize, value: i32, count: usize) -> AclErrorCode {
+    const API: &str = "aclrtMemset";
+    guard(API, || {
+        if count == 0 {
+            return Ok(());
+        }
+        let rt = runtime::runtime(API)?;
+        let n = size(API, "count", count)?;
+        let plan = rt.plan_memset(API, addr(dev_ptr), max_count as u64, n)?;
+        // CAST: the documented behaviour keeps the low byte.
+        rt.memset(API, plan, addr(dev_ptr), value as u8)
+    })
+}
+
+/// `aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtGetMemInfo(attr: u32, free: *mut usize, total: *mut usize) -> AclErrorCode {
+    const API: &str = "aclrtGetMemInfo";
+    guard(API, || {
+        let f = out_ptr(API, "free", free)?;
+        let t = out_ptr(API, "total", total)?;
+        let (fv, tv) = runtime::runtime(API)?.mem_info(API, attr)?;
+        // CAST: byte counts of one device fit in usize on 64-bit hosts.
+        put(f, fv as usize);
+        put(t, tv as usize);
+        Ok(())
+    })
+}

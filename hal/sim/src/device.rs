@@ -1,0 +1,288 @@
+//! One simulated device: its HBM object, its VA window, the firmware's frame allocator and
+//! the record of what is backed or mapped where.
+//!
+//! This module decides which physical frames back which VA, exactly as device firmware would,
+//! using `mm::phys`. It must not run tasks (that is [`crate::scheduler`]) and must not touch
+//! memory bytes itself (that is [`crate::sys`] through [`crate::dma`]).
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use hal::{BackRequest, DeviceAddr, DeviceInfo, Error, ErrorKind, MemAttr, MemoryInfo, PageSize, PhysHandle, Result, VaRange};
+use mm::phys::{FrameAllocator, PhysConfig, PhysRun};
+
+use crate::sys::{ShmObject, Window};
+
+/// A range backed by [`hal::MemoryBacking::back`]: it owns its frames.
+#[derive(Debug)]
+struct Backing {
+    len_bytes: u64,
+    page_size: PageSize,
+    runs: Vec<PhysRun>,
+}
+
+/// A physical allocation made by [`hal::PhysicalMemory::alloc_physical`].
+#[derive(Debug)]
+struct PhysAlloc {
+    page_size: PageSize,
+    len_bytes: u64,
+    runs: Vec<PhysRun>,
+    writable: bool,
+    map_count: u32,
+}
+
+/// A mapping of part of a physical allocation at some VA.
+#[derive(Debug)]
+struct HandleMap {
+    handle: u64,
+    len_bytes: u64,
+}
+
+#[derive(Debug)]
+struct MemState {
+    frames: FrameAllocator,
+    backed: BTreeMap<u64, Backing>,
+    handles: BTreeMap<u64, PhysAlloc>,
+    handle_maps: BTreeMap<u64, HandleMap>,
+    next_handle: u64,
+}
+
+/// One open device.
+///
+/// # Locking
+///
+/// `mem` is taken for every change to what is backed; the window's own lock is taken inside it
+/// (order: `mem`, then window). Byte moves take only the window's read lock.
+#[derive(Debug)]
+pub(crate) struct Device {
+    hbm: ShmObject,
+    window: Window,
+    mem: Mutex<MemState>,
+}
+
+fn err(kind: ErrorKind, detail: &'static str) -> Error {
+    Error::new(kind, detail)
+}
+
+/// Splits `runs` into the pieces covering `[offset, offset + len)` of their concatenation.
+fn slice_runs(runs: &[PhysRun], mut offset: u64, mut len: u64) -> Vec<PhysRun> {
+    let mut out = Vec::new();
+    for r in runs {
+        if len == 0 {
+            break;
+        }
+        if offset >= r.len_bytes {
+            offset -= r.len_bytes;
+            continue;
+        }
+        let take = (r.len_bytes - offset).min(len);
+        out.push(PhysRun { offset: r.offset + offset, len_bytes: take });
+        len -= take;
+        offset = 0;
+    }
+    out
+}
+
+impl Device {
+    /// Opens the device: creates and locks its HBM object and reserves its window.
+    pub(crate) fn open(info: DeviceInfo, shm_name: &str, window_base: u64) -> std::io::Result<Self> {
+        let hbm = ShmObject::open_exclusive(shm_name, info.hbm_bytes)?;
+        let window = Window::reserve(window_base, hal::layout::DEVICE_WINDOW_SIZE)?;
+        let frames = FrameAllocator::new(PhysConfig {
+            total_bytes: info.hbm_bytes,
+            huge_budget_bytes: info.huge_budget_bytes,
+            giant_budget_bytes: info.giant_budget_bytes,
+        })
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        Ok(Self {
+            hbm,
+            window,
+            mem: Mutex::new(MemState {
+                frames,
+                backed: BTreeMap::new(),
+                handles: BTreeMap::new(),
+                handle_maps: BTreeMap::new(),
+                next_handle: 1,
+            }),
+        })
+    }
+
+    pub(crate) fn window(&self) -> &Window {
+        &self.window
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, MemState> {
+        self.mem.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn memory_info(&self) -> MemoryInfo {
+        self.lock().frames.info()
+    }
+
+    /// Window offset of `range`, checked to lie in the window and be aligned to `page`.
+    fn offset_of(&self, range: &VaRange, page: PageSize) -> Result<u64> {
+        let start = range.start().as_u64();
+        if !self.window.contains(start) || range.end() > self.window.base() + self.window.len_bytes() {
+            return Err(err(ErrorKind::InvalidArgument, "range outside the device's VA window"));
+        }
+        if !range.start().is_aligned(page.bytes()) || range.len_bytes() % page.bytes() != 0 {
+            return Err(err(ErrorKind::InvalidArgument, "range not aligned to its page size"));
+        }
+        Ok(start - self.window.base())
+    }
+
+    /// Maps `runs` one after another from window offset `offset`; all or nothing.
+    fn map_runs(&self, offset: u64, runs: &[PhysRun], writable: bool) -> Result<()> {
+        let mut at = offset;
+        for (i, r) in runs.iter().enumerate() {
+            if let Err(e) = self.window.map_shared(at, r.len_bytes, &self.hbm, r.offset, writable) {
+                // Undo what was mapped so far, then report.
+                let mut undo = offset;
+                for done in &runs[..i] {
+                    let _ = self.window.unmap(undo, done.len_bytes);
+                    undo += done.len_bytes;
+                }
+                return Err(if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    err(ErrorKind::InvalidArgument, "range already backed or mapped")
+                } else {
+                    err(ErrorKind::Internal, "mmap of device memory failed")
+                });
+            }
+            at += r.len_bytes;
+        }
+        Ok(())
+    }
+
+    fn unmap_runs(&self, offset: u64, runs: &[PhysRun]) -> Result<()> {
+        let mut at = offset;
+        for r in runs {
+            self.window
+                .unmap(at, r.len_bytes)
+                .map_err(|_| err(ErrorKind::Internal, "unmap of device memory failed"))?;
+            at += r.len_bytes;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn back(&self, req: &BackRequest) -> Result<()> {
+        let offset = self.offset_of(&req.range, req.page_size)?;
+        let count = req.range.len_bytes() / req.page_size.bytes();
+        let mut st = self.lock();
+        let runs = st.frames.alloc_pages(req.page_size, count).map_err(Error::from)?;
+        let writable = !req.attrs.contains(MemAttr::READONLY);
+        if let Err(e) = self.map_runs(offset, &runs, writable) {
+            // INVARIANT: all or nothing — give the frames back.
+            st.frames
+                .free_pages(req.page_size, &runs)
+                .map_err(|_| err(ErrorKind::Internal, "frame record corrupt"))?;
+            return Err(e);
+        }
+        st.backed.insert(
+            req.range.start().as_u64(),
+            Backing { len_bytes: req.range.len_bytes(), page_size: req.page_size, runs },
+        );
+        Ok(())
+    }
+
+    pub(crate) fn unback(&self, range: VaRange) -> Result<()> {
+        let mut st = self.lock();
+        let start = range.start().as_u64();
+        match st.backed.get(&start) {
+            Some(b) if b.len_bytes == range.len_bytes() => {}
+            _ => return Err(err(ErrorKind::InvalidHandle, "range was not backed by one back()")),
+        }
+        let b = st.backed.remove(&start).ok_or(err(ErrorKind::Internal, "backing vanished"))?;
+        self.unmap_runs(start - self.window.base(), &b.runs)?;
+        st.frames
+            .free_pages(b.page_size, &b.runs)
+            .map_err(|_| err(ErrorKind::Internal, "frame record corrupt"))
+    }
+
+    pub(crate) fn alloc_physical(&self, len_bytes: u64, page: PageSize, attrs: MemAttr) -> Result<PhysHandle> {
+        if len_bytes == 0 || len_bytes % page.bytes() != 0 {
+            return Err(err(ErrorKind::InvalidArgument, "size not a multiple of the page size"));
+        }
+        let mut st = self.lock();
+        let runs = st.frames.alloc_pages(page, len_bytes / page.bytes()).map_err(Error::from)?;
+        let id = st.next_handle;
+        st.next_handle += 1;
+        st.handles.insert(
+            id,
+            PhysAlloc { page_size: page, len_bytes, runs, writable: !attrs.contains(MemAttr::READONLY), map_count: 0 },
+        );
+        Ok(PhysHandle(id))
+    }
+
+    pub(crate) fn free_physical(&self, handle: PhysHandle) -> Result<()> {
+        let mut st = self.lock();
+        match st.handles.get(&handle.0) {
+            None => return Err(err(ErrorKind::InvalidHandle, "unknown physical handle")),
+            Some(p) if p.map_count > 0 => return Err(err(ErrorKind::Busy, "physical memory still mapped")),
+            Some(_) => {}
+        }
+        let p = st.handles.remove(&handle.0).ok_or(err(ErrorKind::Internal, "handle vanished"))?;
+        st.frames
+            .free_pages(p.page_size, &p.runs)
+            .map_err(|_| err(ErrorKind::Internal, "frame record corrupt"))
+    }
+
+    pub(crate) fn map_physical(&self, handle: PhysHandle, offset: u64, range: VaRange) -> Result<()> {
+        let mut st = self.lock();
+        let (page, total, writable) = match st.handles.get(&handle.0) {
+            Some(p) => (p.page_size, p.len_bytes, p.writable),
+            None => return Err(err(ErrorKind::InvalidHandle, "unknown physical handle")),
+        };
+        let at = self.offset_of(&range, page)?;
+        if offset % page.bytes() != 0 || offset.checked_add(range.len_bytes()).is_none_or(|e| e > total) {
+            return Err(err(ErrorKind::InvalidArgument, "mapping exceeds the physical allocation"));
+        }
+        let pieces = match st.handles.get(&handle.0) {
+            Some(p) => slice_runs(&p.runs, offset, range.len_bytes()),
+            None => return Err(err(ErrorKind::Internal, "handle vanished")),
+        };
+        self.map_runs(at, &pieces, writable)?;
+        if let Some(p) = st.handles.get_mut(&handle.0) {
+            p.map_count += 1;
+        }
+        st.handle_maps.insert(range.start().as_u64(), HandleMap { handle: handle.0, len_bytes: range.len_bytes() });
+        Ok(())
+    }
+
+    pub(crate) fn unmap_physical(&self, range: VaRange) -> Result<()> {
+        let mut st = self.lock();
+        let start = range.start().as_u64();
+        match st.handle_maps.get(&start) {
+            Some(m) if m.len_bytes == range.len_bytes() => {}
+            _ => return Err(err(ErrorKind::InvalidHandle, "nothing mapped at exactly this range")),
+        }
+        self.window
+            .unmap(start - self.window.base(), range.len_bytes())
+            .map_err(|_| err(ErrorKind::Internal, "unmap of device memory failed"))?;
+        if let Some(m) = st.handle_maps.remove(&start) {
+            if let Some(p) = st.handles.get_mut(&m.handle) {
+                p.map_count -= 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `addr` lies in this device's window.
+    pub(crate) fn owns(&self, addr: DeviceAddr) -> bool {
+        self.window.contains(addr.as_u64())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_slice_across_boundaries() {
+        let runs = [PhysRun { offset: 0, len_bytes: 8192 }, PhysRun { offset: 65536, len_bytes: 8192 }];
+        assert_eq!(
+            slice_runs(&runs, 4096, 8192),
+            vec![PhysRun { offset: 4096, len_bytes: 4096 }, PhysRun { offset: 65536, len_bytes: 4096 }]
+        );
+        assert_eq!(slice_runs(&runs, 8192, 4096), vec![PhysRun { offset: 65536, len_bytes: 4096 }]);
+    }
+}

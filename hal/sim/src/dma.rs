@@ -1,0 +1,118 @@
+//! The DMA engine: moves bytes between host buffers, device windows and the pinned-host
+//! window, after resolving each address to the window that owns it.
+//!
+//! It must not change what is mapped; a byte that is not mapped is a fault reported as
+//! [`ErrorKind::InvalidHandle`], never a host crash.
+
+use std::sync::Arc;
+
+use hal::layout::{window_of, Window as Region};
+use hal::{DeviceAddr, Error, ErrorKind, Result, TaskDesc};
+
+use crate::device::Device;
+use crate::sys::{Fault, Window};
+use crate::Fabric;
+
+/// Largest piece one DMA descriptor moves; longer transfers are cut into such slices, as the
+/// reference runtime cuts copies into 64 MiB tasks.
+pub(crate) const SLICE_BYTES: u64 = 64 << 20;
+
+fn fault(_: Fault) -> Error {
+    Error::new(ErrorKind::InvalidHandle, "DMA touched device memory that is not mapped")
+}
+
+/// A window resolved from an address, kept alive for the transfer.
+pub(crate) enum Target {
+    /// A device's window.
+    Device(Arc<Device>),
+    /// The pinned-host window.
+    Host,
+}
+
+impl Fabric {
+    /// Finds the window that owns `addr`.
+    pub(crate) fn resolve(&self, addr: u64) -> Result<Target> {
+        match window_of(addr) {
+            Region::Device(i) => self
+                .device(i)
+                .map(Target::Device)
+                .ok_or(Error::new(ErrorKind::InvalidHandle, "address in the window of a device that is not open")),
+            Region::PinnedHost => Ok(Target::Host),
+            _ => Err(Error::new(ErrorKind::InvalidHandle, "address is not device or pinned-host memory")),
+        }
+    }
+
+    fn window<'a>(&'a self, t: &'a Target) -> &'a Window {
+        match t {
+            Target::Device(d) => d.window(),
+            Target::Host => &self.host,
+        }
+    }
+
+    /// Copies host bytes to `dst` (device or pinned host).
+    pub(crate) fn write(&self, dst: DeviceAddr, src: &[u8]) -> Result<()> {
+        let t = self.resolve(dst.as_u64())?;
+        let w = self.window(&t);
+        let mut done = 0usize;
+        // CAST: SLICE_BYTES fits in usize on every supported host.
+        for chunk in src.chunks(SLICE_BYTES as usize) {
+            w.write(dst.as_u64() + done as u64, chunk).map_err(fault)?;
+            done += chunk.len();
+        }
+        Ok(())
+    }
+
+    /// Copies from `src` (device or pinned host) into host bytes.
+    pub(crate) fn read(&self, dst: &mut [u8], src: DeviceAddr) -> Result<()> {
+        let t = self.resolve(src.as_u64())?;
+        let w = self.window(&t);
+        let mut done = 0usize;
+        // CAST: SLICE_BYTES fits in usize on every supported host.
+        for chunk in dst.chunks_mut(SLICE_BYTES as usize) {
+            let n = chunk.len();
+            w.read(src.as_u64() + done as u64, chunk).map_err(fault)?;
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Copies between two resolved addresses.
+    pub(crate) fn copy(&self, dst: DeviceAddr, src: DeviceAddr, len_bytes: u64) -> Result<()> {
+        let (td, ts) = (self.resolve(dst.as_u64())?, self.resolve(src.as_u64())?);
+        let (wd, ws) = (self.window(&td), self.window(&ts));
+        let overlapping_forward = src.as_u64() < dst.as_u64() && src.as_u64() + len_bytes > dst.as_u64();
+        if overlapping_forward {
+            // Slicing front to back would read bytes already overwritten: copy in one piece.
+            return Window::copy(wd, dst.as_u64(), ws, src.as_u64(), len_bytes).map_err(fault);
+        }
+        let mut done = 0u64;
+        while done < len_bytes {
+            let n = (len_bytes - done).min(SLICE_BYTES);
+            Window::copy(wd, dst.as_u64() + done, ws, src.as_u64() + done, n).map_err(fault)?;
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Fills `len_bytes` at `dst` with `value`.
+    pub(crate) fn fill(&self, dst: DeviceAddr, value: u8, len_bytes: u64) -> Result<()> {
+        let t = self.resolve(dst.as_u64())?;
+        let w = self.window(&t);
+        let mut done = 0u64;
+        while done < len_bytes {
+            let n = (len_bytes - done).min(SLICE_BYTES);
+            w.fill(dst.as_u64() + done, value, n).map_err(fault)?;
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Runs one queued task.
+    pub(crate) fn execute(&self, task: &TaskDesc) -> Result<()> {
+        match *task {
+            TaskDesc::Copy { dst, src, len_bytes } => self.copy(dst, src, len_bytes),
+            TaskDesc::Memset { dst, value, len_bytes } => self.fill(dst, value, len_bytes),
+            TaskDesc::Marker => Ok(()),
+        }
+    }
+}
