@@ -1,3 +1,26 @@
-//! Device memory manager (placeholder while the crate is being written).
+//! Device-memory manager of aclrs: physical frames and device virtual addresses (VA).
+//!
+//! `mm` sits directly above `hal` and below `sched`. It owns every bookkeeping decision about
+//! device memory: which physical frames of the device's high-bandwidth memory (HBM) are in use
+//! ([`phys`]), and which device VA ranges inside a window are taken ([`va`]). It manages numbers,
+//! never host memory, so it needs no `unsafe`; it never calls a driver.
+//!
+//! # Design rules
+//!
+//! - `no_std` unconditionally, with `alloc` for the ordered maps that index free space; the same
+//!   code runs in device firmware (`aarch64-unknown-none`) and inside the software NPU.
+//! - Every operation is all or nothing: a failed call leaves the allocator exactly as it was.
+//! - Errors are the small [`Error`] enum with stable numbers; [`hal::Error`] is reached through
+//!   an explicit `From` impl.
+//! - This crate must not depend on `sched` or on any backend.
 #![no_std]
 #![forbid(unsafe_code)]
+
+extern crate alloc;
+
+pub mod error;
+pub mod heap;
+pub mod phys;
+pub mod va;
+
+pub use error::{Error, Result};

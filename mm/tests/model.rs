@@ -1,0 +1,370 @@
+//! Property tests of `mm::phys` and `mm::va` against simple reference models.
+//!
+//! Each test applies a random sequence of operations to the real allocator and to a model (a
+//! plain list of live allocations) and checks after every step that they agree: no overlap,
+//! alignment, exact accounting, budgets, and that invalid frees fail without changing state.
+
+use hal::{DeviceAddr, PageSize, VaRange};
+use mm::phys::{FrameAllocator, PhysConfig, PhysRun};
+use mm::va::VaAllocator;
+use mm::Error;
+use proptest::prelude::*;
+
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+
+// ---------------------------------------------------------------------------------------------
+// Physical frames.
+
+#[derive(Clone, Debug)]
+enum PhysOp {
+    /// Allocate; the count is scaled to the allocator's size.
+    Alloc(PageSize, u64),
+    /// Free the live allocation at this index (modulo the number live).
+    Free(usize),
+    /// Free the first page of the first run of a live allocation.
+    FreeFirstPage(usize),
+    /// Free a live allocation with the wrong page size.
+    FreeWrongSize(usize, PageSize),
+    /// Free an arbitrary page-aligned run.
+    FreeArbitrary(PageSize, u64, u64),
+}
+
+fn page_size() -> impl Strategy<Value = PageSize> {
+    prop_oneof![
+        6 => Just(PageSize::Normal),
+        3 => Just(PageSize::Huge),
+        1 => Just(PageSize::Giant),
+    ]
+}
+
+fn phys_op() -> impl Strategy<Value = PhysOp> {
+    prop_oneof![
+        5 => (page_size(), any::<u64>()).prop_map(|(p, n)| PhysOp::Alloc(p, n)),
+        3 => any::<usize>().prop_map(PhysOp::Free),
+        1 => any::<usize>().prop_map(PhysOp::FreeFirstPage),
+        1 => (any::<usize>(), page_size()).prop_map(|(i, p)| PhysOp::FreeWrongSize(i, p)),
+        1 => (page_size(), any::<u64>(), 1..4u64)
+            .prop_map(|(p, at, n)| PhysOp::FreeArbitrary(p, at, n)),
+    ]
+}
+
+fn phys_config() -> impl Strategy<Value = PhysConfig> {
+    prop_oneof![
+        // Small: a few MiB with an odd tail of 4 KiB frames.
+        (0..64u64, 0..8u64).prop_map(|(tail, huge)| PhysConfig {
+            total_bytes: 6 * MIB + tail * 4 * KIB + 123,
+            huge_budget_bytes: huge * MIB,
+            giant_budget_bytes: 0,
+        }),
+        // Large enough for 1 GiB pages.
+        (0..4u64, 0..3u64).prop_map(|(huge_gib, giant)| PhysConfig {
+            total_bytes: 2 * GIB + 6 * MIB + 8 * KIB,
+            huge_budget_bytes: huge_gib * GIB / 2,
+            giant_budget_bytes: giant * GIB,
+        }),
+    ]
+}
+
+/// Live allocations of the model: page size and the runs still allocated.
+type Live = Vec<(PageSize, Vec<PhysRun>)>;
+
+fn live_bytes(live: &Live, page: Option<PageSize>) -> u64 {
+    live.iter()
+        .filter(|(p, _)| page.is_none_or(|q| q == *p))
+        .flat_map(|(_, runs)| runs.iter())
+        .map(|r| r.len_bytes)
+        .sum()
+}
+
+/// Whether every byte of `run` lies in live runs of `page` size.
+fn covered(live: &Live, page: PageSize, run: PhysRun) -> bool {
+    let mut spans: Vec<(u64, u64)> = live
+        .iter()
+        .filter(|(p, _)| *p == page)
+        .flat_map(|(_, runs)| runs.iter().map(|r| (r.offset, r.offset + r.len_bytes)))
+        .collect();
+    spans.sort_unstable();
+    let mut cursor = run.offset;
+    let end = run.offset + run.len_bytes;
+    for (s, e) in spans {
+        if s <= cursor && cursor < e {
+            cursor = e;
+        }
+    }
+    cursor >= end
+}
+
+fn check_phys(a: &FrameAllocator, cfg: &PhysConfig, live: &Live) -> Result<(), TestCaseError> {
+    let total = cfg.total_bytes & !(4 * KIB - 1);
+    let info = a.info();
+    prop_assert_eq!(info.total_bytes, total);
+    let used = live_bytes(live, None);
+    prop_assert_eq!(info.free_bytes, total - used);
+    prop_assert_eq!(a.allocated_bytes(), used);
+    let huge_budget = cfg.huge_budget_bytes.min(total) & !(2 * MIB - 1);
+    let giant_budget = cfg.giant_budget_bytes.min(total) & !(GIB - 1);
+    prop_assert_eq!(info.huge_total_bytes, huge_budget);
+    prop_assert_eq!(info.giant_total_bytes, giant_budget);
+    let huge_used = live_bytes(live, Some(PageSize::Huge));
+    let giant_used = live_bytes(live, Some(PageSize::Giant));
+    prop_assert!(huge_used <= huge_budget);
+    prop_assert!(giant_used <= giant_budget);
+    prop_assert!(info.huge_free_bytes <= huge_budget - huge_used);
+    prop_assert!(info.giant_free_bytes <= giant_budget - giant_used);
+    prop_assert!(info.huge_free_bytes <= info.free_bytes);
+    let mut spans: Vec<(u64, u64, PageSize)> = Vec::new();
+    for (page, runs) in live {
+        for r in runs {
+            prop_assert!(r.len_bytes > 0);
+            prop_assert_eq!(r.offset % page.bytes(), 0);
+            prop_assert_eq!(r.len_bytes % page.bytes(), 0);
+            prop_assert!(r.offset + r.len_bytes <= total);
+            spans.push((r.offset, r.offset + r.len_bytes, *page));
+        }
+    }
+    spans.sort_unstable();
+    for pair in spans.windows(2) {
+        prop_assert!(pair[0].1 <= pair[1].0, "overlap: {:?}", pair);
+    }
+    Ok(())
+}
+
+fn run_phys(cfg: PhysConfig, ops: Vec<PhysOp>) -> Result<(), TestCaseError> {
+    let mut a = FrameAllocator::new(cfg).unwrap();
+    let mut live: Live = Vec::new();
+    let total_frames = (cfg.total_bytes & !(4 * KIB - 1)) / (4 * KIB);
+    for op in ops {
+        match op {
+            PhysOp::Alloc(page, raw) => {
+                let max_pages = (total_frames * 4 * KIB / page.bytes() / 4).max(1);
+                let count = 1 + raw % max_pages;
+                let bytes = count * page.bytes();
+                let free_before = a.info().free_bytes;
+                let in_use = live_bytes(&live, Some(page));
+                let budget = match page {
+                    PageSize::Normal => u64::MAX,
+                    PageSize::Huge => a.info().huge_total_bytes,
+                    PageSize::Giant => a.info().giant_total_bytes,
+                };
+                let before = a.clone();
+                match a.alloc_pages(page, count) {
+                    Ok(runs) => {
+                        prop_assert!(in_use + bytes <= budget);
+                        prop_assert_eq!(runs.iter().map(|r| r.len_bytes).sum::<u64>(), bytes);
+                        for pair in runs.windows(2) {
+                            prop_assert_ne!(pair[0].offset + pair[0].len_bytes, pair[1].offset);
+                        }
+                        live.push((page, runs));
+                    }
+                    Err(Error::BudgetExhausted) => {
+                        prop_assert!(in_use + bytes > budget);
+                        prop_assert_eq!(&a, &before);
+                    }
+                    Err(e) => {
+                        prop_assert_eq!(e, Error::OutOfMemory);
+                        prop_assert!(in_use + bytes <= budget);
+                        // Normal pages never fail while enough bytes are free.
+                        if page == PageSize::Normal {
+                            prop_assert!(bytes > free_before);
+                        }
+                        prop_assert_eq!(&a, &before);
+                    }
+                }
+            }
+            PhysOp::Free(i) if !live.is_empty() => {
+                let (page, runs) = live.swap_remove(i % live.len());
+                a.free_pages(page, &runs).unwrap();
+                // A double free is rejected and changes nothing.
+                let before = a.clone();
+                prop_assert_eq!(a.free_pages(page, &runs), Err(Error::NotAllocated));
+                prop_assert_eq!(&a, &before);
+            }
+            PhysOp::FreeFirstPage(i) if !live.is_empty() => {
+                let i = i % live.len();
+                let page = live[i].0;
+                let first = live[i].1[0];
+                let piece = PhysRun {
+                    offset: first.offset,
+                    len_bytes: page.bytes(),
+                };
+                a.free_pages(page, &[piece]).unwrap();
+                if first.len_bytes == page.bytes() {
+                    live[i].1.remove(0);
+                    if live[i].1.is_empty() {
+                        live.swap_remove(i);
+                    }
+                } else {
+                    live[i].1[0] = PhysRun {
+                        offset: first.offset + page.bytes(),
+                        len_bytes: first.len_bytes - page.bytes(),
+                    };
+                }
+            }
+            PhysOp::FreeWrongSize(i, wrong) if !live.is_empty() => {
+                let (page, runs) = &live[i % live.len()];
+                if *page != wrong {
+                    let before = a.clone();
+                    prop_assert!(a.free_pages(wrong, runs).is_err());
+                    prop_assert_eq!(&a, &before);
+                }
+            }
+            PhysOp::FreeArbitrary(page, at, n) => {
+                let slots = (total_frames * 4 * KIB / page.bytes()).max(1);
+                let run = PhysRun {
+                    offset: (at % slots) * page.bytes(),
+                    len_bytes: n * page.bytes(),
+                };
+                if !covered(&live, page, run) {
+                    let before = a.clone();
+                    prop_assert!(a.free_pages(page, &[run]).is_err());
+                    prop_assert_eq!(&a, &before);
+                }
+            }
+            _ => {}
+        }
+        check_phys(&a, &cfg, &live)?;
+    }
+    // Everything freed: the allocator is as new.
+    for (page, runs) in live.drain(..) {
+        a.free_pages(page, &runs).unwrap();
+    }
+    prop_assert_eq!(a, FrameAllocator::new(cfg).unwrap());
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Device VA.
+
+#[derive(Clone, Debug)]
+enum VaOp {
+    /// Allocate `len` bytes aligned to `2^align_shift`.
+    Alloc(u64, u32),
+    /// Free the live range at this index (modulo the number live).
+    Free(usize),
+    /// Free an arbitrary range.
+    FreeArbitrary(u64, u64),
+    /// Look up an address (an offset into the window).
+    Find(u64),
+}
+
+fn va_op() -> impl Strategy<Value = VaOp> {
+    prop_oneof![
+        5 => (1..0x6000u64, 0..16u32).prop_map(|(len, s)| VaOp::Alloc(len, s)),
+        3 => any::<usize>().prop_map(VaOp::Free),
+        1 => (0..0x40000u64, 1..0x3000u64).prop_map(|(at, len)| VaOp::FreeArbitrary(at, len)),
+        1 => (0..0x40000u64).prop_map(VaOp::Find),
+    ]
+}
+
+/// The free gaps of the window, given the live ranges.
+fn gaps(window: VaRange, live: &[VaRange]) -> Vec<(u64, u64)> {
+    let mut sorted: Vec<VaRange> = live.to_vec();
+    sorted.sort_by_key(|r| r.start());
+    let mut out = Vec::new();
+    let mut cursor = window.start().as_u64();
+    for r in sorted {
+        if r.start().as_u64() > cursor {
+            out.push((cursor, r.start().as_u64() - cursor));
+        }
+        cursor = r.end();
+    }
+    if window.end() > cursor {
+        out.push((cursor, window.end() - cursor));
+    }
+    out
+}
+
+fn fits(gap: (u64, u64), len: u64, align: u64) -> bool {
+    let aligned = gap.0.next_multiple_of(align);
+    aligned - gap.0 + len <= gap.1
+}
+
+fn run_va(window_start: u64, ops: Vec<VaOp>) -> Result<(), TestCaseError> {
+    let window = VaRange::try_new(DeviceAddr(window_start), 0x30000).unwrap();
+    let mut va = VaAllocator::new(window);
+    let mut live: Vec<VaRange> = Vec::new();
+    for op in ops {
+        match op {
+            VaOp::Alloc(len, shift) => {
+                let align = 1u64 << shift;
+                let free = gaps(window, &live);
+                let best = free
+                    .iter()
+                    .filter(|g| fits(**g, len, align))
+                    .min_by_key(|g| (g.1, g.0))
+                    .copied();
+                let before = va.clone();
+                match va.alloc(len, align) {
+                    Ok(r) => {
+                        prop_assert_eq!(r.len_bytes(), len);
+                        prop_assert!(r.start().is_aligned(align));
+                        prop_assert!(window.contains_range(&r));
+                        prop_assert!(live.iter().all(
+                            |l| r.end() <= l.start().as_u64() || l.end() <= r.start().as_u64()
+                        ));
+                        // Best fit: the range lies in the smallest fitting gap, lowest first.
+                        let (gs, gl) = best.expect("allocation succeeded without a fitting gap");
+                        prop_assert!(gs <= r.start().as_u64() && r.end() <= gs + gl);
+                        live.push(r);
+                    }
+                    Err(e) => {
+                        prop_assert_eq!(e, Error::OutOfVa);
+                        prop_assert!(best.is_none(), "a gap fits: {:?}", best);
+                        prop_assert_eq!(&va, &before);
+                    }
+                }
+            }
+            VaOp::Free(i) if !live.is_empty() => {
+                let r = live.swap_remove(i % live.len());
+                va.free(r).unwrap();
+                let before = va.clone();
+                prop_assert_eq!(va.free(r), Err(Error::NotAllocated));
+                prop_assert_eq!(&va, &before);
+            }
+            VaOp::FreeArbitrary(at, len) => {
+                let r = VaRange::try_new(DeviceAddr(window_start + at), len).unwrap();
+                if !live.contains(&r) {
+                    let before = va.clone();
+                    prop_assert_eq!(va.free(r), Err(Error::NotAllocated));
+                    prop_assert_eq!(&va, &before);
+                }
+            }
+            VaOp::Find(at) => {
+                let addr = DeviceAddr(window_start + at);
+                let expected = live.iter().find(|r| r.contains(addr)).copied();
+                prop_assert_eq!(va.find(addr), expected);
+            }
+            VaOp::Free(_) => {}
+        }
+        let used: u64 = live.iter().map(|r| r.len_bytes()).sum();
+        prop_assert_eq!(va.free_bytes(), window.len_bytes() - used);
+        prop_assert_eq!(va.window(), window);
+    }
+    for r in live.drain(..) {
+        va.free(r).unwrap();
+    }
+    prop_assert_eq!(va, VaAllocator::new(window));
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn frame_allocator_matches_model(
+        cfg in phys_config(),
+        ops in prop::collection::vec(phys_op(), 1..200),
+    ) {
+        run_phys(cfg, ops)?;
+    }
+
+    #[test]
+    fn va_allocator_matches_model(
+        start in prop_oneof![Just(0x1000_0000u64), 0x1000u64..0x10_0000],
+        ops in prop::collection::vec(va_op(), 1..200),
+    ) {
+        run_va(start, ops)?;
+    }
+}
