@@ -1,1 +1,120 @@
-//! placeholder
+//! Helpers for the cross-language tests: build `libascendcl`, compile a C program from
+//! `tests/c/` against `acl-shim/include`, and run it on a private software NPU.
+//!
+//! This crate owns no product code; it must only drive the library the way a user would.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The workspace root.
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// The directory holding `libascendcl.{so,a}`, built once per test process.
+///
+/// `ACLRS_LIB_DIR` names a directory that already holds the library (`cargo xtask ci` sets it);
+/// otherwise the debug build of `acl-shim` is made with cargo.
+///
+/// # Panics
+///
+/// When the library cannot be built.
+pub fn lib_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        if let Some(dir) = std::env::var_os("ACLRS_LIB_DIR") {
+            return PathBuf::from(dir);
+        }
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--quiet", "-p", "acl-shim"])
+            .current_dir(workspace())
+            .status()
+            .expect("run cargo build -p acl-shim");
+        assert!(status.success(), "cargo build -p acl-shim failed");
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| workspace().join("target"));
+        target.join("debug")
+    })
+}
+
+/// How to link a C program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Link {
+    /// Against `libascendcl.so`, with an rpath.
+    Shared,
+    /// Against `libascendcl.a`.
+    Static,
+}
+
+/// Compiles `tests/c/<name>.c` (C11, warnings as errors) and returns the executable's path.
+///
+/// # Panics
+///
+/// When the compiler fails; its output is in the message.
+pub fn compile_c(name: &str, link: Link) -> PathBuf {
+    let ws = workspace();
+    let out_dir = std::env::temp_dir().join(format!("aclrs-ctests-{}", std::process::id()));
+    std::fs::create_dir_all(&out_dir).expect("create output dir");
+    let suffix = if link == Link::Static { "-static" } else { "" };
+    let exe = out_dir.join(format!("{name}{suffix}"));
+    let lib = lib_dir();
+    let mut cmd = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
+    cmd.args(["-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+        .arg("-I")
+        .arg(ws.join("acl-shim/include"))
+        .arg(ws.join("tests/c").join(format!("{name}.c")))
+        .arg("-o")
+        .arg(&exe);
+    match link {
+        Link::Shared => {
+            cmd.arg("-L").arg(lib).arg("-lascendcl").arg(format!("-Wl,-rpath,{}", lib.display()));
+        }
+        Link::Static => {
+            cmd.arg(lib.join("libascendcl.a")).args(["-lpthread", "-ldl", "-lm", "-lrt"]);
+        }
+    }
+    let out = cmd.output().expect("run the C compiler");
+    assert!(
+        out.status.success(),
+        "compiling {name}.c failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// Runs `exe` on a private software NPU named after `instance` (1 GiB of HBM per device, a
+/// 512 MiB 2 MiB-page budget, no 1 GiB pages) plus `env`, and returns its output.
+///
+/// # Panics
+///
+/// When the program cannot be started.
+pub fn run(exe: &Path, instance: &str, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(exe);
+    cmd.env("ACLRS_SIM_INSTANCE", format!("t{}-{instance}", std::process::id()))
+        .env("ACLRS_SIM_HBM", "1G")
+        .env("ACLRS_SIM_HUGE2M", "512M")
+        .env("ACLRS_SIM_HUGE1G", "0")
+        .env_remove("ASCEND_RT_VISIBLE_DEVICES")
+        .env_remove("ACLRS_SIM_DEVICES")
+        .env_remove("ACLRS_SIM_SOC");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("start the C program")
+}
+
+/// Runs a C program and asserts it exited 0, showing its output otherwise.
+///
+/// # Panics
+///
+/// When the program fails.
+pub fn run_ok(exe: &Path, instance: &str, env: &[(&str, &str)]) -> String {
+    let out = run(exe, instance, env);
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{} failed ({}):\n{text}", exe.display(), out.status);
+    text
+}

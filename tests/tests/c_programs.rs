@@ -1,0 +1,92 @@
+//! The C programs of `tests/c/`, compiled against the headers and linked to `libascendcl` as a
+//! user would, each run on its own private software NPU.
+
+use aclrs_tests::{compile_c, run, run_ok, Link};
+
+#[test]
+fn basic_flow_malloc_copy_compare_free() {
+    let exe = compile_c("basic_flow", Link::Shared);
+    let out = run_ok(&exe, "basic", &[]);
+    assert!(out.contains("OK"), "{out}");
+}
+
+#[test]
+fn basic_flow_links_statically() {
+    let exe = compile_c("basic_flow", Link::Static);
+    run_ok(&exe, "basic-static", &[]);
+}
+
+#[test]
+fn every_copy_direction() {
+    let exe = compile_c("copy_directions", Link::Shared);
+    run_ok(&exe, "copies", &[]);
+}
+
+#[test]
+fn mem_info_moves_by_the_allocated_amount() {
+    let exe = compile_c("mem_info", Link::Shared);
+    run_ok(&exe, "meminfo", &[]);
+}
+
+#[test]
+fn bad_inputs_get_documented_codes_and_change_nothing() {
+    let exe = compile_c("bad_input", Link::Shared);
+    run_ok(&exe, "bad", &[]);
+}
+
+#[test]
+fn demo_prints_its_table() {
+    let exe = compile_c("demo", Link::Shared);
+    let out = run_ok(&exe, "demo", &[]);
+    assert!(out.contains("demo: OK"), "{out}");
+    assert!(out.contains("aclrtMemcpy"), "{out}");
+}
+
+#[test]
+fn a_second_process_on_a_busy_device_is_refused_cleanly() {
+    // Two processes of one simulated machine: the second cannot take device 0 while the first
+    // holds it, and says why instead of corrupting the first one's memory.
+    let hold = compile_c("hold_device", Link::Shared);
+    let mut first = std::process::Command::new(&hold)
+        .env("ACLRS_SIM_INSTANCE", format!("t{}-busy", std::process::id()))
+        .env("ACLRS_SIM_HBM", "1G")
+        .arg("hold")
+        .stdout(std::process::Stdio::piped())
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the first process");
+    // Wait until the first process has the device.
+    let mut line = String::new();
+    {
+        use std::io::BufRead;
+        let stdout = first.stdout.as_mut().expect("stdout");
+        std::io::BufReader::new(stdout).read_line(&mut line).expect("read");
+    }
+    assert!(line.contains("holding"), "{line}");
+    let out = run(&hold, "busy", &[("ACLRS_SIM_HBM", "1G")]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    drop(first.stdin.take());
+    let status = first.wait().expect("wait for the first process");
+    assert!(status.success(), "first process failed");
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("busy: 207004"), "{text}");
+    assert!(text.contains("in use by another process"), "{text}");
+}
+
+#[test]
+fn headers_compile_as_cpp() {
+    let ws = aclrs_tests::workspace();
+    let src = std::env::temp_dir().join(format!("aclrs-hdr-{}.cpp", std::process::id()));
+    std::fs::write(
+        &src,
+        "#include \"acl/acl.h\"\n#include \"acl/acl_sim.h\"\nint main() { aclrtMemMallocPolicy p = ACL_MEM_MALLOC_HUGE_FIRST; return (int)p; }\n",
+    )
+    .expect("write");
+    let out = std::process::Command::new("c++")
+        .args(["-std=c++11", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", "-I"])
+        .arg(ws.join("acl-shim/include"))
+        .arg(&src)
+        .output()
+        .expect("run c++");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
