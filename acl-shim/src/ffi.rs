@@ -3,13 +3,16 @@
 //! Every export follows one pattern: catch panics (a panic becomes `ACL_ERROR_INTERNAL_ERROR`
 //! with a message, never an abort across the C boundary), check every pointer argument for null
 //! and alignment before use, call the safe runtime, convert its `Result` to an `aclError` in
-//! [`status`] (the one conversion point), and record the message of a failure for
+//! `status` (the one conversion point), and record the message of a failure for
 //! `aclGetRecentErrMsg`.
 //!
 //! Ownership: no handle is owned by C in this set of calls; pointers passed in are borrowed for
 //! the call only. Raw host pointers become slices here and nowhere else, only for ordinary host
 //! memory, and only after the runtime checked the range lies outside every runtime window.
-#![expect(clippy::missing_safety_doc, reason = "C exports: their contract is CANN's documentation, restated in the headers")]
+#![expect(
+    clippy::missing_safety_doc,
+    reason = "C exports: their contract is CANN's documentation, restated in the headers"
+)]
 
 use std::cell::RefCell;
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -142,7 +145,9 @@ pub extern "C" fn aclrtResetDevice(device_id: i32) -> AclErrorCode {
 /// `aclError aclrtResetDeviceForce(int32_t deviceId);`
 #[no_mangle]
 pub extern "C" fn aclrtResetDeviceForce(device_id: i32) -> AclErrorCode {
-    guard("aclrtResetDeviceForce", || runtime::runtime("aclrtResetDeviceForce")?.reset_device(device_id, true))
+    guard("aclrtResetDeviceForce", || {
+        runtime::runtime("aclrtResetDeviceForce")?.reset_device(device_id, true)
+    })
 }
 
 /// `aclError aclrtGetDevice(int32_t *deviceId);`
@@ -282,7 +287,12 @@ pub unsafe extern "C" fn aclrtMemcpy(
 /// `aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count);` — sets
 /// the low byte of `value`.
 #[no_mangle]
-pub unsafe extern "C" fn aclrtMemset(dev_ptr: *mut c_void, max_count: usize, value: i32, count: usize) -> AclErrorCode {
+pub unsafe extern "C" fn aclrtMemset(
+    dev_ptr: *mut c_void,
+    max_count: usize,
+    value: i32,
+    count: usize,
+) -> AclErrorCode {
     const API: &str = "aclrtMemset";
     guard(API, || {
         if count == 0 {

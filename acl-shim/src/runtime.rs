@@ -15,7 +15,9 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
-use hal::layout::{device_window_base, window_of, Window, DEVICE_WINDOW_SIZE, HOST_WINDOW_BASE, HOST_WINDOW_SIZE};
+use hal::layout::{
+    device_window_base, window_of, Window, DEVICE_WINDOW_SIZE, HOST_WINDOW_BASE, HOST_WINDOW_SIZE,
+};
 use hal::{BackRequest, DeviceAddr, DeviceId, MemAttr, MemoryInfo, PageSize, SocProfile, VaRange};
 use hal_sim::Sim;
 use mm::heap::{Allocation, DeviceHeap, NotLive};
@@ -179,21 +181,31 @@ thread_local! {
 pub fn init(config: Option<&str>) -> Result<()> {
     let mut slot = RUNTIME.write().unwrap_or_else(|p| p.into_inner());
     if slot.is_some() {
-        return Err(AclError::new(ACL_ERROR_REPEAT_INITIALIZE, "aclInit: already initialised (only the first configuration takes effect)"));
+        return Err(AclError::new(
+            ACL_ERROR_REPEAT_INITIALIZE,
+            "aclInit: already initialised (only the first configuration takes effect)",
+        ));
     }
     if let Some(path) = config.filter(|p| !p.is_empty()) {
         check_config_file(path)?;
     }
     let backend = match std::env::var("ACLRS_BACKEND").ok().as_deref() {
-        None | Some("") | Some("sim") => Backend::Sim(
-            Sim::from_env().map_err(|e| AclError::invalid(format!("aclInit: {e}")))?,
-        ),
+        None | Some("") | Some("sim") => {
+            Backend::Sim(Sim::from_env().map_err(|e| AclError::invalid(format!("aclInit: {e}")))?)
+        }
         Some("davinci") => {
-            let why = hal_davinci::probe().err().unwrap_or_else(|| "the davinci backend is not implemented yet".into());
-            return Err(AclError::new(ACL_ERROR_RT_NO_DEVICE, format!("aclInit: ACLRS_BACKEND=davinci: {why}")));
+            let why = hal_davinci::probe()
+                .err()
+                .unwrap_or_else(|| "the davinci backend is not implemented yet".into());
+            return Err(AclError::new(
+                ACL_ERROR_RT_NO_DEVICE,
+                format!("aclInit: ACLRS_BACKEND=davinci: {why}"),
+            ));
         }
         Some(other) => {
-            return Err(AclError::invalid(format!("aclInit: ACLRS_BACKEND={other:?}: expected sim or davinci")))
+            return Err(AclError::invalid(format!(
+                "aclInit: ACLRS_BACKEND={other:?}: expected sim or davinci"
+            )))
         }
     };
     let drv = backend.driver();
@@ -258,7 +270,9 @@ fn check_config_file(path: &str) -> Result<()> {
 pub fn finalize() -> Result<()> {
     let rt = {
         let mut slot = RUNTIME.write().unwrap_or_else(|p| p.into_inner());
-        slot.take().ok_or_else(|| AclError::new(ACL_ERROR_REPEAT_FINALIZE, "aclFinalize: not initialised (repeated finalize?)"))?
+        slot.take().ok_or_else(|| {
+            AclError::new(ACL_ERROR_REPEAT_FINALIZE, "aclFinalize: not initialised (repeated finalize?)")
+        })?
     };
     for i in 0..rt.devices.len() {
         // CAST: the device count fits in u32.
@@ -310,7 +324,11 @@ impl Runtime {
             Ok(d) if d < self.device_count() => Ok(d),
             _ => Err(AclError::new(
                 ACL_ERROR_RT_INVALID_DEVICEID,
-                format!("{api}: deviceId {device_id} is out of range (this machine has {} devices: 0..={})", self.device_count(), self.device_count().saturating_sub(1)),
+                format!(
+                    "{api}: deviceId {device_id} is out of range (this machine has {} devices: 0..={})",
+                    self.device_count(),
+                    self.device_count().saturating_sub(1)
+                ),
             )),
         }
     }
@@ -329,14 +347,18 @@ impl Runtime {
         let mut st = self.dev(d);
         if st.refcount == 0 {
             let Backend::Sim(sim) = &self.backend;
-            sim.open_device(DeviceId(d))
-                .map_err(|e| AclError::new(ACL_ERROR_RT_NO_DEVICE, format!("aclrtSetDevice({device_id}): {e}")))?;
+            sim.open_device(DeviceId(d)).map_err(|e| {
+                AclError::new(ACL_ERROR_RT_NO_DEVICE, format!("aclrtSetDevice({device_id}): {e}"))
+            })?;
             let window = VaRange::try_new(DeviceAddr(device_window_base(d)), DEVICE_WINDOW_SIZE)
                 .map_err(|e| AclError::from_hal(e, "aclrtSetDevice"))?;
             st.heap = Some(DeviceHeap::new(window));
             st.forced = false;
         }
-        st.refcount = st.refcount.checked_add(1).ok_or_else(|| AclError::rt_invalid("aclrtSetDevice: reference count overflow"))?;
+        st.refcount = st
+            .refcount
+            .checked_add(1)
+            .ok_or_else(|| AclError::rt_invalid("aclrtSetDevice: reference count overflow"))?;
         let generation = self.generation;
         CURRENT.with(|c| c.set(Some((generation, d))));
         Ok(())
@@ -354,7 +376,11 @@ impl Runtime {
         let last = {
             let mut st = self.dev(d);
             if st.refcount == 0 {
-                let why = if st.forced { "it was already reset with aclrtResetDeviceForce" } else { "it has no context (not set, or already reset)" };
+                let why = if st.forced {
+                    "it was already reset with aclrtResetDeviceForce"
+                } else {
+                    "it has no context (not set, or already reset)"
+                };
                 return Err(AclError::new(ACL_ERROR_RT_CONTEXT_NULL, format!("{api}({device_id}): {why}")));
             }
             st.refcount = if force { 0 } else { st.refcount - 1 };
@@ -409,7 +435,10 @@ impl Runtime {
         let cur = CURRENT.with(Cell::get).filter(|&(g, _)| g == generation).map(|(_, d)| d);
         match cur {
             Some(d) if self.dev(d).refcount > 0 => Ok(d),
-            _ => Err(AclError::new(ACL_ERROR_RT_CONTEXT_NULL, format!("{api}: no current device on this thread; call aclrtSetDevice first"))),
+            _ => Err(AclError::new(
+                ACL_ERROR_RT_CONTEXT_NULL,
+                format!("{api}: no current device on this thread; call aclrtSetDevice first"),
+            )),
         }
     }
 
@@ -427,21 +456,31 @@ impl Runtime {
         let plan = MallocPlan::new(self.soc, size, policy, which)
             .ok_or_else(|| AclError::invalid(format!("{api}: size {size} overflows when rounded")))?;
         let mut st = self.dev(d);
-        let heap = st.heap.as_mut().ok_or_else(|| AclError::new(ACL_ERROR_RT_CONTEXT_NULL, format!("{api}: device {d} has no context")))?;
+        let heap = st.heap.as_mut().ok_or_else(|| {
+            AclError::new(ACL_ERROR_RT_CONTEXT_NULL, format!("{api}: device {d} has no context"))
+        })?;
         let drv = self.backend.driver();
         let mut last_err = None;
         for &page in plan.pages() {
             let range = match heap.reserve(plan.rounded, page) {
                 Ok(r) => r,
                 Err(e) => {
-                    last_err = Some(AclError::from_mm(e, &format!("{api}: no device VA for {} bytes", plan.rounded)));
+                    last_err = Some(AclError::from_mm(
+                        e,
+                        &format!("{api}: no device VA for {} bytes", plan.rounded),
+                    ));
                     continue;
                 }
             };
             match drv.back(DeviceId(d), &BackRequest { range, page_size: page, attrs: plan.attrs }) {
                 Ok(()) => {
-                    heap.commit(Allocation { range, usable_bytes: plan.rounded, page_size: page, attrs: plan.attrs })
-                        .map_err(|e| AclError::from_mm(e, api))?;
+                    heap.commit(Allocation {
+                        range,
+                        usable_bytes: plan.rounded,
+                        page_size: page,
+                        attrs: plan.attrs,
+                    })
+                    .map_err(|e| AclError::from_mm(e, api))?;
                     return Ok(range.start().as_u64());
                 }
                 Err(e) => {
@@ -453,7 +492,9 @@ impl Runtime {
                 }
             }
         }
-        Err(last_err.unwrap_or_else(|| AclError::new(ACL_ERROR_RT_MEMORY_ALLOCATION, format!("{api}: cannot allocate {size} bytes"))))
+        Err(last_err.unwrap_or_else(|| {
+            AclError::new(ACL_ERROR_RT_MEMORY_ALLOCATION, format!("{api}: cannot allocate {size} bytes"))
+        }))
     }
 
     /// `aclrtFree`: frees a device allocation immediately.
@@ -465,12 +506,18 @@ impl Runtime {
     pub fn free(&self, api: &str, ptr: u64) -> Result<()> {
         let d = match locate(ptr) {
             Loc::Device(d) if d < self.device_count() => d,
-            Loc::Pinned => return Err(AclError::rt_invalid(format!("{api}: devPtr {ptr:#x} is pinned host memory; free it with aclrtFreeHost"))),
+            Loc::Pinned => {
+                return Err(AclError::rt_invalid(format!(
+                    "{api}: devPtr {ptr:#x} is pinned host memory; free it with aclrtFreeHost"
+                )))
+            }
             _ => return Err(AclError::rt_invalid(format!("{api}: devPtr {ptr:#x} is not device memory"))),
         };
         let mut st = self.dev(d);
         let Some(heap) = st.heap.as_mut() else {
-            return Err(AclError::rt_invalid(format!("{api}: devPtr {ptr:#x} is on device {d}, which has no context (reset or never set)")));
+            return Err(AclError::rt_invalid(format!(
+                "{api}: devPtr {ptr:#x} is on device {d}, which has no context (reset or never set)"
+            )));
         };
         let alloc = heap.get(DeviceAddr(ptr)).map_err(|why| not_live(api, "devPtr", ptr, why))?;
         let range = alloc.range;
@@ -489,17 +536,26 @@ impl Runtime {
         if size == 0 {
             return Err(AclError::invalid(format!("{api}: size must be greater than 0")));
         }
-        let usable = round_up(size, 64).ok_or_else(|| AclError::invalid(format!("{api}: size {size} overflows when rounded")))?;
+        let usable = round_up(size, 64)
+            .ok_or_else(|| AclError::invalid(format!("{api}: size {size} overflows when rounded")))?;
         let mut host = self.host.lock().unwrap_or_else(|p| p.into_inner());
         let range = host
             .reserve(usable, PageSize::Normal)
             .map_err(|e| AclError::from_mm(e, &format!("{api}: no pinned-host VA for {size} bytes")))?;
         if let Err(e) = self.backend.driver().back_host(range) {
             let _ = host.unreserve(range);
-            return Err(AclError::new(ACL_ERROR_RT_MEMORY_ALLOCATION, format!("{api}: cannot pin {size} bytes: {}", e.detail())));
+            return Err(AclError::new(
+                ACL_ERROR_RT_MEMORY_ALLOCATION,
+                format!("{api}: cannot pin {size} bytes: {}", e.detail()),
+            ));
         }
-        host.commit(Allocation { range, usable_bytes: usable, page_size: PageSize::Normal, attrs: MemAttr::empty() })
-            .map_err(|e| AclError::from_mm(e, api))?;
+        host.commit(Allocation {
+            range,
+            usable_bytes: usable,
+            page_size: PageSize::Normal,
+            attrs: MemAttr::empty(),
+        })
+        .map_err(|e| AclError::from_mm(e, api))?;
         Ok(range.start().as_u64())
     }
 
@@ -510,10 +566,14 @@ impl Runtime {
     /// `ACL_ERROR_RT_PARAM_INVALID` when `ptr` is not a live pinned allocation.
     pub fn free_host(&self, api: &str, ptr: u64) -> Result<()> {
         if let Loc::Device(_) = locate(ptr) {
-            return Err(AclError::rt_invalid(format!("{api}: hostPtr {ptr:#x} is device memory; free it with aclrtFree")));
+            return Err(AclError::rt_invalid(format!(
+                "{api}: hostPtr {ptr:#x} is device memory; free it with aclrtFree"
+            )));
         }
         if locate(ptr) != Loc::Pinned {
-            return Err(AclError::rt_invalid(format!("{api}: hostPtr {ptr:#x} was not allocated by aclrtMallocHost")));
+            return Err(AclError::rt_invalid(format!(
+                "{api}: hostPtr {ptr:#x} was not allocated by aclrtMallocHost"
+            )));
         }
         let mut host = self.host.lock().unwrap_or_else(|p| p.into_inner());
         let range = host.get(DeviceAddr(ptr)).map_err(|why| not_live(api, "hostPtr", ptr, why))?.range;
@@ -529,7 +589,9 @@ impl Runtime {
                 self.dev(d).heap.as_ref().is_some_and(|h| h.contains_range(DeviceAddr(addr), len))
             }
             Loc::Device(_) => false,
-            Loc::Pinned => self.host.lock().unwrap_or_else(|p| p.into_inner()).contains_range(DeviceAddr(addr), len),
+            Loc::Pinned => {
+                self.host.lock().unwrap_or_else(|p| p.into_inner()).contains_range(DeviceAddr(addr), len)
+            }
             Loc::Unregistered => {
                 if crosses_windows(addr, len) {
                     return Err(AclError::rt_invalid(format!(
@@ -555,7 +617,15 @@ impl Runtime {
     ///
     /// The documented codes for null pointers, bad kinds, `count > destMax`, kinds that do not
     /// match the addresses and ranges outside live memory.
-    pub fn plan_memcpy(&self, api: &str, dst: u64, dest_max: u64, src: u64, count: u64, kind_value: u32) -> Result<CopyPlan> {
+    pub fn plan_memcpy(
+        &self,
+        api: &str,
+        dst: u64,
+        dest_max: u64,
+        src: u64,
+        count: u64,
+        kind_value: u32,
+    ) -> Result<CopyPlan> {
         let nop = CopyPlan { dst: Loc::Unregistered, src: Loc::Unregistered, count: 0 };
         if count == 0 {
             return Ok(nop);
@@ -567,10 +637,15 @@ impl Runtime {
             return Err(AclError::invalid(format!("{api}: src is NULL")));
         }
         if kind_value > kind::H2BUF2D {
-            return Err(AclError::invalid(format!("{api}: kind {kind_value} ({}) is not allowed; use 0..=5", kind::name(kind_value))));
+            return Err(AclError::invalid(format!(
+                "{api}: kind {kind_value} ({}) is not allowed; use 0..=5",
+                kind::name(kind_value)
+            )));
         }
         if count > dest_max {
-            return Err(AclError::rt_invalid(format!("{api}: count {count} is larger than destMax {dest_max}")));
+            return Err(AclError::rt_invalid(format!(
+                "{api}: count {count} is larger than destMax {dest_max}"
+            )));
         }
         let _ = self.current_device(api)?;
         let (ld, ls) = (locate(dst), locate(src));
@@ -600,7 +675,9 @@ impl Runtime {
         let drv = self.backend.driver();
         let r = match (dst, src) {
             (DstBytes::Addr(d), SrcBytes::Addr(s)) => match (locate(d), locate(s)) {
-                (Loc::Device(a), Loc::Device(b)) => drv.copy_device(DeviceId(a), DeviceAddr(d), DeviceId(b), DeviceAddr(s), count),
+                (Loc::Device(a), Loc::Device(b)) => {
+                    drv.copy_device(DeviceId(a), DeviceAddr(d), DeviceId(b), DeviceAddr(s), count)
+                }
                 _ => sim.dma_copy(DeviceAddr(d), DeviceAddr(s), count),
             },
             (DstBytes::Addr(d), SrcBytes::Host(bytes)) => match locate(d) {
@@ -633,12 +710,16 @@ impl Runtime {
             return Err(AclError::invalid(format!("{api}: devPtr is NULL")));
         }
         if count > max_count {
-            return Err(AclError::rt_invalid(format!("{api}: count {count} is larger than maxCount {max_count}")));
+            return Err(AclError::rt_invalid(format!(
+                "{api}: count {count} is larger than maxCount {max_count}"
+            )));
         }
         let _ = self.current_device(api)?;
         let loc = locate(dst);
         if loc == Loc::Unregistered {
-            return Err(AclError::rt_invalid(format!("{api}: devPtr {dst:#x} is not memory from an ACL allocator")));
+            return Err(AclError::rt_invalid(format!(
+                "{api}: devPtr {dst:#x} is not memory from an ACL allocator"
+            )));
         }
         self.check_live(api, "devPtr", loc, dst, count)?;
         Ok(SetPlan { dst: loc, count })
@@ -654,7 +735,9 @@ impl Runtime {
             return Ok(());
         }
         let r = match plan.dst {
-            Loc::Device(d) => self.backend.driver().set_device(DeviceId(d), DeviceAddr(dst), value, plan.count),
+            Loc::Device(d) => {
+                self.backend.driver().set_device(DeviceId(d), DeviceAddr(dst), value, plan.count)
+            }
             _ => self.backend.sim().dma_fill(DeviceAddr(dst), value, plan.count),
         };
         r.map_err(|e| AclError::from_hal(e, api))
@@ -671,7 +754,8 @@ impl Runtime {
             return Err(AclError::invalid(format!("{api}: attr {attr} is not an aclrtMemAttr (0..=17)")));
         }
         let d = self.current_device(api)?;
-        let info: MemoryInfo = self.backend.driver().memory_info(DeviceId(d)).map_err(|e| AclError::from_hal(e, api))?;
+        let info: MemoryInfo =
+            self.backend.driver().memory_info(DeviceId(d)).map_err(|e| AclError::from_hal(e, api))?;
         Ok(match attr {
             // DDR classes: this device has HBM only, so they report nothing.
             0 | 2 | 3 | 6 | 7 => (0, 0),
@@ -746,7 +830,17 @@ fn check_kind(api: &str, src: Loc, dst: Loc, k: u32) -> Result<()> {
     if requested == DEFAULT || allowed.contains(&requested) {
         return Ok(());
     }
-    let side = |l: Loc| if host_like(l) { if l == Loc::Pinned { "pinned host" } else { "ordinary host" } } else { "device" };
+    let side = |l: Loc| {
+        if host_like(l) {
+            if l == Loc::Pinned {
+                "pinned host"
+            } else {
+                "ordinary host"
+            }
+        } else {
+            "device"
+        }
+    };
     Err(AclError::rt_invalid(format!(
         "{api}: kind {} does not fit a copy from {} memory to {} memory",
         kind::name(k),
@@ -773,7 +867,8 @@ impl MallocPlan {
         let MallocApi::Malloc = which;
         let pad = if giant { 0 } else { soc.malloc_padding() };
         let rounded = round_up(size.checked_add(pad)?, 32)?;
-        let attrs = if matches!(policy, 3 | 4 | 5 | 7) { MemAttr::P2P | MemAttr::CACHED } else { MemAttr::CACHED };
+        let attrs =
+            if matches!(policy, 3 | 4 | 5 | 7) { MemAttr::P2P | MemAttr::CACHED } else { MemAttr::CACHED };
         // The documented thresholds apply to the size the caller asked for: HUGE_FIRST gives
         // normal pages up to 1 MiB; an out-of-range policy gives huge pages from 2 MiB.
         let (pages, npages) = match policy {
@@ -814,7 +909,9 @@ mod tests {
 
     #[test]
     fn policies_choose_pages() {
-        let pages = |size, pol| MallocPlan::new(SocProfile::A2, size, pol, MallocApi::Malloc).unwrap().pages().to_vec();
+        let pages = |size, pol| {
+            MallocPlan::new(SocProfile::A2, size, pol, MallocApi::Malloc).unwrap().pages().to_vec()
+        };
         assert_eq!(pages(MIB, 0), vec![PageSize::Normal], "up to 1 MiB as asked stays on normal pages");
         assert_eq!(pages(MIB + 1, 0), vec![PageSize::Huge, PageSize::Normal]);
         assert_eq!(pages(100, 1), vec![PageSize::Huge]);
@@ -822,7 +919,10 @@ mod tests {
         assert_eq!(pages(8 * MIB, 6), vec![PageSize::Giant]);
         assert_eq!(pages(2 * MIB, 0x1000), vec![PageSize::Huge, PageSize::Normal]);
         assert_eq!(pages(2 * MIB - 1, 0x1000), vec![PageSize::Normal]);
-        assert!(MallocPlan::new(SocProfile::A2, 10, 4, MallocApi::Malloc).unwrap().attrs.contains(MemAttr::P2P));
+        assert!(MallocPlan::new(SocProfile::A2, 10, 4, MallocApi::Malloc)
+            .unwrap()
+            .attrs
+            .contains(MemAttr::P2P));
     }
 
     #[test]

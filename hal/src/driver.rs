@@ -56,8 +56,7 @@ impl SocProfile {
             .any(|s| lower(s))
         {
             Some(Self::A2)
-        } else if ["A3", "Ascend910_93", "Ascend910_9391", "Ascend910_9392"].iter().any(|s| lower(s))
-        {
+        } else if ["A3", "Ascend910_93", "Ascend910_9391", "Ascend910_9392"].iter().any(|s| lower(s)) {
             Some(Self::A3)
         } else if ["950", "Ascend950", "Ascend950PR", "Ascend950DT"].iter().any(|s| lower(s)) {
             Some(Self::Ascend950)
@@ -217,13 +216,7 @@ pub trait PhysicalMemory {
     /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a misaligned or
     /// too long mapping, [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an
     /// unknown handle.
-    fn map_physical(
-        &self,
-        dev: DeviceId,
-        handle: PhysHandle,
-        offset: u64,
-        range: VaRange,
-    ) -> Result<()>;
+    fn map_physical(&self, dev: DeviceId, handle: PhysHandle, offset: u64, range: VaRange) -> Result<()>;
 
     /// Removes a mapping made by [`Self::map_physical`] at exactly `range`.
     ///
@@ -267,8 +260,7 @@ pub trait CopyEngine {
     ///
     /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) if any source byte is not
     /// backed.
-    fn copy_from_device(&self, dev: DeviceId, dst: HostBytesMut<'_>, src: DeviceAddr)
-        -> Result<()>;
+    fn copy_from_device(&self, dev: DeviceId, dst: HostBytesMut<'_>, src: DeviceAddr) -> Result<()>;
 
     /// Copies `len_bytes` between two device ranges (possibly on two devices, possibly
     /// overlapping: the result is as if the source were read first).

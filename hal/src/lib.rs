@@ -38,5 +38,5 @@ pub use driver::{
     BackRequest, CopyEngine, DeviceControl, DeviceInfo, Driver, HostBytes, HostBytesMut, MemAttr,
     MemoryBacking, MemoryInfo, PhysHandle, PhysicalMemory, PinnedHost, SocProfile, TaskQueue,
 };
-pub use task::{QueueId, TaskDesc, TaskStatus};
 pub use error::{Error, ErrorKind, Result};
+pub use task::{QueueId, TaskDesc, TaskStatus};

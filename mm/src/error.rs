@@ -47,9 +47,7 @@ impl From<Error> for hal::Error {
     fn from(e: Error) -> Self {
         let kind = match e {
             Error::InvalidArgument => hal::ErrorKind::InvalidArgument,
-            Error::OutOfMemory | Error::OutOfVa | Error::BudgetExhausted => {
-                hal::ErrorKind::OutOfMemory
-            }
+            Error::OutOfMemory | Error::OutOfVa | Error::BudgetExhausted => hal::ErrorKind::OutOfMemory,
             Error::NotAllocated => hal::ErrorKind::InvalidHandle,
         };
         hal::Error::new(kind, e.as_str())

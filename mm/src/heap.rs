@@ -80,9 +80,7 @@ impl DeviceHeap {
         if usable_bytes == 0 {
             return Err(Error::InvalidArgument);
         }
-        let len = page_size
-            .round_up(usable_bytes)
-            .ok_or(Error::InvalidArgument)?;
+        let len = page_size.round_up(usable_bytes).ok_or(Error::InvalidArgument)?;
         self.va.alloc(len, page_size.bytes())
     }
 
@@ -105,10 +103,8 @@ impl DeviceHeap {
         if self.live.contains_key(&start) {
             return Err(Error::InvalidArgument);
         }
-        self.committed_bytes = self
-            .committed_bytes
-            .checked_add(alloc.range.len_bytes())
-            .ok_or(Error::InvalidArgument)?;
+        self.committed_bytes =
+            self.committed_bytes.checked_add(alloc.range.len_bytes()).ok_or(Error::InvalidArgument)?;
         // INVARIANT: the range came from `reserve`, so it is allocated in `va`.
         self.live.insert(start, alloc);
         Ok(())
@@ -124,9 +120,7 @@ impl DeviceHeap {
             return Ok(a);
         }
         if let Some((_, a)) = self.find(base) {
-            return Err(NotLive::Interior {
-                base: a.range.start(),
-            });
+            return Err(NotLive::Interior { base: a.range.start() });
         }
         if self.recent_frees.contains(&base.as_u64()) && base.as_u64() != 0 {
             return Err(NotLive::Freed);
@@ -212,12 +206,7 @@ mod tests {
 
     fn alloc(h: &mut DeviceHeap, bytes: u64, page: PageSize) -> Allocation {
         let range = h.reserve(bytes, page).unwrap();
-        let a = Allocation {
-            range,
-            usable_bytes: bytes,
-            page_size: page,
-            attrs: MemAttr::empty(),
-        };
+        let a = Allocation { range, usable_bytes: bytes, page_size: page, attrs: MemAttr::empty() };
         h.commit(a).unwrap();
         a
     }
@@ -232,10 +221,7 @@ mod tests {
         assert!(b.range.start().is_aligned(2 << 20));
         assert_eq!(h.committed_bytes(), 4096 + (4 << 20));
         assert_eq!(h.reserve(0, PageSize::Normal), Err(Error::InvalidArgument));
-        assert_eq!(
-            h.reserve(u64::MAX, PageSize::Normal),
-            Err(Error::InvalidArgument)
-        );
+        assert_eq!(h.reserve(u64::MAX, PageSize::Normal), Err(Error::InvalidArgument));
     }
 
     #[test]
@@ -243,21 +229,12 @@ mod tests {
         let mut h = heap();
         let a = alloc(&mut h, 8192, PageSize::Normal);
         let base = a.range.start();
-        assert_eq!(
-            h.get(DeviceAddr(base.as_u64() + 64)),
-            Err(NotLive::Interior { base })
-        );
-        assert_eq!(
-            h.remove(DeviceAddr(base.as_u64() + 64)),
-            Err(NotLive::Interior { base })
-        );
+        assert_eq!(h.get(DeviceAddr(base.as_u64() + 64)), Err(NotLive::Interior { base }));
+        assert_eq!(h.remove(DeviceAddr(base.as_u64() + 64)), Err(NotLive::Interior { base }));
         assert_eq!(h.len(), 1);
         assert_eq!(h.remove(base).unwrap(), a);
         assert_eq!(h.remove(base), Err(NotLive::Freed));
-        assert_eq!(
-            h.remove(DeviceAddr(BASE + (512 << 20))),
-            Err(NotLive::Unknown)
-        );
+        assert_eq!(h.remove(DeviceAddr(BASE + (512 << 20))), Err(NotLive::Unknown));
         assert_eq!(h.committed_bytes(), 0);
         assert!(h.is_empty());
     }
@@ -273,15 +250,9 @@ mod tests {
         let b = alloc(&mut h, 100, PageSize::Normal);
         let t = b.range.start().as_u64();
         assert!(h.contains_range(DeviceAddr(t), 100));
-        assert!(
-            !h.contains_range(DeviceAddr(t), 101),
-            "past the usable bytes, inside the page"
-        );
+        assert!(!h.contains_range(DeviceAddr(t), 101), "past the usable bytes, inside the page");
         assert!(!h.contains_range(DeviceAddr(s - 1), 1));
-        assert_eq!(
-            h.find(DeviceAddr(s + 4095)).map(|(b, _)| b),
-            Some(DeviceAddr(s))
-        );
+        assert_eq!(h.find(DeviceAddr(s + 4095)).map(|(b, _)| b), Some(DeviceAddr(s)));
         let drained = h.drain();
         assert_eq!(drained.len(), 2);
         assert!(h.find(DeviceAddr(s)).is_none());

@@ -73,11 +73,7 @@ const fn slot(order: u32) -> usize {
 
 /// The largest order of a block that starts at `frame` and fits in `avail` (≥ 1) frames.
 fn largest_block(frame: u64, avail: u64) -> u32 {
-    let align = if frame == 0 {
-        MAX_ORDER
-    } else {
-        frame.trailing_zeros().min(MAX_ORDER)
-    };
+    let align = if frame == 0 { MAX_ORDER } else { frame.trailing_zeros().min(MAX_ORDER) };
     align.min(avail.max(1).ilog2())
 }
 
@@ -205,9 +201,7 @@ impl FrameAllocator {
             PageSize::Giant => Some((self.giant_in_use, self.giant_budget_bytes)),
         };
         if let Some((used, budget)) = in_use {
-            let wanted = used
-                .checked_add(count)
-                .and_then(|pages| pages.checked_mul(page.bytes()));
+            let wanted = used.checked_add(count).and_then(|pages| pages.checked_mul(page.bytes()));
             if wanted.is_none_or(|bytes| bytes > budget) {
                 return Err(Error::BudgetExhausted);
             }
@@ -246,10 +240,7 @@ impl FrameAllocator {
         }
         Ok(runs
             .into_iter()
-            .map(|(start, len)| PhysRun {
-                offset: start << FRAME_SHIFT,
-                len_bytes: len << FRAME_SHIFT,
-            })
+            .map(|(start, len)| PhysRun { offset: start << FRAME_SHIFT, len_bytes: len << FRAME_SHIFT })
             .collect())
     }
 
@@ -322,11 +313,7 @@ impl FrameAllocator {
             huge_total_bytes: self.huge_budget_bytes,
             huge_free_bytes: obtainable(PageSize::Huge, self.huge_in_use, self.huge_budget_bytes),
             giant_total_bytes: self.giant_budget_bytes,
-            giant_free_bytes: obtainable(
-                PageSize::Giant,
-                self.giant_in_use,
-                self.giant_budget_bytes,
-            ),
+            giant_free_bytes: obtainable(PageSize::Giant, self.giant_in_use, self.giant_budget_bytes),
         }
     }
 
@@ -355,9 +342,7 @@ impl FrameAllocator {
         let mut remaining = count;
         while remaining > 0 {
             let target = (order + remaining.ilog2()).min(MAX_ORDER);
-            let whole = (order..=target)
-                .rev()
-                .find_map(|o| self.free[slot(o)].pop_first().map(|f| (o, f)));
+            let whole = (order..=target).rev().find_map(|o| self.free[slot(o)].pop_first().map(|f| (o, f)));
             if let Some((o, frame)) = whole {
                 pieces.push((frame, order_frames(o)));
                 remaining -= 1 << (o - order);
@@ -365,8 +350,8 @@ impl FrameAllocator {
             }
             // Every usable free block is larger than what remains: split the smallest one and
             // keep its low part. Capacity was checked, so such a block exists.
-            let larger = (target + 1..=MAX_ORDER)
-                .find_map(|o| self.free[slot(o)].pop_first().map(|f| (o, f)));
+            let larger =
+                (target + 1..=MAX_ORDER).find_map(|o| self.free[slot(o)].pop_first().map(|f| (o, f)));
             let Some((o, frame)) = larger else {
                 break;
             };
@@ -472,17 +457,11 @@ mod tests {
     #[test]
     fn new_rounds_and_clamps() {
         assert_eq!(
-            FrameAllocator::new(PhysConfig {
-                total_bytes: 4095,
-                ..PhysConfig::default()
-            }),
+            FrameAllocator::new(PhysConfig { total_bytes: 4095, ..PhysConfig::default() }),
             Err(Error::InvalidArgument)
         );
         assert_eq!(
-            FrameAllocator::new(PhysConfig {
-                total_bytes: MAX_TOTAL_BYTES + 1,
-                ..PhysConfig::default()
-            }),
+            FrameAllocator::new(PhysConfig { total_bytes: MAX_TOTAL_BYTES + 1, ..PhysConfig::default() }),
             Err(Error::InvalidArgument)
         );
         let a = alloc(5 * MIB + 5000, 3 * MIB + 1, 7 * GIB);
@@ -514,9 +493,7 @@ mod tests {
     #[test]
     fn normal_pages_succeed_when_fragmented() {
         let mut a = alloc(64 * KIB, 0, 0);
-        let pages: Vec<_> = (0..16)
-            .map(|_| a.alloc_pages(PageSize::Normal, 1).unwrap())
-            .collect();
+        let pages: Vec<_> = (0..16).map(|_| a.alloc_pages(PageSize::Normal, 1).unwrap()).collect();
         assert_eq!(a.alloc_pages(PageSize::Normal, 1), Err(Error::OutOfMemory));
         // Free every other page: 8 pages free, none adjacent.
         for p in pages.iter().step_by(2) {
@@ -546,10 +523,7 @@ mod tests {
         assert_eq!(small, [run(8 * MIB + 8 * KIB, 4 * KIB)]);
         let huge = a.alloc_pages(PageSize::Huge, 2).unwrap();
         assert_eq!(huge, [run(0, 4 * MIB)]);
-        assert_eq!(
-            a.alloc_pages(PageSize::Huge, 1),
-            Err(Error::BudgetExhausted)
-        );
+        assert_eq!(a.alloc_pages(PageSize::Huge, 1), Err(Error::BudgetExhausted));
         let info = a.info();
         assert_eq!(info.huge_free_bytes, 0);
         a.free_pages(PageSize::Huge, &huge).unwrap();
@@ -575,10 +549,7 @@ mod tests {
         assert_eq!(info.giant_free_bytes, GIB);
         let g = a.alloc_pages(PageSize::Giant, 1).unwrap();
         assert_eq!(g, [run(0, GIB)]);
-        assert_eq!(
-            a.alloc_pages(PageSize::Giant, 1),
-            Err(Error::BudgetExhausted)
-        );
+        assert_eq!(a.alloc_pages(PageSize::Giant, 1), Err(Error::BudgetExhausted));
         a.free_pages(PageSize::Giant, &g).unwrap();
         let n = a.alloc_pages(PageSize::Normal, 1).unwrap();
         assert_eq!(a.info().giant_free_bytes, GIB);
@@ -599,39 +570,21 @@ mod tests {
         let h = a.alloc_pages(PageSize::Huge, 1).unwrap();
         let before = a.clone();
         // Wrong page size, never allocated, overlapping runs, malformed runs.
-        assert_eq!(
-            a.free_pages(PageSize::Huge, &n),
-            Err(Error::InvalidArgument)
-        );
+        assert_eq!(a.free_pages(PageSize::Huge, &n), Err(Error::InvalidArgument));
         assert_eq!(a.free_pages(PageSize::Normal, &h), Err(Error::NotAllocated));
         assert_eq!(
-            a.free_pages(
-                PageSize::Normal,
-                &[run(n[0].offset + n[0].len_bytes, 4 * KIB)]
-            ),
+            a.free_pages(PageSize::Normal, &[run(n[0].offset + n[0].len_bytes, 4 * KIB)]),
             Err(Error::NotAllocated)
         );
-        assert_eq!(
-            a.free_pages(PageSize::Normal, &[n[0], n[0]]),
-            Err(Error::NotAllocated)
-        );
-        assert_eq!(
-            a.free_pages(PageSize::Normal, &[run(0, 0)]),
-            Err(Error::InvalidArgument)
-        );
-        assert_eq!(
-            a.free_pages(PageSize::Normal, &[run(1, 4096)]),
-            Err(Error::InvalidArgument)
-        );
+        assert_eq!(a.free_pages(PageSize::Normal, &[n[0], n[0]]), Err(Error::NotAllocated));
+        assert_eq!(a.free_pages(PageSize::Normal, &[run(0, 0)]), Err(Error::InvalidArgument));
+        assert_eq!(a.free_pages(PageSize::Normal, &[run(1, 4096)]), Err(Error::InvalidArgument));
         assert_eq!(
             a.free_pages(PageSize::Normal, &[run(u64::MAX - 4095, 4096)]),
             Err(Error::InvalidArgument)
         );
         // One good run and one bad run: the good one is not freed either.
-        assert_eq!(
-            a.free_pages(PageSize::Normal, &[n[0], run(3 * MIB, 4 * KIB)]),
-            Err(Error::NotAllocated)
-        );
+        assert_eq!(a.free_pages(PageSize::Normal, &[n[0], run(3 * MIB, 4 * KIB)]), Err(Error::NotAllocated));
         assert_eq!(a, before);
         a.free_pages(PageSize::Normal, &n).unwrap();
         assert_eq!(a.free_pages(PageSize::Normal, &n), Err(Error::NotAllocated));
@@ -647,41 +600,20 @@ mod tests {
         assert_eq!(x, [run(0, 16 * KIB)]);
         assert_eq!(y, [run(16 * KIB, 16 * KIB)]);
         // Free the middle page of x, then a span covering the rest of x and the start of y.
-        a.free_pages(PageSize::Normal, &[run(4 * KIB, 4 * KIB)])
-            .unwrap();
-        assert_eq!(
-            a.free_pages(PageSize::Normal, &[run(0, 8 * KIB)]),
-            Err(Error::NotAllocated)
-        );
-        a.free_pages(PageSize::Normal, &[run(8 * KIB, 12 * KIB)])
-            .unwrap();
-        a.free_pages(
-            PageSize::Normal,
-            &[run(0, 4 * KIB), run(20 * KIB, 12 * KIB)],
-        )
-        .unwrap();
+        a.free_pages(PageSize::Normal, &[run(4 * KIB, 4 * KIB)]).unwrap();
+        assert_eq!(a.free_pages(PageSize::Normal, &[run(0, 8 * KIB)]), Err(Error::NotAllocated));
+        a.free_pages(PageSize::Normal, &[run(8 * KIB, 12 * KIB)]).unwrap();
+        a.free_pages(PageSize::Normal, &[run(0, 4 * KIB), run(20 * KIB, 12 * KIB)]).unwrap();
         assert_eq!(a, alloc(MIB, 0, 0));
     }
 
     #[test]
     fn zero_and_overflowing_counts() {
         let mut a = alloc(MIB, 0, 0);
-        assert_eq!(
-            a.alloc_pages(PageSize::Normal, 0),
-            Err(Error::InvalidArgument)
-        );
-        assert_eq!(
-            a.alloc_pages(PageSize::Normal, u64::MAX),
-            Err(Error::InvalidArgument)
-        );
-        assert_eq!(
-            a.alloc_pages(PageSize::Huge, 1),
-            Err(Error::BudgetExhausted)
-        );
-        assert_eq!(
-            a.alloc_pages(PageSize::Normal, 257),
-            Err(Error::OutOfMemory)
-        );
+        assert_eq!(a.alloc_pages(PageSize::Normal, 0), Err(Error::InvalidArgument));
+        assert_eq!(a.alloc_pages(PageSize::Normal, u64::MAX), Err(Error::InvalidArgument));
+        assert_eq!(a.alloc_pages(PageSize::Huge, 1), Err(Error::BudgetExhausted));
+        assert_eq!(a.alloc_pages(PageSize::Normal, 257), Err(Error::OutOfMemory));
         assert_eq!(a, alloc(MIB, 0, 0));
     }
 }

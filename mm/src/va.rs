@@ -82,18 +82,14 @@ impl VaAllocator {
         for &(block_len, block_start) in self.by_size.range((len_bytes, 0)..) {
             if let Some(aligned) = align_up(block_start, align) {
                 let head = aligned - block_start;
-                if head
-                    .checked_add(len_bytes)
-                    .is_some_and(|need| need <= block_len)
-                {
+                if head.checked_add(len_bytes).is_some_and(|need| need <= block_len) {
                     found = Some((block_len, block_start, aligned));
                     break;
                 }
             }
         }
         let (block_len, block_start, aligned) = found.ok_or(Error::OutOfVa)?;
-        let range =
-            VaRange::try_new(DeviceAddr(aligned), len_bytes).map_err(|_| Error::InvalidArgument)?;
+        let range = VaRange::try_new(DeviceAddr(aligned), len_bytes).map_err(|_| Error::InvalidArgument)?;
         self.remove_free(block_start, block_len);
         let head = aligned - block_start;
         if head > 0 {
@@ -126,17 +122,13 @@ impl VaAllocator {
             if prev_start.checked_add(prev_len) == Some(start) {
                 self.remove_free(prev_start, prev_len);
                 free_start = prev_start;
-                free_len = free_len
-                    .checked_add(prev_len)
-                    .ok_or(Error::InvalidArgument)?;
+                free_len = free_len.checked_add(prev_len).ok_or(Error::InvalidArgument)?;
             }
         }
         let end = range.end();
         if let Some(&next_len) = self.by_addr.get(&end) {
             self.remove_free(end, next_len);
-            free_len = free_len
-                .checked_add(next_len)
-                .ok_or(Error::InvalidArgument)?;
+            free_len = free_len.checked_add(next_len).ok_or(Error::InvalidArgument)?;
         }
         self.insert_free(free_start, free_len);
         Ok(())
@@ -275,14 +267,8 @@ mod tests {
         let a = va.alloc(0x2000, 1).unwrap();
         let before = va.clone();
         assert_eq!(va.free(range(BASE, 0x1000)), Err(Error::NotAllocated));
-        assert_eq!(
-            va.free(range(BASE + 0x1000, 0x1000)),
-            Err(Error::NotAllocated)
-        );
-        assert_eq!(
-            va.free(range(BASE + 0x2000, 0x1000)),
-            Err(Error::NotAllocated)
-        );
+        assert_eq!(va.free(range(BASE + 0x1000, 0x1000)), Err(Error::NotAllocated));
+        assert_eq!(va.free(range(BASE + 0x2000, 0x1000)), Err(Error::NotAllocated));
         assert_eq!(va, before);
         va.free(a).unwrap();
         assert_eq!(va.free(a), Err(Error::NotAllocated));

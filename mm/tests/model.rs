@@ -185,10 +185,7 @@ fn run_phys(cfg: PhysConfig, ops: Vec<PhysOp>) -> Result<(), TestCaseError> {
                 let i = i % live.len();
                 let page = live[i].0;
                 let first = live[i].1[0];
-                let piece = PhysRun {
-                    offset: first.offset,
-                    len_bytes: page.bytes(),
-                };
+                let piece = PhysRun { offset: first.offset, len_bytes: page.bytes() };
                 a.free_pages(page, &[piece]).unwrap();
                 if first.len_bytes == page.bytes() {
                     live[i].1.remove(0);
@@ -212,10 +209,7 @@ fn run_phys(cfg: PhysConfig, ops: Vec<PhysOp>) -> Result<(), TestCaseError> {
             }
             PhysOp::FreeArbitrary(page, at, n) => {
                 let slots = (total_frames * 4 * KIB / page.bytes()).max(1);
-                let run = PhysRun {
-                    offset: (at % slots) * page.bytes(),
-                    len_bytes: n * page.bytes(),
-                };
+                let run = PhysRun { offset: (at % slots) * page.bytes(), len_bytes: n * page.bytes() };
                 if !covered(&live, page, run) {
                     let before = a.clone();
                     prop_assert!(a.free_pages(page, &[run]).is_err());
@@ -290,20 +284,16 @@ fn run_va(window_start: u64, ops: Vec<VaOp>) -> Result<(), TestCaseError> {
             VaOp::Alloc(len, shift) => {
                 let align = 1u64 << shift;
                 let free = gaps(window, &live);
-                let best = free
-                    .iter()
-                    .filter(|g| fits(**g, len, align))
-                    .min_by_key(|g| (g.1, g.0))
-                    .copied();
+                let best = free.iter().filter(|g| fits(**g, len, align)).min_by_key(|g| (g.1, g.0)).copied();
                 let before = va.clone();
                 match va.alloc(len, align) {
                     Ok(r) => {
                         prop_assert_eq!(r.len_bytes(), len);
                         prop_assert!(r.start().is_aligned(align));
                         prop_assert!(window.contains_range(&r));
-                        prop_assert!(live.iter().all(
-                            |l| r.end() <= l.start().as_u64() || l.end() <= r.start().as_u64()
-                        ));
+                        prop_assert!(live
+                            .iter()
+                            .all(|l| r.end() <= l.start().as_u64() || l.end() <= r.start().as_u64()));
                         // Best fit: the range lies in the smallest fitting gap, lowest first.
                         let (gs, gl) = best.expect("allocation succeeded without a fitting gap");
                         prop_assert!(gs <= r.start().as_u64() && r.end() <= gs + gl);

@@ -108,11 +108,8 @@ struct Summary {
 
 /// Runs the scenario: two streams, one allocating frames, one allocating VA.
 fn firmware_main() -> Result<Summary, &'static str> {
-    let cfg = PhysConfig {
-        total_bytes: TOTAL_BYTES,
-        huge_budget_bytes: HUGE_BUDGET_BYTES,
-        giant_budget_bytes: 0,
-    };
+    let cfg =
+        PhysConfig { total_bytes: TOTAL_BYTES, huge_budget_bytes: HUGE_BUDGET_BYTES, giant_budget_bytes: 0 };
     let frames = FrameAllocator::new(cfg).map_err(|e| e.as_str())?;
     let window = VaRange::try_new(DeviceAddr(WINDOW_BASE), WINDOW_BYTES).map_err(|e| e.detail())?;
     let mut fw = Firmware {
@@ -125,8 +122,7 @@ fn firmware_main() -> Result<Summary, &'static str> {
     let mut ex = Executor::new(2);
     let frames_stream = ex.create_stream(8).map_err(|e| e.as_str())?;
     let va_stream = ex.create_stream(8).map_err(|e| e.as_str())?;
-    ex.set_failure_mode(va_stream, FailureMode::StopOnFailure)
-        .map_err(|e| e.as_str())?;
+    ex.set_failure_mode(va_stream, FailureMode::StopOnFailure).map_err(|e| e.as_str())?;
     let frame_tasks = [
         Task::AllocFrames(PageSize::Normal, 300),
         Task::AllocFrames(PageSize::Huge, 4),
@@ -170,23 +166,11 @@ fn firmware_main() -> Result<Summary, &'static str> {
 fn verify(s: &Summary) -> Result<(), &'static str> {
     let checks = [
         (s.ran == 10, "ten tasks ran"),
-        (
-            s.frames_error == Some(ErrorKind::OutOfMemory),
-            "budget failure reported",
-        ),
-        (
-            s.va_error == Some(ErrorKind::InvalidHandle),
-            "bogus free reported",
-        ),
+        (s.frames_error == Some(ErrorKind::OutOfMemory), "budget failure reported"),
+        (s.va_error == Some(ErrorKind::InvalidHandle), "bogus free reported"),
         (s.frames_completed == 5, "frame stream completed"),
-        (
-            s.va_completed == 6,
-            "VA stream completed, last task skipped",
-        ),
-        (
-            s.peak_allocated_bytes == 300 * 4096 + 8 * MIB,
-            "peak allocation",
-        ),
+        (s.va_completed == 6, "VA stream completed, last task skipped"),
+        (s.peak_allocated_bytes == 300 * 4096 + 8 * MIB, "peak allocation"),
         (s.allocated_bytes == 0, "every frame freed"),
         (s.free_va_bytes == WINDOW_BYTES, "every VA range freed"),
     ];
@@ -242,10 +226,9 @@ pub extern "C" fn _start() -> ! {
     // - The pointer and length describe the whole static array, valid for the program's life.
     // - Nothing has allocated yet, so initialising the heap here is its first and only init.
     unsafe {
-        bare_metal::ALLOCATOR.lock().init(
-            core::ptr::addr_of_mut!(bare_metal::HEAP).cast::<u8>(),
-            bare_metal::HEAP_BYTES,
-        );
+        bare_metal::ALLOCATOR
+            .lock()
+            .init(core::ptr::addr_of_mut!(bare_metal::HEAP).cast::<u8>(), bare_metal::HEAP_BYTES);
     }
     let outcome = firmware_main().and_then(|summary| verify(&summary));
     if let Err(what) = outcome {

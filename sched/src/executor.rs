@@ -62,13 +62,7 @@ pub struct Executor<T> {
 impl<T> Executor<T> {
     /// Creates an executor that holds at most `max_streams` streams at once.
     pub fn new(max_streams: usize) -> Self {
-        Self {
-            streams: BTreeMap::new(),
-            ready: VecDeque::new(),
-            max_streams,
-            next_id: 0,
-            unfinished: 0,
-        }
+        Self { streams: BTreeMap::new(), ready: VecDeque::new(), max_streams, next_id: 0, unfinished: 0 }
     }
 
     /// Creates a stream whose ring holds `capacity` unfinished tasks.
@@ -248,12 +242,7 @@ mod tests {
     }
 
     impl TaskRunner<i32> for Recorder {
-        fn run(
-            &mut self,
-            stream: StreamId,
-            seq: u64,
-            task: &i32,
-        ) -> core::result::Result<(), ErrorKind> {
+        fn run(&mut self, stream: StreamId, seq: u64, task: &i32) -> core::result::Result<(), ErrorKind> {
             self.ran.push((stream, seq, *task));
             if *task < 0 {
                 Err(ErrorKind::DeviceFault)
@@ -380,18 +369,12 @@ mod tests {
         assert_eq!(ex.completed_seq(gone), Err(Error::NoSuchStream));
         assert_eq!(ex.submitted_seq(gone), Err(Error::NoSuchStream));
         assert_eq!(ex.take_error(gone), Err(Error::NoSuchStream));
-        assert_eq!(
-            ex.set_failure_mode(gone, FailureMode::Continue),
-            Err(Error::NoSuchStream)
-        );
+        assert_eq!(ex.set_failure_mode(gone, FailureMode::Continue), Err(Error::NoSuchStream));
         assert_eq!(ex.finish(gone, 1, TaskStatus::Ok), Err(Error::NoSuchStream));
         // Finishing a task that is not running is rejected.
         assert_eq!(ex.finish(a, 1, TaskStatus::Ok), Err(Error::InvalidArgument));
         let (_, seq, _) = ex.take_ready().unwrap();
-        assert_eq!(
-            ex.finish(a, seq + 1, TaskStatus::Ok),
-            Err(Error::InvalidArgument)
-        );
+        assert_eq!(ex.finish(a, seq + 1, TaskStatus::Ok), Err(Error::InvalidArgument));
         ex.finish(a, seq, TaskStatus::Ok).unwrap();
         ex.destroy_stream(a).unwrap();
         assert!(ex.is_idle());

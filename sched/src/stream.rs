@@ -61,9 +61,7 @@ impl<T> Stream<T> {
             return Err(Error::InvalidArgument);
         }
         let mut queued = VecDeque::new();
-        queued
-            .try_reserve_exact(capacity)
-            .map_err(|_| Error::InvalidArgument)?;
+        queued.try_reserve_exact(capacity).map_err(|_| Error::InvalidArgument)?;
         Ok(Self {
             queued,
             running: None,
@@ -95,10 +93,7 @@ impl<T> Stream<T> {
         if self.unfinished() >= self.capacity {
             return Err(Error::Full);
         }
-        let seq = self
-            .submitted
-            .checked_add(1)
-            .ok_or(Error::InvalidArgument)?;
+        let seq = self.submitted.checked_add(1).ok_or(Error::InvalidArgument)?;
         // INVARIANT: the new task is last in the ring and numbered one past the previous one.
         self.queued.push_back(task);
         self.submitted = seq;
@@ -192,10 +187,7 @@ mod tests {
             s.push(t).unwrap();
         }
         let (seq, _) = s.start().unwrap();
-        assert_eq!(
-            s.finish(seq, TaskStatus::Failed(ErrorKind::DeviceFault)),
-            Ok(4)
-        );
+        assert_eq!(s.finish(seq, TaskStatus::Failed(ErrorKind::DeviceFault)), Ok(4));
         assert_eq!((s.completed(), s.unfinished()), (4, 0));
         assert_eq!(s.take_error(), Some(ErrorKind::DeviceFault));
         assert_eq!(s.take_error(), None);

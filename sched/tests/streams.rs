@@ -24,11 +24,8 @@ fn interleaved_streams_keep_order_and_bounds() {
     const STREAMS: u32 = 3;
     const CAPACITY: usize = 3;
     let mut ex = Executor::new(STREAMS as usize);
-    let ids: Vec<StreamId> = (0..STREAMS)
-        .map(|_| ex.create_stream(CAPACITY).unwrap())
-        .collect();
-    ex.set_failure_mode(ids[2], FailureMode::StopOnFailure)
-        .unwrap();
+    let ids: Vec<StreamId> = (0..STREAMS).map(|_| ex.create_stream(CAPACITY).unwrap()).collect();
+    ex.set_failure_mode(ids[2], FailureMode::StopOnFailure).unwrap();
     let mut runner = Runner { ran: Vec::new() };
     let mut next_task = 1u32;
     let mut full = 0;
@@ -48,11 +45,8 @@ fn interleaved_streams_keep_order_and_bounds() {
         }
         // Run one task by hand, then let the loop drain the rest every other round.
         if let Some((id, seq, task)) = ex.take_ready() {
-            let status = if task % 7 == 0 {
-                TaskStatus::Failed(ErrorKind::DeviceFault)
-            } else {
-                TaskStatus::Ok
-            };
+            let status =
+                if task % 7 == 0 { TaskStatus::Failed(ErrorKind::DeviceFault) } else { TaskStatus::Ok };
             runner.ran.push((id, seq, task));
             ex.finish(id, seq, status).unwrap();
         }
@@ -64,24 +58,14 @@ fn interleaved_streams_keep_order_and_bounds() {
     assert!(ex.is_idle());
     assert!(full > 0, "the bursts should have hit back-pressure");
     for &id in &ids {
-        let seqs: Vec<u64> = runner
-            .ran
-            .iter()
-            .filter(|r| r.0 == id)
-            .map(|r| r.1)
-            .collect();
+        let seqs: Vec<u64> = runner.ran.iter().filter(|r| r.0 == id).map(|r| r.1).collect();
         // Sequence numbers run in order; Continue streams run every task.
         assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{id:?}: {seqs:?}");
         assert_eq!(ex.completed_seq(id), ex.submitted_seq(id));
         if id != ids[2] {
             assert_eq!(seqs.len() as u64, ex.submitted_seq(id).unwrap());
         }
-        let tasks: Vec<u32> = runner
-            .ran
-            .iter()
-            .filter(|r| r.0 == id)
-            .map(|r| r.2)
-            .collect();
+        let tasks: Vec<u32> = runner.ran.iter().filter(|r| r.0 == id).map(|r| r.2).collect();
         let failed = tasks.iter().any(|t| t % 7 == 0);
         let expected = failed.then_some(ErrorKind::DeviceFault);
         assert_eq!(ex.take_error(id).unwrap(), expected);

@@ -1,1 +1,306 @@
-fn main() {}
+//! `cargo xtask`: the single entry point for building, checking, testing and demonstrating
+//! aclrs. CI runs `cargo xtask ci`; a new user runs `cargo xtask demo`.
+//!
+//! This crate owns orchestration only: it runs cargo, rustup and the C compiler, and must not
+//! contain product logic.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use clap::{Parser, Subcommand};
+
+/// Build, check, test and demonstrate aclrs.
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Debug, Subcommand)]
+enum Task {
+    /// Build libascendcl (release) and run the seed's flow as a C program on the software NPU.
+    Demo,
+    /// Everything CI runs: lint rules, fmt, clippy, no_std builds, docs, all tests, C programs, Miri.
+    Ci,
+    /// The quick subset to run before pushing: fmt, clippy and the tests.
+    Prepush,
+    /// Check formatting.
+    Fmt,
+    /// Clippy over all targets and features with warnings denied.
+    Lint,
+    /// Build the no_std crates and the firmware example for aarch64-unknown-none.
+    Nostd,
+    /// Rustdoc with warnings denied.
+    Doc,
+    /// All Rust tests and the C programs.
+    Test,
+    /// Run mm's and sched's tests under Miri (skipped, with a message, when Miri is missing).
+    Miri {
+        /// Install the Miri component with rustup when it is missing.
+        #[arg(long)]
+        install: bool,
+    },
+}
+
+/// The bare-metal target of the device's AI CPU.
+const NOSTD_TARGET: &str = "aarch64-unknown-none";
+/// Crates that must build without std.
+const NOSTD_CRATES: [&str; 3] = ["hal", "mm", "sched"];
+
+type Result<T = ()> = std::result::Result<T, String>;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+fn cargo() -> Command {
+    let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    c.current_dir(root());
+    c
+}
+
+fn run(what: &str, cmd: &mut Command) -> Result {
+    let start = Instant::now();
+    eprintln!("xtask: {what}");
+    let status = cmd.status().map_err(|e| format!("{what}: cannot start: {e}"))?;
+    if !status.success() {
+        return Err(format!("{what}: failed ({status})"));
+    }
+    eprintln!("xtask: {what}: ok ({:.1} s)", start.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn output(cmd: &mut Command) -> Option<String> {
+    let out = cmd.output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Every workspace member's manifest must opt into the workspace lints.
+fn check_lint_opt_in() -> Result {
+    let members = ["hal", "hal/sim", "hal/davinci", "mm", "sched", "acl-shim", "tests", "xtask"];
+    for m in members {
+        let path = root().join(m).join("Cargo.toml");
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if !has_workspace_lints(&text) {
+            return Err(format!("{}: missing `[lints] workspace = true`", path.display()));
+        }
+    }
+    eprintln!("xtask: every member opts into [workspace.lints]: ok");
+    Ok(())
+}
+
+fn has_workspace_lints(manifest: &str) -> bool {
+    let mut in_lints = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_lints = line == "[lints]";
+        } else if in_lints && line.replace(' ', "") == "workspace=true" {
+            return true;
+        }
+    }
+    false
+}
+
+fn fmt() -> Result {
+    run("cargo fmt --check", cargo().args(["fmt", "--all", "--", "--check"]))
+}
+
+fn lint() -> Result {
+    run(
+        "cargo clippy (all targets, all features, warnings denied)",
+        cargo().args(["clippy", "--workspace", "--all-targets", "--all-features", "--", "-D", "warnings"]),
+    )
+}
+
+fn ensure_target() -> Result {
+    let installed =
+        output(Command::new("rustup").args(["target", "list", "--installed"])).unwrap_or_default();
+    if installed.lines().any(|l| l.trim() == NOSTD_TARGET) {
+        return Ok(());
+    }
+    run(
+        &format!("rustup target add {NOSTD_TARGET}"),
+        Command::new("rustup").args(["target", "add", NOSTD_TARGET]),
+    )
+    .map_err(|e| {
+        format!("{e}\nxtask: the no_std checks need the {NOSTD_TARGET} target and rustup could not add it")
+    })
+}
+
+fn nostd() -> Result {
+    ensure_target()?;
+    let mut c = cargo();
+    c.args(["build", "--target", NOSTD_TARGET]);
+    for k in NOSTD_CRATES {
+        c.args(["-p", k]);
+    }
+    run(&format!("no_std build of hal, mm, sched for {NOSTD_TARGET}"), &mut c)?;
+    run(
+        "firmware example (mm + sched + linked_list_allocator heap) for aarch64-unknown-none",
+        cargo().args([
+            "build",
+            "--release",
+            "-p",
+            "sched",
+            "--example",
+            "firmware",
+            "--features",
+            "firmware-example",
+            "--target",
+            NOSTD_TARGET,
+        ]),
+    )?;
+    run(
+        "firmware example on the host",
+        cargo().args([
+            "run",
+            "--quiet",
+            "-p",
+            "sched",
+            "--example",
+            "firmware",
+            "--features",
+            "firmware-example",
+        ]),
+    )
+}
+
+fn doc() -> Result {
+    run(
+        "cargo doc (warnings denied)",
+        cargo().env("RUSTDOCFLAGS", "-D warnings").args([
+            "doc",
+            "--workspace",
+            "--no-deps",
+            "--exclude",
+            "xtask",
+        ]),
+    )
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root().join("target"))
+}
+
+fn test() -> Result {
+    run("build libascendcl (debug)", cargo().args(["build", "-p", "acl-shim"]))?;
+    let lib = target_dir().join("debug");
+    run(
+        "cargo test --workspace (Rust tests and the C programs)",
+        cargo().env("ACLRS_LIB_DIR", &lib).args(["test", "--workspace"]),
+    )
+}
+
+fn miri(install: bool) -> Result {
+    // Through rustup, so the nightly toolchain is used whatever cargo runs this task.
+    let has =
+        |()| output(Command::new("rustup").args(["run", "nightly", "cargo", "miri", "--version"])).is_some();
+    if !has(()) && install {
+        let _ = run(
+            "rustup +nightly component add miri rust-src",
+            Command::new("rustup").args(["+nightly", "component", "add", "miri", "rust-src"]),
+        );
+    }
+    if !has(()) {
+        eprintln!("xtask: miri: SKIPPED — the nightly toolchain with the miri component is not installed (try `cargo xtask miri --install`)");
+        return Ok(());
+    }
+    let mut c = Command::new("rustup");
+    // Drop what the outer (stable) cargo put in the environment, so cargo-miri uses the
+    // nightly toolchain of `rustup run` for every inner call.
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy().into_owned();
+        let cargo_var = k.starts_with("CARGO") && k != "CARGO_HOME" && k != "CARGO_TARGET_DIR";
+        let rust_var = k.starts_with("RUSTUP_TOOLCHAIN") || k.starts_with("RUSTC") || k == "RUSTDOC";
+        if cargo_var || rust_var || k == "LD_LIBRARY_PATH" {
+            c.env_remove(&k);
+        }
+    }
+    // Miri builds into its own folder so it never invalidates the stable build.
+    c.current_dir(root())
+        .env("MIRIFLAGS", "-Zmiri-strict-provenance")
+        .env("CARGO_TARGET_DIR", target_dir().join("miri"))
+        .args(["run", "nightly", "cargo", "miri", "test", "-p", "mm", "-p", "sched", "--lib"]);
+    run("cargo +nightly miri test -p mm -p sched --lib", &mut c)
+}
+
+fn demo() -> Result {
+    run("build libascendcl (release)", cargo().args(["build", "--release", "--quiet", "-p", "acl-shim"]))?;
+    let lib = target_dir().join("release");
+    let out_dir = target_dir().join("xtask-demo");
+    std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
+    let exe = out_dir.join("demo");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    run(
+        "compile tests/c/demo.c against acl-shim/include and -lascendcl",
+        Command::new(cc)
+            .args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-I"])
+            .arg(root().join("acl-shim/include"))
+            .arg(root().join("tests/c/demo.c"))
+            .arg("-o")
+            .arg(&exe)
+            .arg("-L")
+            .arg(&lib)
+            .arg("-lascendcl")
+            .arg(format!("-Wl,-rpath,{}", lib.display())),
+    )?;
+    let mut cmd = Command::new(&exe);
+    if std::env::var_os("ACLRS_SIM_INSTANCE").is_none() {
+        cmd.env("ACLRS_SIM_INSTANCE", format!("demo-{}", std::process::id()));
+    }
+    run("run the demo on the software NPU", &mut cmd)
+}
+
+fn ci() -> Result {
+    let start = Instant::now();
+    check_lint_opt_in()?;
+    fmt()?;
+    lint()?;
+    nostd()?;
+    doc()?;
+    test()?;
+    miri(true)?;
+    eprintln!("xtask: ci: all steps passed in {:.0} s", start.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let r = match cli.task {
+        Task::Demo => demo(),
+        Task::Ci => ci(),
+        Task::Prepush => fmt().and_then(|()| lint()).and_then(|()| test()),
+        Task::Fmt => fmt(),
+        Task::Lint => lint(),
+        Task::Nostd => nostd(),
+        Task::Doc => doc(),
+        Task::Test => test(),
+        Task::Miri { install } => miri(install),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lint_opt_in_is_detected() {
+        assert!(has_workspace_lints("[package]\nname = \"x\"\n\n[lints]\nworkspace = true\n"));
+        assert!(!has_workspace_lints("[package]\nname = \"x\"\n"));
+        assert!(!has_workspace_lints("[lints]\n[dependencies]\nworkspace = true\n"));
+    }
+
+    #[test]
+    fn every_member_opts_in_now() {
+        check_lint_opt_in().unwrap();
+    }
+}

@@ -205,7 +205,8 @@ mod tests {
         assert_eq!(parse_bytes("4096"), Some(4096));
         assert_eq!(parse_bytes("3X"), None);
         assert_eq!(parse_bytes(""), None);
-        let c = cfg(&[("ACLRS_SIM_HBM", "1G"), ("ACLRS_SIM_HUGE2M", "512M"), ("ACLRS_SIM_HUGE1G", "0")]).unwrap();
+        let c =
+            cfg(&[("ACLRS_SIM_HBM", "1G"), ("ACLRS_SIM_HUGE2M", "512M"), ("ACLRS_SIM_HUGE1G", "0")]).unwrap();
         assert_eq!((c.hbm_bytes, c.huge_budget_bytes, c.giant_budget_bytes), (1 << 30, 512 << 20, 0));
     }
 
@@ -219,7 +220,10 @@ mod tests {
             cfg(&[("ACLRS_SIM_HBM", "1G"), ("ACLRS_SIM_HUGE2M", "2G")]).unwrap_err().var,
             "ACLRS_SIM_HUGE2M"
         );
-        assert_eq!(cfg(&[("ASCEND_RT_VISIBLE_DEVICES", "0,0")]).unwrap_err().var, "ASCEND_RT_VISIBLE_DEVICES");
+        assert_eq!(
+            cfg(&[("ASCEND_RT_VISIBLE_DEVICES", "0,0")]).unwrap_err().var,
+            "ASCEND_RT_VISIBLE_DEVICES"
+        );
         assert_eq!(cfg(&[("ASCEND_RT_VISIBLE_DEVICES", "5")]).unwrap_err().var, "ASCEND_RT_VISIBLE_DEVICES");
     }
 

@@ -8,7 +8,10 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use hal::{BackRequest, DeviceAddr, DeviceInfo, Error, ErrorKind, MemAttr, MemoryInfo, PageSize, PhysHandle, Result, VaRange};
+use hal::{
+    BackRequest, DeviceAddr, DeviceInfo, Error, ErrorKind, MemAttr, MemoryInfo, PageSize, PhysHandle, Result,
+    VaRange,
+};
 use mm::phys::{FrameAllocator, PhysConfig, PhysRun};
 
 use crate::sys::{ShmObject, Window};
@@ -198,7 +201,12 @@ impl Device {
             .map_err(|_| err(ErrorKind::Internal, "frame record corrupt"))
     }
 
-    pub(crate) fn alloc_physical(&self, len_bytes: u64, page: PageSize, attrs: MemAttr) -> Result<PhysHandle> {
+    pub(crate) fn alloc_physical(
+        &self,
+        len_bytes: u64,
+        page: PageSize,
+        attrs: MemAttr,
+    ) -> Result<PhysHandle> {
         if len_bytes == 0 || len_bytes % page.bytes() != 0 {
             return Err(err(ErrorKind::InvalidArgument, "size not a multiple of the page size"));
         }
@@ -208,7 +216,13 @@ impl Device {
         st.next_handle += 1;
         st.handles.insert(
             id,
-            PhysAlloc { page_size: page, len_bytes, runs, writable: !attrs.contains(MemAttr::READONLY), map_count: 0 },
+            PhysAlloc {
+                page_size: page,
+                len_bytes,
+                runs,
+                writable: !attrs.contains(MemAttr::READONLY),
+                map_count: 0,
+            },
         );
         Ok(PhysHandle(id))
     }
@@ -244,7 +258,8 @@ impl Device {
         if let Some(p) = st.handles.get_mut(&handle.0) {
             p.map_count += 1;
         }
-        st.handle_maps.insert(range.start().as_u64(), HandleMap { handle: handle.0, len_bytes: range.len_bytes() });
+        st.handle_maps
+            .insert(range.start().as_u64(), HandleMap { handle: handle.0, len_bytes: range.len_bytes() });
         Ok(())
     }
 

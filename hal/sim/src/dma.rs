@@ -33,10 +33,10 @@ impl Fabric {
     /// Finds the window that owns `addr`.
     pub(crate) fn resolve(&self, addr: u64) -> Result<Target> {
         match window_of(addr) {
-            Region::Device(i) => self
-                .device(i)
-                .map(Target::Device)
-                .ok_or(Error::new(ErrorKind::InvalidHandle, "address in the window of a device that is not open")),
+            Region::Device(i) => self.device(i).map(Target::Device).ok_or(Error::new(
+                ErrorKind::InvalidHandle,
+                "address in the window of a device that is not open",
+            )),
             Region::PinnedHost => Ok(Target::Host),
             _ => Err(Error::new(ErrorKind::InvalidHandle, "address is not device or pinned-host memory")),
         }

@@ -14,7 +14,7 @@
 //!
 //! # Rules
 //!
-//! - All `unsafe` lives in [`sys`](crate::sys); everything else is safe code over its fenced API.
+//! - All `unsafe` lives in `sys`; everything else is safe code over its fenced API.
 //! - One `Sim` exists per process at a time (the windows are at fixed addresses).
 //! - A device's HBM object is held under an exclusive lock by the process that opened the
 //!   device; a second process opening the same device of the same instance gets
@@ -34,8 +34,8 @@ use std::sync::{Arc, RwLock};
 use hal::layout::{device_window_base, HOST_WINDOW_BASE, HOST_WINDOW_SIZE};
 use hal::{
     BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, DeviceInfo, Driver, Error, ErrorKind,
-    MemAttr, MemoryBacking, MemoryInfo, PageSize, PhysHandle, PhysicalMemory, PinnedHost, QueueId,
-    Result, TaskDesc, TaskQueue, TaskStatus, VaRange,
+    MemAttr, MemoryBacking, MemoryInfo, PageSize, PhysHandle, PhysicalMemory, PinnedHost, QueueId, Result,
+    TaskDesc, TaskQueue, TaskStatus, VaRange,
 };
 
 pub use config::{ConfigError, SimConfig};
@@ -153,9 +153,8 @@ impl Sim {
     /// [`SimError::Reserve`] when the pinned-host window cannot be reserved (for example while
     /// another `Sim` lives in this process).
     pub fn new(config: SimConfig) -> std::result::Result<Self, SimError> {
-        let host = sys::Window::reserve(HOST_WINDOW_BASE, HOST_WINDOW_SIZE).map_err(|source| {
-            SimError::Reserve { what: "pinned-host", addr: HOST_WINDOW_BASE, source }
-        })?;
+        let host = sys::Window::reserve(HOST_WINDOW_BASE, HOST_WINDOW_SIZE)
+            .map_err(|source| SimError::Reserve { what: "pinned-host", addr: HOST_WINDOW_BASE, source })?;
         let slots = (0..config.visible_count()).map(|_| None).collect();
         Ok(Self {
             config,
@@ -199,15 +198,14 @@ impl Sim {
         }
         let name = self.hbm_object_name(physical);
         let base = device_window_base(dev.0);
-        let device = Device::open(self.info_of(), &name, base).map_err(|source| {
-            match source.raw_os_error() {
+        let device =
+            Device::open(self.info_of(), &name, base).map_err(|source| match source.raw_os_error() {
                 Some(libc::EWOULDBLOCK) => {
                     SimError::DeviceBusy { instance: self.config.instance.clone(), device: physical }
                 }
                 Some(libc::EEXIST) => SimError::Reserve { what: "device", addr: base, source },
                 _ => SimError::Hbm { name: name.clone(), source },
-            }
-        })?;
+            })?;
         let scheduler = Scheduler::start(dev.0, Arc::downgrade(&self.fabric))
             .map_err(|source| SimError::Thread { device: dev.0, source })?;
         let slot = Arc::new(Slot { device: Arc::new(device), scheduler });
@@ -291,7 +289,13 @@ impl MemoryBacking for Sim {
 }
 
 impl PhysicalMemory for Sim {
-    fn alloc_physical(&self, dev: DeviceId, len_bytes: u64, page_size: PageSize, attrs: MemAttr) -> Result<PhysHandle> {
+    fn alloc_physical(
+        &self,
+        dev: DeviceId,
+        len_bytes: u64,
+        page_size: PageSize,
+        attrs: MemAttr,
+    ) -> Result<PhysHandle> {
         self.device(dev)?.alloc_physical(len_bytes, page_size, attrs)
     }
 
@@ -311,7 +315,9 @@ impl PhysicalMemory for Sim {
 impl PinnedHost for Sim {
     fn back_host(&self, range: VaRange) -> Result<()> {
         let base = self.fabric.host.base();
-        if !self.fabric.host.contains(range.start().as_u64()) || range.end() > base + self.fabric.host.len_bytes() {
+        if !self.fabric.host.contains(range.start().as_u64())
+            || range.end() > base + self.fabric.host.len_bytes()
+        {
             return Err(Error::new(ErrorKind::InvalidArgument, "range outside the pinned-host window"));
         }
         self.fabric.host.map_anonymous(range.start().as_u64() - base, range.len_bytes()).map_err(|e| {
@@ -346,7 +352,14 @@ impl CopyEngine for Sim {
         self.fabric.read(dst, src)
     }
 
-    fn copy_device(&self, dst_dev: DeviceId, dst: DeviceAddr, src_dev: DeviceId, src: DeviceAddr, len_bytes: u64) -> Result<()> {
+    fn copy_device(
+        &self,
+        dst_dev: DeviceId,
+        dst: DeviceAddr,
+        src_dev: DeviceId,
+        src: DeviceAddr,
+        len_bytes: u64,
+    ) -> Result<()> {
         let _a = self.check_owned(dst_dev, dst)?;
         let _b = self.check_owned(src_dev, src)?;
         self.fabric.copy(dst, src, len_bytes)

@@ -115,7 +115,10 @@ impl Scheduler {
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
-                        return Err(Error::new(ErrorKind::Timeout, "queue did not reach the sequence in time"));
+                        return Err(Error::new(
+                            ErrorKind::Timeout,
+                            "queue did not reach the sequence in time",
+                        ));
                     }
                     self.shared.done.wait_timeout(st, d - now).unwrap_or_else(|p| p.into_inner()).0
                 }

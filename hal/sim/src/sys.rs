@@ -40,8 +40,8 @@ impl ShmObject {
         if unsafe { libc::flock(fd.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
             return Err(io::Error::last_os_error());
         }
-        let len = libc::off_t::try_from(len_bytes)
-            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        let len =
+            libc::off_t::try_from(len_bytes).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
         // Drop whatever a crashed earlier owner left behind, then size the object sparsely.
         // SAFETY: `fd` is open for writing; ftruncate only changes the object's size.
         if unsafe { libc::ftruncate(fd.as_raw_fd(), 0) } != 0
@@ -50,6 +50,7 @@ impl ShmObject {
         {
             return Err(io::Error::last_os_error());
         }
+        exit_cleanup::register(&cname);
         // INVARIANT: open, locked and sized above.
         Ok(Self { fd, name: cname, len_bytes })
     }
@@ -66,6 +67,41 @@ impl Drop for ShmObject {
         // (the pages go when the last mapping and descriptor go).
         // SAFETY: `name` is a valid C string; shm_unlink only reads it.
         unsafe { libc::shm_unlink(self.name.as_ptr()) };
+        exit_cleanup::forget(&self.name);
+    }
+}
+
+/// Removes the names of HBM objects still open when the process exits without `aclFinalize`,
+/// so their pages are freed with the process instead of staying in `/dev/shm`.
+mod exit_cleanup {
+    use std::ffi::CString;
+    use std::sync::{Mutex, Once};
+
+    static NAMES: Mutex<Vec<CString>> = Mutex::new(Vec::new());
+    static HOOK: Once = Once::new();
+
+    extern "C" fn at_exit() {
+        // `try_lock`: never block process exit on a thread that died holding the lock.
+        if let Ok(names) = NAMES.try_lock() {
+            for n in names.iter() {
+                // SAFETY: `n` is a valid C string; shm_unlink only reads it.
+                unsafe { libc::shm_unlink(n.as_ptr()) };
+            }
+        }
+    }
+
+    pub(super) fn register(name: &CString) {
+        HOOK.call_once(|| {
+            // SAFETY: `at_exit` is an `extern "C" fn()` that never unwinds (it only calls
+            // shm_unlink) and stays valid for the life of the process (it is in this library,
+            // which is never unloaded while devices are open).
+            unsafe { libc::atexit(at_exit) };
+        });
+        NAMES.lock().unwrap_or_else(|p| p.into_inner()).push(name.clone());
+    }
+
+    pub(super) fn forget(name: &CString) {
+        NAMES.lock().unwrap_or_else(|p| p.into_inner()).retain(|n| n != name);
     }
 }
 
@@ -178,8 +214,8 @@ impl Window {
         if object_offset.checked_add(len_bytes).is_none_or(|e| e > object.len_bytes()) {
             return Err(io::ErrorKind::InvalidInput.into());
         }
-        let off = libc::off_t::try_from(object_offset)
-            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        let off =
+            libc::off_t::try_from(object_offset).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
         let mut map = self.mapped.write().unwrap_or_else(|p| p.into_inner());
         if Self::overlaps(&map, offset, len_bytes) {
             return Err(io::ErrorKind::AlreadyExists.into());
@@ -351,9 +387,14 @@ impl Window {
         let g1 = first.mapped.read().unwrap_or_else(|p| p.into_inner());
         let g2 = if same { None } else { Some(second.mapped.read().unwrap_or_else(|p| p.into_inner())) };
         let map_of = |w: &Window| -> &BTreeMap<u64, Entry> {
-            if core::ptr::eq(w, first) { &g1 } else { g2.as_deref().unwrap_or(&g1) }
+            if core::ptr::eq(w, first) {
+                &g1
+            } else {
+                g2.as_deref().unwrap_or(&g1)
+            }
         };
-        if !from.covered(map_of(from), src, len_bytes, false) || !to.covered(map_of(to), dst, len_bytes, true) {
+        if !from.covered(map_of(from), src, len_bytes, false) || !to.covered(map_of(to), dst, len_bytes, true)
+        {
             return Err(Fault);
         }
         // CAST: covered addresses lie in the address space.

@@ -1,0 +1,742 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * acl/acl_rt.h - runtime API of the aclrs implementation of CANN's ACL.
+ *
+ * Type names, enum and macro values, struct layouts and function signatures
+ * follow CANN 1.17.0 (include/external/acl/acl_rt.h), so that C and C++
+ * programs written for CANN compile unchanged against libascendcl.
+ *
+ * Functions declared here are the ones libascendcl exports today:
+ *
+ *   devices   aclrtSetDevice, aclrtResetDevice, aclrtResetDeviceForce,
+ *             aclrtGetDevice, aclrtGetDeviceCount, aclrtGetRunMode
+ *   memory    aclrtMalloc, aclrtFree, aclrtMallocHost, aclrtFreeHost,
+ *             aclrtMemcpy, aclrtMemset, aclrtGetMemInfo
+ *
+ * (aclInit and aclFinalize are in acl/acl.h, aclGetRecentErrMsg in
+ * acl/acl_base.h.) The following CANN functions are NOT declared yet; each is
+ * added here together with its implementation, so that a program using one
+ * fails to compile rather than to link:
+ *
+ *   - the rest of the allocation family: aclrtMallocAlign32, aclrtMallocCached,
+ *     aclrtMallocWithCfg, aclrtMallocForTaskScheduler, aclrtFreeWithDevSync,
+ *     aclrtMemFlush, aclrtMemInvalidate, aclrtMallocHostWithCfg,
+ *     aclrtFreeHostWithDevSync;
+ *   - host registration: aclrtHostRegister(V2), aclrtHostUnregister,
+ *     aclrtHostGetDevicePointer, aclrtHostMemMapCapabilities;
+ *   - asynchronous, 2D, batch, descriptor and symbol copies, aclrtMemsetAsync,
+ *     aclrtMemsetD32(Async);
+ *   - queries: aclrtGetMemUsageInfo, aclrtCheckMemType,
+ *     aclrtPointerGetAttributes, aclrtMemGetAddressRange;
+ *   - virtual memory management (aclrtMallocPhysical ... aclrtMemMapSetLink),
+ *     shareable handles and IPC memory (aclrtIpcMem*);
+ *   - stream-ordered pools (acl/acl_rt_memory_soma.h) and the custom
+ *     allocator descriptors (acl/acl_rt_allocator.h);
+ *   - managed memory, CMO, value write/wait;
+ *   - streams, events, callbacks, host functions, peer access, device
+ *     synchronisation, aclrtGetLastError / aclrtPeekAtLastError,
+ *     aclFinalizeReference;
+ *   - kernel binaries and launches (aclrtBinary*, aclrtLaunchKernel*) and
+ *     stream attributes.
+ *
+ * Unlike CANN's acl_rt.h, this header also includes acl/acl_rt_memory_soma.h,
+ * so programs that use the pool types after including only acl/acl.h compile.
+ */
+#ifndef ACLRS_ACL_ACL_RT_H
+#define ACLRS_ACL_ACL_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#ifndef __cplusplus
+#include <stdbool.h>
+#endif
+
+#include "acl_base.h"
+
+#define ACL_MAJOR_VERSION 1
+#define ACL_MINOR_VERSION 17
+#define ACL_PATCH_VERSION 0
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Opaque handles declared by CANN's acl_rt.h (all plain pointers).          */
+/* ------------------------------------------------------------------------ */
+typedef void *aclrtDrvMemHandle;
+typedef void *aclrtBinary;
+typedef void *aclrtBinHandle;
+typedef void *aclrtFuncHandle;
+typedef void *aclrtArgsHandle;
+typedef void *aclrtParamHandle;
+typedef void *aclmdlRI;
+
+/* Host callbacks (aclrtLaunchCallback, aclrtLaunchHostFunc). */
+typedef void (*aclrtCallback)(void *userData);
+typedef void (*aclrtHostFunc)(void *args);
+
+/* ------------------------------------------------------------------------ */
+/* Device memory allocation                                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Page policy of aclrtMalloc and friends. Values 0-7 are base policies; the
+ * last three are flags that aclrtMallocWithCfg accepts ORed with one base
+ * policy.
+ */
+typedef enum aclrtMemMallocPolicy {
+    ACL_MEM_MALLOC_HUGE_FIRST = 0,
+    ACL_MEM_MALLOC_HUGE_ONLY = 1,
+    ACL_MEM_MALLOC_NORMAL_ONLY = 2,
+    ACL_MEM_MALLOC_HUGE_FIRST_P2P = 3,
+    ACL_MEM_MALLOC_HUGE_ONLY_P2P = 4,
+    ACL_MEM_MALLOC_NORMAL_ONLY_P2P = 5,
+    ACL_MEM_MALLOC_HUGE1G_ONLY = 6,
+    ACL_MEM_MALLOC_HUGE1G_ONLY_P2P = 7,
+    ACL_MEM_TYPE_LOW_BAND_WIDTH = 0x0100,
+    ACL_MEM_TYPE_HIGH_BAND_WIDTH = 0x1000,
+    ACL_MEM_ACCESS_USER_SPACE_READONLY = 0x100000
+} aclrtMemMallocPolicy;
+
+/* Direction of a copy. aclrtMemcpy accepts 0-5. */
+typedef enum aclrtMemcpyKind {
+    ACL_MEMCPY_HOST_TO_HOST = 0,
+    ACL_MEMCPY_HOST_TO_DEVICE = 1,
+    ACL_MEMCPY_DEVICE_TO_HOST = 2,
+    ACL_MEMCPY_DEVICE_TO_DEVICE = 3,
+    ACL_MEMCPY_DEFAULT = 4,                /* inferred from the addresses */
+    ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE = 5,  /* host data staged; source reusable on return */
+    ACL_MEMCPY_INNER_DEVICE_TO_DEVICE = 6, /* descriptor / offset copies only */
+    ACL_MEMCPY_INTER_DEVICE_TO_DEVICE = 7
+} aclrtMemcpyKind;
+
+/*
+ * Memory class queried by aclrtGetMemInfo (and used by
+ * aclrtPhysicalMemProp.memAttr). 0-11 name DDR or HBM explicitly; 12-17 let the
+ * runtime choose and are the recommended ones.
+ */
+typedef enum aclrtMemAttr {
+    ACL_DDR_MEM = 0,
+    ACL_HBM_MEM = 1,
+    ACL_DDR_MEM_HUGE = 2,
+    ACL_DDR_MEM_NORMAL = 3,
+    ACL_HBM_MEM_HUGE = 4,
+    ACL_HBM_MEM_NORMAL = 5,
+    ACL_DDR_MEM_P2P_HUGE = 6,
+    ACL_DDR_MEM_P2P_NORMAL = 7,
+    ACL_HBM_MEM_P2P_HUGE = 8,
+    ACL_HBM_MEM_P2P_NORMAL = 9,
+    ACL_HBM_MEM_HUGE1G = 10,
+    ACL_HBM_MEM_P2P_HUGE1G = 11,
+    ACL_MEM_NORMAL = 12,
+    ACL_MEM_HUGE = 13,
+    ACL_MEM_HUGE1G = 14,
+    ACL_MEM_P2P_NORMAL = 15,
+    ACL_MEM_P2P_HUGE = 16,
+    ACL_MEM_P2P_HUGE1G = 17
+} aclrtMemAttr;
+
+/* Page and memory kinds (CANN declares these enums without typedefs). */
+enum aclrtMemPgType {
+    NORMAL_PAGE_TYPE = 0,
+    HUGE_PAGE_TYPE = 1,
+    HUGE1G_PAGE_TYPE = 2
+};
+
+enum aclrtMemType {
+    HBM_TYPE = 0,
+    DDR_TYPE = 1,
+    P2P_HBM_TYPE = 2,
+    P2P_DDR_TYPE = 3
+};
+
+/* One row of the (page type, memory type, host?) -> aclrtMemAttr table. */
+struct MemAttrMapping {
+    uint32_t pgType;
+    uint32_t memType;
+    bool isHostAlloc;
+    aclrtMemAttr memAttr;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Locations, physical allocations and handles                               */
+/* ------------------------------------------------------------------------ */
+typedef enum aclrtMemLocationType {
+    ACL_MEM_LOCATION_TYPE_HOST = 0,         /* host memory from ACL allocators */
+    ACL_MEM_LOCATION_TYPE_DEVICE = 1,       /* device memory from ACL allocators */
+    ACL_MEM_LOCATION_TYPE_UNREGISTERED = 2, /* memory not allocated through ACL */
+    ACL_MEM_LOCATION_TYPE_MANAGED = 3,      /* unified (managed) memory */
+    ACL_MEM_LOCATION_TYPE_HOST_NUMA = 4     /* host memory on a NUMA node */
+} aclrtMemLocationType;
+
+typedef enum aclrtMemAllocationType {
+    ACL_MEM_ALLOCATION_TYPE_PINNED = 0
+} aclrtMemAllocationType;
+
+typedef enum aclrtMemHandleType {
+    ACL_MEM_HANDLE_TYPE_NONE = 0,
+    ACL_MEM_HANDLE_TYPE_POSIX = 2
+} aclrtMemHandleType;
+
+typedef enum aclrtMemSharedHandleType {
+    ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT = 0x1,
+    ACL_MEM_SHARE_HANDLE_TYPE_FABRIC = 0x2
+} aclrtMemSharedHandleType;
+
+typedef enum aclrtMemGranularityOptions {
+    ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM = 0,
+    ACL_RT_MEM_ALLOC_GRANULARITY_RECOMMENDED = 1,
+    ACL_RT_MEM_ALLOC_GRANULARITY_UNDEF = 0xFFFF
+} aclrtMemGranularityOptions;
+
+typedef enum aclrtMemAccessFlags {
+    ACL_RT_MEM_ACCESS_FLAGS_NONE = 0x0,
+    ACL_RT_MEM_ACCESS_FLAGS_READ = 0x1,
+    ACL_RT_MEM_ACCESS_FLAGS_READWRITE = 0x3
+} aclrtMemAccessFlags;
+
+typedef enum aclrtMemLinkType {
+    ACL_RT_MEM_ACCESS_LINK_SIO = 0,
+    ACL_RT_MEM_ACCESS_LINK_HCCS = 1,
+    ACL_RT_MEM_ACCESS_UB_ONE_PORT_PATH = 2,
+    ACL_RT_MEM_ACCESS_UB_MULTI_PORT_PATH = 3
+} aclrtMemLinkType;
+
+/* ------------------------------------------------------------------------ */
+/* Host memory registration                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* aclrtHostRegister (V1). MAPPED is 0 here but 0x2 in the V2 flags below. */
+typedef enum aclrtHostRegisterType {
+    ACL_HOST_REGISTER_MAPPED = 0,
+    ACL_HOST_REGISTER_IOMEMORY = 0x04,
+    ACL_HOST_REGISTER_READONLY = 0x08
+} aclrtHostRegisterType;
+
+/* aclrtHostRegisterV2 flags. */
+#define ACL_HOST_REG_MAPPED 0x2UL
+#define ACL_HOST_REG_IOMEMORY 0x4UL
+#define ACL_HOST_REG_READONLY 0x8UL
+#define ACL_HOST_REG_PINNED 0x10000000UL
+
+typedef enum aclrtHostMemMapCapability {
+    ACL_RT_HOST_MEM_MAP_NOT_SUPPORTED = 0,
+    ACL_RT_HOST_MEM_MAP_SUPPORTED = 1
+} aclrtHostMemMapCapability;
+
+typedef enum aclrtHacType {
+    ACL_RT_HAC_TYPE_STARS = 0,
+    ACL_RT_HAC_TYPE_AICPU = 1,
+    ACL_RT_HAC_TYPE_AIC = 2,
+    ACL_RT_HAC_TYPE_AIV = 3,
+    ACL_RT_HAC_TYPE_PCIEDMA = 4,
+    ACL_RT_HAC_TYPE_RDMA = 5,
+    ACL_RT_HAC_TYPE_SDMA = 6,
+    ACL_RT_HAC_TYPE_DVPP = 7,
+    ACL_RT_HAC_TYPE_UDMA = 8,
+    ACL_RT_HAC_TYPE_CCU = 9
+} aclrtHacType;
+
+/* ------------------------------------------------------------------------ */
+/* Allocation configuration, type checks, IPC                                */
+/* ------------------------------------------------------------------------ */
+typedef enum aclrtMallocAttrType {
+    ACL_RT_MEM_ATTR_RSV = 0,
+    ACL_RT_MEM_ATTR_MODULE_ID = 1,
+    ACL_RT_MEM_ATTR_DEVICE_ID = 2,
+    ACL_RT_MEM_ATTR_VA_FLAG = 3
+} aclrtMallocAttrType;
+
+/* aclrtCheckMemType memType bits. */
+#define ACL_RT_MEM_TYPE_DEV (0X2U)
+#define ACL_RT_MEM_TYPE_DVPP (0X8U)
+#define ACL_RT_MEM_TYPE_RSVD (0X10U)
+
+/* aclrtIpcMemGetExportKey / aclrtIpcMemImportByKey flags. */
+#define ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT 0x0UL
+#define ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION 0x1UL
+#define ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT 0x0UL
+#define ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS 0x1UL
+
+typedef enum aclrtIpcMemAttrType {
+    ACL_RT_IPC_MEM_ATTR_ACCESS_LINK = 0
+} aclrtIpcMemAttrType;
+
+/* Values of ACL_RT_IPC_MEM_ATTR_ACCESS_LINK. */
+#define ACL_RT_IPC_MEM_ATTR_ACCESS_LINK_SIO 0
+#define ACL_RT_IPC_MEM_ATTR_ACCESS_LINK_HCCS 1
+#define ACL_RT_IPC_MEM_ATTR_ACCESS_LINK_UB_ONE_PORT_PATH 2
+#define ACL_RT_IPC_MEM_ATTR_ACCESS_LINK_UB_MULTI_PORT_PATH 3
+
+/* aclrtMemExportToShareableHandle(V2) flags. */
+#define ACL_RT_VMM_EXPORT_FLAG_DEFAULT 0x0UL
+#define ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION 0x1UL
+
+/* Notify IPC flags: note 0x02, unlike the memory flags above. */
+#define ACL_RT_NOTIFY_EXPORT_FLAG_DISABLE_PID_VALIDATION 0x02UL
+#define ACL_RT_NOTIFY_IMPORT_FLAG_ENABLE_PEER_ACCESS 0x02UL
+
+#define ACL_IPC_EVENT_HANDLE_SIZE 64U
+
+/* aclrtMemMapSelectedLink link indices. */
+#define ACL_RT_MEM_LINK_IDX_0 0U /* SIO */
+#define ACL_RT_MEM_LINK_IDX_1 1U /* HCCS */
+
+/* ------------------------------------------------------------------------ */
+/* Managed memory, cache maintenance, value wait, UCE                        */
+/* ------------------------------------------------------------------------ */
+#define ACL_RT_MEM_ATTACH_GLOBAL 0x01U
+
+typedef enum aclrtMemManagedLocationType {
+    ACL_MEM_LOCATIONTYPE_INVALID = 0,
+    ACL_MEM_LOCATIONTYPE_DEVICE = 1,
+    ACL_MEM_LOCATIONTYPE_HOST = 2,
+    ACL_MEM_LOCATIONTYPE_HOST_NUMA = 3,
+    ACL_MEM_LOCATIONTYPE_HOST_NUMA_CURRENT = 4
+} aclrtMemManagedLocationType;
+
+typedef enum aclrtMemManagedAdviseType {
+    ACL_MEM_ADVISE_SET_READ_MOSTLY = 0,
+    ACL_MEM_ADVISE_UNSET_READ_MOSTLY = 1,
+    ACL_MEM_ADVISE_SET_PREFERRED_LOCATION = 2,
+    ACL_MEM_ADVISE_UNSET_PREFERRED_LOCATION = 3,
+    ACL_MEM_ADVISE_SET_ACCESSED_BY = 4,
+    ACL_MEM_ADVISE_UNSET_ACCESSED_BY = 5
+} aclrtMemManagedAdviseType;
+
+typedef enum aclrtMemManagedRangeAttribute {
+    ACL_MEM_RANGE_ATTRIBUTE_READ_MOSTLY = 1,
+    ACL_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION = 2,
+    ACL_MEM_RANGE_ATTRIBUTE_ACCESSED_BY = 3,
+    ACL_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE = 4,
+    ACL_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID = 5,
+    ACL_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION = 6,
+    ACL_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE = 7,
+    ACL_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID = 8
+} aclrtMemManagedRangeAttribute;
+
+typedef enum aclrtCmoType {
+    ACL_RT_CMO_TYPE_PREFETCH = 0,
+    ACL_RT_CMO_TYPE_WRITEBACK = 1,
+    ACL_RT_CMO_TYPE_INVALID = 2,
+    ACL_RT_CMO_TYPE_FLUSH = 3
+} aclrtCmoType;
+
+#define ACL_RT_CMO_MAX_BARRIER_NUM 6U
+
+/* aclrtValueWait comparison. */
+#define ACL_STREAM_WAIT_VALUE_GEQ 0x0
+#define ACL_STREAM_WAIT_VALUE_EQ 0x1
+#define ACL_STREAM_WAIT_VALUE_AND 0x2
+#define ACL_STREAM_WAIT_VALUE_NOR 0x3
+
+/* Uncorrectable-error (UCE) reporting. */
+#define MAX_MEM_UCE_INFO_ARRAY_SIZE 128
+#define UCE_INFO_RESERVED_SIZE 14
+#define ACL_RT_MEM_UCE_INFO_MAX_NUM 20
+#define ACL_RT_MAX_RECORD_PA_NUM_PER_DEV 20U
+
+/* ------------------------------------------------------------------------ */
+/* Events and streams                                                        */
+/* ------------------------------------------------------------------------ */
+
+/* aclrtCreateEventWithFlag / aclrtCreateEventExWithFlag flags. */
+#define ACL_EVENT_SYNC 0x00000001U
+#define ACL_EVENT_CAPTURE_STREAM_PROGRESS 0x00000002U
+#define ACL_EVENT_TIME_LINE 0x00000008U
+#define ACL_EVENT_DEVICE_USE_ONLY 0x00000010U
+#define ACL_EVENT_EXTERNAL 0x00000020U
+#define ACL_EVENT_IPC 0x00000040U
+
+#define ACL_EVENT_RECORD_DEFAULT 0x0U
+#define ACL_EVENT_RECORD_EXTERNAL 0x01U
+#define ACL_EVENT_WAIT_DEFAULT 0x0U
+#define ACL_EVENT_WAIT_EXTERNAL 0x01U
+
+/* aclrtQueryEventStatus. Note: 0 means NOT ready here. */
+typedef enum aclrtEventRecordedStatus {
+    ACL_EVENT_RECORDED_STATUS_NOT_READY = 0,
+    ACL_EVENT_RECORDED_STATUS_COMPLETE = 1
+} aclrtEventRecordedStatus;
+
+/* aclrtQueryEvent (deprecated). */
+typedef enum aclrtEventStatus {
+    ACL_EVENT_STATUS_COMPLETE = 0,
+    ACL_EVENT_STATUS_NOT_READY = 1,
+    ACL_EVENT_STATUS_RESERVED = 2
+} aclrtEventStatus;
+
+typedef enum aclrtEventWaitStatus {
+    ACL_EVENT_WAIT_STATUS_COMPLETE = 0,
+    ACL_EVENT_WAIT_STATUS_NOT_READY = 1,
+    ACL_EVENT_WAIT_STATUS_RESERVED = 0xFFFF
+} aclrtEventWaitStatus;
+
+/* aclrtCreateStreamWithConfig flags. */
+#define ACL_STREAM_FAST_LAUNCH 0x00000001U
+#define ACL_STREAM_FAST_SYNC 0x00000002U
+#define ACL_STREAM_PERSISTENT 0x00000004U
+#define ACL_STREAM_HUGE 0x00000008U
+#define ACL_STREAM_CPU_SCHEDULE 0x00000010U
+#define ACL_STREAM_DEVICE_USE_ONLY 0x00000020U
+
+/* Stream failure modes (aclrtSetStreamFailureMode). */
+#define ACL_CONTINUE_ON_FAILURE 0x0U
+#define ACL_STOP_ON_FAILURE 0x1U
+
+typedef enum aclrtStreamStatus {
+    ACL_STREAM_STATUS_COMPLETE = 0,
+    ACL_STREAM_STATUS_NOT_READY = 1,
+    ACL_STREAM_STATUS_RESERVED = 0xFFFF
+} aclrtStreamStatus;
+
+typedef enum aclrtCallbackBlockType {
+    ACL_CALLBACK_NO_BLOCK = 0,
+    ACL_CALLBACK_BLOCK = 1
+} aclrtCallbackBlockType;
+
+typedef enum aclrtStreamAttr {
+    ACL_STREAM_ATTR_FAILURE_MODE = 1,
+    ACL_STREAM_ATTR_FLOAT_OVERFLOW_CHECK = 2,
+    ACL_STREAM_ATTR_USER_CUSTOM_TAG = 3,
+    ACL_STREAM_ATTR_CACHE_OP_INFO = 4,
+    ACL_STREAM_ATTR_PRIORITY = 5
+} aclrtStreamAttr;
+
+typedef union aclrtStreamAttrValue {
+    uint64_t failureMode;
+    uint32_t overflowSwitch;
+    uint32_t userCustomTag;
+    uint32_t cacheOpInfoSwitch;
+    uint32_t streamPriority;
+    uint32_t reserve[4];
+} aclrtStreamAttrValue;
+
+/* ------------------------------------------------------------------------ */
+/* Run mode, error level, connection type                                    */
+/* ------------------------------------------------------------------------ */
+typedef enum aclrtRunMode {
+    ACL_DEVICE = 0,
+    ACL_HOST = 1
+} aclrtRunMode;
+
+typedef enum aclrtLastErrLevel {
+    ACL_RT_THREAD_LEVEL = 0
+} aclrtLastErrLevel;
+
+#define ACL_HOST_DEVICE_CONNECT_TYPE_PCIE 0
+#define ACL_HOST_DEVICE_CONNECT_TYPE_HCCS 1
+#define ACL_HOST_DEVICE_CONNECT_TYPE_UB 2
+
+/* ------------------------------------------------------------------------ */
+/* Kernel binaries and launches (types only; functions arrive later)         */
+/* ------------------------------------------------------------------------ */
+typedef enum aclrtBinaryLoadOptionType {
+    ACL_RT_BINARY_LOAD_OPT_LAZY_LOAD = 1,
+    ACL_RT_BINARY_LOAD_OPT_LAZY_MAGIC = 2,
+    ACL_RT_BINARY_LOAD_OPT_MAGIC = 2,
+    ACL_RT_BINARY_LOAD_OPT_CPU_KERNEL_MODE = 3
+} aclrtBinaryLoadOptionType;
+
+typedef union aclrtBinaryLoadOptionValue {
+    uint32_t isLazyLoad;
+    uint32_t magic;
+    int32_t cpuKernelMode;
+    uint32_t rsv[4];
+} aclrtBinaryLoadOptionValue;
+
+typedef struct aclrtBinaryLoadOption {
+    aclrtBinaryLoadOptionType type;
+    aclrtBinaryLoadOptionValue value;
+} aclrtBinaryLoadOption;
+
+typedef struct aclrtBinaryLoadOptions {
+    aclrtBinaryLoadOption *options; /* may be NULL */
+    size_t numOpt;
+} aclrtBinaryLoadOptions;
+
+#define ACL_RT_BINARY_MAGIC_ELF_AICORE 0x43554245
+#define ACL_RT_BINARY_MAGIC_ELF_VECTOR_CORE 0x41415246
+#define ACL_RT_BINARY_MAGIC_ELF_CUBE_CORE 0x41494343
+
+typedef enum aclrtEngineType {
+    ACL_RT_ENGINE_TYPE_AIC = 0,
+    ACL_RT_ENGINE_TYPE_AIV = 1
+} aclrtEngineType;
+
+typedef enum aclrtLaunchKernelAttrId {
+    ACL_RT_LAUNCH_KERNEL_ATTR_SCHEM_MODE = 1,
+    ACL_RT_LAUNCH_KERNEL_ATTR_DYN_UBUF_SIZE = 2,
+    ACL_RT_LAUNCH_KERNEL_ATTR_LOCAL_MEMORY_SIZE = 2, /* deprecated */
+    ACL_RT_LAUNCH_KERNEL_ATTR_ENGINE_TYPE = 3,
+    ACL_RT_LAUNCH_KERNEL_ATTR_BLOCKDIM_OFFSET = 4,
+    ACL_RT_LAUNCH_KERNEL_ATTR_BLOCK_TASK_PREFETCH = 5,
+    ACL_RT_LAUNCH_KERNEL_ATTR_DATA_DUMP = 6,
+    ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT = 7,    /* seconds, uint16 */
+    ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT_US = 8, /* aclrtTimeoutUs */
+    ACL_RT_LAUNCH_KERNEL_ATTR_ENABLE_PROFILING = 9
+} aclrtLaunchKernelAttrId;
+
+typedef struct aclrtTimeoutUs {
+    uint32_t timeoutLow;
+    uint32_t timeoutHigh;
+} aclrtTimeoutUs;
+
+typedef union aclrtLaunchKernelAttrValue {
+    uint8_t schemMode;
+    uint32_t localMemorySize;
+    uint32_t dynUBufSize;
+    aclrtEngineType engineType;
+    uint32_t blockDimOffset;
+    uint8_t isBlockTaskPrefetch;
+    uint8_t isDataDump;
+    uint16_t timeout;
+    aclrtTimeoutUs timeoutUs;
+    uint8_t enableProfiling;
+    uint32_t rsv[4];
+} aclrtLaunchKernelAttrValue;
+
+typedef struct aclrtLaunchKernelAttr {
+    aclrtLaunchKernelAttrId id;
+    aclrtLaunchKernelAttrValue value;
+} aclrtLaunchKernelAttr;
+
+typedef struct aclrtLaunchKernelCfg {
+    aclrtLaunchKernelAttr *attrs; /* the whole cfg may be NULL */
+    size_t numAttrs;
+} aclrtLaunchKernelCfg;
+
+typedef struct aclrtPlaceHolderInfo {
+    uint32_t addrOffset;
+    uint32_t dataOffset;
+} aclrtPlaceHolderInfo;
+
+/* ------------------------------------------------------------------------ */
+/* Structs of the memory API                                                 */
+/* ------------------------------------------------------------------------ */
+typedef struct aclrtMemLocation {
+    uint32_t id; /* device id; ignored for HOST */
+    aclrtMemLocationType type;
+} aclrtMemLocation;
+
+typedef struct aclrtPtrAttributes {
+    aclrtMemLocation location;
+    uint32_t pageSize; /* page-table granule in bytes */
+    uint32_t rsv[4];
+} aclrtPtrAttributes;
+
+typedef struct aclrtMemUsageInfo {
+    char name[32];
+    uint64_t curMemSize;
+    uint64_t memPeakSize;
+    size_t reserved[8];
+} aclrtMemUsageInfo;
+
+typedef struct aclrtPhysicalMemProp {
+    aclrtMemHandleType handleType;
+    aclrtMemAllocationType allocationType;
+    aclrtMemAttr memAttr;
+    aclrtMemLocation location;
+    uint64_t reserve;
+} aclrtPhysicalMemProp;
+
+typedef union aclrtMallocAttrValue {
+    uint16_t moduleId;
+    uint32_t deviceId;
+    uint32_t vaFlag;
+    uint8_t rsv[8];
+} aclrtMallocAttrValue;
+
+typedef struct aclrtMallocAttribute {
+    aclrtMallocAttrType attr;
+    aclrtMallocAttrValue value;
+} aclrtMallocAttribute;
+
+typedef struct aclrtMallocConfig {
+    aclrtMallocAttribute *attrs; /* numAttrs entries */
+    size_t numAttrs;
+} aclrtMallocConfig;
+
+typedef struct aclrtMemcpyBatchAttr {
+    aclrtMemLocation dstLoc;
+    aclrtMemLocation srcLoc;
+    uint8_t rsv[16];
+} aclrtMemcpyBatchAttr;
+
+typedef struct aclrtMemAccessDesc {
+    aclrtMemAccessFlags flags;
+    aclrtMemLocation location;
+    uint8_t rsv[12];
+} aclrtMemAccessDesc;
+
+typedef struct aclrtServerPid {
+    uint32_t sdid;
+    int32_t *pid;
+    size_t num;
+} aclrtServerPid;
+
+typedef struct aclrtMemFabricHandle {
+    uint8_t data[128];
+} aclrtMemFabricHandle;
+
+typedef struct aclrtMemManagedLocation {
+    aclrtMemManagedLocationType type;
+    int32_t id;
+} aclrtMemManagedLocation;
+
+typedef struct aclrtMemUceInfo {
+    void *addr;
+    size_t len;
+    size_t reserved[UCE_INFO_RESERVED_SIZE];
+} aclrtMemUceInfo;
+
+typedef struct aclrtIpcEventHandle {
+    char reserved[ACL_IPC_EVENT_HANDLE_SIZE];
+} aclrtIpcEventHandle;
+
+typedef struct aclrtBarrierCmoInfo {
+    aclrtCmoType cmoType;
+    uint32_t barrierId;
+} aclrtBarrierCmoInfo;
+
+typedef struct aclrtBarrierTaskInfo {
+    size_t barrierNum;
+    aclrtBarrierCmoInfo cmoInfo[ACL_RT_CMO_MAX_BARRIER_NUM];
+} aclrtBarrierTaskInfo;
+
+/* ------------------------------------------------------------------------ */
+/* Layout checks (LP64 numbers of CANN's headers; C11 and C++11 only)        */
+/* ------------------------------------------------------------------------ */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define ACLRS_LAYOUT_ASSERT(cond, what) static_assert(cond, "aclrs ABI layout: " what);
+#define ACLRS_ALIGNOF(type) alignof(type)
+#elif !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define ACLRS_LAYOUT_ASSERT(cond, what) _Static_assert(cond, "aclrs ABI layout: " what);
+#define ACLRS_ALIGNOF(type) _Alignof(type)
+#endif
+
+#if defined(ACLRS_LAYOUT_ASSERT) && (defined(__LP64__) || defined(_LP64))
+ACLRS_LAYOUT_ASSERT(sizeof(aclError) == 4, "aclError")
+ACLRS_LAYOUT_ASSERT(sizeof(aclrtMemMallocPolicy) == 4, "enum size")
+ACLRS_LAYOUT_ASSERT(sizeof(aclrtMemcpyKind) == 4, "enum size")
+ACLRS_LAYOUT_ASSERT(sizeof(aclrtMemAttr) == 4, "enum size")
+ACLRS_LAYOUT_ASSERT(sizeof(aclrtMemLocationType) == 4, "enum size")
+ACLRS_LAYOUT_ASSERT(sizeof(aclrtRunMode) == 4, "enum size")
+
+ACLRS_LAYOUT_ASSERT(sizeof(struct MemAttrMapping) == 16, "MemAttrMapping")
+ACLRS_LAYOUT_ASSERT(ACLRS_ALIGNOF(struct MemAttrMapping) == 4, "MemAttrMapping")
+ACLRS_LAYOUT_ASSERT(offsetof(struct MemAttrMapping, memAttr) == 12, "MemAttrMapping.memAttr")
+
+ACLRS_LAYOUT_ASSERT(sizeof(aclrtMemLocation) == 8, "aclrtMemLocation")
+ACLRS_LAYOUT_ASSERT(ACLRS_ALIGNOF(aclrtMemLocation) == 4, "aclrtMemLocation")
+ACLRS_LAYOUT_ASSERT(offsetof(aclrtMemLocation, id) == 0, "aclrtMemLocation.id")
+ACLRS_LAYOUT_ASSERT(offsetof(aclrtMemLocation, type) == 4, "aclrtMemLocation.type")
+
+ACLRS_LAYOUT_ASSERT(sizeof(aclrtPtrAttributes) == 28, "aclrtPtrAttributes")
+ACLRS_LAYOUT_ASSERT(ACLRS_ALIGNOF(aclrtPtrAttributes) == 4, "aclrtPtrAttributes")
+ACLRS_LAYOUT_ASSERT(offsetof(aclrtPtrAttributes, pageSize) == 8, "aclrtPtrAttributes.pageSize")
+ACLRS_LAYOUT_ASSERT(offsetof(aclrtPtrAttributes, rsv) == 12, "aclrtPtrAttributes.rsv")
+
+ACLRS_LAYOUT_ASSERT(sizeof(aclrtMemUsageInfo) == 112, "aclrtMemUsageInfo")
+ACLRS_LAYOUT_ASSERT(ACLRS_ALIGNOF(aclrtMemUsageInfo) == 8, "aclrtMemUsageInfo")
+ACLRS_LAYOUT_ASSERT(offsetof(aclrtMemUsageInfo, curMemSize) == 32, "aclrtMemUsageInfo.curMemSize")
+ACLRS_LAYOUT_ASSERT(offsetof(aclrtMemUsageInfo, memPeakSize) == 40, "aclrtMemUsageInfo.memPeakSize")
+ACLRS_LAYOUT_ASSERT(offsetof(aclrtMemUsageInfo, reserved) == 48, "aclrtMemUsageInfo.reserved")
+
+ACLRS_LAYOUT_ASSERT(sizeof(aclrtPhysicalMemProp) == 32, "aclrtPhysicalMemProp")
+ACLRS_LAYOUT_ASSERT(ACLRS_ALIGNOF(aclrtPhysicalMemProp) == 8, "aclrtPhysicalMemProp")
+ACLRS_LAYOUT_ASSERT(offsetof(aclrtPhysicalMemProp, allocationType) == 4, "aclrtPhysicalMemProp.allocationType")
+ACLRS_LAYOUT_ASSERT(offsetof(aclrtPhysicalMemProp, memAttr) == 8, "aclrtPhysicalMemProp.memAttr")
+ACLRS_LAYOUT_ASSERT(offsetof(aclrtPhysicalMemProp, location) == 12, "aclrtPhysicalMemProp.location")
+ACLRS_LAYOUT_ASSERT(offsetof(aclrtPhysicalMemProp, reserve) == 24, "aclrtPhysicalMemProp.reserve")
+
+ACLRS_LAYOUT_ASSERT(sizeof(aclrtMallocAttrValue) == 8, "aclrtMallocAttrValue")
+ACLRS_LAYOUT_ASSERT(ACLRS_ALIGNOF(aclrtMallocAttrValue) == 4, "aclrtMallocAttrValue")
+
+ACLRS_LAYOUT_ASSERT(sizeof(aclrtMallocAttribute) == 12, "aclrtMallocAttribute")
+ACLRS_LAYOUT_ASSERT(ACLRS_ALIGNOF(aclrtMallocAttribute) == 4, "aclrtMallocAttribute")
+ACLRS_LAYOUT_ASSERT(offsetof(aclrtMallocAttribute, value) == 4, "aclrtMallocAttribute.value")
+
+ACLRS_LAYOUT_ASSERT(sizeof(aclrtMallocConfig) == 16, "aclrtMallocConfig")
+ACLRS_LAYOUT_ASSERT(ACLRS_ALIGNOF(aclrtMallocConfig) == 8, "aclrtMallocConfig")
+ACLRS_LAYOUT_ASSERT(offsetof(aclrtMallocConfig, numAttrs) == 8, "aclrtMallocConfig.numAttrs")
+
+ACLRS_LAYOUT_ASSERT(sizeof(aclrtMemcpyBatchAttr) == 32, "aclrtMemcpyBatchAttr")
+ACLRS_LAYOUT_ASSERT(ACLRS_ALIGNOF(aclrtMemcpyBatchAttr) == 4, "aclrtMemcpyBatchAttr")
+ACLRS_LAYOUT_ASSERT(offsetof(aclrtMemcpyBatchAttr, srcLoc) == 8, "aclrtMemcpyBatchAttr.srcLoc")
+ACLRS_LAYOUT_ASSERT(offsetof(aclrtMemcpyBatchAttr, rsv) == 16, "aclrtMemcpyBatchAttr.rsv")
+
+ACLRS_LAYOUT_ASSERT(sizeof(aclrtMemAccessDesc) == 24, "aclrtMemAccessDesc")
+ACLRS_LAYOUT_ASSERT(ACLRS_ALIGNOF(aclrtMemAccessDesc) == 4, "aclrtMemAccessDesc")
+ACLRS_LAYOUT_ASSERT(offsetof(aclrtMemAccessDesc, location) == 4, "aclrtMemAccessDesc.location")
+ACLRS_LAYOUT_ASSERT(offsetof(aclrtMemAccessDesc, rsv) == 12, "aclrtMemAccessDesc.rsv")
+
+ACLRS_LAYOUT_ASSERT(sizeof(aclrtServerPid) == 24, "aclrtServerPid")
+ACLRS_LAYOUT_ASSERT(ACLRS_ALIGNOF(aclrtServerPid) == 8, "aclrtServerPid")
+ACLRS_LAYOUT_ASSERT(offsetof(aclrtServerPid, pid) == 8, "aclrtServerPid.pid")
+ACLRS_LAYOUT_ASSERT(offsetof(aclrtServerPid, num) == 16, "aclrtServerPid.num")
+
+ACLRS_LAYOUT_ASSERT(sizeof(aclrtMemFabricHandle) == 128, "aclrtMemFabricHandle")
+ACLRS_LAYOUT_ASSERT(ACLRS_ALIGNOF(aclrtMemFabricHandle) == 1, "aclrtMemFabricHandle")
+
+ACLRS_LAYOUT_ASSERT(sizeof(aclrtMemManagedLocation) == 8, "aclrtMemManagedLocation")
+ACLRS_LAYOUT_ASSERT(offsetof(aclrtMemManagedLocation, id) == 4, "aclrtMemManagedLocation.id")
+
+ACLRS_LAYOUT_ASSERT(sizeof(aclrtMemUceInfo) == 128, "aclrtMemUceInfo")
+ACLRS_LAYOUT_ASSERT(ACLRS_ALIGNOF(aclrtMemUceInfo) == 8, "aclrtMemUceInfo")
+
+ACLRS_LAYOUT_ASSERT(sizeof(aclrtIpcEventHandle) == 64, "aclrtIpcEventHandle")
+ACLRS_LAYOUT_ASSERT(ACLRS_ALIGNOF(aclrtIpcEventHandle) == 1, "aclrtIpcEventHandle")
+
+ACLRS_LAYOUT_ASSERT(sizeof(aclrtBinaryLoadOptionValue) == 16, "aclrtBinaryLoadOptionValue")
+ACLRS_LAYOUT_ASSERT(sizeof(aclrtBinaryLoadOption) == 20, "aclrtBinaryLoadOption")
+ACLRS_LAYOUT_ASSERT(sizeof(aclrtLaunchKernelAttrValue) == 16, "aclrtLaunchKernelAttrValue")
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Devices                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Binds deviceId to the calling thread (reference counted per device). */
+ACL_FUNC_VISIBILITY aclError aclrtSetDevice(int32_t deviceId);
+/* Drops one reference; the device's default resources go at zero. */
+ACL_FUNC_VISIBILITY aclError aclrtResetDevice(int32_t deviceId);
+/* Releases the device's default resources whatever the reference count. */
+ACL_FUNC_VISIBILITY aclError aclrtResetDeviceForce(int32_t deviceId);
+/* The calling thread's current device. */
+ACL_FUNC_VISIBILITY aclError aclrtGetDevice(int32_t *deviceId);
+/* Number of usable devices; valid ids are 0 .. count-1. */
+ACL_FUNC_VISIBILITY aclError aclrtGetDeviceCount(uint32_t *count);
+/* Where the software stack runs; always ACL_HOST on supported products. */
+ACL_FUNC_VISIBILITY aclError aclrtGetRunMode(aclrtRunMode *runMode);
+
+/* ------------------------------------------------------------------------ */
+/* Memory                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Allocates size bytes on the current device; *devPtr is 64-byte aligned. */
+ACL_FUNC_VISIBILITY aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy);
+/* Frees memory from aclrtMalloc at once, without synchronising anything. */
+ACL_FUNC_VISIBILITY aclError aclrtFree(void *devPtr);
+/* Allocates pinned host memory; *hostPtr is 64-byte aligned. */
+ACL_FUNC_VISIBILITY aclError aclrtMallocHost(void **hostPtr, size_t size);
+/* Frees memory from aclrtMallocHost at once. */
+ACL_FUNC_VISIBILITY aclError aclrtFreeHost(void *hostPtr);
+/* Synchronous copy of count bytes; destMax bounds the destination. */
+ACL_FUNC_VISIBILITY aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count,
+                                         aclrtMemcpyKind kind);
+/* Synchronous fill of count bytes with the low byte of value. */
+ACL_FUNC_VISIBILITY aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count);
+/* Free and total bytes of memory class attr on the current device. */
+ACL_FUNC_VISIBILITY aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* Included last: they use the types above (see the file comment). */
+#include "acl_rt_allocator.h"
+#include "acl_rt_memory_soma.h"
+
+#endif /* ACLRS_ACL_ACL_RT_H */
