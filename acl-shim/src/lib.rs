@@ -16,6 +16,7 @@
 pub mod codes;
 pub mod error;
 pub mod ffi;
+pub mod memory;
 pub mod runtime;
 
 pub use error::{AclError, Result};
