@@ -20,6 +20,7 @@ extern crate alloc;
 
 pub mod error;
 pub mod heap;
+pub mod order;
 pub mod phys;
 pub mod va;
 

@@ -1,7 +1,10 @@
 //! Helpers for the cross-language tests: build `libascendcl`, compile a C program from
 //! `tests/c/` against `acl-shim/include`, and run it on a private software NPU.
 //!
-//! This crate owns no product code; it must only drive the library the way a user would.
+//! This crate owns no product code; it must only drive the library the way a user would. Its
+//! [`bench`] module is the harness of the benchmarks in `tests/benches/`.
+
+pub mod bench;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
