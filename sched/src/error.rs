@@ -18,6 +18,8 @@ pub enum Error {
     TooManyStreams = 3,
     /// An argument was out of range, or the stream is not in a state that allows the call.
     InvalidArgument = 4,
+    /// The event id does not name a live event.
+    NoSuchEvent = 5,
 }
 
 impl Error {
@@ -28,6 +30,7 @@ impl Error {
             Self::NoSuchStream => "no such stream",
             Self::TooManyStreams => "too many streams",
             Self::InvalidArgument => "invalid argument",
+            Self::NoSuchEvent => "no such event",
         }
     }
 }
@@ -53,6 +56,7 @@ mod tests {
         assert_eq!(Error::NoSuchStream as u16, 2);
         assert_eq!(Error::TooManyStreams as u16, 3);
         assert_eq!(Error::InvalidArgument as u16, 4);
+        assert_eq!(Error::NoSuchEvent as u16, 5);
         assert_eq!(Error::Full.as_str(), "stream ring full");
     }
 }

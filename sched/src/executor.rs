@@ -1,24 +1,47 @@
-//! The executor: the table of streams and the loop that picks the next task to run.
+//! The executor: the table of streams and events, the dependency graph between streams, and
+//! the loop that picks the next task to run.
 //!
-//! This module owns stream creation and destruction, the round-robin choice of the next ready
-//! stream, and the bookkeeping around running a task. It must not know what a task does: a
-//! [`TaskRunner`] runs it. Per-stream ordering and failure handling live in
-//! [`stream`](crate::stream).
+//! This module owns stream and event creation and destruction, the round-robin choice of the
+//! next ready stream, cross-stream waits, and the bookkeeping around running a task. It must not
+//! know what a task does: a [`TaskRunner`] runs it (or the owner takes tasks with
+//! [`Executor::take_ready`] and reports with [`Executor::finish`]). Per-stream ordering and
+//! failure handling live in [`stream`](crate::stream).
 //!
 //! # Scheduling
 //!
-//! A stream is ready when its oldest unstarted task may run, that is when none of its tasks is
+//! A stream is ready when its oldest unstarted item may run, that is when none of its items is
 //! running. Ready streams wait in a first-in, first-out queue: [`Executor::take_ready`] pops the
 //! front one, and [`Executor::finish`] puts the stream at the back if it has more work. This is
-//! round-robin across streams with strict submission order inside each stream. Every call is
-//! O(log s) for `s` streams (a `BTreeMap` lookup) plus O(1) queue work, except that a failure in
-//! [`FailureMode::StopOnFailure`] drops the stream's queued tasks in O(queued).
+//! round-robin across streams with strict submission order inside each stream.
+//!
+//! Besides the caller's tasks a stream carries three kinds of internal items that the executor
+//! completes itself, in order, without handing them out:
+//!
+//! - a *wait* for a point of another stream (from [`Executor::submit_wait`] or
+//!   [`Executor::wait_event`]): the stream is blocked until that point has completed;
+//! - an event *record*: completing it stamps the event with the executor's clock;
+//! - an event *reset*: completing it forgets the event's recorded point.
+//!
+//! A blocked stream is parked and re-examined whenever any task finishes (or when the owner
+//! calls [`Executor::recheck`]), so a wait costs nothing while it waits.
+//!
+//! # The dependency graph
+//!
+//! Every pending wait is an edge "stream B, at its sequence `at`, waits for (A, s)". The edges
+//! and the per-stream completed sequence answer [`StreamOrder`]: a point is ordered before the
+//! tail of stream B when it has completed, when it is on B itself, or when B (transitively)
+//! waits on a point at or after it. An edge is dropped once its wait has completed, because
+//! from then on its target has completed too; so the graph holds at most one edge per queued
+//! item.
 
 use alloc::collections::{BTreeMap, VecDeque};
+use alloc::vec::Vec;
 
 use hal::{ErrorKind, TaskStatus};
+use mm::order::{StreamOrder, StreamPoint};
 
 use crate::error::{Error, Result};
+use crate::event::{EventId, EventState, EventStatus};
 use crate::stream::{FailureMode, Stream, StreamId};
 
 /// Runs one task on behalf of the executor.
@@ -39,33 +62,90 @@ impl<T, R: TaskRunner<T> + ?Sized> TaskRunner<T> for &mut R {
     }
 }
 
-/// Streams of tasks and the round-robin choice of what runs next.
+/// One entry of a stream's ring: the caller's task or an item the executor completes itself.
+#[derive(Debug)]
+pub(crate) enum Item<T> {
+    /// A task handed to the runner.
+    Task(T),
+    /// Wait until the point has completed.
+    Wait(StreamPoint),
+    /// Stamp the event (if its record generation still matches).
+    Record(EventId, u64),
+    /// Forget the event's recorded point (if its record generation still matches).
+    Reset(EventId, u64),
+}
+
+/// A pending wait: the stream waits, at its sequence `at`, for `target`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Edge {
+    at: u64,
+    target: StreamPoint,
+}
+
+/// Reads a monotonic clock in nanoseconds; used to stamp events.
+pub type Clock = fn() -> u64;
+
+fn no_clock() -> u64 {
+    0
+}
+
+/// Streams of tasks and events, the waits between them, and the round-robin choice of what
+/// runs next.
 ///
 /// The executor is plain data driven through `&mut self`; it does no locking and never blocks.
-/// Its owner (for example the software NPU's scheduler thread, behind a mutex) serialises
+/// Its owner (for example the software NPU's scheduler threads, behind a mutex) serialises
 /// access. Several tasks of different streams may be running at once (taken and not yet
 /// finished), but never two of one stream.
 ///
 /// # Invariants
 ///
-/// - A stream id is in `ready` exactly once if that stream is ready, and not at all otherwise.
-/// - `unfinished` is the sum of the streams' queued and running tasks.
+/// - A ready stream's id is in `ready` or in `parked` exactly once; a stream that is not ready
+///   is in neither.
+/// - `unfinished` is the sum of the streams' queued and running items.
+/// - `edges[s]` holds, in sequence order, the waits of stream `s` that have not completed.
 #[derive(Debug)]
 pub struct Executor<T> {
-    streams: BTreeMap<StreamId, Stream<T>>,
+    streams: BTreeMap<StreamId, Stream<Item<T>>>,
     ready: VecDeque<StreamId>,
+    parked: Vec<StreamId>,
     max_streams: usize,
     next_id: u32,
     unfinished: usize,
+    events: BTreeMap<EventId, EventState>,
+    max_events: usize,
+    next_event: u32,
+    edges: BTreeMap<StreamId, VecDeque<Edge>>,
+    clock: Clock,
 }
 
+/// The most events an executor holds by default (the per-device limit of CANN's A2/A3/950).
+pub const DEFAULT_MAX_EVENTS: usize = 65_536;
+
 impl<T> Executor<T> {
-    /// Creates an executor that holds at most `max_streams` streams at once.
+    /// Creates an executor that holds at most `max_streams` streams at once, without a clock
+    /// (event timestamps read 0).
     pub fn new(max_streams: usize) -> Self {
-        Self { streams: BTreeMap::new(), ready: VecDeque::new(), max_streams, next_id: 0, unfinished: 0 }
+        Self::with_clock(max_streams, no_clock)
     }
 
-    /// Creates a stream whose ring holds `capacity` unfinished tasks.
+    /// Creates an executor whose events are stamped with `clock` (nanoseconds, monotonic).
+    pub fn with_clock(max_streams: usize, clock: Clock) -> Self {
+        Self {
+            streams: BTreeMap::new(),
+            ready: VecDeque::new(),
+            parked: Vec::new(),
+            max_streams,
+            next_id: 0,
+            unfinished: 0,
+            events: BTreeMap::new(),
+            max_events: DEFAULT_MAX_EVENTS,
+            next_event: 0,
+            edges: BTreeMap::new(),
+            clock,
+        }
+    }
+
+    /// Creates a stream whose ring holds `capacity` unfinished items.
     ///
     /// The ring is allocated now, so submission never allocates. Stream ids count up from 0
     /// and are never reused.
@@ -89,7 +169,8 @@ impl<T> Executor<T> {
     /// Destroys an idle stream, dropping any error it had not reported.
     ///
     /// A stream with queued or running tasks cannot be destroyed; synchronise it (run its
-    /// tasks to completion) first.
+    /// tasks to completion) or [`abort`](Self::abort) it first. Points of a destroyed stream
+    /// count as complete from then on.
     ///
     /// # Errors
     ///
@@ -101,7 +182,29 @@ impl<T> Executor<T> {
             return Err(Error::InvalidArgument);
         }
         self.streams.remove(&id);
+        self.edges.remove(&id);
+        // Waits on the destroyed stream are satisfied now.
+        self.unpark();
         Ok(())
+    }
+
+    /// Drops every queued (not yet started) item of stream `id`, counting them as finished
+    /// without running them, and returns how many were dropped. A running task finishes
+    /// normally.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchStream`] for an unknown id.
+    pub fn abort(&mut self, id: StreamId) -> Result<usize> {
+        let stream = self.streams.get_mut(&id).ok_or(Error::NoSuchStream)?;
+        let dropped = stream.discard_queued();
+        self.unfinished -= dropped;
+        // INVARIANT: the stream has no queued item now, so it is not ready.
+        self.ready.retain(|&s| s != id);
+        self.parked.retain(|&s| s != id);
+        self.prune_edges(id);
+        self.unpark();
+        Ok(dropped)
     }
 
     /// Sets what a failure on stream `id` does to the tasks queued behind it, from now on.
@@ -114,18 +217,10 @@ impl<T> Executor<T> {
         Ok(())
     }
 
-    /// Appends `task` to stream `id` and returns its sequence number (1 for a stream's first).
-    ///
-    /// # Errors
-    ///
-    /// - [`Error::NoSuchStream`] for an unknown id.
-    /// - [`Error::Full`] when the stream already has `capacity` unfinished tasks; submit again
-    ///   after one finishes.
-    /// - [`Error::InvalidArgument`] when the stream's sequence numbers are exhausted.
-    pub fn submit(&mut self, id: StreamId, task: T) -> Result<u64> {
+    fn push_item(&mut self, id: StreamId, item: Item<T>) -> Result<u64> {
         let stream = self.streams.get_mut(&id).ok_or(Error::NoSuchStream)?;
         let was_ready = stream.is_ready();
-        let seq = stream.push(task)?;
+        let seq = stream.push(item)?;
         self.unfinished += 1;
         if !was_ready && stream.is_ready() {
             // INVARIANT: the stream just became ready.
@@ -134,45 +229,152 @@ impl<T> Executor<T> {
         Ok(seq)
     }
 
+    /// Appends `task` to stream `id` and returns its sequence number (1 for a stream's first).
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::NoSuchStream`] for an unknown id.
+    /// - [`Error::Full`] when the stream already has `capacity` unfinished items; submit again
+    ///   after one finishes.
+    /// - [`Error::InvalidArgument`] when the stream's sequence numbers are exhausted.
+    pub fn submit(&mut self, id: StreamId, task: T) -> Result<u64> {
+        self.push_item(id, Item::Task(task))
+    }
+
+    /// Makes stream `id` wait, after everything submitted to it so far, until `target` has
+    /// completed; returns the wait's sequence number.
+    ///
+    /// A target on `id` itself or on a stream that no longer exists is already satisfied by
+    /// then; the wait still takes a sequence number and completes in order.
+    ///
+    /// # Errors
+    ///
+    /// As [`submit`](Self::submit); nothing changes on error.
+    pub fn submit_wait(&mut self, id: StreamId, target: StreamPoint) -> Result<u64> {
+        let at = self.push_item(id, Item::Wait(target))?;
+        if target.stream != id.0 && !self.is_complete(target) {
+            self.edges.entry(id).or_default().push_back(Edge { at, target });
+        }
+        Ok(at)
+    }
+
     /// Takes the next task to run and marks it running.
     ///
     /// The task is the oldest unstarted one of the ready stream that has waited longest, so
-    /// tasks of one stream start in order and one at a time, and streams take turns. Returns
-    /// `None` when no stream is ready.
+    /// tasks of one stream start in order and one at a time, and streams take turns. Internal
+    /// items (waits that are satisfied, event records and resets) met on the way are completed
+    /// here. Returns `None` when no task may start.
     pub fn take_ready(&mut self) -> Option<(StreamId, u64, T)> {
+        self.take_ready_if(|_| true)
+    }
+
+    /// Like [`take_ready`](Self::take_ready), but a task starts only if `may_start` accepts it;
+    /// a refused stream is parked until the next [`finish`](Self::finish) or
+    /// [`recheck`](Self::recheck) (for tasks that wait on something outside the executor, such
+    /// as a value in memory).
+    pub fn take_ready_if(&mut self, mut may_start: impl FnMut(&T) -> bool) -> Option<(StreamId, u64, T)> {
         while let Some(id) = self.ready.pop_front() {
-            // A stream in `ready` exists and is ready (by the invariant); skip it otherwise.
-            if let Some((seq, task)) = self.streams.get_mut(&id).and_then(Stream::start) {
-                return Some((id, seq, task));
+            let Some(stream) = self.streams.get(&id) else { continue };
+            if !stream.is_ready() {
+                continue;
             }
+            let runnable = match stream.head() {
+                Some(Item::Task(t)) => may_start(t),
+                Some(Item::Wait(p)) => {
+                    let p = *p;
+                    p.stream == id.0 || self.is_complete(p)
+                }
+                Some(Item::Record(..) | Item::Reset(..)) => true,
+                None => false,
+            };
+            if !runnable {
+                // INVARIANT: a ready stream that cannot start moves from `ready` to `parked`.
+                self.parked.push(id);
+                continue;
+            }
+            let stream = self.streams.get_mut(&id)?;
+            let (seq, item) = stream.start()?;
+            match item {
+                Item::Task(task) => return Some((id, seq, task)),
+                Item::Wait(_) => {}
+                Item::Record(ev, generation) => {
+                    let now = (self.clock)();
+                    if let Some(e) = self.events.get_mut(&ev) {
+                        e.stamp(generation, now);
+                    }
+                }
+                Item::Reset(ev, generation) => {
+                    if let Some(e) = self.events.get_mut(&ev) {
+                        e.reset(generation);
+                    }
+                }
+            }
+            // An internal item just started: finish it at once (it cannot be refused).
+            let done = self.finish_inner(id, seq, TaskStatus::Ok);
+            debug_assert_eq!(done, Ok(()));
         }
         None
+    }
+
+    /// Moves every parked stream back to the ready queue, to be examined again by the next
+    /// [`take_ready`](Self::take_ready).
+    pub fn recheck(&mut self) {
+        self.unpark();
+    }
+
+    /// Whether some stream is parked (waiting on another stream or refused by a gate).
+    pub fn has_parked(&self) -> bool {
+        !self.parked.is_empty()
+    }
+
+    fn unpark(&mut self) {
+        // INVARIANT: parked streams move to the back of `ready`, keeping their order.
+        self.ready.extend(self.parked.drain(..));
+    }
+
+    fn prune_edges(&mut self, id: StreamId) {
+        let done = self.streams.get(&id).map_or(u64::MAX, Stream::completed);
+        if let Some(edges) = self.edges.get_mut(&id) {
+            while edges.front().is_some_and(|e| e.at <= done) {
+                edges.pop_front();
+            }
+            if edges.is_empty() {
+                self.edges.remove(&id);
+            }
+        }
+    }
+
+    fn finish_inner(&mut self, id: StreamId, seq: u64, status: TaskStatus) -> Result<()> {
+        let stream = self.streams.get_mut(&id).ok_or(Error::NoSuchStream)?;
+        let finished = stream.finish(seq, status)?;
+        self.unfinished -= finished;
+        if stream.is_ready() {
+            // INVARIANT: the stream was running, so it was neither ready nor parked.
+            self.ready.push_back(id);
+        }
+        self.prune_edges(id);
+        // Progress on this stream may satisfy waits of parked streams.
+        self.unpark();
+        Ok(())
     }
 
     /// Completes the running task `seq` of stream `id` with `status`.
     ///
     /// A failure is recorded as the stream's error unless one is already pending. In
-    /// [`FailureMode::StopOnFailure`] every task queued behind the failed one is also finished
-    /// as failed without running; tasks submitted afterwards run normally.
+    /// [`FailureMode::StopOnFailure`] every item queued behind the failed one is also finished
+    /// as failed without running; items submitted afterwards run normally.
     ///
     /// # Errors
     ///
     /// [`Error::NoSuchStream`] for an unknown id; [`Error::InvalidArgument`] when `seq` is not
     /// the stream's running task. Nothing changes on error.
     pub fn finish(&mut self, id: StreamId, seq: u64, status: TaskStatus) -> Result<()> {
-        let stream = self.streams.get_mut(&id).ok_or(Error::NoSuchStream)?;
-        let finished = stream.finish(seq, status)?;
-        self.unfinished -= finished;
-        if stream.is_ready() {
-            // INVARIANT: the stream was running, so it was not in `ready`; now it is ready.
-            self.ready.push_back(id);
-        }
-        Ok(())
+        self.finish_inner(id, seq, status)
     }
 
     /// Runs ready tasks with `runner` until no stream is ready, and returns how many ran.
     ///
-    /// Tasks skipped because of [`FailureMode::StopOnFailure`] do not count.
+    /// Tasks skipped because of [`FailureMode::StopOnFailure`] and internal items do not count.
     pub fn run_once<R: TaskRunner<T>>(&mut self, runner: &mut R) -> usize {
         let mut ran = 0;
         while let Some((id, seq, task)) = self.take_ready() {
@@ -215,17 +417,159 @@ impl<T> Executor<T> {
         Ok(self.stream_mut(id)?.take_error())
     }
 
-    /// Whether no task is queued or running on any stream.
+    /// Whether no item is queued or running on any stream.
     pub fn is_idle(&self) -> bool {
         self.unfinished == 0
     }
 
-    fn stream(&self, id: StreamId) -> Result<&Stream<T>> {
+    /// Creates an event (not recorded yet).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TooManyStreams`] when the event table is full or the ids are exhausted.
+    pub fn create_event(&mut self) -> Result<EventId> {
+        if self.events.len() >= self.max_events {
+            return Err(Error::TooManyStreams);
+        }
+        let next = self.next_event.checked_add(1).ok_or(Error::TooManyStreams)?;
+        let id = EventId(self.next_event);
+        self.next_event = next;
+        self.events.insert(id, EventState::default());
+        Ok(id)
+    }
+
+    /// Destroys an event. Records and resets of it still queued complete as no-ops; waits
+    /// already submitted keep waiting for the point they captured.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchEvent`] for an unknown id.
+    pub fn destroy_event(&mut self, ev: EventId) -> Result<()> {
+        self.events.remove(&ev).map(|_| ()).ok_or(Error::NoSuchEvent)
+    }
+
+    /// Records `ev` on stream `id`: the event now stands for everything submitted to the
+    /// stream up to and including the record itself, whose sequence number is returned.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchEvent`], or as [`submit`](Self::submit); nothing changes on error.
+    pub fn record_event(&mut self, ev: EventId, id: StreamId) -> Result<u64> {
+        let generation = self.events.get(&ev).ok_or(Error::NoSuchEvent)?.next_generation();
+        let seq = self.push_item(id, Item::Record(ev, generation))?;
+        if let Some(e) = self.events.get_mut(&ev) {
+            e.record(StreamPoint { stream: id.0, seq }, generation);
+        }
+        Ok(seq)
+    }
+
+    /// Makes stream `id` wait for the point `ev` stands for now. Returns the wait's sequence
+    /// number, or `None` when the event was never recorded (there is nothing to wait for).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchEvent`], or as [`submit`](Self::submit); nothing changes on error.
+    pub fn wait_event(&mut self, id: StreamId, ev: EventId) -> Result<Option<u64>> {
+        match self.events.get(&ev).ok_or(Error::NoSuchEvent)?.point() {
+            Some(p) => self.submit_wait(id, p).map(Some),
+            None => {
+                self.stream(id)?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Resets `ev` in the order of stream `id`: when the reset runs, the event forgets its
+    /// point (unless it was recorded again after this call). Returns the reset's sequence.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchEvent`], or as [`submit`](Self::submit); nothing changes on error.
+    pub fn reset_event(&mut self, ev: EventId, id: StreamId) -> Result<u64> {
+        let generation = self.events.get(&ev).ok_or(Error::NoSuchEvent)?.generation();
+        self.push_item(id, Item::Reset(ev, generation))
+    }
+
+    /// The status of `ev`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchEvent`] for an unknown id.
+    pub fn event_status(&self, ev: EventId) -> Result<EventStatus> {
+        let e = self.events.get(&ev).ok_or(Error::NoSuchEvent)?;
+        Ok(match e.point() {
+            None => EventStatus::NotRecorded,
+            Some(p) if self.is_complete(p) => EventStatus::Complete,
+            Some(_) => EventStatus::Pending,
+        })
+    }
+
+    /// The point `ev` stands for, if it is recorded.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchEvent`] for an unknown id.
+    pub fn event_point(&self, ev: EventId) -> Result<Option<StreamPoint>> {
+        Ok(self.events.get(&ev).ok_or(Error::NoSuchEvent)?.point())
+    }
+
+    /// The clock reading (nanoseconds) taken when the event's latest record ran, if it has.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchEvent`] for an unknown id.
+    pub fn event_timestamp(&self, ev: EventId) -> Result<Option<u64>> {
+        Ok(self.events.get(&ev).ok_or(Error::NoSuchEvent)?.timestamp_ns())
+    }
+
+    fn stream(&self, id: StreamId) -> Result<&Stream<Item<T>>> {
         self.streams.get(&id).ok_or(Error::NoSuchStream)
     }
 
-    fn stream_mut(&mut self, id: StreamId) -> Result<&mut Stream<T>> {
+    fn stream_mut(&mut self, id: StreamId) -> Result<&mut Stream<Item<T>>> {
         self.streams.get_mut(&id).ok_or(Error::NoSuchStream)
+    }
+}
+
+impl<T> StreamOrder for Executor<T> {
+    fn is_complete(&self, point: StreamPoint) -> bool {
+        // A stream that no longer exists was idle when destroyed (or aborted): all of it is done.
+        self.streams.get(&StreamId(point.stream)).is_none_or(|s| s.completed() >= point.seq)
+    }
+
+    fn is_ordered_before(&self, point: StreamPoint, stream: u32) -> bool {
+        if self.is_complete(point) {
+            return true;
+        }
+        let Some(target) = self.streams.get(&StreamId(point.stream)) else { return true };
+        if point.seq > target.submitted() {
+            // A point in the future of its stream is ordered before nothing.
+            return false;
+        }
+        if point.stream == stream {
+            return true;
+        }
+        // Depth-first over the wait edges, remembering the highest sequence examined per
+        // stream: edges up to that sequence have been followed already.
+        let mut seen: BTreeMap<u32, u64> = BTreeMap::new();
+        let mut todo: Vec<(u32, u64)> = alloc::vec![(stream, u64::MAX)];
+        while let Some((s, upto)) = todo.pop() {
+            if seen.get(&s).is_some_and(|&done| done >= upto) {
+                continue;
+            }
+            seen.insert(s, upto);
+            let Some(edges) = self.edges.get(&StreamId(s)) else { continue };
+            for e in edges.iter().take_while(|e| e.at <= upto) {
+                if e.target.stream == point.stream {
+                    if e.target.seq >= point.seq {
+                        return true;
+                    }
+                } else {
+                    todo.push((e.target.stream, e.target.seq));
+                }
+            }
+        }
+        false
     }
 }
 
@@ -378,5 +722,140 @@ mod tests {
         ex.finish(a, seq, TaskStatus::Ok).unwrap();
         ex.destroy_stream(a).unwrap();
         assert!(ex.is_idle());
+    }
+
+    fn pt(stream: StreamId, seq: u64) -> StreamPoint {
+        StreamPoint { stream: stream.0, seq }
+    }
+
+    #[test]
+    fn a_wait_blocks_until_the_other_stream_reaches_the_point() {
+        let mut ex = Executor::new(4);
+        let a = ex.create_stream(4).unwrap();
+        let b = ex.create_stream(4).unwrap();
+        let sa = ex.submit(a, 1).unwrap();
+        assert_eq!(ex.submit_wait(b, pt(a, sa)), Ok(1));
+        ex.submit(b, 2).unwrap();
+        // B's task waits behind the wait: only A's task can start.
+        let (id, seq, _) = ex.take_ready().unwrap();
+        assert_eq!(id, a);
+        assert!(ex.take_ready().is_none());
+        assert!(ex.has_parked());
+        assert!(ex.is_ordered_before(pt(a, 1), b.0), "B waits on (A, 1)");
+        ex.finish(id, seq, TaskStatus::Ok).unwrap();
+        let (id, seq, task) = ex.take_ready().unwrap();
+        assert_eq!((id, seq, task), (b, 2, 2));
+        ex.finish(id, seq, TaskStatus::Ok).unwrap();
+        assert!(ex.is_idle());
+    }
+
+    #[test]
+    fn waits_on_own_stream_or_gone_streams_are_free() {
+        let mut ex: Executor<i32> = Executor::new(4);
+        let a = ex.create_stream(4).unwrap();
+        let b = ex.create_stream(4).unwrap();
+        ex.submit_wait(a, pt(a, 5)).unwrap();
+        ex.submit_wait(a, pt(b, 0)).unwrap();
+        ex.destroy_stream(b).unwrap();
+        ex.submit_wait(a, pt(b, 9)).unwrap();
+        assert!(ex.take_ready().is_none());
+        assert!(ex.is_idle());
+        assert_eq!(ex.completed_seq(a), Ok(3));
+    }
+
+    #[test]
+    fn events_record_wait_reset_and_stamp() {
+        fn clock() -> u64 {
+            1234
+        }
+        let mut ex = Executor::with_clock(4, clock);
+        let a = ex.create_stream(4).unwrap();
+        let b = ex.create_stream(4).unwrap();
+        let ev = ex.create_event().unwrap();
+        assert_eq!(ex.event_status(ev), Ok(EventStatus::NotRecorded));
+        // Waiting on a never-recorded event submits nothing.
+        assert_eq!(ex.wait_event(b, ev), Ok(None));
+        ex.submit(a, 1).unwrap();
+        assert_eq!(ex.record_event(ev, a), Ok(2));
+        assert_eq!(ex.event_status(ev), Ok(EventStatus::Pending));
+        assert_eq!(ex.event_point(ev), Ok(Some(pt(a, 2))));
+        assert_eq!(ex.wait_event(b, ev), Ok(Some(1)));
+        ex.submit(b, 3).unwrap();
+        assert!(ex.is_ordered_before(pt(a, 2), b.0));
+        assert!(!ex.is_ordered_before(pt(a, 2), 99));
+        let mut r = Recorder::default();
+        assert_eq!(ex.run_once(&mut r), 2);
+        let tasks: Vec<_> = r.ran.iter().map(|&(_, _, t)| t).collect();
+        assert_eq!(tasks, [1, 3], "B's task ran after A's record");
+        assert_eq!(ex.event_status(ev), Ok(EventStatus::Complete));
+        assert_eq!(ex.event_timestamp(ev), Ok(Some(1234)));
+        ex.reset_event(ev, a).unwrap();
+        assert_eq!(ex.event_status(ev), Ok(EventStatus::Complete), "reset runs in stream order");
+        ex.run_once(&mut r);
+        assert_eq!(ex.event_status(ev), Ok(EventStatus::NotRecorded));
+        ex.destroy_event(ev).unwrap();
+        assert_eq!(ex.event_status(ev), Err(Error::NoSuchEvent));
+        assert_eq!(ex.record_event(ev, a), Err(Error::NoSuchEvent));
+        assert_eq!(ex.destroy_event(ev), Err(Error::NoSuchEvent));
+    }
+
+    #[test]
+    fn ordering_is_transitive_through_waits() {
+        let mut ex = Executor::new(4);
+        let a = ex.create_stream(8).unwrap();
+        let b = ex.create_stream(8).unwrap();
+        let c = ex.create_stream(8).unwrap();
+        ex.submit(a, 1).unwrap();
+        ex.submit(a, 2).unwrap();
+        // B waits for (A, 1); C waits for (B, 1).
+        ex.submit_wait(b, pt(a, 1)).unwrap();
+        ex.submit_wait(c, pt(b, 1)).unwrap();
+        assert!(ex.is_ordered_before(pt(a, 1), c.0));
+        assert!(!ex.is_ordered_before(pt(a, 2), c.0), "C waits only for A's first task");
+        assert!(!ex.is_ordered_before(pt(c, 1), a.0));
+        assert!(ex.is_ordered_before(pt(a, 2), a.0), "same stream");
+        assert!(!ex.is_ordered_before(pt(a, 3), a.0), "a future point");
+        assert!(!ex.is_complete(pt(a, 1)));
+        let mut r = Recorder::default();
+        ex.run_once(&mut r);
+        assert!(ex.is_complete(pt(a, 2)) && ex.is_ordered_before(pt(a, 2), c.0));
+        assert!(ex.edges.is_empty(), "completed waits leave no edges");
+    }
+
+    #[test]
+    fn abort_drops_queued_work() {
+        let mut ex = Executor::new(2);
+        let s = ex.create_stream(8).unwrap();
+        for t in 0..5 {
+            ex.submit(s, t).unwrap();
+        }
+        let (_, seq, _) = ex.take_ready().unwrap();
+        assert_eq!(ex.abort(s), Ok(4));
+        assert!(!ex.is_idle(), "the running task is still running");
+        assert_eq!(ex.submit(s, 9), Ok(6));
+        ex.finish(s, seq, TaskStatus::Ok).unwrap();
+        assert_eq!(ex.completed_seq(s), Ok(5));
+        let (_, seq, task) = ex.take_ready().unwrap();
+        assert_eq!((seq, task), (6, 9));
+        ex.finish(s, seq, TaskStatus::Ok).unwrap();
+        assert!(ex.is_idle());
+        assert_eq!(ex.abort(StreamId(77)), Err(Error::NoSuchStream));
+        ex.submit(s, 1).unwrap();
+        assert_eq!(ex.abort(s), Ok(1));
+        assert!(ex.is_idle());
+        assert_eq!(ex.completed_seq(s), Ok(7));
+        ex.destroy_stream(s).unwrap();
+    }
+
+    #[test]
+    fn a_gate_parks_a_stream_until_recheck() {
+        let mut ex = Executor::new(2);
+        let s = ex.create_stream(4).unwrap();
+        ex.submit(s, 5).unwrap();
+        assert!(ex.take_ready_if(|&t| t != 5).is_none());
+        assert!(ex.has_parked());
+        assert!(ex.take_ready().is_none(), "parked until recheck");
+        ex.recheck();
+        assert_eq!(ex.take_ready().map(|t| t.2), Some(5));
     }
 }

@@ -1,4 +1,5 @@
-//! Task scheduler of aclrs: streams as ordered task rings and the executor that drains them.
+//! Task scheduler of aclrs: streams as ordered task rings, events, the dependency graph between
+//! streams, and the executor that drains them.
 //!
 //! `sched` sits above `mm` and below the backends and `acl-shim`. It owns the order in which
 //! device work runs: each stream is a bounded ring of tasks with increasing sequence numbers,
@@ -11,8 +12,11 @@
 //!
 //! - `no_std` unconditionally, with `alloc` for the stream table and rings; no `unsafe`.
 //! - Submission never grows memory without bound: a full ring returns [`Error::Full`].
-//! - The executor is plain data driven by `&mut self`; the owner serialises access. There are no
-//!   atomics yet, so there is no concurrency facade (`sync` module) yet either.
+//! - The executor is plain data driven by `&mut self`; the owner serialises access.
+//! - Lock-free state shared between threads (the published completed sequence of
+//!   [`progress`]) imports its atomics only through the [`sync`] facade, which switches to loom
+//!   under `cfg(loom)`.
+//! - The executor implements `mm`'s [`StreamOrder`](mm::order::StreamOrder) oracle.
 //! - This crate must not depend on any backend or on `acl-shim`.
 #![no_std]
 #![forbid(unsafe_code)]
@@ -20,9 +24,15 @@
 extern crate alloc;
 
 pub mod error;
+pub mod event;
 pub mod executor;
+pub mod progress;
 pub mod stream;
+mod sync;
 
 pub use error::{Error, Result};
-pub use executor::{Executor, TaskRunner};
+pub use event::{EventId, EventStatus};
+pub use executor::{Clock, Executor, TaskRunner};
+pub use mm::order::{StreamOrder, StreamPoint};
+pub use progress::Progress;
 pub use stream::{FailureMode, StreamId};

@@ -31,7 +31,9 @@ pub enum FailureMode {
 /// - `running` is `Some(completed + 1)` or `None`; the task at `queued[i]` has sequence number
 ///   `completed + 1 + i`, plus one if a task is running.
 /// - `queued.len()` plus one if a task is running is at most `capacity`, and
-///   `completed + that sum == submitted`.
+///   `completed + that sum == submitted`, except while `discarded_behind_running` is set: then
+///   the discarded tasks are counted as finished although `completed` only reaches them when the
+///   running task finishes.
 #[derive(Debug)]
 pub(crate) struct Stream<T> {
     /// Tasks submitted but not started, oldest first.
@@ -48,6 +50,9 @@ pub(crate) struct Stream<T> {
     mode: FailureMode,
     /// The first failure since the error was last taken.
     error: Option<ErrorKind>,
+    /// Queued tasks were discarded while a task ran: when it finishes, `completed` jumps to
+    /// `submitted`.
+    discarded_behind_running: bool,
 }
 
 impl<T> Stream<T> {
@@ -70,6 +75,7 @@ impl<T> Stream<T> {
             completed: 0,
             mode: FailureMode::Continue,
             error: None,
+            discarded_behind_running: false,
         })
     }
 
@@ -124,6 +130,12 @@ impl<T> Stream<T> {
         }
         self.running = None;
         self.completed = seq;
+        if core::mem::take(&mut self.discarded_behind_running) {
+            // The tasks queued behind this one were discarded: everything handed out before
+            // the discard is finished; tasks submitted since then are still queued.
+            // CAST: a ring length always fits in u64.
+            self.completed = self.submitted - self.queued.len() as u64;
+        }
         let mut finished = 1;
         if let TaskStatus::Failed(kind) = status {
             self.error.get_or_insert(kind);
@@ -157,6 +169,28 @@ impl<T> Stream<T> {
     /// Takes the first failure since the last call.
     pub(crate) fn take_error(&mut self) -> Option<ErrorKind> {
         self.error.take()
+    }
+
+    /// The oldest queued (not started) task, if any.
+    pub(crate) fn head(&self) -> Option<&T> {
+        self.queued.front()
+    }
+
+    /// Drops every queued (not started) task, counting them as finished, and returns how many
+    /// were dropped. A running task is left to finish.
+    pub(crate) fn discard_queued(&mut self) -> usize {
+        let dropped = self.queued.len();
+        self.queued.clear();
+        if self.running.is_none() {
+            // CAST: a ring length always fits in u64. No overflow: the dropped tasks had
+            // sequence numbers up to `submitted`.
+            self.completed += dropped as u64;
+        }
+        if self.running.is_some() && dropped > 0 {
+            // INVARIANT: with a task running, `completed` catches up when it finishes.
+            self.discarded_behind_running = true;
+        }
+        dropped
     }
 }
 

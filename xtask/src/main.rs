@@ -36,6 +36,8 @@ enum Task {
     Doc,
     /// All Rust tests and the C programs.
     Test,
+    /// Model-check sched's concurrency facade with loom (`--cfg loom`, the `loom_*` tests).
+    Loom,
     /// Run mm's and sched's tests under Miri (skipped, with a message, when Miri is missing).
     Miri {
         /// Install the Miri component with rustup when it is missing.
@@ -226,6 +228,22 @@ fn miri(install: bool) -> Result {
     run("cargo +nightly miri test -p mm -p sched --lib", &mut c)
 }
 
+fn loom() -> Result {
+    // A target folder of its own: `--cfg loom` changes every crate's fingerprint.
+    run(
+        "loom models of sched (RUSTFLAGS=--cfg loom cargo test -p sched --lib loom)",
+        cargo().env("RUSTFLAGS", "--cfg loom").env("CARGO_TARGET_DIR", target_dir().join("loom")).args([
+            "test",
+            "-p",
+            "sched",
+            "--lib",
+            "--release",
+            "--",
+            "loom",
+        ]),
+    )
+}
+
 fn demo() -> Result {
     run("build libascendcl (release)", cargo().args(["build", "--release", "--quiet", "-p", "acl-shim"]))?;
     let lib = target_dir().join("release");
@@ -261,6 +279,7 @@ fn ci() -> Result {
     nostd()?;
     doc()?;
     test()?;
+    loom()?;
     miri(true)?;
     eprintln!("xtask: ci: all steps passed in {:.0} s", start.elapsed().as_secs_f64());
     Ok(())
@@ -277,6 +296,7 @@ fn main() -> ExitCode {
         Task::Nostd => nostd(),
         Task::Doc => doc(),
         Task::Test => test(),
+        Task::Loom => loom(),
         Task::Miri { install } => miri(install),
     };
     match r {
