@@ -17,7 +17,7 @@ use bitflags::bitflags;
 
 use crate::addr::{DeviceAddr, DeviceId, PageSize, VaRange};
 use crate::error::Result;
-use crate::task::{QueueId, TaskDesc, TaskStatus};
+use crate::task::{EventId, EventInfo, QueueId, TaskDesc, TaskStatus};
 
 /// The chip generation a device presents, which decides per-SoC rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -285,7 +285,11 @@ pub trait CopyEngine {
     fn set_device(&self, dev: DeviceId, dst: DeviceAddr, value: u8, len_bytes: u64) -> Result<()>;
 }
 
-/// Task queues: submission and completion.
+/// Task queues: submission and completion, events, and the order between queues.
+///
+/// Methods past [`wait`](Self::wait) have default bodies that return
+/// [`ErrorKind::NotSupported`](crate::ErrorKind::NotSupported), the stub a backend without
+/// them (the davinci backend, today) keeps.
 pub trait TaskQueue {
     /// Creates a queue holding at most `depth` unfinished tasks.
     ///
@@ -323,6 +327,111 @@ pub trait TaskQueue {
     ///
     /// [`ErrorKind::Timeout`](crate::ErrorKind::Timeout) when time runs out first.
     fn wait(&self, dev: DeviceId, queue: QueueId, seq: u64, timeout_ms: Option<u32>) -> Result<()>;
+
+    /// The highest sequence number handed out on `queue` (0 before any).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown queue.
+    fn submitted(&self, dev: DeviceId, queue: QueueId) -> Result<u64> {
+        let _ = (dev, queue);
+        Err(crate::Error::new(crate::ErrorKind::NotSupported, "submitted"))
+    }
+
+    /// Sets whether a failed task makes the queue skip the tasks queued behind it.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown queue.
+    fn set_stop_on_failure(&self, dev: DeviceId, queue: QueueId, stop: bool) -> Result<()> {
+        let _ = (dev, queue, stop);
+        Err(crate::Error::new(crate::ErrorKind::NotSupported, "failure modes"))
+    }
+
+    /// Drops the tasks queued (not yet started) on `queue` and returns how many; a running
+    /// task finishes.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown queue.
+    fn abort_queue(&self, dev: DeviceId, queue: QueueId) -> Result<usize> {
+        let _ = (dev, queue);
+        Err(crate::Error::new(crate::ErrorKind::NotSupported, "abort"))
+    }
+
+    /// Creates an event on `dev`.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) when no event is left.
+    fn create_event(&self, dev: DeviceId) -> Result<EventId> {
+        let _ = dev;
+        Err(crate::Error::new(crate::ErrorKind::NotSupported, "events"))
+    }
+
+    /// Destroys an event; queued records and resets of it become no-ops.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown event.
+    fn destroy_event(&self, dev: DeviceId, event: EventId) -> Result<()> {
+        let _ = (dev, event);
+        Err(crate::Error::new(crate::ErrorKind::NotSupported, "events"))
+    }
+
+    /// Records `event` on `queue` and returns the record's sequence number.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown queue or
+    /// event.
+    fn record_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<u64> {
+        let _ = (dev, queue, event);
+        Err(crate::Error::new(crate::ErrorKind::NotSupported, "events"))
+    }
+
+    /// Makes `queue` wait for the point `event` was last recorded at (nothing when it was not).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown queue or
+    /// event.
+    fn wait_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<()> {
+        let _ = (dev, queue, event);
+        Err(crate::Error::new(crate::ErrorKind::NotSupported, "events"))
+    }
+
+    /// Resets `event` in the order of `queue`.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown queue or
+    /// event.
+    fn reset_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<()> {
+        let _ = (dev, queue, event);
+        Err(crate::Error::new(crate::ErrorKind::NotSupported, "events"))
+    }
+
+    /// What `event` stands for now.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown event.
+    fn event_info(&self, dev: DeviceId, event: EventId) -> Result<EventInfo> {
+        let _ = (dev, event);
+        Err(crate::Error::new(crate::ErrorKind::NotSupported, "events"))
+    }
+
+    /// Whether task `seq` of `queue` is ordered before everything submitted to `later` from
+    /// now on (the stream-order oracle of the pools).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::NoDevice`](crate::ErrorKind::NoDevice) when the device is not open.
+    fn is_ordered_before(&self, dev: DeviceId, queue: QueueId, seq: u64, later: QueueId) -> Result<bool> {
+        let _ = (dev, queue, seq, later);
+        Err(crate::Error::new(crate::ErrorKind::NotSupported, "stream order"))
+    }
 }
 
 /// Everything a backend offers: the composite of the small traits.

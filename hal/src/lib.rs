@@ -39,4 +39,4 @@ pub use driver::{
     MemoryBacking, MemoryInfo, PhysHandle, PhysicalMemory, PinnedHost, SocProfile, TaskQueue,
 };
 pub use error::{Error, ErrorKind, Result};
-pub use task::{QueueId, TaskDesc, TaskStatus};
+pub use task::{EventId, EventInfo, QueueId, TaskDesc, TaskStatus, WaitCompare};

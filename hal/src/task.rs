@@ -2,12 +2,43 @@
 //!
 //! A descriptor is plain data (`Copy`), so it fits in a bounded ring and can be handed to device
 //! firmware. Addresses are device VAs or pinned-host VAs that the runtime has already checked.
+//! Work that needs more than a few words (a kernel's argument bytes, the entries of a batch
+//! copy) is held by the backend and named by a `u64` ticket the backend handed out.
 
 use crate::addr::DeviceAddr;
 
 /// Identifies one task queue (a stream's hardware queue) on one device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct QueueId(pub u32);
+
+/// Identifies one event (a named point in a queue) on one device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct EventId(pub u32);
+
+/// How a value-wait task compares the word in memory (`mem`) with its operand (`value`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitCompare {
+    /// `mem >= value` (`ACL_STREAM_WAIT_VALUE_GEQ`).
+    GreaterOrEqual,
+    /// `mem == value` (`ACL_STREAM_WAIT_VALUE_EQ`).
+    Equal,
+    /// `mem & value != 0` (`ACL_STREAM_WAIT_VALUE_AND`).
+    And,
+    /// `!(mem | value) != 0` (`ACL_STREAM_WAIT_VALUE_NOR`).
+    Nor,
+}
+
+impl WaitCompare {
+    /// Whether `mem` satisfies the comparison with `value`.
+    pub const fn holds(self, mem: u64, value: u64) -> bool {
+        match self {
+            Self::GreaterOrEqual => mem >= value,
+            Self::Equal => mem == value,
+            Self::And => mem & value != 0,
+            Self::Nor => !(mem | value) != 0,
+        }
+    }
+}
 
 /// One unit of device work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,6 +52,27 @@ pub enum TaskDesc {
         /// Bytes to copy.
         len_bytes: u64,
     },
+    /// Copy `height` rows of `width` bytes; rows are `src_pitch` apart in the source and
+    /// `dst_pitch` apart in the destination.
+    Copy2d {
+        /// Destination of the first row.
+        dst: DeviceAddr,
+        /// Bytes between the starts of destination rows.
+        dst_pitch: u64,
+        /// Source of the first row.
+        src: DeviceAddr,
+        /// Bytes between the starts of source rows.
+        src_pitch: u64,
+        /// Bytes per row.
+        width: u64,
+        /// Number of rows.
+        height: u64,
+    },
+    /// Copy every (destination, source, length) entry of a batch the backend holds.
+    CopyBatch {
+        /// The backend's ticket for the batch's entries.
+        batch: u64,
+    },
     /// Fill `len_bytes` at `dst` with the byte `value`.
     Memset {
         /// Destination address (device or pinned host).
@@ -29,6 +81,47 @@ pub enum TaskDesc {
         value: u8,
         /// Bytes to fill.
         len_bytes: u64,
+    },
+    /// Fill `count` 32-bit words at `dst` (4-byte aligned) with `value`.
+    Memset32 {
+        /// Destination address (device or pinned host).
+        dst: DeviceAddr,
+        /// Fill word.
+        value: u32,
+        /// Words to fill.
+        count: u64,
+    },
+    /// Run a kernel once per block on the AI cores.
+    Kernel {
+        /// The backend's handle of the kernel function.
+        func: u64,
+        /// Number of blocks (`block_dim`).
+        blocks: u32,
+        /// The backend's ticket for the launch's argument bytes.
+        args: u64,
+        /// Longest run time before the launch counts as timed out, in microseconds (0: none).
+        timeout_us: u64,
+    },
+    /// Call a host function (or deliver a callback) in stream order.
+    HostFunc {
+        /// The ticket the runtime's host-call hook resolves.
+        call: u64,
+    },
+    /// Write the 64-bit `value` at `dst` (8-byte aligned).
+    ValueWrite {
+        /// Destination address.
+        dst: DeviceAddr,
+        /// Value to write.
+        value: u64,
+    },
+    /// Hold the queue until the 64-bit word at `addr` satisfies `compare` with `value`.
+    ValueWait {
+        /// Address of the word (8-byte aligned).
+        addr: DeviceAddr,
+        /// Operand of the comparison.
+        value: u64,
+        /// The comparison.
+        compare: WaitCompare,
     },
     /// Does nothing; completes in order. Used to mark a point in a queue.
     Marker,
@@ -41,4 +134,31 @@ pub enum TaskStatus {
     Ok,
     /// The task failed with a driver error kind.
     Failed(crate::error::ErrorKind),
+    /// The task failed with a device error code (an `aclError` value, such as the code a
+    /// kernel reported).
+    Fault(i32),
+}
+
+/// What an event stands for, as a backend reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventInfo {
+    /// The queue and sequence the event was last recorded at, if it is recorded.
+    pub point: Option<(QueueId, u64)>,
+    /// Whether every task up to the recorded point has completed (false when not recorded).
+    pub is_complete: bool,
+    /// When the record ran, in nanoseconds of the device's monotonic clock.
+    pub timestamp_ns: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn value_wait_comparisons() {
+        assert!(WaitCompare::GreaterOrEqual.holds(5, 5) && !WaitCompare::GreaterOrEqual.holds(4, 5));
+        assert!(WaitCompare::Equal.holds(7, 7) && !WaitCompare::Equal.holds(7, 8));
+        assert!(WaitCompare::And.holds(0b110, 0b010) && !WaitCompare::And.holds(0b100, 0b010));
+        assert!(WaitCompare::Nor.holds(0, 0) && !WaitCompare::Nor.holds(u64::MAX, 0));
+    }
 }

@@ -322,6 +322,12 @@ impl<T> Executor<T> {
         self.unpark();
     }
 
+    /// Whether some stream waits in the ready queue (a hint that another worker could start
+    /// something now).
+    pub fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
     /// Whether some stream is parked (waiting on another stream or refused by a gate).
     pub fn has_parked(&self) -> bool {
         !self.parked.is_empty()

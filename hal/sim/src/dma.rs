@@ -7,9 +7,11 @@
 use std::sync::Arc;
 
 use hal::layout::{window_of, Window as Region};
-use hal::{DeviceAddr, Error, ErrorKind, Result, TaskDesc};
+use hal::{DeviceAddr, Error, ErrorKind, Result, TaskDesc, TaskStatus};
 
 use crate::device::Device;
+use crate::kernel;
+use crate::scheduler::Ticket;
 use crate::sys::{Fault, Window};
 use crate::Fabric;
 
@@ -107,12 +109,59 @@ impl Fabric {
         Ok(())
     }
 
-    /// Runs one queued task.
-    pub(crate) fn execute(&self, task: &TaskDesc) -> Result<()> {
-        match *task {
+    /// Fills `count` 32-bit words at `dst` with `value`.
+    pub(crate) fn fill32(&self, dst: DeviceAddr, value: u32, count: u64) -> Result<()> {
+        if value.to_ne_bytes().iter().all(|&b| b == value.to_ne_bytes()[0]) {
+            return self.fill(dst, value.to_ne_bytes()[0], count.checked_mul(4).ok_or(bad_len())?);
+        }
+        // A pattern buffer of at most 64 KiB, written slice by slice.
+        // CAST: at most 16 Ki words.
+        let words = count.min(16 << 10) as usize;
+        let pattern: Vec<u8> = value.to_ne_bytes().iter().copied().cycle().take(words * 4).collect();
+        let mut done = 0u64;
+        while done < count {
+            // CAST: at most `words`.
+            let n = (count - done).min(words as u64) as usize;
+            self.write(DeviceAddr(dst.as_u64() + done * 4), &pattern[..n * 4])?;
+            done += n as u64;
+        }
+        Ok(())
+    }
+
+    /// Runs one queued task; `ticket` is the work its descriptor names, if any.
+    pub(crate) fn execute(&self, task: &TaskDesc, ticket: Option<Ticket>) -> TaskStatus {
+        let r = match *task {
             TaskDesc::Copy { dst, src, len_bytes } => self.copy(dst, src, len_bytes),
+            TaskDesc::Copy2d { dst, dst_pitch, src, src_pitch, width, height } => {
+                (0..height).try_for_each(|row| {
+                    let d = DeviceAddr(dst.as_u64() + row * dst_pitch);
+                    let s = DeviceAddr(src.as_u64() + row * src_pitch);
+                    self.copy(d, s, width)
+                })
+            }
+            TaskDesc::CopyBatch { .. } => match ticket {
+                Some(Ticket::Batch(entries)) => {
+                    entries.iter().try_for_each(|&(d, s, n)| self.copy(DeviceAddr(d), DeviceAddr(s), n))
+                }
+                _ => Err(Error::new(ErrorKind::InvalidHandle, "batch copy without its entries")),
+            },
             TaskDesc::Memset { dst, value, len_bytes } => self.fill(dst, value, len_bytes),
+            TaskDesc::Memset32 { dst, value, count } => self.fill32(dst, value, count),
+            TaskDesc::Kernel { func, blocks, timeout_us, .. } => {
+                return kernel::run(func, blocks, ticket, timeout_us)
+            }
+            TaskDesc::HostFunc { call } => return kernel::host_call(call),
+            TaskDesc::ValueWrite { dst, value } => self.write(dst, &value.to_le_bytes()),
+            TaskDesc::ValueWait { addr, .. } => self.read(&mut [0u8; 8], addr),
             TaskDesc::Marker => Ok(()),
+        };
+        match r {
+            Ok(()) => TaskStatus::Ok,
+            Err(e) => TaskStatus::Failed(e.kind()),
         }
     }
+}
+
+fn bad_len() -> Error {
+    Error::new(ErrorKind::InvalidArgument, "fill length overflows")
 }

@@ -26,6 +26,7 @@
 pub mod config;
 mod device;
 mod dma;
+mod kernel;
 mod scheduler;
 mod sys;
 
@@ -34,11 +35,12 @@ use std::sync::{Arc, RwLock};
 use hal::layout::{device_window_base, HOST_WINDOW_BASE, HOST_WINDOW_SIZE};
 use hal::{
     BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, DeviceInfo, Driver, Error, ErrorKind,
-    MemAttr, MemoryBacking, MemoryInfo, PageSize, PhysHandle, PhysicalMemory, PinnedHost, QueueId, Result,
-    TaskDesc, TaskQueue, TaskStatus, VaRange,
+    EventId, EventInfo, MemAttr, MemoryBacking, MemoryInfo, PageSize, PhysHandle, PhysicalMemory, PinnedHost,
+    QueueId, Result, TaskDesc, TaskQueue, TaskStatus, VaRange,
 };
 
 pub use config::{ConfigError, SimConfig};
+pub use kernel::{kernel_fail, HostHook, KERNEL_FAULT_DEFAULT, KERNEL_TIMEOUT};
 
 use device::Device;
 use scheduler::Scheduler;
@@ -436,6 +438,46 @@ impl TaskQueue for Sim {
         // Do not hold the slot lock while waiting: clone the Arc and wait on it.
         let slot = self.slot(dev)?;
         slot.scheduler.wait(queue, seq, timeout_ms)
+    }
+
+    fn submitted(&self, dev: DeviceId, queue: QueueId) -> Result<u64> {
+        self.slot(dev)?.scheduler.submitted(queue)
+    }
+
+    fn set_stop_on_failure(&self, dev: DeviceId, queue: QueueId, stop: bool) -> Result<()> {
+        self.slot(dev)?.scheduler.set_stop_on_failure(queue, stop)
+    }
+
+    fn abort_queue(&self, dev: DeviceId, queue: QueueId) -> Result<usize> {
+        self.slot(dev)?.scheduler.abort_queue(queue)
+    }
+
+    fn create_event(&self, dev: DeviceId) -> Result<EventId> {
+        self.slot(dev)?.scheduler.create_event()
+    }
+
+    fn destroy_event(&self, dev: DeviceId, event: EventId) -> Result<()> {
+        self.slot(dev)?.scheduler.destroy_event(event)
+    }
+
+    fn record_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<u64> {
+        self.slot(dev)?.scheduler.record_event(queue, event)
+    }
+
+    fn wait_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<()> {
+        self.slot(dev)?.scheduler.wait_event(queue, event)
+    }
+
+    fn reset_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<()> {
+        self.slot(dev)?.scheduler.reset_event(queue, event)
+    }
+
+    fn event_info(&self, dev: DeviceId, event: EventId) -> Result<EventInfo> {
+        self.slot(dev)?.scheduler.event_info(event)
+    }
+
+    fn is_ordered_before(&self, dev: DeviceId, queue: QueueId, seq: u64, later: QueueId) -> Result<bool> {
+        Ok(self.slot(dev)?.scheduler.is_ordered_before(queue, seq, later))
     }
 }
 

@@ -1,68 +1,147 @@
-//! The task-scheduler thread of one device: it runs `sched`'s executor over the device's
-//! queues, and the DMA engine for each copy or memset task.
+//! The task scheduler of one device: `sched`'s executor behind a mutex, and the threads that
+//! drain it.
 //!
-//! It owns the thread and the executor's lock; it must not decide memory layout.
+//! It owns the executor's lock, the worker threads, the tickets of work too large for a task
+//! descriptor (kernel arguments, batch-copy entries) and the device's event clock. It must not
+//! decide memory layout, and it never holds its lock while a task runs.
+//!
+//! # Threads
+//!
+//! [`WORKERS`] identical threads each loop: take the next ready task under the lock, run it
+//! without the lock (copies and fills on the DMA path, kernels on AI-core worker threads, host
+//! functions through the runtime's hook), then finish it under the lock. The executor never
+//! hands out two tasks of one stream at once, so each stream stays in order while different
+//! streams run concurrently, as on the real task scheduler with several engines. A value-wait
+//! task starts only once its word in memory satisfies it (a gate checked under the lock); while
+//! any stream is parked on such a gate, idle workers re-check every [`POLL`].
 
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use hal::{Error, ErrorKind, QueueId, Result, TaskDesc, TaskStatus};
-use sched::{Executor, StreamId};
+use hal::{Error, ErrorKind, EventId, EventInfo, QueueId, Result, TaskDesc, TaskStatus};
+use sched::{EventStatus, Executor, FailureMode, StreamId, StreamOrder, StreamPoint};
 
 use crate::Fabric;
 
 /// The most queues (streams) one device runs, as on the real task scheduler.
 pub(crate) const MAX_QUEUES: usize = 2048;
+/// Threads that run tasks, per device.
+pub(crate) const WORKERS: usize = 4;
+/// How often idle workers re-check value waits.
+const POLL: Duration = Duration::from_micros(200);
+
+/// Work too large for a descriptor, named by a ticket.
+#[derive(Debug)]
+pub(crate) enum Ticket {
+    /// A kernel launch's argument bytes.
+    Args(Vec<u8>),
+    /// A batch copy's (destination, source, length) entries.
+    Batch(Vec<(u64, u64, u64)>),
+}
+
+/// A ticket and the task that owns it.
+#[derive(Debug)]
+struct Held {
+    queue: u32,
+    seq: u64,
+    ticket: Option<Ticket>,
+}
 
 #[derive(Debug)]
 struct State {
     exec: Executor<TaskDesc>,
     stop: bool,
+    /// The first device error code per queue since `completed` last reported it.
+    faults: BTreeMap<u32, i32>,
+    /// Tickets of submitted tasks, by ticket number.
+    tickets: BTreeMap<u64, Held>,
+    next_ticket: u64,
+    /// Workers asleep on `work`.
+    sleeping: usize,
+    /// Host threads asleep on `done`.
+    waiters: usize,
 }
 
 #[derive(Debug)]
 struct Shared {
     state: Mutex<State>,
-    /// Signalled when work is submitted or the thread must stop.
+    /// Signalled when work is submitted or the threads must stop.
     work: Condvar,
     /// Signalled when a task finishes.
     done: Condvar,
 }
 
-/// A device's task scheduler: its executor and the thread that drains it.
+/// A device's task scheduler: its executor and the threads that drain it.
 #[derive(Debug)]
 pub(crate) struct Scheduler {
     shared: Arc<Shared>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 fn sched_err(e: sched::Error) -> Error {
     match e {
         sched::Error::NoSuchStream => Error::new(ErrorKind::InvalidHandle, "unknown queue"),
-        sched::Error::TooManyStreams => Error::new(ErrorKind::OutOfMemory, "no queue left on the device"),
+        sched::Error::NoSuchEvent => Error::new(ErrorKind::InvalidHandle, "unknown event"),
+        sched::Error::TooManyStreams => {
+            Error::new(ErrorKind::OutOfMemory, "no queue or event left on the device")
+        }
         sched::Error::Full => Error::new(ErrorKind::QueueFull, "queue full"),
         _ => Error::new(ErrorKind::InvalidArgument, "bad queue request"),
     }
 }
 
+/// The device clock: nanoseconds since the first reading in this process (monotonic).
+pub(crate) fn clock_ns() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    let start = *START.get_or_init(Instant::now);
+    // CAST: u64 nanoseconds cover 584 years of uptime.
+    start.elapsed().as_nanos() as u64
+}
+
 impl Scheduler {
-    /// Starts the scheduler thread of device `index`.
+    /// Starts the worker threads of device `index`.
     pub(crate) fn start(index: u32, fabric: Weak<Fabric>) -> std::io::Result<Self> {
         let shared = Arc::new(Shared {
-            state: Mutex::new(State { exec: Executor::new(MAX_QUEUES), stop: false }),
+            state: Mutex::new(State {
+                exec: Executor::with_clock(MAX_QUEUES, clock_ns),
+                stop: false,
+                faults: BTreeMap::new(),
+                tickets: BTreeMap::new(),
+                next_ticket: 1,
+                sleeping: 0,
+                waiters: 0,
+            }),
             work: Condvar::new(),
             done: Condvar::new(),
         });
-        let worker = Arc::clone(&shared);
-        let thread = std::thread::Builder::new()
-            .name(format!("aclrs-sim-ts{index}"))
-            .spawn(move || run(&worker, &fabric))?;
-        Ok(Self { shared, thread: Mutex::new(Some(thread)) })
+        let sched = Self { shared, threads: Mutex::new(Vec::new()) };
+        for w in 0..WORKERS {
+            let worker = Arc::clone(&sched.shared);
+            let fabric = fabric.clone();
+            let handle = std::thread::Builder::new()
+                .name(format!("aclrs-sim-ts{index}.{w}"))
+                .spawn(move || run(&worker, &fabric));
+            match handle {
+                Ok(h) => sched.threads.lock().unwrap_or_else(|p| p.into_inner()).push(h),
+                Err(e) => {
+                    sched.stop();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(sched)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.shared.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn wake_worker(&self, st: &State) {
+        if st.sleeping > 0 {
+            self.shared.work.notify_one();
+        }
     }
 
     pub(crate) fn create_queue(&self, depth: u32) -> Result<QueueId> {
@@ -73,48 +152,122 @@ impl Scheduler {
 
     pub(crate) fn destroy_queue(&self, q: QueueId) -> Result<()> {
         self.wait_idle_queue(q, None)?;
-        self.lock().exec.destroy_stream(StreamId(q.0)).map_err(sched_err)
+        let mut st = self.lock();
+        st.exec.destroy_stream(StreamId(q.0)).map_err(sched_err)?;
+        st.faults.remove(&q.0);
+        // Waits on the destroyed queue are satisfied now.
+        self.wake_worker(&st);
+        Ok(())
     }
 
-    pub(crate) fn submit(&self, q: QueueId, task: TaskDesc) -> Result<u64> {
+    pub(crate) fn abort_queue(&self, q: QueueId) -> Result<usize> {
         let mut st = self.lock();
+        let dropped = st.exec.abort(StreamId(q.0)).map_err(sched_err)?;
+        Self::sweep_tickets(&mut st, q.0);
+        if st.waiters > 0 {
+            self.shared.done.notify_all();
+        }
+        self.wake_worker(&st);
+        Ok(dropped)
+    }
+
+    fn push<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, State>,
+        q: QueueId,
+        task: TaskDesc,
+    ) -> Result<(MutexGuard<'a, State>, u64)> {
         loop {
             match st.exec.submit(StreamId(q.0), task) {
                 Ok(seq) => {
-                    self.shared.work.notify_one();
-                    return Ok(seq);
+                    self.wake_worker(&st);
+                    return Ok((st, seq));
                 }
                 // Back-pressure: wait for the device to finish something, then retry.
                 Err(sched::Error::Full) => {
+                    st.waiters += 1;
                     st = self.shared.done.wait(st).unwrap_or_else(|p| p.into_inner());
+                    st.waiters -= 1;
                 }
                 Err(e) => return Err(sched_err(e)),
             }
         }
     }
 
+    pub(crate) fn submit(&self, q: QueueId, task: TaskDesc) -> Result<u64> {
+        let st = self.lock();
+        self.push(st, q, task).map(|(_, seq)| seq)
+    }
+
+    /// Submits the task `make(ticket)` that owns `ticket`; the ticket is dropped when the task
+    /// runs, is skipped or is aborted.
+    pub(crate) fn submit_with(
+        &self,
+        q: QueueId,
+        ticket: Ticket,
+        make: impl FnOnce(u64) -> TaskDesc,
+    ) -> Result<u64> {
+        let mut st = self.lock();
+        let id = st.next_ticket;
+        st.next_ticket += 1;
+        st.tickets.insert(id, Held { queue: q.0, seq: u64::MAX, ticket: Some(ticket) });
+        match self.push(st, q, make(id)) {
+            Ok((mut st, seq)) => {
+                if let Some(h) = st.tickets.get_mut(&id) {
+                    h.seq = seq;
+                }
+                Ok(seq)
+            }
+            Err(e) => {
+                self.lock().tickets.remove(&id);
+                Err(e)
+            }
+        }
+    }
+
+    /// Drops the tickets of queue `q` whose tasks have finished (ran, skipped or aborted).
+    fn sweep_tickets(st: &mut State, q: u32) {
+        let done = st.exec.completed_seq(StreamId(q)).unwrap_or(u64::MAX);
+        st.tickets.retain(|_, h| !(h.queue == q && h.seq <= done));
+    }
+
     pub(crate) fn completed(&self, q: QueueId) -> Result<(u64, TaskStatus)> {
         let mut st = self.lock();
         let seq = st.exec.completed_seq(StreamId(q.0)).map_err(sched_err)?;
-        let status = match st.exec.take_error(StreamId(q.0)).map_err(sched_err)? {
-            Some(kind) => TaskStatus::Failed(kind),
-            None => TaskStatus::Ok,
+        let kind = st.exec.take_error(StreamId(q.0)).map_err(sched_err)?;
+        let code = st.faults.remove(&q.0);
+        let status = match (code, kind) {
+            (Some(c), _) => TaskStatus::Fault(c),
+            (None, Some(k)) => TaskStatus::Failed(k),
+            (None, None) => TaskStatus::Ok,
         };
         Ok((seq, status))
     }
 
+    pub(crate) fn submitted(&self, q: QueueId) -> Result<u64> {
+        self.lock().exec.submitted_seq(StreamId(q.0)).map_err(sched_err)
+    }
+
+    pub(crate) fn set_stop_on_failure(&self, q: QueueId, stop: bool) -> Result<()> {
+        let mode = if stop { FailureMode::StopOnFailure } else { FailureMode::Continue };
+        self.lock().exec.set_failure_mode(StreamId(q.0), mode).map_err(sched_err)
+    }
+
     pub(crate) fn wait(&self, q: QueueId, seq: u64, timeout_ms: Option<u32>) -> Result<()> {
+        // TIMEOUT: `timeout_ms` bounds the wait; `None` waits for the device forever.
         let deadline = timeout_ms.map(|ms| Instant::now() + Duration::from_millis(u64::from(ms)));
         let mut st = self.lock();
         loop {
             if st.exec.completed_seq(StreamId(q.0)).map_err(sched_err)? >= seq {
                 return Ok(());
             }
+            st.waiters += 1;
             st = match deadline {
                 None => self.shared.done.wait(st).unwrap_or_else(|p| p.into_inner()),
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
+                        st.waiters -= 1;
                         return Err(Error::new(
                             ErrorKind::Timeout,
                             "queue did not reach the sequence in time",
@@ -123,6 +276,7 @@ impl Scheduler {
                     self.shared.done.wait_timeout(st, d - now).unwrap_or_else(|p| p.into_inner()).0
                 }
             };
+            st.waiters -= 1;
         }
     }
 
@@ -131,45 +285,137 @@ impl Scheduler {
         self.wait(q, last, timeout_ms)
     }
 
-    /// Waits for every queue to drain, then stops and joins the thread.
+    pub(crate) fn create_event(&self) -> Result<EventId> {
+        self.lock().exec.create_event().map(|e| EventId(e.0)).map_err(sched_err)
+    }
+
+    pub(crate) fn destroy_event(&self, ev: EventId) -> Result<()> {
+        self.lock().exec.destroy_event(sched::EventId(ev.0)).map_err(sched_err)
+    }
+
+    pub(crate) fn record_event(&self, q: QueueId, ev: EventId) -> Result<u64> {
+        let mut st = self.lock();
+        let seq = st.exec.record_event(sched::EventId(ev.0), StreamId(q.0)).map_err(sched_err)?;
+        self.wake_worker(&st);
+        Ok(seq)
+    }
+
+    pub(crate) fn wait_event(&self, q: QueueId, ev: EventId) -> Result<()> {
+        let mut st = self.lock();
+        st.exec.wait_event(StreamId(q.0), sched::EventId(ev.0)).map_err(sched_err)?;
+        self.wake_worker(&st);
+        Ok(())
+    }
+
+    pub(crate) fn reset_event(&self, q: QueueId, ev: EventId) -> Result<()> {
+        let mut st = self.lock();
+        st.exec.reset_event(sched::EventId(ev.0), StreamId(q.0)).map_err(sched_err)?;
+        self.wake_worker(&st);
+        Ok(())
+    }
+
+    pub(crate) fn event_info(&self, ev: EventId) -> Result<EventInfo> {
+        let st = self.lock();
+        let e = sched::EventId(ev.0);
+        let status = st.exec.event_status(e).map_err(sched_err)?;
+        let point = st.exec.event_point(e).map_err(sched_err)?;
+        Ok(EventInfo {
+            point: point.map(|p| (QueueId(p.stream), p.seq)),
+            is_complete: status == EventStatus::Complete,
+            timestamp_ns: st.exec.event_timestamp(e).map_err(sched_err)?,
+        })
+    }
+
+    pub(crate) fn is_ordered_before(&self, q: QueueId, seq: u64, later: QueueId) -> bool {
+        self.lock().exec.is_ordered_before(StreamPoint { stream: q.0, seq }, later.0)
+    }
+
+    /// Waits for every queue to drain, then stops and joins the threads.
     pub(crate) fn stop(&self) {
         {
             let mut st = self.lock();
             while !st.exec.is_idle() {
-                st = self.shared.done.wait(st).unwrap_or_else(|p| p.into_inner());
+                st.waiters += 1;
+                // TIMEOUT: re-check now and then, in case the last finish raced the count.
+                st = self.shared.done.wait_timeout(st, POLL).unwrap_or_else(|p| p.into_inner()).0;
+                st.waiters -= 1;
             }
             st.stop = true;
         }
         self.shared.work.notify_all();
-        let handle = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(h) = handle {
+        let handles: Vec<_> = self.threads.lock().unwrap_or_else(|p| p.into_inner()).drain(..).collect();
+        for h in handles {
             let _ = h.join();
         }
     }
 }
 
-/// The scheduler thread's loop: take the next ready task, run it without the lock, finish it.
+/// Whether a value-wait task may start: its word holds the awaited value.
+fn gate(fabric: &Weak<Fabric>, task: &TaskDesc) -> bool {
+    match *task {
+        TaskDesc::ValueWait { addr, value, compare } => {
+            let Some(f) = fabric.upgrade() else { return true };
+            let mut word = [0u8; 8];
+            match f.read(&mut word, addr) {
+                Ok(()) => compare.holds(u64::from_le_bytes(word), value),
+                // A wait on unmapped memory starts and fails.
+                Err(_) => true,
+            }
+        }
+        _ => true,
+    }
+}
+
+/// A worker's loop: take the next ready task, run it without the lock, finish it.
 fn run(shared: &Shared, fabric: &Weak<Fabric>) {
     let mut st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
     loop {
-        if let Some((stream, seq, task)) = st.exec.take_ready() {
+        if let Some((stream, seq, task)) = st.exec.take_ready_if(|t| gate(fabric, t)) {
+            let ticket = match task {
+                TaskDesc::Kernel { args: t, .. } | TaskDesc::CopyBatch { batch: t } => {
+                    st.tickets.remove(&t).and_then(|h| h.ticket)
+                }
+                _ => None,
+            };
+            if st.sleeping > 0 && st.exec.has_ready() {
+                // More streams can run: let another worker take one.
+                shared.work.notify_one();
+            }
             drop(st);
             let status = match fabric.upgrade() {
-                Some(f) => match f.execute(&task) {
-                    Ok(()) => TaskStatus::Ok,
-                    Err(e) => TaskStatus::Failed(e.kind()),
-                },
+                Some(f) => f.execute(&task, ticket),
                 None => TaskStatus::Failed(ErrorKind::NoDevice),
             };
             st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
+            if let TaskStatus::Fault(code) = status {
+                st.faults.entry(stream.0).or_insert(code);
+            }
+            let exec_status = match status {
+                TaskStatus::Fault(_) => TaskStatus::Failed(ErrorKind::DeviceFault),
+                s => s,
+            };
             // The stream cannot vanish while a task of it runs: destroy waits for idle.
-            let _ = st.exec.finish(stream, seq, status);
-            shared.done.notify_all();
+            let _ = st.exec.finish(stream, seq, exec_status);
+            if !matches!(exec_status, TaskStatus::Ok) {
+                Scheduler::sweep_tickets(&mut st, stream.0);
+            }
+            if st.waiters > 0 {
+                shared.done.notify_all();
+            }
             continue;
         }
         if st.stop {
             return;
         }
-        st = shared.work.wait(st).unwrap_or_else(|p| p.into_inner());
+        st.sleeping += 1;
+        st = if st.exec.has_parked() {
+            // TIMEOUT: a parked value wait is re-checked every POLL.
+            let (mut g, _) = shared.work.wait_timeout(st, POLL).unwrap_or_else(|p| p.into_inner());
+            g.exec.recheck();
+            g
+        } else {
+            shared.work.wait(st).unwrap_or_else(|p| p.into_inner())
+        };
+        st.sleeping -= 1;
     }
 }

@@ -5,6 +5,8 @@
 //! callers above it decide *what* is mapped where; this module only makes it so, and its
 //! types' invariants keep every raw access inside memory this process reserved.
 
+pub(crate) mod kernel;
+
 use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::io;

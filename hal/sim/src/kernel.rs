@@ -1,0 +1,232 @@
+//! The AI cores of the software NPU: loaded kernel binaries, kernel launches run once per
+//! block on worker threads, faults reported by kernels, and host calls made in stream order.
+//!
+//! It owns the process-wide tables of binaries and kernel functions (one `Sim` exists per
+//! process) and the hook through which the runtime runs host functions. It must not load or
+//! call foreign code itself: that is [`crate::sys::kernel`].
+
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::Instant;
+
+use hal::{DeviceId, Error, ErrorKind, QueueId, Result, TaskDesc, TaskStatus};
+
+use crate::scheduler::Ticket;
+use crate::sys::kernel::{Kernel, Library};
+use crate::Sim;
+
+/// `ACL_ERROR_RT_AICORE_EXCEPTION`: a kernel fault without a code of its own.
+pub const KERNEL_FAULT_DEFAULT: i32 = 507_015;
+/// `ACL_ERROR_RT_AICORE_TIMEOUT`: a kernel ran past its launch's timeout.
+pub const KERNEL_TIMEOUT: i32 = 507_014;
+
+/// A kernel function and the library that keeps its code loaded.
+#[derive(Debug, Clone)]
+struct Function {
+    binary: u64,
+    library: Arc<Library>,
+    kernel: Kernel,
+}
+
+#[derive(Debug, Default)]
+struct Registry {
+    next: u64,
+    binaries: BTreeMap<u64, Arc<Library>>,
+    functions: BTreeMap<u64, Function>,
+}
+
+fn registry() -> std::sync::MutexGuard<'static, Registry> {
+    static REG: OnceLock<Mutex<Registry>> = OnceLock::new();
+    REG.get_or_init(|| Mutex::new(Registry { next: 1, ..Registry::default() }))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs a host call for the runtime: receives the task's ticket, returns 0 or an error code.
+pub type HostHook = Arc<dyn Fn(u64) -> i32 + Send + Sync>;
+
+static HOST_HOOK: RwLock<Option<HostHook>> = RwLock::new(None);
+
+thread_local! {
+    /// The fault the kernel running on this thread reported, if any.
+    static FAULT: Cell<Option<i32>> = const { Cell::new(None) };
+}
+
+/// Reports a fault from inside a kernel running on this thread (`aclrsKernelFail`): the launch
+/// fails with `code`, or [`KERNEL_FAULT_DEFAULT`] when `code` is 0. The first report of a block
+/// counts. Outside a kernel it does nothing.
+pub fn kernel_fail(code: i32) {
+    let code = if code == 0 { KERNEL_FAULT_DEFAULT } else { code };
+    FAULT.with(|f| {
+        if f.get().is_none() {
+            f.set(Some(code));
+        }
+    });
+}
+
+fn cores() -> u32 {
+    static CORES: OnceLock<u32> = OnceLock::new();
+    *CORES.get_or_init(|| {
+        let n = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+        // CAST: clamped to a small count first.
+        n.clamp(1, 64) as u32
+    })
+}
+
+/// Runs `func` once per block with `args`; the launch's status.
+pub(crate) fn run(func: u64, blocks: u32, args: Option<Ticket>, timeout_us: u64) -> TaskStatus {
+    let Some(f) = registry().functions.get(&func).cloned() else {
+        return TaskStatus::Failed(ErrorKind::InvalidHandle);
+    };
+    let mut bytes = match args {
+        Some(Ticket::Args(v)) => v,
+        _ => Vec::new(),
+    };
+    // CAST: an address handed to the kernel as its `args` pointer (0 when there are none).
+    let args_addr = if bytes.is_empty() { 0 } else { bytes.as_mut_ptr() as usize };
+    let next = AtomicU32::new(0);
+    let fault: Mutex<Option<i32>> = Mutex::new(None);
+    let start = Instant::now();
+    let core = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        if i >= blocks {
+            break;
+        }
+        FAULT.with(|c| c.set(None));
+        f.kernel.call(&f.library, i, blocks, args_addr);
+        if let Some(code) = FAULT.with(Cell::take) {
+            fault.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(code);
+        }
+    };
+    let threads = blocks.min(cores());
+    if threads <= 1 {
+        core();
+    } else {
+        std::thread::scope(|s| {
+            for _ in 1..threads {
+                s.spawn(core);
+            }
+            core();
+        });
+    }
+    drop(bytes);
+    if let Some(code) = *fault.lock().unwrap_or_else(|p| p.into_inner()) {
+        return TaskStatus::Fault(code);
+    }
+    // CAST: microseconds of one launch fit in u64.
+    if timeout_us > 0 && start.elapsed().as_micros() as u64 > timeout_us {
+        return TaskStatus::Fault(KERNEL_TIMEOUT);
+    }
+    TaskStatus::Ok
+}
+
+/// Runs a host call through the runtime's hook.
+pub(crate) fn host_call(ticket: u64) -> TaskStatus {
+    let hook = HOST_HOOK.read().unwrap_or_else(|p| p.into_inner()).clone();
+    match hook {
+        None => TaskStatus::Failed(ErrorKind::NotSupported),
+        Some(h) => match h(ticket) {
+            0 => TaskStatus::Ok,
+            code => TaskStatus::Fault(code),
+        },
+    }
+}
+
+impl Sim {
+    /// Loads a kernel binary (a host shared object) and returns its handle.
+    ///
+    /// # Errors
+    ///
+    /// The dynamic linker's message when the object cannot be opened.
+    pub fn load_binary(&self, path: &Path) -> std::result::Result<u64, String> {
+        let lib = Library::open(path).map_err(|e| e.to_string())?;
+        let mut reg = registry();
+        let id = reg.next;
+        reg.next += 1;
+        reg.binaries.insert(id, Arc::new(lib));
+        Ok(id)
+    }
+
+    /// Finds kernel `name` in binary `binary` and returns its function handle.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`] for an unknown binary; [`ErrorKind::InvalidArgument`] when
+    /// the binary has no such symbol.
+    pub fn binary_function(&self, binary: u64, name: &str) -> Result<u64> {
+        let mut reg = registry();
+        let lib = reg
+            .binaries
+            .get(&binary)
+            .cloned()
+            .ok_or(Error::new(ErrorKind::InvalidHandle, "unknown binary"))?;
+        let kernel =
+            lib.kernel(name).ok_or(Error::new(ErrorKind::InvalidArgument, "no such kernel in the binary"))?;
+        let id = reg.next;
+        reg.next += 1;
+        reg.functions.insert(id, Function { binary, library: lib, kernel });
+        Ok(id)
+    }
+
+    /// Whether `func` is a live function handle.
+    pub fn is_function(&self, func: u64) -> bool {
+        registry().functions.contains_key(&func)
+    }
+
+    /// Unloads a binary and forgets its functions; launches already running finish first (they
+    /// keep the code loaded), launches still queued fail.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`] for an unknown binary.
+    pub fn unload_binary(&self, binary: u64) -> Result<()> {
+        let mut reg = registry();
+        reg.binaries.remove(&binary).ok_or(Error::new(ErrorKind::InvalidHandle, "unknown binary"))?;
+        reg.functions.retain(|_, f| f.binary != binary);
+        Ok(())
+    }
+
+    /// Installs the hook that runs host functions and callbacks ([`TaskDesc::HostFunc`]).
+    pub fn set_host_hook(&self, hook: HostHook) {
+        *HOST_HOOK.write().unwrap_or_else(|p| p.into_inner()) = Some(hook);
+    }
+
+    /// Queues a kernel launch of `func` over `blocks` blocks with its own copy of `args`.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`] for an unknown queue or function.
+    pub fn launch_kernel(
+        &self,
+        dev: DeviceId,
+        queue: QueueId,
+        func: u64,
+        blocks: u32,
+        args: Vec<u8>,
+        timeout_us: u64,
+    ) -> Result<u64> {
+        if !self.is_function(func) {
+            return Err(Error::new(ErrorKind::InvalidHandle, "unknown kernel function"));
+        }
+        self.slot(dev)?.scheduler.submit_with(queue, Ticket::Args(args), |t| TaskDesc::Kernel {
+            func,
+            blocks,
+            args: t,
+            timeout_us,
+        })
+    }
+
+    /// Queues a batch of (destination, source, length) copies as one task.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`] for an unknown queue.
+    pub fn submit_batch(&self, dev: DeviceId, queue: QueueId, entries: Vec<(u64, u64, u64)>) -> Result<u64> {
+        self.slot(dev)?
+            .scheduler
+            .submit_with(queue, Ticket::Batch(entries), |t| TaskDesc::CopyBatch { batch: t })
+    }
+}

@@ -1,0 +1,109 @@
+//! Kernel binaries on the software NPU: host shared objects opened with `dlopen`, kernels found
+//! with `dlsym` and called through the sim kernel ABI.
+//!
+//! This is the only place that loads foreign code or calls it. It must not decide when a kernel
+//! runs or on how many threads (that is [`crate::kernel`]).
+
+use std::ffi::{c_void, CStr, CString};
+use std::io;
+use std::path::Path;
+
+/// The sim kernel ABI: `void NAME(uint32_t block_idx, uint32_t block_dim, void *args)`.
+type KernelAbi = unsafe extern "C" fn(u32, u32, *mut c_void);
+
+/// An open shared object.
+///
+/// # Invariants
+///
+/// `handle` is a handle `dlopen` returned and that has not been closed; it is closed exactly
+/// once, on drop.
+#[derive(Debug)]
+pub(crate) struct Library {
+    handle: *mut c_void,
+}
+
+// SAFETY: a `dlopen` handle is a process-wide token; `dlsym` and `dlclose` may be called on it
+// from any thread (the dynamic linker serialises them internally).
+unsafe impl Send for Library {}
+// SAFETY: as above; `&Library` only allows `dlsym`, which is thread safe.
+unsafe impl Sync for Library {}
+
+fn dl_error() -> io::Error {
+    // SAFETY: dlerror takes no arguments; it returns NULL or a NUL-terminated string owned by
+    // the dynamic linker, valid until the next dl* call on this thread, and we copy it at once.
+    let msg = unsafe { libc::dlerror() };
+    if msg.is_null() {
+        return io::Error::other("unknown dynamic-linker error");
+    }
+    // SAFETY: non-null, NUL-terminated (see above).
+    let text = unsafe { CStr::from_ptr(msg) }.to_string_lossy().into_owned();
+    io::Error::other(text)
+}
+
+impl Library {
+    /// Opens the shared object at `path` with all its symbols bound now.
+    pub(crate) fn open(path: &Path) -> io::Result<Self> {
+        use std::os::unix::ffi::OsStrExt;
+        let c = CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: `c` is a valid NUL-terminated path. Loading runs the object's initialisers,
+        // which is the documented meaning of aclrtBinaryLoadFromFile on the software NPU.
+        let handle = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        if handle.is_null() {
+            return Err(dl_error());
+        }
+        // INVARIANT: a fresh, open handle.
+        Ok(Self { handle })
+    }
+
+    /// Finds the kernel `name`; `None` when the object does not export it.
+    pub(crate) fn kernel(&self, name: &str) -> Option<Kernel> {
+        let c = CString::new(name).ok()?;
+        // SAFETY: `handle` is open (invariant) and `c` is NUL-terminated.
+        let sym = unsafe { libc::dlsym(self.handle, c.as_ptr()) };
+        if sym.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null symbol address exported by the object; by the sim kernel ABI an
+        // exported kernel has the `KernelAbi` signature. Calling it is still `unsafe`
+        // (see `Kernel::call`).
+        let f = unsafe { std::mem::transmute::<*mut c_void, KernelAbi>(sym) };
+        Some(Kernel { f })
+    }
+}
+
+impl Drop for Library {
+    fn drop(&mut self) {
+        // SAFETY: `handle` is open and closed only here (invariant); kernels of it are only
+        // called while a `&Library` is borrowed, so none runs now.
+        unsafe { libc::dlclose(self.handle) };
+    }
+}
+
+/// A kernel function of a [`Library`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Kernel {
+    f: KernelAbi,
+}
+
+impl Kernel {
+    /// Runs block `block_idx` of `block_dim` with the argument bytes at `args_addr`.
+    ///
+    /// `lib` must be the library the kernel came from; borrowing it keeps the code loaded for
+    /// the call.
+    pub(crate) fn call(&self, lib: &Library, block_idx: u32, block_dim: u32, args_addr: usize) {
+        let _loaded = lib;
+        // CAST: the address of the launch's argument copy (0 for none) back to a pointer.
+        let args = args_addr as *mut c_void;
+        // SAFETY:
+        // - the code is loaded: `lib` (the library `f` came from) is borrowed for the call;
+        // - the signature is the sim kernel ABI, which the kernel's author promised by
+        //   exporting it for the software NPU (the documented contract of
+        //   aclrtBinaryGetFunction);
+        // - `args` points to the launch's own copy of the argument bytes (or is NULL when the
+        //   launch had none), alive until every block has returned.
+        // What the kernel does with device pointers is the program's business, exactly as on
+        // the hardware.
+        unsafe { (self.f)(block_idx, block_dim, args) }
+    }
+}
