@@ -5,12 +5,13 @@
 //! must not keep state of its own: the tables live in [`crate::runtime::Runtime`].
 
 use hal::layout::{window_of, Window, HOST_WINDOW_BASE};
-use hal::{BackRequest, DeviceAddr, DeviceId, MemAttr, MemoryInfo, PageSize, SocProfile};
-use mm::heap::{Allocation, NotLive};
+use hal::{BackRequest, DeviceAddr, DeviceId, MemAttr, MemoryInfo, PageSize, VaRange};
+use mm::device::{FreeError, Info as DeviceInfo, NotLive};
+use mm::heap::Allocation;
 
 use crate::codes::*;
 use crate::error::{AclError, Result};
-use crate::runtime::{round_up, Runtime, MIB};
+use crate::runtime::{round_up, Runtime};
 
 /// Where an address points, decided by the address alone (the VA model).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,96 +102,195 @@ pub enum DstBytes<'a> {
     Host(&'a mut [u8]),
 }
 
-/// Which allocation entry point is being served (they round differently).
+pub use mm::policy::Api as MallocApi;
+
+/// One `aclrtMallocAttribute` of an `aclrtMallocConfig`, as the C edge read it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MallocApi {
-    /// `aclrtMalloc`: round to 32 and add the SoC's padding (not for 1 GiB policies).
-    Malloc,
+pub struct CfgAttr {
+    /// `aclrtMallocAttrType`.
+    pub kind: i32,
+    /// The 8 bytes of the `aclrtMallocAttrValue` union.
+    pub value: [u8; 8],
+}
+
+impl CfgAttr {
+    fn u16(&self) -> u16 {
+        u16::from_ne_bytes([self.value[0], self.value[1]])
+    }
+
+    fn u32(&self) -> u32 {
+        u32::from_ne_bytes([self.value[0], self.value[1], self.value[2], self.value[3]])
+    }
+}
+
+/// `ACL_RT_MEM_ATTR_RSV`.
+const ATTR_RSV: i32 = 0;
+/// `ACL_RT_MEM_ATTR_MODULE_ID`.
+const ATTR_MODULE_ID: i32 = 1;
+/// `ACL_RT_MEM_ATTR_DEVICE_ID`.
+const ATTR_DEVICE_ID: i32 = 2;
+/// `ACL_RT_MEM_ATTR_VA_FLAG`.
+const ATTR_VA_FLAG: i32 = 3;
+
+/// Backs device VA through the driver: the runtime's [`mm::device::Backer`].
+pub(crate) struct HalBacker<'a> {
+    drv: &'a dyn hal::Driver,
+    dev: DeviceId,
+}
+
+impl std::fmt::Debug for HalBacker<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HalBacker({}, {})", self.drv.name(), self.dev)
+    }
+}
+
+impl<'a> HalBacker<'a> {
+    pub(crate) fn new(drv: &'a dyn hal::Driver, dev: u32) -> Self {
+        Self { drv, dev: DeviceId(dev) }
+    }
+}
+
+impl mm::device::Backer for HalBacker<'_> {
+    fn back(
+        &mut self,
+        range: VaRange,
+        page: PageSize,
+        attrs: MemAttr,
+    ) -> std::result::Result<(), hal::Error> {
+        // User-space read-only is enforced by the runtime's copy checks; the device (and kernels)
+        // may still write, so the backing itself stays writable.
+        let attrs = attrs - MemAttr::READONLY;
+        self.drv.back(self.dev, &BackRequest { range, page_size: page, attrs })
+    }
+
+    fn unback(&mut self, range: VaRange) -> std::result::Result<(), hal::Error> {
+        self.drv.unback(self.dev, range)
+    }
 }
 
 impl Runtime {
-    /// `aclrtMalloc` and friends: allocates device memory on the current device.
+    /// `aclrtMalloc` and its variants: allocates device memory on the current device.
     ///
     /// # Errors
     ///
-    /// `ACL_ERROR_INVALID_PARAM` for size 0 or an overflowing size; `ACL_ERROR_RT_CONTEXT_NULL`
-    /// without a current device; `ACL_ERROR_RT_MEMORY_ALLOCATION` when memory runs out.
-    pub fn malloc(&self, api: &str, size: u64, policy: u32, which: MallocApi) -> Result<u64> {
-        if size == 0 {
-            return Err(AclError::invalid(format!("{api}: size must be greater than 0")));
-        }
+    /// `ACL_ERROR_INVALID_PARAM` for size 0, an overflowing size, a policy the entry point does
+    /// not accept or a bad configuration attribute; `ACL_ERROR_RT_CONTEXT_NULL` without a
+    /// current device; `ACL_ERROR_RT_MEMORY_ALLOCATION` when memory of an allowed page size
+    /// runs out. Nothing changes on error.
+    pub fn malloc(
+        &self,
+        api: &str,
+        size: u64,
+        policy: u32,
+        which: MallocApi,
+        cfg: &[CfgAttr],
+    ) -> Result<u64> {
+        let req = mm::policy::request(which, self.soc, size, policy)
+            .map_err(|e| AclError::invalid(format!("{api}: {} (size {size}, policy {policy:#x})", e.0)))?;
         let d = self.current_device(api)?;
-        let plan = MallocPlan::new(self.soc, size, policy, which)
-            .ok_or_else(|| AclError::invalid(format!("{api}: size {size} overflows when rounded")))?;
-        let mut st = self.dev(d);
-        let heap = st.heap.as_mut().ok_or_else(|| {
-            AclError::new(ACL_ERROR_RT_CONTEXT_NULL, format!("{api}: device {d} has no context"))
-        })?;
-        let drv = self.backend.driver();
-        let mut last_err = None;
-        for &page in plan.pages() {
-            let range = match heap.reserve(plan.rounded, page) {
-                Ok(r) => r,
-                Err(e) => {
-                    last_err = Some(AclError::from_mm(
-                        e,
-                        &format!("{api}: no device VA for {} bytes", plan.rounded),
-                    ));
-                    continue;
+        let mut component = mm::device::APP;
+        for (i, a) in cfg.iter().enumerate() {
+            match a.kind {
+                ATTR_RSV => {}
+                // Module ids above the application's collapse to it, as in CANN.
+                ATTR_MODULE_ID => component = a.u16().min(mm::device::APP),
+                ATTR_DEVICE_ID if a.u32() == d => {}
+                ATTR_DEVICE_ID => {
+                    return Err(AclError::invalid(format!(
+                        "{api}: cfg->attrs[{i}] names device {} but the current device is {d}",
+                        a.u32()
+                    )))
                 }
-            };
-            match drv.back(DeviceId(d), &BackRequest { range, page_size: page, attrs: plan.attrs }) {
-                Ok(()) => {
-                    heap.commit(Allocation {
-                        range,
-                        usable_bytes: plan.rounded,
-                        page_size: page,
-                        attrs: plan.attrs,
-                    })
-                    .map_err(|e| AclError::from_mm(e, api))?;
-                    return Ok(range.start().as_u64());
+                ATTR_VA_FLAG => {
+                    return Err(AclError::invalid(format!(
+                        "{api}: cfg->attrs[{i}]: ACL_RT_MEM_ATTR_VA_FLAG applies to host memory only"
+                    )))
                 }
-                Err(e) => {
-                    let _ = heap.unreserve(range);
-                    last_err = Some(AclError::new(
-                        if e.kind() == hal::ErrorKind::OutOfMemory { ACL_ERROR_RT_MEMORY_ALLOCATION } else { AclError::from_hal(e, "").code() },
-                        format!("{api}: cannot allocate {size} bytes ({} after rounding) with {} pages on device {d} ({}): {}", plan.rounded, page_name(page), policy_name(policy), e.detail()),
-                    ));
+                k => {
+                    return Err(AclError::invalid(format!(
+                        "{api}: cfg->attrs[{i}].attr {k} is not an aclrtMallocAttrType (0..=3)"
+                    )))
                 }
             }
         }
-        Err(last_err.unwrap_or_else(|| {
-            AclError::new(ACL_ERROR_RT_MEMORY_ALLOCATION, format!("{api}: cannot allocate {size} bytes"))
-        }))
+        let mut st = self.dev(d);
+        let alloc = st.alloc.as_mut().ok_or_else(|| {
+            AclError::new(ACL_ERROR_RT_CONTEXT_NULL, format!("{api}: device {d} has no context"))
+        })?;
+        let mut backer = HalBacker::new(self.backend.driver(), d);
+        match alloc.allocate(&mut backer, &req, component) {
+            Ok(p) => Ok(p.as_u64()),
+            Err(e) => {
+                let why = match e {
+                    mm::device::AllocError::OutOfVa => "no device VA range is left".to_owned(),
+                    mm::device::AllocError::Backing(e) => e.detail().to_owned(),
+                };
+                let code = match e {
+                    mm::device::AllocError::Backing(h) if h.kind() != hal::ErrorKind::OutOfMemory => {
+                        AclError::from_hal(h, api).code()
+                    }
+                    _ => ACL_ERROR_RT_MEMORY_ALLOCATION,
+                };
+                Err(AclError::new(
+                    code,
+                    format!(
+                        "{api}: cannot allocate {size} bytes ({} after rounding) on device {d} with {}: {why}",
+                        req.usable_bytes,
+                        policy_name(policy)
+                    ),
+                ))
+            }
+        }
     }
 
-    /// `aclrtFree`: frees a device allocation immediately.
-    ///
-    /// # Errors
-    ///
-    /// `ACL_ERROR_RT_PARAM_INVALID` when `ptr` is not a live allocation base on a device of
-    /// this process; nothing changes then.
-    pub fn free(&self, api: &str, ptr: u64) -> Result<()> {
+    /// The device a device pointer belongs to, checked against the current device.
+    fn owning_device(&self, api: &str, what: &str, ptr: u64) -> Result<u32> {
         let d = match locate(ptr) {
             Loc::Device(d) if d < self.device_count() => d,
             Loc::Pinned => {
                 return Err(AclError::rt_invalid(format!(
-                    "{api}: devPtr {ptr:#x} is pinned host memory; free it with aclrtFreeHost"
+                    "{api}: {what} {ptr:#x} is pinned host memory; free it with aclrtFreeHost"
                 )))
             }
-            _ => return Err(AclError::rt_invalid(format!("{api}: devPtr {ptr:#x} is not device memory"))),
+            _ => return Err(AclError::rt_invalid(format!("{api}: {what} {ptr:#x} is not device memory"))),
         };
-        let mut st = self.dev(d);
-        let Some(heap) = st.heap.as_mut() else {
+        let cur = self.current_device(api)?;
+        if cur != d {
             return Err(AclError::rt_invalid(format!(
-                "{api}: devPtr {ptr:#x} is on device {d}, which has no context (reset or never set)"
+                "{api}: {what} {ptr:#x} belongs to device {d}, but the current device is {cur}"
             )));
+        }
+        Ok(d)
+    }
+
+    /// `aclrtFree`: frees a device allocation of the current device immediately.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_PARAM_INVALID` when `ptr` is not a live allocation base of the current
+    /// device (double free, interior or host pointer, another device); nothing changes then.
+    pub fn free(&self, api: &str, ptr: u64) -> Result<()> {
+        let d = self.owning_device(api, "devPtr", ptr)?;
+        let mut st = self.dev(d);
+        let Some(alloc) = st.alloc.as_mut() else {
+            return Err(AclError::rt_invalid(format!("{api}: device {d} has no context")));
         };
-        let alloc = heap.get(DeviceAddr(ptr)).map_err(|why| not_live(api, "devPtr", ptr, why))?;
-        let range = alloc.range;
-        self.backend.driver().unback(DeviceId(d), range).map_err(|e| AclError::from_hal(e, api))?;
-        heap.remove(DeviceAddr(ptr)).map_err(|why| not_live(api, "devPtr", ptr, why))?;
-        Ok(())
+        let mut backer = HalBacker::new(self.backend.driver(), d);
+        match alloc.free(&mut backer, DeviceAddr(ptr)) {
+            Ok(_) => Ok(()),
+            Err(FreeError::NotLive(why)) => Err(not_live(api, "devPtr", ptr, why)),
+            Err(FreeError::Backing(e)) => Err(AclError::from_hal(e, api)),
+        }
+    }
+
+    /// Facts about the live device allocation containing `ptr` (any device of this process).
+    pub(crate) fn device_info_of(&self, ptr: u64) -> Option<(u32, DeviceInfo)> {
+        let Loc::Device(d) = locate(ptr) else { return None };
+        if d >= self.device_count() {
+            return None;
+        }
+        let st = self.dev(d);
+        st.alloc.as_ref()?.find(DeviceAddr(ptr)).map(|i| (d, i))
     }
 
     /// `aclrtMallocHost`: allocates pinned host memory.
@@ -253,7 +353,7 @@ impl Runtime {
     fn check_live(&self, api: &str, what: &str, loc: Loc, addr: u64, len: u64) -> Result<()> {
         let ok = match loc {
             Loc::Device(d) if d < self.device_count() => {
-                self.dev(d).heap.as_ref().is_some_and(|h| h.contains_range(DeviceAddr(addr), len))
+                self.dev(d).alloc.as_ref().is_some_and(|h| h.contains_range(DeviceAddr(addr), len))
             }
             Loc::Device(_) => false,
             Loc::Pinned => {
@@ -276,6 +376,21 @@ impl Runtime {
             _ => "a live aclrtMallocHost allocation".to_owned(),
         };
         Err(AclError::rt_invalid(format!("{api}: {what} range [{addr:#x}, +{len}) is not inside {place}")))
+    }
+
+    /// Checks that user space may write the device memory at `addr` (not
+    /// `ACL_MEM_ACCESS_USER_SPACE_READONLY`).
+    fn check_writable(&self, api: &str, what: &str, loc: Loc, addr: u64) -> Result<()> {
+        if let Loc::Device(_) = loc {
+            if let Some((_, info)) = self.device_info_of(addr) {
+                if info.attrs.contains(MemAttr::READONLY) {
+                    return Err(AclError::rt_invalid(format!(
+                        "{api}: {what} {addr:#x} is read-only from user space (ACL_MEM_ACCESS_USER_SPACE_READONLY)"
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Validates an `aclrtMemcpy` and says what it will do.
@@ -318,6 +433,7 @@ impl Runtime {
         let (ld, ls) = (locate(dst), locate(src));
         check_kind(api, ls, ld, kind_value)?;
         self.check_live(api, "dst", ld, dst, count)?;
+        self.check_writable(api, "dst", ld, dst)?;
         self.check_live(api, "src", ls, src, count)?;
         if let (Loc::Device(a), Loc::Device(b)) = (ld, ls) {
             if a != b {
@@ -389,6 +505,7 @@ impl Runtime {
             )));
         }
         self.check_live(api, "devPtr", loc, dst, count)?;
+        self.check_writable(api, "devPtr", loc, dst)?;
         Ok(SetPlan { dst: loc, count })
     }
 
@@ -408,6 +525,196 @@ impl Runtime {
             _ => self.backend.sim().dma_fill(DeviceAddr(dst), value, plan.count),
         };
         r.map_err(|e| AclError::from_hal(e, api))
+    }
+
+    /// `aclrtMallocHostWithCfg`: checks the configuration, then allocates like `aclrtMallocHost`.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_INVALID_PARAM` for a bad attribute (RSV or DEVICE_ID, a VA_FLAG other than 0
+    /// or 1, an unknown type); `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` for VA_FLAG 1 on 950.
+    pub fn malloc_host_cfg(&self, api: &str, size: u64, cfg: &[CfgAttr]) -> Result<u64> {
+        for (i, a) in cfg.iter().enumerate() {
+            match a.kind {
+                ATTR_MODULE_ID => {}
+                ATTR_VA_FLAG => match a.u32() {
+                    0 => {}
+                    1 if self.soc != hal::SocProfile::Ascend950 => {}
+                    1 => {
+                        return Err(AclError::new(
+                            ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                            format!("{api}: cfg->attrs[{i}]: host/device VA consistency (VA_FLAG 1) is not supported on {}", self.soc.soc_name()),
+                        ))
+                    }
+                    v => return Err(AclError::invalid(format!("{api}: cfg->attrs[{i}]: VA_FLAG must be 0 or 1, not {v}"))),
+                },
+                ATTR_RSV | ATTR_DEVICE_ID => {
+                    return Err(AclError::invalid(format!(
+                        "{api}: cfg->attrs[{i}].attr {} does not apply to host memory (use MODULE_ID or VA_FLAG)",
+                        a.kind
+                    )))
+                }
+                k => {
+                    return Err(AclError::invalid(format!(
+                        "{api}: cfg->attrs[{i}].attr {k} is not an aclrtMallocAttrType (0..=3)"
+                    )))
+                }
+            }
+        }
+        self.malloc_host(api, size)
+    }
+
+    /// `aclrtGetMemUsageInfo`: per-component usage of `device_id` by this process, largest first.
+    ///
+    /// The application's allocations are the component `APP`; other module ids given through
+    /// `aclrtMallocWithCfg` are `MODULE_<id>`; `RUNTIME` is the memory the allocator holds beyond
+    /// what was handed out (page rounding, slab slack, kept chunks), so the components add up to
+    /// the device memory this process uses.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_INVALID_DEVICEID` for a bad id; `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` on 950.
+    pub fn mem_usage(&self, api: &str, device_id: i32) -> Result<Vec<(String, u64, u64)>> {
+        if self.soc == hal::SocProfile::Ascend950 {
+            return Err(AclError::new(
+                ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                format!("{api}: not supported on {}", self.soc.soc_name()),
+            ));
+        }
+        let d = match u32::try_from(device_id) {
+            Ok(d) if d < self.device_count() => d,
+            _ => {
+                return Err(AclError::new(
+                    ACL_ERROR_RT_INVALID_DEVICEID,
+                    format!("{api}: deviceId {device_id} is out of range (0..{})", self.device_count()),
+                ))
+            }
+        };
+        let st = self.dev(d);
+        let Some(alloc) = st.alloc.as_ref() else { return Ok(Vec::new()) };
+        let acct = alloc.accounting();
+        let mut out: Vec<(String, u64, u64)> = acct
+            .components
+            .iter()
+            .map(|&(c, u)| {
+                let name = if c == mm::device::APP { "APP".to_owned() } else { format!("MODULE_{c}") };
+                (name, u.current, u.peak)
+            })
+            .collect();
+        let overhead_peak = acct.backed.peak.saturating_sub(acct.live.peak).max(acct.overhead());
+        out.push(("RUNTIME".to_owned(), acct.overhead(), overhead_peak));
+        out.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.cmp(&a.2)));
+        Ok(out)
+    }
+
+    /// `aclrtCheckMemType`: whether every address is of one of the types in `mem_type`.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_INVALID_PARAM` for an empty list, a type outside DEV | DVPP | RSVD or a
+    /// non-zero `reserve`.
+    pub fn check_mem_type(&self, api: &str, addrs: &[u64], mem_type: u32, reserve: u32) -> Result<bool> {
+        const DEV: u32 = 0x2;
+        const DVPP: u32 = 0x8;
+        const RSVD: u32 = 0x10;
+        if addrs.is_empty() {
+            return Err(AclError::invalid(format!("{api}: size must be greater than 0")));
+        }
+        if mem_type == 0 || mem_type & !(DEV | DVPP | RSVD) != 0 {
+            return Err(AclError::invalid(format!(
+                "{api}: memType {mem_type:#x} is not an OR of ACL_RT_MEM_TYPE_DEV, _DVPP and _RSVD"
+            )));
+        }
+        if reserve != 0 {
+            return Err(AclError::invalid(format!("{api}: reserve must be 0, not {reserve}")));
+        }
+        // DVPP memory is ordinary device memory on 950; no other SoC here has a DVPP allocator,
+        // and reserved ranges (aclrtReserveMemAddress) do not exist yet.
+        let dev_ok = mem_type & DEV != 0 || (mem_type & DVPP != 0 && self.soc == hal::SocProfile::Ascend950);
+        Ok(addrs.iter().all(|&a| dev_ok && self.device_info_of(a).is_some()))
+    }
+
+    /// `aclrtPointerGetAttributes`: `(location type, location id, page size)`.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_PARAM_INVALID` for an address in a device or pinned window that is not
+    /// live memory.
+    pub fn pointer_attributes(&self, api: &str, ptr: u64) -> Result<(u32, u32, u32)> {
+        const HOST: u32 = 0;
+        const DEVICE: u32 = 1;
+        const UNREGISTERED: u32 = 2;
+        match locate(ptr) {
+            Loc::Device(_) => {
+                let (d, info) = self.device_info_of(ptr).ok_or_else(|| {
+                    AclError::rt_invalid(format!(
+                        "{api}: ptr {ptr:#x} is in a device window but not in a live allocation"
+                    ))
+                })?;
+                // CAST: page sizes are at most 1 GiB.
+                Ok((DEVICE, d, info.page_size.bytes() as u32))
+            }
+            Loc::Pinned => {
+                let host = self.host.lock().unwrap_or_else(|p| p.into_inner());
+                host.find(DeviceAddr(ptr)).ok_or_else(|| {
+                    AclError::rt_invalid(format!(
+                        "{api}: ptr {ptr:#x} is in the pinned window but not in a live allocation"
+                    ))
+                })?;
+                // CAST: 4 KiB.
+                Ok((HOST, 0, PageSize::Normal.bytes() as u32))
+            }
+            Loc::Unregistered => Ok((UNREGISTERED, 0, 0)),
+        }
+    }
+
+    /// `aclrtMemGetAddressRange`: base and usable size of the allocation containing `ptr`.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_PARAM_INVALID` when `ptr` is in no live device or pinned allocation.
+    pub fn address_range(&self, api: &str, ptr: u64) -> Result<(u64, u64)> {
+        match locate(ptr) {
+            Loc::Device(_) => {
+                if let Some((_, info)) = self.device_info_of(ptr) {
+                    return Ok((info.base.as_u64(), info.usable_bytes));
+                }
+            }
+            Loc::Pinned => {
+                let host = self.host.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some((base, a)) = host.find(DeviceAddr(ptr)) {
+                    return Ok((base.as_u64(), a.usable_bytes));
+                }
+            }
+            Loc::Unregistered => {}
+        }
+        Err(AclError::rt_invalid(format!(
+            "{api}: ptr {ptr:#x} is not inside a live device or pinned allocation"
+        )))
+    }
+
+    /// `aclrtMemFlush` / `aclrtMemInvalidate`: caches are coherent, so after checking the
+    /// range there is nothing to do.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_INVALID_PARAM` for NULL or size 0; `ACL_ERROR_RT_PARAM_INVALID` for a range
+    /// outside live device memory.
+    pub fn cache_op(&self, api: &str, ptr: u64, size: u64) -> Result<()> {
+        if ptr == 0 {
+            return Err(AclError::invalid(format!("{api}: devPtr is NULL")));
+        }
+        if size == 0 {
+            return Err(AclError::invalid(format!("{api}: size must be greater than 0")));
+        }
+        match self.device_info_of(ptr) {
+            Some((_, i)) if ptr.checked_add(size).is_some_and(|e| e <= i.base.as_u64() + i.usable_bytes) => {
+                Ok(())
+            }
+            _ => Err(AclError::rt_invalid(format!(
+                "{api}: range [{ptr:#x}, +{size}) is not inside a live device allocation"
+            ))),
+        }
     }
 
     /// `aclrtGetMemInfo` for the current device: `(free, total)`.
@@ -454,14 +761,6 @@ fn not_live(api: &str, what: &str, ptr: u64, why: NotLive) -> AclError {
         NotLive::Unknown => "is not a live allocation of this process".to_owned(),
     };
     AclError::rt_invalid(format!("{api}: {what} {ptr:#x} {reason}"))
-}
-
-fn page_name(p: PageSize) -> &'static str {
-    match p {
-        PageSize::Normal => "4 KiB",
-        PageSize::Huge => "2 MiB",
-        PageSize::Giant => "1 GiB",
-    }
 }
 
 /// The name of an `aclrtMemMallocPolicy` value, for messages.
@@ -516,81 +815,9 @@ fn check_kind(api: &str, src: Loc, dst: Loc, k: u32) -> Result<()> {
     )))
 }
 
-/// How an allocation request is rounded and which page sizes are tried, in order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MallocPlan {
-    /// Usable size after the API's rounding.
-    pub rounded: u64,
-    /// Attributes of the backing.
-    pub attrs: MemAttr,
-    pages: [PageSize; 2],
-    npages: usize,
-}
-
-impl MallocPlan {
-    /// Plans `size` bytes with `policy` on `soc`; `None` when rounding overflows.
-    pub fn new(soc: SocProfile, size: u64, policy: u32, which: MallocApi) -> Option<Self> {
-        let giant = matches!(policy, 6 | 7);
-        let MallocApi::Malloc = which;
-        let pad = if giant { 0 } else { soc.malloc_padding() };
-        let rounded = round_up(size.checked_add(pad)?, 32)?;
-        let attrs =
-            if matches!(policy, 3 | 4 | 5 | 7) { MemAttr::P2P | MemAttr::CACHED } else { MemAttr::CACHED };
-        // The documented thresholds apply to the size the caller asked for: HUGE_FIRST gives
-        // normal pages up to 1 MiB; an out-of-range policy gives huge pages from 2 MiB.
-        let (pages, npages) = match policy {
-            0 | 3 if size > MIB => ([PageSize::Huge, PageSize::Normal], 2),
-            0 | 3 | 2 | 5 => ([PageSize::Normal, PageSize::Normal], 1),
-            1 | 4 => ([PageSize::Huge, PageSize::Huge], 1),
-            6 | 7 => ([PageSize::Giant, PageSize::Giant], 1),
-            // Out of range (or a policy with extra bits): huge pages from 2 MiB, normal below.
-            _ if size >= 2 * MIB => ([PageSize::Huge, PageSize::Normal], 2),
-            _ => ([PageSize::Normal, PageSize::Normal], 1),
-        };
-        Some(Self { rounded, attrs, pages, npages })
-    }
-
-    /// The page sizes to try, in order.
-    pub fn pages(&self) -> &[PageSize] {
-        &self.pages[..self.npages]
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn malloc_rounding_per_soc() {
-        let p = |soc, size, pol| MallocPlan::new(soc, size, pol, MallocApi::Malloc).unwrap().rounded;
-        assert_eq!(p(SocProfile::A2, 1, 0), 64);
-        assert_eq!(p(SocProfile::A2, 32, 0), 64);
-        assert_eq!(p(SocProfile::A2, 33, 0), 96);
-        assert_eq!(p(SocProfile::Ascend950, 1, 0), 32);
-        assert_eq!(p(SocProfile::Ascend950, 32, 0), 32);
-        assert_eq!(p(SocProfile::Ascend950, 33, 0), 64);
-        assert_eq!(p(SocProfile::A2, 33, 6), 64, "1 GiB policies get no padding");
-        assert!(MallocPlan::new(SocProfile::A2, u64::MAX, 0, MallocApi::Malloc).is_none());
-        assert!(MallocPlan::new(SocProfile::A2, u64::MAX - 40, 0, MallocApi::Malloc).is_none());
-    }
-
-    #[test]
-    fn policies_choose_pages() {
-        let pages = |size, pol| {
-            MallocPlan::new(SocProfile::A2, size, pol, MallocApi::Malloc).unwrap().pages().to_vec()
-        };
-        assert_eq!(pages(MIB, 0), vec![PageSize::Normal], "up to 1 MiB as asked stays on normal pages");
-        assert_eq!(pages(MIB + 1, 0), vec![PageSize::Huge, PageSize::Normal]);
-        assert_eq!(pages(100, 1), vec![PageSize::Huge]);
-        assert_eq!(pages(8 * MIB, 2), vec![PageSize::Normal]);
-        assert_eq!(pages(8 * MIB, 6), vec![PageSize::Giant]);
-        assert_eq!(pages(2 * MIB, 0x1000), vec![PageSize::Huge, PageSize::Normal]);
-        assert_eq!(pages(2 * MIB - 1, 0x1000), vec![PageSize::Normal]);
-        assert!(MallocPlan::new(SocProfile::A2, 10, 4, MallocApi::Malloc)
-            .unwrap()
-            .attrs
-            .contains(MemAttr::P2P));
-    }
 
     #[test]
     fn kinds_follow_the_reference_table() {

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use hal::layout::{device_window_base, DEVICE_WINDOW_SIZE, HOST_WINDOW_BASE, HOST_WINDOW_SIZE};
 use hal::{DeviceAddr, DeviceId, SocProfile, VaRange};
 use hal_sim::Sim;
+use mm::device::DeviceAllocator;
 use mm::heap::DeviceHeap;
 
 use crate::codes::*;
@@ -53,7 +54,7 @@ pub(crate) struct DevState {
     /// Set when the device was reset by `aclrtResetDeviceForce` (a later plain reset fails).
     pub(crate) forced: bool,
     /// The allocation table, present while the context exists.
-    pub(crate) heap: Option<DeviceHeap>,
+    pub(crate) alloc: Option<DeviceAllocator>,
 }
 
 /// The initialised runtime of this process.
@@ -198,9 +199,6 @@ pub fn runtime(api: &str) -> Result<Arc<Runtime>> {
         .ok_or_else(|| AclError::new(ACL_ERROR_UNINITIALIZE, format!("{api}: call aclInit first")))
 }
 
-/// One mebibyte.
-pub(crate) const MIB: u64 = 1 << 20;
-
 /// `v` rounded up to a multiple of `to`, or `None` on overflow.
 pub(crate) fn round_up(v: u64, to: u64) -> Option<u64> {
     v.checked_add(to - 1).map(|x| x / to * to)
@@ -256,7 +254,7 @@ impl Runtime {
             })?;
             let window = VaRange::try_new(DeviceAddr(device_window_base(d)), DEVICE_WINDOW_SIZE)
                 .map_err(|e| AclError::from_hal(e, "aclrtSetDevice"))?;
-            st.heap = Some(DeviceHeap::new(window));
+            st.alloc = Some(DeviceAllocator::new(window));
             st.forced = false;
         }
         st.refcount = st
@@ -308,16 +306,15 @@ impl Runtime {
 
     /// Frees every allocation of device `d` and closes it.
     fn teardown(&self, d: u32) {
-        let heap = {
+        let alloc = {
             let mut st = self.dev(d);
             st.refcount = 0;
-            st.heap.take()
+            st.alloc.take()
         };
-        if let Some(mut heap) = heap {
-            let drv = self.backend.driver();
-            for a in heap.drain() {
-                let _ = drv.unback(DeviceId(d), a.range);
-            }
+        if let Some(mut alloc) = alloc {
+            let mut backer = crate::memory::HalBacker::new(self.backend.driver(), d);
+            alloc.release_all(&mut backer);
+            alloc.trim(&mut backer);
         }
         let _ = self.backend.driver().close(DeviceId(d));
     }

@@ -43,19 +43,7 @@ pub struct DeviceHeap {
     recent_next: usize,
 }
 
-/// Why an address is not a live allocation base.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NotLive {
-    /// It was freed recently (a double free).
-    Freed,
-    /// It points inside a live allocation that starts elsewhere.
-    Interior {
-        /// The allocation's base.
-        base: DeviceAddr,
-    },
-    /// It names nothing this heap knows.
-    Unknown,
-}
+pub use crate::device::NotLive;
 
 impl DeviceHeap {
     /// Creates an empty heap over `window`.

@@ -2,8 +2,12 @@
 //!
 //! `mm` sits directly above `hal` and below `sched`. It owns every bookkeeping decision about
 //! device memory: which physical frames of the device's high-bandwidth memory (HBM) are in use
-//! ([`phys`]), and which device VA ranges inside a window are taken ([`va`]). It manages numbers,
-//! never host memory, so it needs no `unsafe`; it never calls a driver.
+//! ([`phys`]), which device VA ranges inside a window are taken ([`va`]), how a request is rounded
+//! and which pages may back it ([`policy`]), the slab of small objects ([`slab`]), the allocator
+//! that ties them together with exact accounting ([`device`]), a plain allocation table for other
+//! windows ([`heap`]), and the stream-order question it asks `sched` ([`order`]). It manages
+//! numbers, never host memory, so it needs no `unsafe`; it never calls a driver (backing goes
+//! through the [`device::Backer`] trait).
 //!
 //! # Design rules
 //!
@@ -18,10 +22,13 @@
 
 extern crate alloc;
 
+pub mod device;
 pub mod error;
 pub mod heap;
 pub mod order;
 pub mod phys;
+pub mod policy;
+pub mod slab;
 pub mod va;
 
 pub use error::{Error, Result};

@@ -35,6 +35,27 @@ static size_t footprint(size_t size, size_t page)
     return round_up(round_up(size, 32) + 32, page);
 }
 
+/* HUGE_FIRST above 1 MiB: every whole 2 MiB of the rounded size takes a 2 MiB page, the tail
+ * takes 4 KiB pages. */
+static size_t huge_part(size_t size)
+{
+    size_t r = round_up(size, 32) + 32;
+    size_t whole = r / (2 * MIB) * (2 * MIB);
+    /* A tail that needs a whole 2 MiB of 4 KiB pages takes a 2 MiB page instead. */
+    return round_up(r - whole, 4 * KIB) == 2 * MIB ? whole + 2 * MIB : whole;
+}
+
+static size_t huge_first_footprint(size_t size)
+{
+    size_t r = round_up(size, 32) + 32;
+    size_t huge = huge_part(size);
+    return huge >= r ? huge : huge + round_up(r - huge, 4 * KIB);
+}
+
+/* Small requests (at most 64 KiB after rounding) are slab objects: the first object of a size
+ * class takes a whole 2 MiB chunk, which goes back when its last object is freed. */
+#define SLAB_CHUNK (2 * MIB)
+
 /* Parses a size such as "1G", "512M", "4096", "2GiB" from the environment.
  * Returns 1 and stores it when the variable is set and well formed. */
 static int env_size(const char *name, size_t *out)
@@ -81,18 +102,17 @@ static int mem_free(aclrtMemAttr attr, size_t *free_bytes)
 
 /*
  * Allocates `size` bytes with `policy`, checks that ACL_HBM_MEM free drops by
- * exactly `want`, and (for huge-page allocations, `huge` != 0) that the 2 MiB
- * class ACL_HBM_MEM_HUGE drops by the same amount; frees and checks that both
- * figures come back.
+ * exactly `want` and the 2 MiB class ACL_HBM_MEM_HUGE by exactly `want_huge`;
+ * frees and checks that both figures come back.
  */
-static void alloc_and_measure(size_t size, aclrtMemMallocPolicy policy, size_t want, int huge)
+static void alloc_and_measure(size_t size, aclrtMemMallocPolicy policy, size_t want, size_t want_huge)
 {
     size_t before = 0, after = 0, restored = 0;
     size_t hbefore = 0, hafter = 0, hrestored = 0;
     void *p = NULL;
 
-    printf("        aclrtMalloc(%zu bytes, policy %d): expect free -%zu (%s pages)\n", size,
-           (int)policy, want, huge ? "2 MiB" : "4 KiB");
+    printf("        aclrtMalloc(%zu bytes, policy %d): expect free -%zu, of it 2 MiB pages %zu\n", size,
+           (int)policy, want, want_huge);
     if (!CHECK(mem_free(ACL_HBM_MEM, &before) && mem_free(ACL_HBM_MEM_HUGE, &hbefore))) {
         return;
     }
@@ -104,9 +124,7 @@ static void alloc_and_measure(size_t size, aclrtMemMallocPolicy policy, size_t w
     printf("        free %zu -> %zu (-%zu), huge free %zu -> %zu\n", before, after,
            before - after, hbefore, hafter);
     CHECK(before - after == want);
-    if (huge) {
-        CHECK(hbefore - hafter == want);
-    }
+    CHECK(hbefore - hafter == want_huge);
     CHECK_OK(aclrtFree(p));
     CHECK(mem_free(ACL_HBM_MEM, &restored) && mem_free(ACL_HBM_MEM_HUGE, &hrestored));
     CHECK(restored == before);
@@ -146,30 +164,36 @@ int main(void)
         CHECK(t == huge2m);
     }
 
-    check_section("HUGE_FIRST above 1 MiB takes 2 MiB pages");
-    alloc_and_measure(3 * MIB + 5, ACL_MEM_MALLOC_HUGE_FIRST, footprint(3 * MIB + 5, 2 * MIB), 1);
-    CHECK(footprint(3 * MIB + 5, 2 * MIB) == 4 * MIB);
-    alloc_and_measure(2 * MIB, ACL_MEM_MALLOC_HUGE_FIRST, footprint(2 * MIB, 2 * MIB), 1);
+    check_section("HUGE_FIRST above 1 MiB: 2 MiB pages, the tail in 4 KiB pages");
+    alloc_and_measure(3 * MIB + 5, ACL_MEM_MALLOC_HUGE_FIRST, huge_first_footprint(3 * MIB + 5),
+                      huge_part(3 * MIB + 5));
+    CHECK(huge_first_footprint(3 * MIB + 5) == 3 * MIB + 4 * KIB);
+    alloc_and_measure(2 * MIB, ACL_MEM_MALLOC_HUGE_FIRST, huge_first_footprint(2 * MIB), 2 * MIB);
+    CHECK(huge_first_footprint(2 * MIB) == 2 * MIB + 4 * KIB);
+    alloc_and_measure(4 * MIB - 64, ACL_MEM_MALLOC_HUGE_FIRST, 4 * MIB, 4 * MIB);
+    CHECK(huge_first_footprint(4 * MIB - 64) == 4 * MIB);
 
     check_section("HUGE_ONLY takes 2 MiB pages");
-    alloc_and_measure(5 * MIB, ACL_MEM_MALLOC_HUGE_ONLY, footprint(5 * MIB, 2 * MIB), 1);
+    alloc_and_measure(5 * MIB, ACL_MEM_MALLOC_HUGE_ONLY, footprint(5 * MIB, 2 * MIB),
+                      footprint(5 * MIB, 2 * MIB));
+    alloc_and_measure(100, ACL_MEM_MALLOC_HUGE_ONLY, SLAB_CHUNK, SLAB_CHUNK);
 
     check_section("NORMAL_ONLY takes 4 KiB pages");
     alloc_and_measure(100000, ACL_MEM_MALLOC_NORMAL_ONLY, footprint(100000, 4 * KIB), 0);
     CHECK(footprint(100000, 4 * KIB) == 102400);
-    alloc_and_measure(1, ACL_MEM_MALLOC_NORMAL_ONLY, 4 * KIB, 0);
+    alloc_and_measure(1, ACL_MEM_MALLOC_NORMAL_ONLY, SLAB_CHUNK, 0);
     alloc_and_measure(3 * MIB + 5, ACL_MEM_MALLOC_NORMAL_ONLY, footprint(3 * MIB + 5, 4 * KIB), 0);
 
     check_section("HUGE_FIRST up to 1 MiB takes 4 KiB pages");
     alloc_and_measure(MIB, ACL_MEM_MALLOC_HUGE_FIRST, footprint(MIB, 4 * KIB), 0);
     CHECK(footprint(MIB, 4 * KIB) == MIB + 4 * KIB);
-    alloc_and_measure(1000, ACL_MEM_MALLOC_HUGE_FIRST, 4 * KIB, 0);
+    alloc_and_measure(1000, ACL_MEM_MALLOC_HUGE_FIRST, SLAB_CHUNK, 0);
 
     check_section("two live allocations are accounted separately");
     {
         void *a = NULL, *b = NULL;
         size_t start = 0, both = 0, only_b = 0, end = 0;
-        const size_t fa = footprint(3 * MIB + 5, 2 * MIB);
+        const size_t fa = huge_first_footprint(3 * MIB + 5);
         const size_t fb = footprint(100000, 4 * KIB);
 
         CHECK(mem_free(ACL_HBM_MEM, &start));
@@ -248,7 +272,7 @@ int main(void)
             CHECK(mem_free(ACL_HBM_MEM, &d0a));
             if (CHECK_OK(aclrtMalloc(&p, 64 * MIB, ACL_MEM_MALLOC_HUGE_FIRST))) {
                 CHECK(mem_free(ACL_HBM_MEM, &d0b));
-                CHECK(d0a - d0b == footprint(64 * MIB, 2 * MIB));
+                CHECK(d0a - d0b == huge_first_footprint(64 * MIB));
                 CHECK_OK(aclrtSetDevice(1));
                 CHECK_OK(aclrtGetMemInfo(ACL_HBM_MEM, &f1b, &t1b));
                 CHECK(f1b == f1a && t1b == t1a);

@@ -34,6 +34,25 @@ fn bad_inputs_get_documented_codes_and_change_nothing() {
     run_ok(&exe, "bad", &[]);
 }
 
+/// The sizes the allocation-family program expects: 4 GiB of HBM, 512 MiB of 2 MiB pages,
+/// 2 GiB of 1 GiB pages.
+const BIG: [(&str, &str); 3] =
+    [("ACLRS_SIM_HBM", "4G"), ("ACLRS_SIM_HUGE2M", "512M"), ("ACLRS_SIM_HUGE1G", "2G")];
+
+#[test]
+fn malloc_variants_and_queries_a2() {
+    let exe = compile_c("malloc_variants", Link::Shared);
+    run_ok(&exe, "variants-a2", &BIG);
+}
+
+#[test]
+fn malloc_variants_and_queries_950() {
+    let exe = compile_c("malloc_variants", Link::Shared);
+    let mut env = BIG.to_vec();
+    env.push(("ACLRS_SIM_SOC", "Ascend950PR"));
+    run_ok(&exe, "variants-950", &env);
+}
+
 #[test]
 fn demo_prints_its_table() {
     let exe = compile_c("demo", Link::Shared);

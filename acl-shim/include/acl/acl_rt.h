@@ -10,24 +10,23 @@
  *
  *   devices   aclrtSetDevice, aclrtResetDevice, aclrtResetDeviceForce,
  *             aclrtGetDevice, aclrtGetDeviceCount, aclrtGetRunMode
- *   memory    aclrtMalloc, aclrtFree, aclrtMallocHost, aclrtFreeHost,
- *             aclrtMemcpy, aclrtMemset, aclrtGetMemInfo
+ *   memory    aclrtMalloc, aclrtMallocAlign32, aclrtMallocCached,
+ *             aclrtMallocWithCfg, aclrtMallocForTaskScheduler, aclrtFree,
+ *             aclrtMallocHost, aclrtMallocHostWithCfg, aclrtFreeHost,
+ *             aclrtMemFlush, aclrtMemInvalidate, aclrtMemcpy, aclrtMemset
+ *   queries   aclrtGetMemInfo, aclrtGetMemUsageInfo, aclrtCheckMemType,
+ *             aclrtPointerGetAttributes, aclrtMemGetAddressRange
  *
  * (aclInit and aclFinalize are in acl/acl.h, aclGetRecentErrMsg in
  * acl/acl_base.h.) The following CANN functions are NOT declared yet; each is
  * added here together with its implementation, so that a program using one
  * fails to compile rather than to link:
  *
- *   - the rest of the allocation family: aclrtMallocAlign32, aclrtMallocCached,
- *     aclrtMallocWithCfg, aclrtMallocForTaskScheduler, aclrtFreeWithDevSync,
- *     aclrtMemFlush, aclrtMemInvalidate, aclrtMallocHostWithCfg,
- *     aclrtFreeHostWithDevSync;
+ *   - aclrtFreeWithDevSync, aclrtFreeHostWithDevSync;
  *   - host registration: aclrtHostRegister(V2), aclrtHostUnregister,
  *     aclrtHostGetDevicePointer, aclrtHostMemMapCapabilities;
  *   - asynchronous, 2D, batch, descriptor and symbol copies, aclrtMemsetAsync,
  *     aclrtMemsetD32(Async);
- *   - queries: aclrtGetMemUsageInfo, aclrtCheckMemType,
- *     aclrtPointerGetAttributes, aclrtMemGetAddressRange;
  *   - virtual memory management (aclrtMallocPhysical ... aclrtMemMapSetLink),
  *     shareable handles and IPC memory (aclrtIpcMem*);
  *   - stream-ordered pools (acl/acl_rt_memory_soma.h) and the custom
@@ -730,6 +729,33 @@ ACL_FUNC_VISIBILITY aclError aclrtMemcpy(void *dst, size_t destMax, const void *
 ACL_FUNC_VISIBILITY aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count);
 /* Free and total bytes of memory class attr on the current device. */
 ACL_FUNC_VISIBILITY aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total);
+/* As aclrtMalloc, rounding size up to 32 bytes only (no padding on any SoC). */
+ACL_FUNC_VISIBILITY aclError aclrtMallocAlign32(void **devPtr, size_t size, aclrtMemMallocPolicy policy);
+/* As aclrtMalloc; policy is one of HUGE_FIRST, HUGE_ONLY, NORMAL_ONLY, HUGE1G_ONLY. */
+ACL_FUNC_VISIBILITY aclError aclrtMallocCached(void **devPtr, size_t size, aclrtMemMallocPolicy policy);
+/* Allocates with a policy that may OR a bandwidth flag, USER_SPACE_READONLY and a base
+ * policy, and optional attributes (cfg may be NULL). */
+ACL_FUNC_VISIBILITY aclError aclrtMallocWithCfg(void **devPtr, size_t size, aclrtMemMallocPolicy policy,
+                                                aclrtMallocConfig *cfg);
+/* Memory the on-chip task scheduler can use; as aclrtMallocWithCfg. */
+ACL_FUNC_VISIBILITY aclError aclrtMallocForTaskScheduler(void **devPtr, size_t size,
+                                                         aclrtMemMallocPolicy policy,
+                                                         aclrtMallocConfig *cfg);
+/* Pinned host memory with optional attributes (MODULE_ID, VA_FLAG); cfg may be NULL. */
+ACL_FUNC_VISIBILITY aclError aclrtMallocHostWithCfg(void **ptr, uint64_t size, aclrtMallocConfig *cfg);
+/* Caches are coherent: both check the range and return. size must not be 0. */
+ACL_FUNC_VISIBILITY aclError aclrtMemFlush(void *devPtr, size_t size);
+ACL_FUNC_VISIBILITY aclError aclrtMemInvalidate(void *devPtr, size_t size);
+/* Per-component current and peak usage of deviceId, largest first. */
+ACL_FUNC_VISIBILITY aclError aclrtGetMemUsageInfo(int32_t deviceId, aclrtMemUsageInfo *memUsageInfo,
+                                                  size_t inputNum, size_t *outputNum);
+/* *checkResult = 1 when every address is of a type in memType (ACL_RT_MEM_TYPE_*). */
+ACL_FUNC_VISIBILITY aclError aclrtCheckMemType(void **addrList, uint32_t size, uint32_t memType,
+                                               uint32_t *checkResult, uint32_t reserve);
+/* Where ptr lives (host, device, unregistered) and its page size. */
+ACL_FUNC_VISIBILITY aclError aclrtPointerGetAttributes(const void *ptr, aclrtPtrAttributes *attributes);
+/* Base and size of the allocation containing ptr (either output may be NULL). */
+ACL_FUNC_VISIBILITY aclError aclrtMemGetAddressRange(void *ptr, void **pbase, size_t *psize);
 
 #ifdef __cplusplus
 }

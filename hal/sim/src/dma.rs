@@ -82,7 +82,8 @@ impl Fabric {
     pub(crate) fn copy(&self, dst: DeviceAddr, src: DeviceAddr, len_bytes: u64) -> Result<()> {
         let (td, ts) = (self.resolve(dst.as_u64())?, self.resolve(src.as_u64())?);
         let (wd, ws) = (self.window(&td), self.window(&ts));
-        let overlapping_forward = src.as_u64() < dst.as_u64() && src.as_u64() + len_bytes > dst.as_u64();
+        let overlapping_forward = src.as_u64() < dst.as_u64()
+            && src.as_u64().checked_add(len_bytes).is_none_or(|end| end > dst.as_u64());
         if overlapping_forward {
             // Slicing front to back would read bytes already overwritten: copy in one piece.
             return Window::copy(wd, dst.as_u64(), ws, src.as_u64(), len_bytes).map_err(fault);

@@ -264,14 +264,14 @@ impl DeviceControl for Sim {
         if dev.index() >= self.config.visible.len() {
             return Err(Error::new(ErrorKind::NoDevice, "no such device"));
         }
-        let slot = {
-            let mut slots = self.fabric.slots.write().unwrap_or_else(|p| p.into_inner());
-            slots[dev.index()].take()
-        };
-        if let Some(slot) = slot {
-            // Drain the queues first; the windows and HBM object go with the last reference.
+        let _serial = self.open_lock.lock().unwrap_or_else(|p| p.into_inner());
+        // Drain the queues while the device is still reachable, so queued tasks run; only then
+        // remove it (the windows and HBM object go with the last reference).
+        if let Some(slot) = self.fabric.slot(dev.0) {
             slot.scheduler.stop();
         }
+        let mut slots = self.fabric.slots.write().unwrap_or_else(|p| p.into_inner());
+        slots[dev.index()] = None;
         Ok(())
     }
 

@@ -1,0 +1,832 @@
+//! The device allocator: every plain device allocation of one device's VA window, from request
+//! to backed range, with exact accounting.
+//!
+//! It owns the VA decisions (via [`crate::va`]), the slab of small objects (via
+//! [`crate::slab`]), the table of live blocks, and the per-component and per-policy counters.
+//! It does not own physical memory: it asks a [`Backer`] to back and unback ranges — the driver
+//! in the runtime, or a [`FrameBacker`] over [`crate::phys`] in firmware, tests and benchmarks.
+//!
+//! # How a request is placed
+//!
+//! - Small requests (at most [`SLAB_MAX_BYTES`], any plan but 1 GiB pages) take an object of a
+//!   slab size class; a chunk is a 2 MiB VA range backed by one 2 MiB page (HUGE_ONLY) or by
+//!   4 KiB pages (the normal-page plans), and goes back as soon as it empties (one empty chunk
+//!   per class is kept).
+//! - HUGE_FIRST: a 2 MiB-aligned range; every whole 2 MiB is backed by a 2 MiB page and the
+//!   tail by 4 KiB pages, so physical use is the size rounded to 4 KiB, not to 2 MiB. When no
+//!   2 MiB page is left, the whole range falls back to 4 KiB pages.
+//! - HUGE_ONLY, 1 GiB: whole pages of that size, no fallback.
+//! - NORMAL_ONLY: 4 KiB pages, backed from any free frames however fragmented.
+//!
+//! # Accounting
+//!
+//! `backed` counts the physical bytes backed, `live` the usable bytes handed out; each is kept
+//! per component and per policy with current and peak values. The difference between backed and
+//! live is the allocator's overhead (page rounding, slab slack, the kept empty chunks).
+
+use alloc::collections::BTreeMap;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use hal::{DeviceAddr, ErrorKind, MemAttr, PageSize, VaRange};
+
+use crate::error::Error;
+use crate::phys::{FrameAllocator, PhysRun};
+use crate::policy::{PagePlan, PolicyClass, Request};
+use crate::slab::{class_of, Chunk, SlotError, CHUNK_BYTES, SLAB_MAX_BYTES};
+use crate::va::VaAllocator;
+
+/// Backs device VA with physical pages.
+pub trait Backer {
+    /// Backs `range` (aligned to `page`) with pages of `page`; all or nothing.
+    ///
+    /// # Errors
+    ///
+    /// A [`hal::Error`]; [`ErrorKind::OutOfMemory`] means "no such pages left" and lets the
+    /// allocator fall back to smaller pages where the policy allows.
+    fn back(&mut self, range: VaRange, page: PageSize, attrs: MemAttr) -> Result<(), hal::Error>;
+
+    /// Releases exactly a range backed by one [`Self::back`].
+    ///
+    /// # Errors
+    ///
+    /// A [`hal::Error`] when `range` was not backed.
+    fn unback(&mut self, range: VaRange) -> Result<(), hal::Error>;
+}
+
+impl<B: Backer + ?Sized> Backer for &mut B {
+    fn back(&mut self, range: VaRange, page: PageSize, attrs: MemAttr) -> Result<(), hal::Error> {
+        (**self).back(range, page, attrs)
+    }
+
+    fn unback(&mut self, range: VaRange) -> Result<(), hal::Error> {
+        (**self).unback(range)
+    }
+}
+
+/// A [`Backer`] that takes frames from a [`FrameAllocator`] and maps nothing: the device side of
+/// the bookkeeping, for firmware, tests and benchmarks.
+#[derive(Debug)]
+pub struct FrameBacker {
+    /// The frames.
+    pub frames: FrameAllocator,
+    ranges: BTreeMap<u64, (u64, PageSize, Vec<PhysRun>)>,
+}
+
+impl FrameBacker {
+    /// Backs ranges from `frames`.
+    pub fn new(frames: FrameAllocator) -> Self {
+        Self { frames, ranges: BTreeMap::new() }
+    }
+}
+
+impl Backer for FrameBacker {
+    fn back(&mut self, range: VaRange, page: PageSize, _attrs: MemAttr) -> Result<(), hal::Error> {
+        if !range.start().is_aligned(page.bytes()) || range.len_bytes() % page.bytes() != 0 {
+            return Err(hal::Error::new(ErrorKind::InvalidArgument, "range not aligned to its page size"));
+        }
+        let runs = self.frames.alloc_pages(page, range.len_bytes() / page.bytes())?;
+        self.ranges.insert(range.start().as_u64(), (range.len_bytes(), page, runs));
+        Ok(())
+    }
+
+    fn unback(&mut self, range: VaRange) -> Result<(), hal::Error> {
+        match self.ranges.get(&range.start().as_u64()) {
+            Some((len, _, _)) if *len == range.len_bytes() => {}
+            _ => return Err(hal::Error::new(ErrorKind::InvalidHandle, "range was not backed")),
+        }
+        let Some((_, page, runs)) = self.ranges.remove(&range.start().as_u64()) else {
+            return Err(hal::Error::new(ErrorKind::Internal, "range vanished"));
+        };
+        self.frames.free_pages(page, &runs).map_err(hal::Error::from)
+    }
+}
+
+/// A current value and its peak.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Current bytes.
+    pub current: u64,
+    /// Highest `current` seen.
+    pub peak: u64,
+}
+
+impl Usage {
+    fn add(&mut self, bytes: u64) {
+        self.current += bytes;
+        self.peak = self.peak.max(self.current);
+    }
+
+    fn sub(&mut self, bytes: u64) {
+        self.current -= bytes;
+    }
+}
+
+/// A component: who an allocation is charged to (CANN's module id; 33 is the application).
+pub type Component = u16;
+
+/// The application's component id.
+pub const APP: Component = 33;
+
+/// Counters of one device allocator.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Accounting {
+    /// Physical bytes backed.
+    pub backed: Usage,
+    /// Usable bytes handed out.
+    pub live: Usage,
+    /// Usable bytes per component.
+    pub components: Vec<(Component, Usage)>,
+    /// Usable bytes per policy ([`PolicyClass::index`]).
+    pub policies: [Usage; PolicyClass::COUNT],
+}
+
+impl Accounting {
+    fn component(&mut self, c: Component) -> &mut Usage {
+        let i = match self.components.iter().position(|(k, _)| *k == c) {
+            Some(i) => i,
+            None => {
+                self.components.push((c, Usage::default()));
+                self.components.len() - 1
+            }
+        };
+        &mut self.components[i].1
+    }
+
+    fn charge(&mut self, c: Component, class: PolicyClass, bytes: u64) {
+        self.live.add(bytes);
+        self.component(c).add(bytes);
+        self.policies[class.index()].add(bytes);
+    }
+
+    fn refund(&mut self, c: Component, class: PolicyClass, bytes: u64) {
+        self.live.sub(bytes);
+        self.component(c).sub(bytes);
+        self.policies[class.index()].sub(bytes);
+    }
+
+    /// Bytes backed but not handed out: rounding, slab slack and kept chunks.
+    pub fn overhead(&self) -> u64 {
+        self.backed.current - self.live.current
+    }
+}
+
+/// What backs a direct block: up to two ranges (2 MiB pages, then a 4 KiB-page tail).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Pieces {
+    va: VaRange,
+    first: (VaRange, PageSize),
+    tail: Option<VaRange>,
+}
+
+impl Pieces {
+    fn backed_bytes(&self) -> u64 {
+        self.first.0.len_bytes() + self.tail.map_or(0, |t| t.len_bytes())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Block {
+    usable: u64,
+    attrs: MemAttr,
+    component: Component,
+    class: PolicyClass,
+    pieces: Pieces,
+}
+
+/// Slab objects also carry who they are charged to; kept per chunk slot would cost memory, so
+/// the charge is recorded per chunk kind: every object of a chunk has the same component and
+/// policy (they are part of the chunk's kind).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SlabKind {
+    page: PageSize,
+    attrs: MemAttr,
+    component: Component,
+    class: PolicyClass,
+}
+
+#[derive(Debug, Default)]
+struct ClassHeads {
+    /// Chunks of this class with a free slot.
+    partial: Vec<u32>,
+    /// One empty chunk kept to absorb alloc/free loops.
+    spare: Option<u32>,
+}
+
+/// Facts about a live allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Info {
+    /// Its first address.
+    pub base: DeviceAddr,
+    /// Bytes the caller may use.
+    pub usable_bytes: u64,
+    /// The size of the pages backing it (of its first piece).
+    pub page_size: PageSize,
+    /// Its attributes.
+    pub attrs: MemAttr,
+    /// Who it is charged to.
+    pub component: Component,
+    /// Whether it is a slab object.
+    pub is_slab: bool,
+}
+
+/// Why an address is not a live allocation base.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotLive {
+    /// It was freed recently (a double free).
+    Freed,
+    /// It points inside a live allocation that starts elsewhere.
+    Interior {
+        /// The allocation's base.
+        base: DeviceAddr,
+    },
+    /// It names nothing this allocator knows.
+    Unknown,
+}
+
+/// Why an allocation failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AllocError {
+    /// The VA window has no room.
+    OutOfVa,
+    /// The backer refused (out of pages of every size the policy allows, or another error).
+    Backing(hal::Error),
+}
+
+const RECENT_FREES: usize = 64;
+const SLAB_FLAG: u32 = 1 << 31;
+
+/// The allocator of one device's VA window.
+///
+/// # Invariants
+///
+/// - Every live direct block is keyed by its base in `blocks`; its pieces are backed and its VA
+///   range is allocated in `va`.
+/// - Every chunk in `chunks` is backed and allocated in `va`, and its slot in `slots` holds its
+///   id with [`SLAB_FLAG`]; no other slot entry is non-zero.
+/// - `acct.backed.current` is the sum of the backed bytes of all blocks and chunks;
+///   `acct.live.current` the sum of the usable bytes of all blocks and slab objects.
+#[derive(Debug)]
+pub struct DeviceAllocator {
+    va: VaAllocator,
+    window: VaRange,
+    blocks: BTreeMap<u64, Block>,
+    chunks: Vec<Option<(Chunk, SlabKind)>>,
+    free_chunk_ids: Vec<u32>,
+    heads: BTreeMap<(u8, u32, u16, u8, u8), ClassHeads>,
+    slots: Vec<u32>,
+    acct: Accounting,
+    recent: [u64; RECENT_FREES],
+    recent_next: usize,
+    keep_spare: bool,
+}
+
+fn kind_key(k: &SlabKind, class: usize) -> (u8, u32, u16, u8, u8) {
+    // CAST: the class index is below 44; the policy index below 9.
+    (k.page as u8, k.attrs.bits(), k.component, k.class.index() as u8, class as u8)
+}
+
+impl DeviceAllocator {
+    /// An empty allocator over `window` (whose start and length are multiples of 2 MiB).
+    pub fn new(window: VaRange) -> Self {
+        // CAST: a window of at most 128 GiB has at most 65536 chunk slots.
+        let nslots = (window.len_bytes() / CHUNK_BYTES) as usize;
+        Self {
+            va: VaAllocator::new(window),
+            window,
+            blocks: BTreeMap::new(),
+            chunks: Vec::new(),
+            free_chunk_ids: Vec::new(),
+            heads: BTreeMap::new(),
+            slots: vec![0; nslots],
+            acct: Accounting::default(),
+            recent: [0; RECENT_FREES],
+            recent_next: 0,
+            keep_spare: false,
+        }
+    }
+
+    /// Whether to keep one empty chunk per slab class instead of giving it back at once.
+    ///
+    /// Off by default, so that freed memory shows up as free immediately; on, an alloc/free loop
+    /// of a lone small object costs no backing calls.
+    pub fn set_keep_spare(&mut self, keep: bool) {
+        self.keep_spare = keep;
+    }
+
+    /// The counters.
+    pub fn accounting(&self) -> &Accounting {
+        &self.acct
+    }
+
+    /// Number of live allocations (blocks and slab objects).
+    pub fn live_count(&self) -> usize {
+        self.blocks.len() + self.chunks.iter().flatten().map(|(c, _)| c.used() as usize).sum::<usize>()
+    }
+
+    fn slot_index(&self, addr: u64) -> Option<usize> {
+        let off = addr.checked_sub(self.window.start().as_u64())?;
+        // CAST: bounded by the slot count below.
+        let i = (off / CHUNK_BYTES) as usize;
+        (i < self.slots.len()).then_some(i)
+    }
+
+    fn chunk_at(&self, addr: u64) -> Option<u32> {
+        let e = self.slots[self.slot_index(addr)?];
+        (e & SLAB_FLAG != 0).then_some(e & !SLAB_FLAG)
+    }
+
+    /// Allocates `req`, charged to `component`.
+    ///
+    /// # Errors
+    ///
+    /// [`AllocError::OutOfVa`] or [`AllocError::Backing`]; nothing changes then.
+    pub fn allocate<B: Backer>(
+        &mut self,
+        backer: &mut B,
+        req: &Request,
+        component: Component,
+    ) -> Result<DeviceAddr, AllocError> {
+        if req.usable_bytes <= SLAB_MAX_BYTES && req.plan != PagePlan::Giant {
+            let page = if req.plan == PagePlan::HugeOnly { PageSize::Huge } else { PageSize::Normal };
+            let kind = SlabKind { page, attrs: req.attrs, component, class: req.class };
+            return self.alloc_slab(backer, kind, req.usable_bytes);
+        }
+        self.alloc_direct(backer, req, component)
+    }
+
+    fn alloc_slab<B: Backer>(
+        &mut self,
+        backer: &mut B,
+        kind: SlabKind,
+        usable: u64,
+    ) -> Result<DeviceAddr, AllocError> {
+        let class = class_of(usable)
+            .ok_or(AllocError::Backing(hal::Error::new(ErrorKind::InvalidArgument, "size")))?;
+        let key = kind_key(&kind, class);
+        let id = match self.heads.get_mut(&key).and_then(|h| h.partial.last().copied().or(h.spare)) {
+            Some(id) => id,
+            None => self.new_chunk(backer, kind, class)?,
+        };
+        let Some((chunk, _)) = self.chunks[id as usize].as_mut() else {
+            return Err(AllocError::Backing(hal::Error::new(ErrorKind::Internal, "chunk vanished")));
+        };
+        let was_empty = chunk.is_empty();
+        // CAST: usable <= 64 KiB.
+        let Some(addr) = chunk.alloc(usable as u32) else {
+            return Err(AllocError::Backing(hal::Error::new(ErrorKind::Internal, "chunk full")));
+        };
+        let full = chunk.is_full();
+        let heads = self.heads.entry(key).or_default();
+        if was_empty && heads.spare == Some(id) {
+            heads.spare = None;
+            heads.partial.push(id);
+        }
+        if full {
+            heads.partial.retain(|&c| c != id);
+        }
+        self.acct.charge(kind.component, kind.class, usable);
+        Ok(DeviceAddr(addr))
+    }
+
+    fn new_chunk<B: Backer>(
+        &mut self,
+        backer: &mut B,
+        kind: SlabKind,
+        class: usize,
+    ) -> Result<u32, AllocError> {
+        let range = self.va.alloc(CHUNK_BYTES, CHUNK_BYTES).map_err(|_| AllocError::OutOfVa)?;
+        if let Err(e) = backer.back(range, kind.page, kind.attrs) {
+            let _ = self.va.free(range);
+            return Err(AllocError::Backing(e));
+        }
+        let chunk = Chunk::new(range.start().as_u64(), class, kind.page as u8);
+        let id = match self.free_chunk_ids.pop() {
+            Some(id) => {
+                self.chunks[id as usize] = Some((chunk, kind));
+                id
+            }
+            None => {
+                self.chunks.push(Some((chunk, kind)));
+                // CAST: fewer than 2^31 chunks fit in any window.
+                (self.chunks.len() - 1) as u32
+            }
+        };
+        if let Some(i) = self.slot_index(range.start().as_u64()) {
+            // INVARIANT: the chunk owns its whole 2 MiB slot.
+            self.slots[i] = id | SLAB_FLAG;
+        }
+        self.acct.backed.add(CHUNK_BYTES);
+        self.heads.entry(kind_key(&kind, class)).or_default().partial.push(id);
+        Ok(id)
+    }
+
+    fn alloc_direct<B: Backer>(
+        &mut self,
+        backer: &mut B,
+        req: &Request,
+        component: Component,
+    ) -> Result<DeviceAddr, AllocError> {
+        let bad = |_| AllocError::Backing(hal::Error::new(ErrorKind::InvalidArgument, "size overflows"));
+        let (va_page, first_page) = match req.plan {
+            PagePlan::HugeFirst | PagePlan::HugeOnly => (PageSize::Huge, PageSize::Huge),
+            PagePlan::NormalOnly => (PageSize::Normal, PageSize::Normal),
+            PagePlan::Giant => (PageSize::Giant, PageSize::Giant),
+        };
+        let va_len = va_page.round_up(req.usable_bytes).ok_or(AllocError::OutOfVa)?;
+        let va = self.va.alloc(va_len, va_page.bytes()).map_err(|_| AllocError::OutOfVa)?;
+        let start = va.start();
+        let mk = |off: u64, len: u64| VaRange::try_new(DeviceAddr(start.as_u64() + off), len);
+        let normal_len = PageSize::Normal.round_up(req.usable_bytes).ok_or(AllocError::OutOfVa)?;
+        let result: Result<Pieces, hal::Error> = match req.plan {
+            PagePlan::HugeFirst => {
+                let mut whole = req.usable_bytes / PageSize::Huge.bytes() * PageSize::Huge.bytes();
+                // A tail that needs a whole 2 MiB of 4 KiB pages anyway takes a 2 MiB page.
+                if normal_len - whole == PageSize::Huge.bytes() {
+                    whole = normal_len;
+                }
+                let tail_len = normal_len - whole;
+                let huge = if whole > 0 {
+                    let r = mk(0, whole).map_err(bad)?;
+                    backer.back(r, PageSize::Huge, req.attrs).map(|()| Some(r))
+                } else {
+                    Ok(None)
+                };
+                match huge {
+                    Ok(Some(r)) => {
+                        if tail_len == 0 {
+                            Ok(Pieces { va, first: (r, PageSize::Huge), tail: None })
+                        } else {
+                            let t = mk(whole, tail_len).map_err(bad)?;
+                            match backer.back(t, PageSize::Normal, req.attrs) {
+                                Ok(()) => Ok(Pieces { va, first: (r, PageSize::Huge), tail: Some(t) }),
+                                Err(e) => {
+                                    let _ = backer.unback(r);
+                                    Err(e)
+                                }
+                            }
+                        }
+                    }
+                    // No whole 2 MiB: a 4 KiB-page range (cannot happen above 1 MiB... unless
+                    // the request is between 1 and 2 MiB).
+                    Ok(None) => {
+                        let r = mk(0, normal_len).map_err(bad)?;
+                        backer.back(r, PageSize::Normal, req.attrs).map(|()| Pieces {
+                            va,
+                            first: (r, PageSize::Normal),
+                            tail: None,
+                        })
+                    }
+                    // Out of 2 MiB pages: fall back to 4 KiB pages for everything.
+                    Err(e) if e.kind() == ErrorKind::OutOfMemory => {
+                        let r = mk(0, normal_len).map_err(bad)?;
+                        backer.back(r, PageSize::Normal, req.attrs).map(|()| Pieces {
+                            va,
+                            first: (r, PageSize::Normal),
+                            tail: None,
+                        })
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            _ => {
+                let len = first_page.round_up(req.usable_bytes).ok_or(AllocError::OutOfVa)?;
+                let r = mk(0, len).map_err(bad)?;
+                backer.back(r, first_page, req.attrs).map(|()| Pieces {
+                    va,
+                    first: (r, first_page),
+                    tail: None,
+                })
+            }
+        };
+        let pieces = match result {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = self.va.free(va);
+                return Err(AllocError::Backing(e));
+            }
+        };
+        self.acct.backed.add(pieces.backed_bytes());
+        self.acct.charge(component, req.class, req.usable_bytes);
+        // INVARIANT: backed and VA-allocated above.
+        self.blocks.insert(
+            start.as_u64(),
+            Block { usable: req.usable_bytes, attrs: req.attrs, component, class: req.class, pieces },
+        );
+        Ok(start)
+    }
+
+    /// The live allocation containing `addr`.
+    pub fn find(&self, addr: DeviceAddr) -> Option<Info> {
+        if let Some(id) = self.chunk_at(addr.as_u64()) {
+            let (chunk, kind) = self.chunks.get(id as usize)?.as_ref()?;
+            let (base, usable) = chunk.object_at(addr.as_u64())?;
+            return Some(Info {
+                base: DeviceAddr(base),
+                usable_bytes: usable,
+                page_size: kind.page,
+                attrs: kind.attrs,
+                component: kind.component,
+                is_slab: true,
+            });
+        }
+        let (&start, b) = self.blocks.range(..=addr.as_u64()).next_back()?;
+        b.pieces.va.contains(addr).then_some(Info {
+            base: DeviceAddr(start),
+            usable_bytes: b.usable,
+            page_size: b.pieces.first.1,
+            attrs: b.attrs,
+            component: b.component,
+            is_slab: false,
+        })
+    }
+
+    /// Whether `[addr, addr + len_bytes)` lies inside one live allocation's usable bytes.
+    pub fn contains_range(&self, addr: DeviceAddr, len_bytes: u64) -> bool {
+        let Some(info) = self.find(addr) else { return false };
+        let Some(end) = addr.as_u64().checked_add(len_bytes) else { return false };
+        end <= info.base.as_u64() + info.usable_bytes
+    }
+
+    /// The live allocation starting exactly at `base`.
+    ///
+    /// # Errors
+    ///
+    /// A [`NotLive`] reason.
+    pub fn get(&self, base: DeviceAddr) -> Result<Info, NotLive> {
+        match self.find(base) {
+            Some(i) if i.base == base => Ok(i),
+            Some(i) => Err(NotLive::Interior { base: i.base }),
+            None if base.as_u64() != 0 && self.recent.contains(&base.as_u64()) => Err(NotLive::Freed),
+            None => Err(NotLive::Unknown),
+        }
+    }
+
+    /// Frees the allocation at `base`.
+    ///
+    /// # Errors
+    ///
+    /// [`FreeError::NotLive`] when `base` is not a live allocation base;
+    /// [`FreeError::Backing`] when the backer refused to unback (a bug below). Nothing changes.
+    pub fn free<B: Backer>(&mut self, backer: &mut B, base: DeviceAddr) -> Result<Info, FreeError> {
+        let info = self.get(base).map_err(FreeError::NotLive)?;
+        if info.is_slab {
+            self.free_slab(backer, base)?;
+        } else {
+            let b = self.blocks.get(&base.as_u64()).copied().ok_or(FreeError::NotLive(NotLive::Unknown))?;
+            if let Some(t) = b.pieces.tail {
+                backer.unback(t).map_err(FreeError::Backing)?;
+            }
+            if let Err(e) = backer.unback(b.pieces.first.0) {
+                // Put the tail back so that nothing changed.
+                if let Some(t) = b.pieces.tail {
+                    let _ = backer.back(t, PageSize::Normal, b.attrs);
+                }
+                return Err(FreeError::Backing(e));
+            }
+            let _ = self.va.free(b.pieces.va);
+            self.blocks.remove(&base.as_u64());
+            self.acct.backed.sub(b.pieces.backed_bytes());
+            self.acct.refund(b.component, b.class, b.usable);
+        }
+        self.recent[self.recent_next] = base.as_u64();
+        self.recent_next = (self.recent_next + 1) % RECENT_FREES;
+        Ok(info)
+    }
+
+    fn free_slab<B: Backer>(&mut self, backer: &mut B, base: DeviceAddr) -> Result<(), FreeError> {
+        let id = self.chunk_at(base.as_u64()).ok_or(FreeError::NotLive(NotLive::Unknown))?;
+        let Some((chunk, kind)) = self.chunks[id as usize].as_mut() else {
+            return Err(FreeError::NotLive(NotLive::Unknown));
+        };
+        let slot = chunk.slot_of(base.as_u64()).map_err(|e| {
+            FreeError::NotLive(match e {
+                SlotError::Interior { base } => NotLive::Interior { base: DeviceAddr(base) },
+                _ => NotLive::Unknown,
+            })
+        })?;
+        let kind = *kind;
+        let was_full = chunk.is_full();
+        let usable = chunk.free(slot);
+        let empty = chunk.is_empty();
+        let class = chunk.class as usize;
+        let key = kind_key(&kind, class);
+        self.acct.refund(kind.component, kind.class, usable);
+        let heads = self.heads.entry(key).or_default();
+        if was_full {
+            heads.partial.push(id);
+        }
+        if empty {
+            heads.partial.retain(|&c| c != id);
+            if self.keep_spare && heads.spare.is_none() {
+                heads.spare = Some(id);
+            } else {
+                self.release_chunk(backer, id).map_err(FreeError::Backing)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn release_chunk<B: Backer>(&mut self, backer: &mut B, id: u32) -> Result<(), hal::Error> {
+        let Some((chunk, _)) = self.chunks[id as usize].as_ref() else { return Ok(()) };
+        let range = VaRange::try_new(DeviceAddr(chunk.base), CHUNK_BYTES)?;
+        backer.unback(range)?;
+        let _ = self.va.free(range);
+        if let Some(i) = self.slot_index(chunk.base) {
+            self.slots[i] = 0;
+        }
+        self.chunks[id as usize] = None;
+        self.free_chunk_ids.push(id);
+        self.acct.backed.sub(CHUNK_BYTES);
+        Ok(())
+    }
+
+    /// Gives back every empty chunk kept for reuse; returns the bytes released.
+    pub fn trim<B: Backer>(&mut self, backer: &mut B) -> u64 {
+        let spares: Vec<u32> = self.heads.values_mut().filter_map(|h| h.spare.take()).collect();
+        let mut released = 0;
+        for id in spares {
+            if self.release_chunk(backer, id).is_ok() {
+                released += CHUNK_BYTES;
+            }
+        }
+        released
+    }
+
+    /// Frees every allocation (a device reset); returns how many there were.
+    pub fn release_all<B: Backer>(&mut self, backer: &mut B) -> usize {
+        let n = self.live_count();
+        let blocks: Vec<u64> = self.blocks.keys().copied().collect();
+        for b in blocks {
+            let _ = self.free(backer, DeviceAddr(b));
+        }
+        let ids: Vec<u32> =
+            (0..self.chunks.len()).filter(|&i| self.chunks[i].is_some()).map(|i| i as u32).collect();
+        for id in ids {
+            let _ = self.release_chunk(backer, id);
+        }
+        self.heads.clear();
+        self.acct.live = Usage { current: 0, peak: self.acct.live.peak };
+        for (_, u) in &mut self.acct.components {
+            u.current = 0;
+        }
+        for u in &mut self.acct.policies {
+            u.current = 0;
+        }
+        n
+    }
+}
+
+/// Why a free failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FreeError {
+    /// The address is not a live allocation base.
+    NotLive(NotLive),
+    /// The backer refused to release the backing.
+    Backing(hal::Error),
+}
+
+impl From<Error> for AllocError {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::OutOfVa => AllocError::OutOfVa,
+            other => AllocError::Backing(other.into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::phys::PhysConfig;
+    use crate::policy::{request, Api, HUGE1G_ONLY, HUGE_FIRST, HUGE_ONLY, NORMAL_ONLY};
+    use hal::SocProfile;
+
+    const MIB: u64 = 1 << 20;
+    const BASE: u64 = 16 << 40;
+
+    fn setup(total: u64, huge: u64, giant: u64) -> (DeviceAllocator, FrameBacker) {
+        let window = VaRange::try_new(DeviceAddr(BASE), 64 << 30).unwrap();
+        let frames = FrameAllocator::new(PhysConfig {
+            total_bytes: total,
+            huge_budget_bytes: huge,
+            giant_budget_bytes: giant,
+        })
+        .unwrap();
+        (DeviceAllocator::new(window), FrameBacker::new(frames))
+    }
+
+    fn req(size: u64, policy: u32) -> Request {
+        request(Api::Malloc, SocProfile::A2, size, policy).unwrap()
+    }
+
+    #[test]
+    fn huge_first_backs_the_tail_with_small_pages() {
+        let (mut a, mut b) = setup(64 * MIB, 32 * MIB, 0);
+        let p = a.allocate(&mut b, &req(3 * MIB + 5, HUGE_FIRST), APP).unwrap();
+        assert!(p.is_aligned(2 * MIB));
+        let info = b.frames.info();
+        let usable = 3 * MIB + 64;
+        assert_eq!(
+            info.total_bytes - info.free_bytes,
+            2 * MIB + PageSize::Normal.round_up(usable - 2 * MIB).unwrap()
+        );
+        assert_eq!(info.huge_total_bytes - info.huge_free_bytes, 2 * MIB);
+        assert_eq!(a.accounting().live.current, usable);
+        assert_eq!(a.accounting().backed.current, info.total_bytes - info.free_bytes);
+        assert!(a.contains_range(p, usable));
+        assert!(!a.contains_range(p, usable + 1));
+        a.free(&mut b, p).unwrap();
+        assert_eq!(b.frames.info().free_bytes, 64 * MIB);
+        assert_eq!(a.accounting().backed.current, 0);
+    }
+
+    #[test]
+    fn huge_first_falls_back_and_huge_only_fails() {
+        let (mut a, mut b) = setup(64 * MIB, 4 * MIB, 0);
+        let x = a.allocate(&mut b, &req(4 * MIB, HUGE_ONLY), APP).unwrap_err();
+        assert!(matches!(x, AllocError::Backing(e) if e.kind() == ErrorKind::OutOfMemory), "{x:?}");
+        let before = b.frames.info();
+        assert_eq!(before.free_bytes, 64 * MIB, "a failed allocation changes nothing");
+        let p = a.allocate(&mut b, &req(4 * MIB, HUGE_ONLY), APP);
+        assert!(p.is_err());
+        let big = a.allocate(&mut b, &req(6 * MIB, HUGE_FIRST), APP).unwrap();
+        let info = a.find(big).unwrap();
+        assert_eq!(info.page_size, PageSize::Normal, "budget of 4 MiB cannot hold 6 MiB: all 4 KiB pages");
+        let q = a.allocate(&mut b, &req(MIB + MIB / 2, HUGE_ONLY), APP).unwrap();
+        assert_eq!(a.find(q).unwrap().page_size, PageSize::Huge);
+    }
+
+    #[test]
+    fn giant_pages_need_a_budget() {
+        let (mut a, mut b) = setup(4 << 30, 0, 2 << 30);
+        let p = a.allocate(&mut b, &req(MIB, HUGE1G_ONLY), APP).unwrap();
+        assert!(p.is_aligned(1 << 30));
+        assert_eq!(a.find(p).unwrap().page_size, PageSize::Giant);
+        let _q = a.allocate(&mut b, &req(MIB, HUGE1G_ONLY), APP).unwrap();
+        assert!(a.allocate(&mut b, &req(MIB, HUGE1G_ONLY), APP).is_err(), "budget of two 1 GiB pages");
+    }
+
+    #[test]
+    fn slab_objects_share_chunks_and_chunks_go_back() {
+        let (mut a, mut b) = setup(64 * MIB, 32 * MIB, 0);
+        a.set_keep_spare(true);
+        let r = req(100, NORMAL_ONLY);
+        let xs: Vec<DeviceAddr> = (0..100).map(|_| a.allocate(&mut b, &r, APP).unwrap()).collect();
+        assert!(xs.iter().all(|x| x.is_aligned(64)));
+        assert_eq!(b.frames.info().total_bytes - b.frames.info().free_bytes, 2 * MIB, "one chunk");
+        assert_eq!(a.accounting().live.current, 100 * 160);
+        assert_eq!(a.get(DeviceAddr(xs[3].as_u64() + 64)), Err(NotLive::Interior { base: xs[3] }));
+        for x in &xs {
+            a.free(&mut b, *x).unwrap();
+        }
+        assert_eq!(a.free(&mut b, xs[99]), Err(FreeError::NotLive(NotLive::Freed)));
+        assert_eq!(a.accounting().live.current, 0);
+        assert_eq!(a.accounting().overhead(), 2 * MIB, "one empty chunk is kept");
+        assert_eq!(a.trim(&mut b), 2 * MIB);
+        assert_eq!(b.frames.info().free_bytes, 64 * MIB);
+        // Without a spare, the chunk goes back with its last object.
+        a.set_keep_spare(false);
+        let x = a.allocate(&mut b, &r, APP).unwrap();
+        assert_eq!(b.frames.info().free_bytes, 62 * MIB);
+        a.free(&mut b, x).unwrap();
+        assert_eq!(b.frames.info().free_bytes, 64 * MIB);
+        assert_eq!(a.accounting().backed.current, 0);
+    }
+
+    #[test]
+    fn normal_pages_survive_fragmentation() {
+        let (mut a, mut b) = setup(16 * MIB, 0, 0);
+        let r = req(256 << 10, NORMAL_ONLY);
+        let xs: Vec<DeviceAddr> = (0..63).map(|_| a.allocate(&mut b, &r, APP).unwrap()).collect();
+        for x in xs.iter().step_by(2) {
+            a.free(&mut b, *x).unwrap();
+        }
+        // Free frames are scattered 256 KiB holes; 7 MiB still fits.
+        let free = b.frames.info().free_bytes;
+        assert!(free >= 7 * MIB);
+        let big = a.allocate(&mut b, &req(7 * MIB, NORMAL_ONLY), APP).unwrap();
+        assert_eq!(a.find(big).unwrap().usable_bytes, 7 * MIB + 32);
+    }
+
+    #[test]
+    fn components_and_policies_are_charged() {
+        let (mut a, mut b) = setup(64 * MIB, 32 * MIB, 0);
+        let p = a.allocate(&mut b, &req(2 * MIB, HUGE_FIRST), APP).unwrap();
+        let q = a.allocate(&mut b, &req(1000, NORMAL_ONLY), 7).unwrap();
+        let acct = a.accounting();
+        let app = acct.components.iter().find(|(c, _)| *c == APP).unwrap().1;
+        let other = acct.components.iter().find(|(c, _)| *c == 7).unwrap().1;
+        assert_eq!(app.current, 2 * MIB + 32);
+        assert_eq!(other.current, 1056);
+        assert_eq!(acct.policies[0].current, 2 * MIB + 32);
+        assert_eq!(acct.policies[2].current, 1056);
+        a.free(&mut b, p).unwrap();
+        a.free(&mut b, q).unwrap();
+        let app = a.accounting().components.iter().find(|(c, _)| *c == APP).unwrap().1;
+        assert_eq!(app, Usage { current: 0, peak: 2 * MIB + 32 });
+        assert_eq!(a.release_all(&mut b), 0);
+        a.trim(&mut b);
+        assert_eq!(b.frames.info().free_bytes, 64 * MIB);
+    }
+}

@@ -1,0 +1,252 @@
+//! Slab size classes for small device allocations, carved out of 2 MiB chunks of device VA.
+//!
+//! This module owns the bookkeeping of objects inside chunks — which class a size falls in, which
+//! slots of a chunk are taken — and nothing else: the chunk's VA and its backing are decided by
+//! [`crate::device`], which gives a chunk back as soon as its last object goes (keeping at most
+//! one empty chunk per class so that an alloc/free loop does not back and unback every time).
+//!
+//! Costs: allocation and free are O(1) apart from the bitmap scan, which resumes from a hint.
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+/// Size of one slab chunk: a 2 MiB page.
+pub const CHUNK_BYTES: u64 = 2 << 20;
+/// Largest size served by a slab; larger allocations are backed directly.
+pub const SLAB_MAX_BYTES: u64 = 64 << 10;
+
+/// The object sizes of the classes, smallest first: every 64 bytes to 1 KiB, every 256 bytes to
+/// 4 KiB, then four classes per doubling to 64 KiB. Every size is a multiple of 64, so every
+/// object starts 64-byte aligned.
+pub const CLASS_BYTES: [u32; 44] = [
+    64, 128, 192, 256, 320, 384, 448, 512, 576, 640, 704, 768, 832, 896, 960, 1024, // 64 B steps
+    1280, 1536, 1792, 2048, 2304, 2560, 2816, 3072, 3328, 3584, 3840, 4096, // 256 B steps
+    5120, 6144, 7168, 8192, 10240, 12288, 14336, 16384, // four per doubling
+    20480, 24576, 28672, 32768, 40960, 49152, 57344, 65536,
+];
+
+/// Number of classes.
+pub const CLASSES: usize = CLASS_BYTES.len();
+
+/// The class serving `bytes`, or `None` when it is too large (or zero).
+pub fn class_of(bytes: u64) -> Option<usize> {
+    if bytes == 0 || bytes > SLAB_MAX_BYTES {
+        return None;
+    }
+    // CAST: bytes <= 64 KiB.
+    let b = bytes as u32;
+    let idx = if b <= 1024 {
+        (b - 1) / 64
+    } else if b <= 4096 {
+        16 + (b - 1025) / 256
+    } else {
+        // Four classes per power of two above 4 KiB.
+        let log = 31 - (b - 1).leading_zeros(); // floor(log2(b - 1)), >= 12
+        let step = 1u32 << (log - 2);
+        let base_idx = 28 + (log - 12) * 4;
+        base_idx + ((b - 1) - (1 << log)) / step
+    };
+    Some(idx as usize)
+}
+
+/// One 2 MiB chunk of equal-size objects.
+///
+/// # Invariants
+///
+/// `used` is the number of set bits in `bitmap`; a slot's `sizes` entry is meaningful only while
+/// its bit is set.
+#[derive(Clone, Debug)]
+pub struct Chunk {
+    /// First device address of the chunk.
+    pub base: u64,
+    /// The class index.
+    pub class: u8,
+    /// The slab kind (decided by the caller: page size and attributes).
+    pub kind: u8,
+    used: u32,
+    capacity: u32,
+    hint: u32,
+    bitmap: Vec<u64>,
+    sizes: Vec<u32>,
+}
+
+impl Chunk {
+    /// An empty chunk of `class` at `base`.
+    pub fn new(base: u64, class: usize, kind: u8) -> Self {
+        let object = u64::from(CLASS_BYTES[class]);
+        // CAST: at most 2 MiB / 64 = 32768 objects.
+        let capacity = (CHUNK_BYTES / object) as u32;
+        let words = capacity.div_ceil(64) as usize;
+        // CAST: class < 44.
+        Self {
+            base,
+            class: class as u8,
+            kind,
+            used: 0,
+            capacity,
+            hint: 0,
+            bitmap: vec![0; words],
+            sizes: vec![0; capacity as usize],
+        }
+    }
+
+    /// Bytes per object.
+    pub fn object_bytes(&self) -> u64 {
+        u64::from(CLASS_BYTES[self.class as usize])
+    }
+
+    /// Objects in use.
+    pub fn used(&self) -> u32 {
+        self.used
+    }
+
+    /// Whether every slot is taken.
+    pub fn is_full(&self) -> bool {
+        self.used == self.capacity
+    }
+
+    /// Whether no slot is taken.
+    pub fn is_empty(&self) -> bool {
+        self.used == 0
+    }
+
+    /// Takes a free slot for an object of `usable` bytes; returns its address.
+    pub fn alloc(&mut self, usable: u32) -> Option<u64> {
+        if self.is_full() {
+            return None;
+        }
+        let words = self.bitmap.len();
+        let start = (self.hint as usize) % words;
+        for i in 0..words {
+            let w = (start + i) % words;
+            let bits = self.bitmap[w];
+            if bits != u64::MAX {
+                let bit = bits.trailing_ones();
+                // CAST: w < 512 and bit < 64.
+                let slot = w as u32 * 64 + bit;
+                if slot >= self.capacity {
+                    continue;
+                }
+                self.bitmap[w] |= 1 << bit;
+                self.sizes[slot as usize] = usable;
+                // INVARIANT: one bit set, one more in use.
+                self.used += 1;
+                // CAST: w < 512.
+                self.hint = w as u32;
+                return Some(self.base + u64::from(slot) * self.object_bytes());
+            }
+        }
+        None
+    }
+
+    /// The slot holding an object that starts exactly at `addr`, if it is live.
+    pub fn slot_of(&self, addr: u64) -> Result<u32, SlotError> {
+        let off = addr.checked_sub(self.base).ok_or(SlotError::Outside)?;
+        let object = self.object_bytes();
+        if off >= u64::from(self.capacity) * object {
+            return Err(SlotError::Outside);
+        }
+        // CAST: off / object < capacity.
+        let slot = (off / object) as u32;
+        if !self.is_live(slot) {
+            return Err(SlotError::NotLive);
+        }
+        if off % object != 0 {
+            return Err(SlotError::Interior { base: self.base + u64::from(slot) * object });
+        }
+        Ok(slot)
+    }
+
+    fn is_live(&self, slot: u32) -> bool {
+        self.bitmap[(slot / 64) as usize] & (1 << (slot % 64)) != 0
+    }
+
+    /// The live object containing `addr`: (its base, its usable bytes).
+    pub fn object_at(&self, addr: u64) -> Option<(u64, u64)> {
+        let off = addr.checked_sub(self.base)?;
+        let object = self.object_bytes();
+        // CAST: bounded by capacity below.
+        let slot = (off / object) as u32;
+        (slot < self.capacity && self.is_live(slot))
+            .then(|| (self.base + u64::from(slot) * object, u64::from(self.sizes[slot as usize])))
+    }
+
+    /// Frees the object in `slot` (from [`Self::slot_of`]); returns its usable bytes.
+    pub fn free(&mut self, slot: u32) -> u64 {
+        debug_assert!(self.is_live(slot));
+        self.bitmap[(slot / 64) as usize] &= !(1 << (slot % 64));
+        // INVARIANT: one bit cleared, one fewer in use.
+        self.used -= 1;
+        self.hint = slot / 64;
+        u64::from(self.sizes[slot as usize])
+    }
+}
+
+/// Why an address does not name a live object of a chunk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotError {
+    /// Not inside the chunk's objects.
+    Outside,
+    /// Inside a slot that holds no object.
+    NotLive,
+    /// Inside a live object that starts at `base`.
+    Interior {
+        /// The object's start.
+        base: u64,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_cover_every_size_tightly() {
+        let mut prev = 0u64;
+        for (i, &c) in CLASS_BYTES.iter().enumerate() {
+            let c = u64::from(c);
+            assert_eq!(c % 64, 0);
+            assert!(c > prev);
+            assert_eq!(class_of(c), Some(i), "exact size {c}");
+            assert_eq!(class_of(prev + 1), Some(i), "just above the previous class {prev}");
+            prev = c;
+        }
+        assert_eq!(class_of(0), None);
+        assert_eq!(class_of(SLAB_MAX_BYTES + 1), None);
+        // Waste is bounded: under 64 bytes to 1 KiB, under 256 bytes to 4 KiB, under 25% above.
+        for b in 1..=SLAB_MAX_BYTES {
+            let c = u64::from(CLASS_BYTES[class_of(b).unwrap()]);
+            assert!(c >= b);
+            let bound = if b <= 1024 {
+                64
+            } else if b <= 4096 {
+                256
+            } else {
+                b / 4
+            };
+            assert!(c - b < bound, "size {b} class {c}");
+        }
+    }
+
+    #[test]
+    fn chunk_slots() {
+        let mut c = Chunk::new(0x1000_0000, class_of(1 << 20 >> 4).unwrap(), 0);
+        assert_eq!(c.object_bytes(), 65536);
+        let a = c.alloc(65000).unwrap();
+        let b = c.alloc(64).unwrap();
+        assert_eq!(a, 0x1000_0000);
+        assert_eq!(b, 0x1000_0000 + 65536);
+        assert_eq!(c.slot_of(b), Ok(1));
+        assert_eq!(c.slot_of(b + 8), Err(SlotError::Interior { base: b }));
+        assert_eq!(c.slot_of(b + 65536), Err(SlotError::NotLive));
+        assert_eq!(c.slot_of(0x1000_0000 + (2 << 20)), Err(SlotError::Outside));
+        assert_eq!(c.object_at(a + 100), Some((a, 65000)));
+        assert_eq!(c.free(0), 65000);
+        assert_eq!(c.slot_of(a), Err(SlotError::NotLive));
+        for _ in 0..31 {
+            assert!(c.alloc(1).is_some());
+        }
+        assert!(c.is_full());
+        assert_eq!(c.alloc(1), None);
+    }
+}

@@ -1,0 +1,206 @@
+//! Benchmark of `mm` alone: the device allocator (policy, slab, VA, frames) driven with no
+//! driver underneath, on a size mix and on replays of the LLM-training traces in
+//! `../shared/traces/`. Prints a Markdown table; asserts nothing about time.
+//!
+//! Run with `cargo bench -p aclrs-tests --bench mm_alloc` (add `-- --quick` for a short run).
+
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use aclrs_tests::bench::{quick, Stats, Table};
+use hal::{DeviceAddr, SocProfile, VaRange};
+use mm::device::{DeviceAllocator, FrameBacker, APP};
+use mm::phys::{FrameAllocator, PhysConfig};
+use mm::policy::{request, Api, Request, HUGE_FIRST};
+
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+const BASE: u64 = 16 << 40;
+
+fn fresh(total: u64) -> (DeviceAllocator, FrameBacker) {
+    let window = VaRange::try_new(DeviceAddr(BASE), 128 * GIB).expect("window");
+    let frames = FrameAllocator::new(PhysConfig {
+        total_bytes: total,
+        huge_budget_bytes: total,
+        giant_budget_bytes: 0,
+    })
+    .expect("frames");
+    (DeviceAllocator::new(window), FrameBacker::new(frames))
+}
+
+/// A small deterministic generator (xorshift), so runs are comparable.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Steady state: `live` allocations of sizes from `pick`; each step frees a random one and
+/// allocates a new one. Returns ns per alloc+free pair, one sample per batch.
+fn churn(
+    pick: &mut dyn FnMut(&mut Rng) -> u64,
+    live: usize,
+    batch: usize,
+    batches: usize,
+    total: u64,
+) -> Vec<f64> {
+    let (mut a, mut b) = fresh(total);
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let reqs: Vec<Request> = (0..4096)
+        .map(|_| request(Api::Align32, SocProfile::A2, pick(&mut rng), HUGE_FIRST).expect("request"))
+        .collect();
+    let mut ptrs: Vec<DeviceAddr> = (0..live)
+        .map(|i| a.allocate(&mut b, &reqs[i % reqs.len()], APP).expect("warm-up allocation"))
+        .collect();
+    let mut samples = Vec::with_capacity(batches);
+    let mut k = 0usize;
+    for _ in 0..batches {
+        let t = Instant::now();
+        for _ in 0..batch {
+            // CAST: `live` fits in u64 and the result is below it.
+            let i = rng.below(live as u64) as usize;
+            a.free(&mut b, ptrs[i]).expect("free");
+            k = (k + 1) % reqs.len();
+            ptrs[i] = a.allocate(&mut b, &reqs[k], APP).expect("allocation");
+        }
+        // CAST: batch counts are small.
+        samples.push(t.elapsed().as_nanos() as f64 / batch as f64);
+        black_box(&ptrs);
+    }
+    samples
+}
+
+struct Replay {
+    name: String,
+    events: usize,
+    ns_per_op: f64,
+    peak_live: u64,
+    peak_backed: u64,
+}
+
+fn traces_dir() -> PathBuf {
+    aclrs_tests::workspace().parent().map(|p| p.join("shared/traces")).unwrap_or_default()
+}
+
+fn replay(path: &std::path::Path) -> Option<Replay> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut ops: Vec<(bool, u64, u64)> = Vec::new();
+    for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        match f.as_slice() {
+            ["a", id, bytes, ..] => ops.push((true, id.parse().ok()?, bytes.parse().ok()?)),
+            ["f", id] => ops.push((false, id.parse().ok()?, 0)),
+            _ => return None,
+        }
+    }
+    let (mut a, mut b) = fresh(64 * GIB);
+    let mut live: HashMap<u64, DeviceAddr> = HashMap::new();
+    let t = Instant::now();
+    for &(is_alloc, id, bytes) in &ops {
+        if is_alloc {
+            let req = request(Api::Align32, SocProfile::A2, bytes, HUGE_FIRST).ok()?;
+            live.insert(id, a.allocate(&mut b, &req, APP).ok()?);
+        } else {
+            a.free(&mut b, live.remove(&id)?).ok()?;
+        }
+    }
+    let elapsed = t.elapsed();
+    let acct = a.accounting();
+    Some(Replay {
+        name: path.file_name()?.to_string_lossy().into_owned(),
+        events: ops.len(),
+        // CAST: event counts are small.
+        ns_per_op: elapsed.as_nanos() as f64 / ops.len() as f64,
+        peak_live: acct.live.peak,
+        peak_backed: acct.backed.peak,
+    })
+}
+
+/// A steady-state workload: name, size picker, live count, device bytes, target ns per pair.
+type Case = (&'static str, Box<dyn FnMut(&mut Rng) -> u64>, usize, u64, f64);
+
+fn main() {
+    let q = quick();
+    let (batches, batch) = if q { (30, 20_000) } else { (200, 50_000) };
+    let mut table = Table::new(&["workload", "p50 ns/pair", "p99 ns/pair", "spread", "target", "vs target"]);
+    let cases: Vec<Case> = vec![
+        (
+            "slab sizes 1 B–64 KiB, 4096 live",
+            Box::new(|r: &mut Rng| 1 + r.below(64 << 10)),
+            4096,
+            4 * GIB,
+            15.0,
+        ),
+        ("small 64 B–4 KiB, 4096 live", Box::new(|r: &mut Rng| 64 + r.below(4032)), 4096, 4 * GIB, 15.0),
+        ("large 1–64 MiB, 64 live", Box::new(|r: &mut Rng| MIB + r.below(63 * MIB)), 64, 16 * GIB, 50.0),
+        ("uniform 1 B–1 MiB, 1024 live", Box::new(|r: &mut Rng| 1 + r.below(MIB)), 1024, 8 * GIB, 50.0),
+    ];
+    for (name, mut pick, live, total, target) in cases {
+        let s = Stats::of(&churn(&mut *pick, live, batch / 10, batches, total));
+        table.row(vec![
+            name.to_owned(),
+            format!("{:.1}", s.median),
+            format!("{:.1}", s.p99),
+            s.spread(1),
+            format!("≤ {target} ns"),
+            format!("{:.2}×", s.median / target),
+        ]);
+    }
+    println!("### mm device allocator: alloc+free pairs (no driver, frames from mm::phys)\n");
+    println!("{}", table.render());
+
+    let mut traces = Table::new(&[
+        "trace",
+        "events",
+        "ns/op",
+        "peak live MiB",
+        "peak reserved MiB",
+        "reserved/live",
+        "PyTorch caching allocator",
+        "target",
+    ]);
+    let pytorch = [("ctx128_forward.trace", "1.031"), ("ctx128_fullstep.trace", "1.150")];
+    let dir = traces_dir();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "trace")).collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    for f in &files {
+        match replay(f) {
+            Some(r) => {
+                let peer = pytorch.iter().find(|(n, _)| *n == r.name).map_or("–", |(_, v)| v);
+                // CAST: byte counts to MiB for display.
+                traces.row(vec![
+                    r.name,
+                    r.events.to_string(),
+                    format!("{:.1}", r.ns_per_op),
+                    format!("{:.1}", r.peak_live as f64 / MIB as f64),
+                    format!("{:.1}", r.peak_backed as f64 / MIB as f64),
+                    format!("{:.4}", r.peak_backed as f64 / r.peak_live as f64),
+                    peer.to_owned(),
+                    "≤ 1.01".to_owned(),
+                ]);
+            }
+            None => eprintln!("mm_alloc: could not replay {}", f.display()),
+        }
+    }
+    println!("### mm device allocator: trace replays (HUGE_FIRST, sizes as traced)\n");
+    if files.is_empty() {
+        println!("(no traces found in {})\n", dir.display());
+    } else {
+        println!("{}", traces.render());
+    }
+}
