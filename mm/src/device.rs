@@ -263,7 +263,7 @@ const SLAB_FLAG: u32 = 1 << 31;
 /// - Every live direct block is keyed by its base in `blocks`; its pieces are backed and its VA
 ///   range is allocated in `va`.
 /// - Every chunk in `chunks` is backed and allocated in `va`, and its slot in `slots` holds its
-///   id with [`SLAB_FLAG`]; no other slot entry is non-zero.
+///   id with the slab flag bit set; no other slot entry is non-zero.
 /// - `acct.backed.current` is the sum of the backed bytes of all blocks and chunks;
 ///   `acct.live.current` the sum of the usable bytes of all blocks and slab objects.
 #[derive(Debug)]
