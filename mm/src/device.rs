@@ -33,7 +33,7 @@ use hal::{DeviceAddr, ErrorKind, MemAttr, PageSize, VaRange};
 use crate::error::Error;
 use crate::phys::{FrameAllocator, PhysRun};
 use crate::policy::{PagePlan, PolicyClass, Request};
-use crate::slab::{class_of, Chunk, SlotError, CHUNK_BYTES, SLAB_MAX_BYTES};
+use crate::slab::{class_of, Chunk, SlotError, CHUNK_BYTES, CLASSES, SLAB_MAX_BYTES};
 use crate::va::VaAllocator;
 
 /// Backs device VA with physical pages.
@@ -271,19 +271,15 @@ pub struct DeviceAllocator {
     va: VaAllocator,
     window: VaRange,
     blocks: BTreeMap<u64, Block>,
-    chunks: Vec<Option<(Chunk, SlabKind)>>,
+    chunks: Vec<Option<(Chunk, u16)>>,
     free_chunk_ids: Vec<u32>,
-    heads: BTreeMap<(u8, u32, u16, u8, u8), ClassHeads>,
+    kinds: Vec<SlabKind>,
+    heads: Vec<Vec<ClassHeads>>,
     slots: Vec<u32>,
     acct: Accounting,
     recent: [u64; RECENT_FREES],
     recent_next: usize,
     keep_spare: bool,
-}
-
-fn kind_key(k: &SlabKind, class: usize) -> (u8, u32, u16, u8, u8) {
-    // CAST: the class index is below 44; the policy index below 9.
-    (k.page as u8, k.attrs.bits(), k.component, k.class.index() as u8, class as u8)
 }
 
 impl DeviceAllocator {
@@ -297,7 +293,8 @@ impl DeviceAllocator {
             blocks: BTreeMap::new(),
             chunks: Vec::new(),
             free_chunk_ids: Vec::new(),
-            heads: BTreeMap::new(),
+            kinds: Vec::new(),
+            heads: Vec::new(),
             slots: vec![0; nslots],
             acct: Accounting::default(),
             recent: [0; RECENT_FREES],
@@ -363,10 +360,11 @@ impl DeviceAllocator {
     ) -> Result<DeviceAddr, AllocError> {
         let class = class_of(usable)
             .ok_or(AllocError::Backing(hal::Error::new(ErrorKind::InvalidArgument, "size")))?;
-        let key = kind_key(&kind, class);
-        let id = match self.heads.get_mut(&key).and_then(|h| h.partial.last().copied().or(h.spare)) {
+        let k = self.kind_index(kind);
+        let head = &self.heads[k][class];
+        let id = match head.partial.last().copied().or(head.spare) {
             Some(id) => id,
-            None => self.new_chunk(backer, kind, class)?,
+            None => self.new_chunk(backer, k, class)?,
         };
         let Some((chunk, _)) = self.chunks[id as usize].as_mut() else {
             return Err(AllocError::Backing(hal::Error::new(ErrorKind::Internal, "chunk vanished")));
@@ -377,7 +375,7 @@ impl DeviceAllocator {
             return Err(AllocError::Backing(hal::Error::new(ErrorKind::Internal, "chunk full")));
         };
         let full = chunk.is_full();
-        let heads = self.heads.entry(key).or_default();
+        let heads = &mut self.heads[k][class];
         if was_empty && heads.spare == Some(id) {
             heads.spare = None;
             heads.partial.push(id);
@@ -389,25 +387,35 @@ impl DeviceAllocator {
         Ok(DeviceAddr(addr))
     }
 
-    fn new_chunk<B: Backer>(
-        &mut self,
-        backer: &mut B,
-        kind: SlabKind,
-        class: usize,
-    ) -> Result<u32, AllocError> {
+    /// The index of `kind` in the kind table, added when new (there are a handful at most).
+    fn kind_index(&mut self, kind: SlabKind) -> usize {
+        match self.kinds.iter().position(|k| *k == kind) {
+            Some(i) => i,
+            None => {
+                self.kinds.push(kind);
+                self.heads.push((0..CLASSES).map(|_| ClassHeads::default()).collect());
+                self.kinds.len() - 1
+            }
+        }
+    }
+
+    fn new_chunk<B: Backer>(&mut self, backer: &mut B, k: usize, class: usize) -> Result<u32, AllocError> {
+        let kind = self.kinds[k];
         let range = self.va.alloc(CHUNK_BYTES, CHUNK_BYTES).map_err(|_| AllocError::OutOfVa)?;
         if let Err(e) = backer.back(range, kind.page, kind.attrs) {
             let _ = self.va.free(range);
             return Err(AllocError::Backing(e));
         }
         let chunk = Chunk::new(range.start().as_u64(), class, kind.page as u8);
+        // CAST: a handful of kinds.
+        let entry = Some((chunk, k as u16));
         let id = match self.free_chunk_ids.pop() {
             Some(id) => {
-                self.chunks[id as usize] = Some((chunk, kind));
+                self.chunks[id as usize] = entry;
                 id
             }
             None => {
-                self.chunks.push(Some((chunk, kind)));
+                self.chunks.push(entry);
                 // CAST: fewer than 2^31 chunks fit in any window.
                 (self.chunks.len() - 1) as u32
             }
@@ -417,7 +425,7 @@ impl DeviceAllocator {
             self.slots[i] = id | SLAB_FLAG;
         }
         self.acct.backed.add(CHUNK_BYTES);
-        self.heads.entry(kind_key(&kind, class)).or_default().partial.push(id);
+        self.heads[k][class].partial.push(id);
         Ok(id)
     }
 
@@ -519,7 +527,8 @@ impl DeviceAllocator {
     /// The live allocation containing `addr`.
     pub fn find(&self, addr: DeviceAddr) -> Option<Info> {
         if let Some(id) = self.chunk_at(addr.as_u64()) {
-            let (chunk, kind) = self.chunks.get(id as usize)?.as_ref()?;
+            let (chunk, k) = self.chunks.get(id as usize)?.as_ref()?;
+            let kind = self.kinds[*k as usize];
             let (base, usable) = chunk.object_at(addr.as_u64())?;
             return Some(Info {
                 base: DeviceAddr(base),
@@ -596,23 +605,23 @@ impl DeviceAllocator {
 
     fn free_slab<B: Backer>(&mut self, backer: &mut B, base: DeviceAddr) -> Result<(), FreeError> {
         let id = self.chunk_at(base.as_u64()).ok_or(FreeError::NotLive(NotLive::Unknown))?;
-        let Some((chunk, kind)) = self.chunks[id as usize].as_mut() else {
+        let Some((chunk, k)) = self.chunks[id as usize].as_mut() else {
             return Err(FreeError::NotLive(NotLive::Unknown));
         };
+        let k = *k as usize;
         let slot = chunk.slot_of(base.as_u64()).map_err(|e| {
             FreeError::NotLive(match e {
                 SlotError::Interior { base } => NotLive::Interior { base: DeviceAddr(base) },
                 _ => NotLive::Unknown,
             })
         })?;
-        let kind = *kind;
+        let kind = self.kinds[k];
         let was_full = chunk.is_full();
         let usable = chunk.free(slot);
         let empty = chunk.is_empty();
         let class = chunk.class as usize;
-        let key = kind_key(&kind, class);
         self.acct.refund(kind.component, kind.class, usable);
-        let heads = self.heads.entry(key).or_default();
+        let heads = &mut self.heads[k][class];
         if was_full {
             heads.partial.push(id);
         }
@@ -643,7 +652,7 @@ impl DeviceAllocator {
 
     /// Gives back every empty chunk kept for reuse; returns the bytes released.
     pub fn trim<B: Backer>(&mut self, backer: &mut B) -> u64 {
-        let spares: Vec<u32> = self.heads.values_mut().filter_map(|h| h.spare.take()).collect();
+        let spares: Vec<u32> = self.heads.iter_mut().flatten().filter_map(|h| h.spare.take()).collect();
         let mut released = 0;
         for id in spares {
             if self.release_chunk(backer, id).is_ok() {
@@ -665,7 +674,7 @@ impl DeviceAllocator {
         for id in ids {
             let _ = self.release_chunk(backer, id);
         }
-        self.heads.clear();
+        self.heads.iter_mut().flatten().for_each(|h| *h = ClassHeads::default());
         self.acct.live = Usage { current: 0, peak: self.acct.live.peak };
         for (_, u) in &mut self.acct.components {
             u.current = 0;
