@@ -38,6 +38,12 @@ enum Task {
     Test,
     /// Model-check sched's concurrency facade with loom (`--cfg loom`, the `loom_*` tests).
     Loom,
+    /// Run every benchmark of tests/benches (release build) and write BENCHMARKS.md.
+    Bench {
+        /// A short run (each benchmark well under a minute).
+        #[arg(long)]
+        quick: bool,
+    },
     /// Run mm's and sched's tests under Miri (skipped, with a message, when Miri is missing).
     Miri {
         /// Install the Miri component with rustup when it is missing.
@@ -244,6 +250,51 @@ fn loom() -> Result {
     )
 }
 
+/// What this machine is, for the benchmark report.
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_owned());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let kernel = output(Command::new("uname").arg("-r")).unwrap_or_default();
+    format!("{cpu}, {cores} cores, Linux {}", kernel.trim())
+}
+
+fn bench(quick: bool) -> Result {
+    let start = Instant::now();
+    let mut c = cargo();
+    c.args(["bench", "--quiet", "-p", "aclrs-tests", "--benches", "--"]);
+    if quick {
+        c.arg("--quick");
+    }
+    eprintln!("xtask: cargo bench -p aclrs-tests --benches{}", if quick { " -- --quick" } else { "" });
+    let out = c.output().map_err(|e| format!("cargo bench: cannot start: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    print!("{text}");
+    if !out.status.success() {
+        eprint!("{}", String::from_utf8_lossy(&out.stderr));
+        return Err(format!("cargo bench: failed ({})", out.status));
+    }
+    let date = output(Command::new("date").args(["-u", "+%Y-%m-%d %H:%M UTC"])).unwrap_or_default();
+    let command = if quick { "cargo xtask bench --quick" } else { "cargo xtask bench" };
+    let report = format!(
+        "# Benchmarks\n\nPrinted by `{command}` on {} ({}).\n\nEvery figure is measured in the same run as the \
+         peer or floor it is compared with; ratios are what to read on a noisy machine. No benchmark \
+         asserts a time.\n\n{text}",
+        date.trim(),
+        machine()
+    );
+    let path = root().join("BENCHMARKS.md");
+    std::fs::write(&path, report).map_err(|e| format!("{}: {e}", path.display()))?;
+    eprintln!("xtask: wrote {} ({:.0} s)", path.display(), start.elapsed().as_secs_f64());
+    Ok(())
+}
+
 fn demo() -> Result {
     run("build libascendcl (release)", cargo().args(["build", "--release", "--quiet", "-p", "acl-shim"]))?;
     let lib = target_dir().join("release");
@@ -298,6 +349,7 @@ fn main() -> ExitCode {
         Task::Test => test(),
         Task::Loom => loom(),
         Task::Miri { install } => miri(install),
+        Task::Bench { quick } => bench(quick),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
