@@ -18,5 +18,6 @@ pub mod error;
 pub mod ffi;
 pub mod memory;
 pub mod runtime;
+pub mod stream;
 
 pub use error::{AclError, Result};

@@ -316,6 +316,9 @@ impl Runtime {
             alloc.release_all(&mut backer);
             alloc.trim(&mut backer);
         }
+        // Streams, events and subscriptions of the device die with it (their queues go with
+        // the device below, after its tasks have run).
+        self.forget_device_handles(d);
         let _ = self.backend.driver().close(DeviceId(d));
     }
 

@@ -16,6 +16,26 @@
  *             aclrtMemFlush, aclrtMemInvalidate, aclrtMemcpy, aclrtMemset
  *   queries   aclrtGetMemInfo, aclrtGetMemUsageInfo, aclrtCheckMemType,
  *             aclrtPointerGetAttributes, aclrtMemGetAddressRange
+ *   streams   aclrtCreateStream(WithConfig), aclrtDestroyStream(Force),
+ *             aclrtSynchronizeStream(WithTimeout), aclrtStreamQuery,
+ *             aclrtStreamWaitEvent, aclrtSetStreamFailureMode,
+ *             aclrtSynchronizeDevice(WithTimeout)
+ *   events    aclrtCreateEvent(WithFlag), aclrtCreateEventExWithFlag,
+ *             aclrtDestroyEvent, aclrtRecordEvent, aclrtResetEvent,
+ *             aclrtQueryEvent, aclrtQueryEventStatus,
+ *             aclrtSynchronizeEvent(WithTimeout), aclrtEventElapsedTime,
+ *             aclrtEventGetTimestamp
+ *   async     aclrtMemcpyAsync, aclrtMemcpy2d(Async), aclrtMemcpyBatch(V2),
+ *             aclrtMemcpyBatchAsync(V2), aclrtMemsetAsync,
+ *             aclrtMemsetD32(Async), aclrtValueWrite, aclrtValueWait
+ *   host      aclrtLaunchHostFunc, aclrtLaunchCallback, aclrtSubscribeReport,
+ *             aclrtProcessReport, aclrtUnSubscribeReport
+ *   kernels   aclrtBinaryLoadFromFile, aclrtBinaryGetFunction,
+ *             aclrtBinaryUnLoad, aclrtLaunchKernel(V2),
+ *             aclrtLaunchKernelWithHostArgs (the sim kernel ABI: acl/acl_sim.h)
+ *   contexts  aclrtCreateContext, aclrtDestroyContext,
+ *             aclrtSetCurrentContext, aclrtGetCurrentContext
+ *   errors    aclrtGetLastError, aclrtPeekAtLastError
  *
  * (aclInit and aclFinalize are in acl/acl.h, aclGetRecentErrMsg in
  * acl/acl_base.h.) The following CANN functions are NOT declared yet; each is
@@ -25,18 +45,16 @@
  *   - aclrtFreeWithDevSync, aclrtFreeHostWithDevSync;
  *   - host registration: aclrtHostRegister(V2), aclrtHostUnregister,
  *     aclrtHostGetDevicePointer, aclrtHostMemMapCapabilities;
- *   - asynchronous, 2D, batch, descriptor and symbol copies, aclrtMemsetAsync,
- *     aclrtMemsetD32(Async);
+ *   - descriptor, offset and symbol copies;
  *   - virtual memory management (aclrtMallocPhysical ... aclrtMemMapSetLink),
  *     shareable handles and IPC memory (aclrtIpcMem*);
  *   - stream-ordered pools (acl/acl_rt_memory_soma.h) and the custom
  *     allocator descriptors (acl/acl_rt_allocator.h);
- *   - managed memory, CMO, value write/wait;
- *   - streams, events, callbacks, host functions, peer access, device
- *     synchronisation, aclrtGetLastError / aclrtPeekAtLastError,
- *     aclFinalizeReference;
- *   - kernel binaries and launches (aclrtBinary*, aclrtLaunchKernel*) and
- *     stream attributes.
+ *   - managed memory, CMO;
+ *   - peer access, aclFinalizeReference, aclrtStreamWaitEventWithTimeout,
+ *     notifies, stream stop/abort and attributes;
+ *   - aclrtBinaryLoadFromData, aclrtLaunchKernelWithConfig and the
+ *     aclrtKernelArgs* builders.
  *
  * Unlike CANN's acl_rt.h, this header also includes acl/acl_rt_memory_soma.h,
  * so programs that use the pool types after including only acl/acl.h compile.
@@ -756,6 +774,103 @@ ACL_FUNC_VISIBILITY aclError aclrtCheckMemType(void **addrList, uint32_t size, u
 ACL_FUNC_VISIBILITY aclError aclrtPointerGetAttributes(const void *ptr, aclrtPtrAttributes *attributes);
 /* Base and size of the allocation containing ptr (either output may be NULL). */
 ACL_FUNC_VISIBILITY aclError aclrtMemGetAddressRange(void *ptr, void **pbase, size_t *psize);
+
+/* ------------------------------------------------------------------------ */
+/* Streams, events, host calls, kernels, asynchronous memory operations      */
+/* (a NULL stream means the current device's default stream)                 */
+/* ------------------------------------------------------------------------ */
+
+ACL_FUNC_VISIBILITY aclError aclrtCreateStream(aclrtStream *stream);
+ACL_FUNC_VISIBILITY aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t priority, uint32_t flag);
+/* Waits for the stream's tasks; the default stream cannot be destroyed. */
+ACL_FUNC_VISIBILITY aclError aclrtDestroyStream(aclrtStream stream);
+/* Drops the stream's queued tasks instead of waiting for them. */
+ACL_FUNC_VISIBILITY aclError aclrtDestroyStreamForce(aclrtStream stream);
+/* Returns the code of the first failed task since the last synchronisation. */
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStream(aclrtStream stream);
+/* timeout: -1 forever, 0 check only, > 0 milliseconds; 507046 on timeout. */
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout);
+ACL_FUNC_VISIBILITY aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status);
+ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event);
+ACL_FUNC_VISIBILITY aclError aclrtSetStreamFailureMode(aclrtStream stream, uint64_t mode);
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeDevice(void);
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout);
+
+ACL_FUNC_VISIBILITY aclError aclrtCreateEvent(aclrtEvent *event);
+ACL_FUNC_VISIBILITY aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag);
+ACL_FUNC_VISIBILITY aclError aclrtCreateEventExWithFlag(aclrtEvent *event, uint32_t flag);
+ACL_FUNC_VISIBILITY aclError aclrtDestroyEvent(aclrtEvent event);
+ACL_FUNC_VISIBILITY aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status);
+ACL_FUNC_VISIBILITY aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *status);
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeEvent(aclrtEvent event);
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout);
+ACL_FUNC_VISIBILITY aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endEvent);
+/* Microseconds of the device's monotonic clock at which the record ran. */
+ACL_FUNC_VISIBILITY aclError aclrtEventGetTimestamp(aclrtEvent event, uint64_t *timestamp);
+
+ACL_FUNC_VISIBILITY aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args);
+ACL_FUNC_VISIBILITY aclError aclrtLaunchCallback(aclrtCallback fn, void *userData, aclrtCallbackBlockType blockType,
+                                                 aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtSubscribeReport(uint64_t threadId, aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtProcessReport(int32_t timeout);
+ACL_FUNC_VISIBILITY aclError aclrtUnSubscribeReport(uint64_t threadId, aclrtStream stream);
+
+ACL_FUNC_VISIBILITY aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId);
+ACL_FUNC_VISIBILITY aclError aclrtDestroyContext(aclrtContext context);
+ACL_FUNC_VISIBILITY aclError aclrtSetCurrentContext(aclrtContext context);
+ACL_FUNC_VISIBILITY aclError aclrtGetCurrentContext(aclrtContext *context);
+ACL_FUNC_VISIBILITY aclError aclrtGetLastError(aclrtLastErrLevel level);
+ACL_FUNC_VISIBILITY aclError aclrtPeekAtLastError(aclrtLastErrLevel level);
+
+/* On the software NPU a binary is a host shared object (see acl/acl_sim.h). */
+ACL_FUNC_VISIBILITY aclError aclrtBinaryLoadFromFile(const char *binPath, aclrtBinaryLoadOptions *options,
+                                                     aclrtBinHandle *binHandle);
+ACL_FUNC_VISIBILITY aclError aclrtBinaryGetFunction(const aclrtBinHandle binHandle, const char *kernelName,
+                                                    aclrtFuncHandle *funcHandle);
+ACL_FUNC_VISIBILITY aclError aclrtBinaryUnLoad(aclrtBinHandle binHandle);
+ACL_FUNC_VISIBILITY aclError aclrtLaunchKernel(aclrtFuncHandle funcHandle, uint32_t numBlocks, const void *argsData,
+                                               size_t argsSize, aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtLaunchKernelV2(aclrtFuncHandle funcHandle, uint32_t numBlocks, const void *argsData,
+                                                 size_t argsSize, aclrtLaunchKernelCfg *cfg, aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtLaunchKernelWithHostArgs(aclrtFuncHandle funcHandle, uint32_t numBlocks,
+                                                           aclrtStream stream, aclrtLaunchKernelCfg *cfg,
+                                                           void *hostArgs, size_t argsSize,
+                                                           aclrtPlaceHolderInfo *placeHolderArray,
+                                                           size_t placeHolderNum);
+
+/* Enqueued when both ends are device or pinned memory; with pageable host
+ * memory the stream is synchronised and the copy done before returning. */
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count,
+                                              aclrtMemcpyKind kind, aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                                           size_t height, aclrtMemcpyKind kind);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpy2dAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                                size_t width, size_t height, aclrtMemcpyKind kind,
+                                                aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyBatch(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes,
+                                              size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes,
+                                              size_t numAttrs, size_t *failIndex);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyBatchV2(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes,
+                                                size_t numBatches, aclrtMemcpyBatchAttr *attrs,
+                                                size_t *attrsIndexes, size_t numAttrs);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyBatchAsync(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes,
+                                                   size_t numBatches, aclrtMemcpyBatchAttr *attrs,
+                                                   size_t *attrsIndexes, size_t numAttrs, size_t *failIndex,
+                                                   aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyBatchAsyncV2(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes,
+                                                     size_t numBatches, aclrtMemcpyBatchAttr *attrs,
+                                                     size_t *attrsIndexes, size_t numAttrs, aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count,
+                                              aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtMemsetD32(void *ptr, size_t memSize, uint32_t value, size_t N);
+ACL_FUNC_VISIBILITY aclError aclrtMemsetD32Async(void *ptr, size_t memSize, uint32_t value, size_t N,
+                                                 aclrtStream stream);
+/* flag must be 0. */
+ACL_FUNC_VISIBILITY aclError aclrtValueWrite(void *devAddr, uint64_t value, uint32_t flag, aclrtStream stream);
+/* flag: ACL_STREAM_WAIT_VALUE_GEQ / _EQ / _AND / _NOR. */
+ACL_FUNC_VISIBILITY aclError aclrtValueWait(void *devAddr, uint64_t value, uint32_t flag, aclrtStream stream);
 
 #ifdef __cplusplus
 }

@@ -22,7 +22,10 @@ use crate::codes::*;
 use crate::error::{AclError, Result};
 use crate::runtime;
 
+pub mod async_copy;
+pub mod kernel;
 pub mod memory;
+pub mod stream;
 
 /// `aclError` as the C headers define it.
 pub type AclErrorCode = i32;
@@ -37,6 +40,7 @@ thread_local! {
 fn record(e: &AclError) {
     let text = e.message().replace('\0', " ");
     let msg = CString::new(text).unwrap_or_default();
+    stream::note_error(e.code());
     PENDING.with(|p| *p.borrow_mut() = Some(msg));
 }
 

@@ -163,6 +163,18 @@ impl Fabric {
     }
 }
 
+impl crate::Sim {
+    /// Fills `count` 32-bit words of any mapped range (device window or pinned host) with
+    /// `value`, on the DMA path.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`] when a byte of the range is not mapped.
+    pub fn dma_fill32(&self, dst: DeviceAddr, value: u32, count: u64) -> Result<()> {
+        self.fabric.fill32(dst, value, count)
+    }
+}
+
 fn bad_len() -> Error {
     Error::new(ErrorKind::InvalidArgument, "fill length overflows")
 }
