@@ -112,12 +112,12 @@ pub struct Usage {
 }
 
 impl Usage {
-    fn add(&mut self, bytes: u64) {
+    pub(crate) fn add(&mut self, bytes: u64) {
         self.current += bytes;
         self.peak = self.peak.max(self.current);
     }
 
-    fn sub(&mut self, bytes: u64) {
+    pub(crate) fn sub(&mut self, bytes: u64) {
         self.current -= bytes;
     }
 }

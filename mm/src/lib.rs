@@ -28,6 +28,7 @@ pub mod heap;
 pub mod order;
 pub mod phys;
 pub mod policy;
+pub mod pool;
 pub mod slab;
 pub mod va;
 
