@@ -434,6 +434,170 @@ pub trait TaskQueue {
     }
 }
 
+/// Bytes in a share name (an IPC key or a shareable handle), without the terminating NUL.
+pub const SHARE_NAME_BYTES: usize = 64;
+
+/// The name of a share of physical memory between processes: 1 to 64 printable ASCII bytes
+/// (the IPC key of `aclrtIpcMemGetExportKey`, whose buffer is 65 bytes with the NUL).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ShareName {
+    len: u8,
+    bytes: [u8; SHARE_NAME_BYTES],
+}
+
+impl ShareName {
+    /// Checks `text`: 1 to 64 bytes, each printable ASCII other than space.
+    pub fn try_new(text: &[u8]) -> Option<Self> {
+        if text.is_empty() || text.len() > SHARE_NAME_BYTES || !text.iter().all(|b| b.is_ascii_graphic()) {
+            return None;
+        }
+        let mut bytes = [0u8; SHARE_NAME_BYTES];
+        bytes[..text.len()].copy_from_slice(text);
+        // CAST: at most 64.
+        Some(Self { len: text.len() as u8, bytes })
+    }
+
+    /// The name's bytes (no NUL).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    /// The name as text.
+    pub fn as_str(&self) -> &str {
+        // Checked to be ASCII on construction.
+        core::str::from_utf8(self.as_bytes()).unwrap_or("")
+    }
+}
+
+impl core::fmt::Debug for ShareName {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "ShareName({:?})", self.as_str())
+    }
+}
+
+/// What a share holds, as an importer sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShareInfo {
+    /// The physical device whose memory is shared.
+    pub physical_device: u32,
+    /// Bytes shared.
+    pub len_bytes: u64,
+    /// The largest page size backing the shared memory.
+    pub page_size: PageSize,
+    /// The exporting process.
+    pub exporter_pid: u32,
+}
+
+/// How a share is named.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShareKind {
+    /// An IPC key (`aclrtIpcMemGetExportKey`): a string of up to 64 characters.
+    Key,
+    /// A shareable handle (`aclrtMemExportToShareableHandle`): 16 hexadecimal digits, the
+    /// `uint64_t` the caller passes around.
+    Handle,
+}
+
+/// Sharing physical memory between processes: export, whitelist, import, destroy.
+///
+/// The whitelist is checked against the importing process's id as the backend learns it from
+/// the operating system, never against an id the caller states. A share and the memory it
+/// names outlive their exporter only while some importer still holds the memory; a process
+/// that dies gives back its exports, imports and allocations.
+///
+/// Every method has a default body returning [`ErrorKind::NotSupported`](crate::ErrorKind::NotSupported),
+/// the stub of a backend without sharing.
+pub trait Sharing {
+    /// The id of this process as the backend's whitelist checks see it (the bare tgid).
+    fn process_id(&self) -> u32;
+
+    /// Exports the physical memory behind `range` (made by [`MemoryBacking::back`], possibly
+    /// by several adjacent calls) of `dev`.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) when `range` is not wholly
+    /// backed; [`ErrorKind::Busy`](crate::ErrorKind::Busy) when this process already exported
+    /// exactly this memory.
+    fn export_range(
+        &self,
+        dev: DeviceId,
+        range: VaRange,
+        kind: ShareKind,
+        no_whitelist: bool,
+    ) -> Result<ShareName> {
+        let _ = (dev, range, kind, no_whitelist);
+        Err(crate::Error::new(crate::ErrorKind::NotSupported, "sharing"))
+    }
+
+    /// Exports a physical allocation made by [`PhysicalMemory::alloc_physical`].
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown or imported
+    /// handle; [`ErrorKind::Busy`](crate::ErrorKind::Busy) when it is already exported.
+    fn export_physical(
+        &self,
+        dev: DeviceId,
+        handle: PhysHandle,
+        kind: ShareKind,
+        no_whitelist: bool,
+    ) -> Result<ShareName> {
+        let _ = (dev, handle, kind, no_whitelist);
+        Err(crate::Error::new(crate::ErrorKind::NotSupported, "sharing"))
+    }
+
+    /// Adds `pids` to the whitelist of a share this process exported.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown share;
+    /// [`ErrorKind::PermissionDenied`](crate::ErrorKind::PermissionDenied) when this process is
+    /// not its exporter; [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) when
+    /// the share was exported without a whitelist or the list grows too long.
+    fn set_share_pids(&self, name: &ShareName, pids: &[u32]) -> Result<()> {
+        let _ = (name, pids);
+        Err(crate::Error::new(crate::ErrorKind::NotSupported, "sharing"))
+    }
+
+    /// What share `name` holds.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown share.
+    fn share_info(&self, name: &ShareName) -> Result<ShareInfo> {
+        let _ = name;
+        Err(crate::Error::new(crate::ErrorKind::NotSupported, "sharing"))
+    }
+
+    /// Imports share `name` on `dev` as a physical handle this process may map and must free
+    /// with [`PhysicalMemory::free_physical`].
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown share or
+    /// memory already freed; [`ErrorKind::PermissionDenied`](crate::ErrorKind::PermissionDenied)
+    /// when this process is not on the whitelist or is the exporter itself;
+    /// [`ErrorKind::NotSupported`](crate::ErrorKind::NotSupported) when `dev` is another device
+    /// than the memory's.
+    fn import_share(&self, name: &ShareName, dev: DeviceId) -> Result<(PhysHandle, ShareInfo)> {
+        let _ = (name, dev);
+        Err(crate::Error::new(crate::ErrorKind::NotSupported, "sharing"))
+    }
+
+    /// Destroys a share this process exported; importers keep what they imported.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown share;
+    /// [`ErrorKind::PermissionDenied`](crate::ErrorKind::PermissionDenied) when this process is
+    /// not its exporter.
+    fn destroy_share(&self, name: &ShareName) -> Result<()> {
+        let _ = name;
+        Err(crate::Error::new(crate::ErrorKind::NotSupported, "sharing"))
+    }
+}
+
 /// Everything a backend offers: the composite of the small traits.
 pub trait Driver:
     DeviceControl + MemoryBacking + PhysicalMemory + PinnedHost + CopyEngine + TaskQueue + Send + Sync

@@ -25,11 +25,13 @@ extern crate alloc;
 pub mod device;
 pub mod error;
 pub mod heap;
+pub mod ipc;
 pub mod order;
 pub mod phys;
 pub mod policy;
 pub mod pool;
 pub mod slab;
 pub mod va;
+pub mod vmm;
 
 pub use error::{Error, Result};

@@ -296,6 +296,95 @@ impl FrameAllocator {
         Ok(())
     }
 
+    /// Marks exactly `runs` allocated with `page` size, all or nothing: the inverse of
+    /// [`Self::free_pages`], used to rebuild an allocator from a record of what is in use (the
+    /// software NPU's shared registry does this when another process changed the device).
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::InvalidArgument`] when a run is empty, misaligned for `page`, or past the end.
+    /// - [`Error::NotAllocated`] is never returned; [`Error::OutOfMemory`] when any frame of a
+    ///   run is not free (the runs overlap each other or something allocated).
+    /// - [`Error::BudgetExhausted`] when the page size's budget does not allow the runs.
+    ///
+    /// On error nothing changes.
+    pub fn claim_pages(&mut self, page: PageSize, runs: &[PhysRun]) -> Result<()> {
+        let mask = page.bytes() - 1;
+        let mut spans: Vec<(u64, u64)> = Vec::with_capacity(runs.len());
+        for run in runs {
+            let end = run.checked_end().ok_or(Error::InvalidArgument)?;
+            if run.len_bytes == 0 || run.offset & mask != 0 || run.len_bytes & mask != 0 {
+                return Err(Error::InvalidArgument);
+            }
+            if end >> FRAME_SHIFT > self.total_frames {
+                return Err(Error::InvalidArgument);
+            }
+            spans.push((run.offset >> FRAME_SHIFT, end >> FRAME_SHIFT));
+        }
+        spans.sort_unstable();
+        for pair in spans.windows(2) {
+            if pair[1].0 < pair[0].1 {
+                return Err(Error::OutOfMemory);
+            }
+        }
+        let frames: u64 = spans.iter().map(|&(s, e)| e - s).sum();
+        let pages = frames >> page_order(page);
+        let budget = match page {
+            PageSize::Normal => None,
+            PageSize::Huge => Some((self.huge_in_use, self.huge_budget_bytes)),
+            PageSize::Giant => Some((self.giant_in_use, self.giant_budget_bytes)),
+        };
+        if let Some((used, budget)) = budget {
+            if ((used + pages) << page.shift()) > budget {
+                return Err(Error::BudgetExhausted);
+            }
+        }
+        // Find the free block holding every frame before changing anything.
+        let mut blocks: Vec<(u64, u32)> = Vec::new();
+        for &(start, end) in &spans {
+            let mut cursor = start;
+            while cursor < end {
+                let found = (0..=MAX_ORDER).find_map(|o| {
+                    let b = cursor & !(order_frames(o) - 1);
+                    self.free[slot(o)].contains(&b).then_some((b, o))
+                });
+                let Some((b, o)) = found else { return Err(Error::OutOfMemory) };
+                if blocks.last() != Some(&(b, o)) {
+                    blocks.push((b, o));
+                }
+                cursor = b + order_frames(o);
+            }
+        }
+        // Validated: take the blocks, give back the parts outside the runs, record the runs.
+        for &(b, o) in &blocks {
+            self.free[slot(o)].remove(&b);
+        }
+        for &(b, o) in &blocks {
+            let block_end = b + order_frames(o);
+            let mut cursor = b;
+            for &(s, e) in spans.iter().filter(|&&(s, e)| s < block_end && e > b) {
+                if s > cursor {
+                    self.release_range(cursor, s - cursor);
+                }
+                cursor = e.min(block_end);
+            }
+            if cursor < block_end {
+                self.release_range(cursor, block_end - cursor);
+            }
+        }
+        for &(s, e) in &spans {
+            // INVARIANT: the frames were just taken from the free lists.
+            self.allocated.insert(s, Extent { frames: e - s, page });
+        }
+        self.allocated_frames += frames;
+        match page {
+            PageSize::Normal => {}
+            PageSize::Huge => self.huge_in_use += pages,
+            PageSize::Giant => self.giant_in_use += pages,
+        }
+        Ok(())
+    }
+
     /// Current totals and free amounts by page class.
     ///
     /// `huge_free_bytes` is the smaller of the huge budget not in use and the bytes that free
@@ -452,6 +541,25 @@ mod tests {
 
     fn sum(runs: &[PhysRun]) -> u64 {
         runs.iter().map(|r| r.len_bytes).sum()
+    }
+
+    #[test]
+    fn claim_rebuilds_what_alloc_took() {
+        let mut a = alloc(64 * MIB, 32 * MIB, 0);
+        let x = a.alloc_pages(PageSize::Normal, 3).unwrap();
+        let y = a.alloc_pages(PageSize::Huge, 2).unwrap();
+        let z = a.alloc_pages(PageSize::Normal, 700).unwrap();
+        a.free_pages(PageSize::Normal, &x).unwrap();
+        let mut b = alloc(64 * MIB, 32 * MIB, 0);
+        b.claim_pages(PageSize::Huge, &y).unwrap();
+        b.claim_pages(PageSize::Normal, &z).unwrap();
+        assert_eq!(a.info(), b.info());
+        assert_eq!(b.claim_pages(PageSize::Normal, &z), Err(Error::OutOfMemory));
+        assert_eq!(b.claim_pages(PageSize::Huge, &[run(4 * KIB, 2 * MIB)]), Err(Error::InvalidArgument));
+        b.free_pages(PageSize::Normal, &z).unwrap();
+        b.free_pages(PageSize::Huge, &y).unwrap();
+        assert_eq!(b.info().free_bytes, 64 * MIB);
+        assert_eq!(b, alloc(64 * MIB, 32 * MIB, 0));
     }
 
     #[test]
