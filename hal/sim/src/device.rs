@@ -1,19 +1,22 @@
-//! One simulated device: its HBM object, its VA window, the firmware's frame allocator and
-//! the record of what is backed or mapped where.
+//! One simulated device as this process sees it: its HBM object, its VA window, and the record
+//! of what is backed or mapped where.
 //!
-//! This module decides which physical frames back which VA, exactly as device firmware would,
-//! using `mm::phys`. It must not run tasks (that is [`crate::scheduler`]) and must not touch
-//! memory bytes itself (that is [`crate::sys`] through [`crate::dma`]).
+//! Frames come from the machine's [`Registry`], which every attached process shares (so they
+//! share capacity and bytes); this module decides which of them back which VA of this
+//! process. It must not run tasks (that is [`crate::scheduler`]) and must not touch memory
+//! bytes itself (that is [`crate::sys`] through [`crate::dma`]).
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use hal::{
     BackRequest, DeviceAddr, DeviceInfo, Error, ErrorKind, MemAttr, MemoryInfo, PageSize, PhysHandle, Result,
     VaRange,
 };
-use mm::phys::{FrameAllocator, PhysConfig, PhysRun};
+use hal::{ShareInfo, ShareKind, ShareName};
+use mm::phys::PhysRun;
 
+use crate::registry::Registry;
 use crate::sys::{ShmObject, Window};
 
 /// A range backed by [`hal::MemoryBacking::back`]: it owns its frames.
@@ -22,6 +25,8 @@ struct Backing {
     len_bytes: u64,
     page_size: PageSize,
     runs: Vec<PhysRun>,
+    /// The registry allocation holding the frames.
+    id: u64,
 }
 
 /// A physical allocation made by [`hal::PhysicalMemory::alloc_physical`].
@@ -32,6 +37,11 @@ struct PhysAlloc {
     runs: Vec<PhysRun>,
     writable: bool,
     map_count: u32,
+    /// The registry allocations holding the frames (one for a local allocation, the
+    /// exporter's for an import).
+    ids: Vec<u64>,
+    /// The share it was imported from.
+    imported: Option<ShareName>,
 }
 
 /// A mapping of part of a physical allocation at some VA.
@@ -43,7 +53,6 @@ struct HandleMap {
 
 #[derive(Debug)]
 struct MemState {
-    frames: FrameAllocator,
     backed: BTreeMap<u64, Backing>,
     handles: BTreeMap<u64, PhysAlloc>,
     handle_maps: BTreeMap<u64, HandleMap>,
@@ -61,6 +70,8 @@ pub(crate) struct Device {
     hbm: ShmObject,
     window: Window,
     mem: Mutex<MemState>,
+    registry: Arc<Registry>,
+    physical: u32,
 }
 
 fn err(kind: ErrorKind, detail: &'static str) -> Error {
@@ -87,26 +98,30 @@ fn slice_runs(runs: &[PhysRun], mut offset: u64, mut len: u64) -> Vec<PhysRun> {
 }
 
 impl Device {
-    /// Opens the device: creates and locks its HBM object and reserves its window.
-    pub(crate) fn open(info: DeviceInfo, shm_name: &str, window_base: u64) -> std::io::Result<Self> {
-        let hbm = ShmObject::open_exclusive(shm_name, info.hbm_bytes)?;
+    /// Opens physical device `physical` for this process: maps its (shared) HBM object and
+    /// reserves its window at `window_base`.
+    pub(crate) fn open(
+        info: DeviceInfo,
+        shm_name: &str,
+        window_base: u64,
+        registry: Arc<Registry>,
+        physical: u32,
+    ) -> std::io::Result<Self> {
+        let first =
+            registry.bring_up(physical).map_err(|_| std::io::Error::other("device registry failed"))?;
+        let hbm = ShmObject::open(shm_name, info.hbm_bytes, first)?;
         let window = Window::reserve(window_base, hal::layout::DEVICE_WINDOW_SIZE)?;
-        let frames = FrameAllocator::new(PhysConfig {
-            total_bytes: info.hbm_bytes,
-            huge_budget_bytes: info.huge_budget_bytes,
-            giant_budget_bytes: info.giant_budget_bytes,
-        })
-        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
         Ok(Self {
             hbm,
             window,
             mem: Mutex::new(MemState {
-                frames,
                 backed: BTreeMap::new(),
                 handles: BTreeMap::new(),
                 handle_maps: BTreeMap::new(),
                 next_handle: 1,
             }),
+            registry,
+            physical,
         })
     }
 
@@ -118,8 +133,8 @@ impl Device {
         self.mem.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn memory_info(&self) -> MemoryInfo {
-        self.lock().frames.info()
+    pub(crate) fn memory_info(&self) -> Result<MemoryInfo> {
+        self.registry.memory_info(self.physical)
     }
 
     /// Window offset of `range`, checked to lie in the window and be aligned to `page`.
@@ -171,18 +186,19 @@ impl Device {
         let offset = self.offset_of(&req.range, req.page_size)?;
         let count = req.range.len_bytes() / req.page_size.bytes();
         let mut st = self.lock();
-        let runs = st.frames.alloc_pages(req.page_size, count).map_err(Error::from)?;
+        if st.backed.contains_key(&req.range.start().as_u64()) {
+            return Err(err(ErrorKind::InvalidArgument, "range already backed or mapped"));
+        }
+        let (id, runs) = self.registry.alloc(self.physical, req.page_size, count)?;
         let writable = !req.attrs.contains(MemAttr::READONLY);
         if let Err(e) = self.map_runs(offset, &runs, writable) {
             // INVARIANT: all or nothing — give the frames back.
-            st.frames
-                .free_pages(req.page_size, &runs)
-                .map_err(|_| err(ErrorKind::Internal, "frame record corrupt"))?;
+            self.registry.release(&[id])?;
             return Err(e);
         }
         st.backed.insert(
             req.range.start().as_u64(),
-            Backing { len_bytes: req.range.len_bytes(), page_size: req.page_size, runs },
+            Backing { len_bytes: req.range.len_bytes(), page_size: req.page_size, runs, id },
         );
         Ok(())
     }
@@ -196,9 +212,7 @@ impl Device {
         }
         let b = st.backed.remove(&start).ok_or(err(ErrorKind::Internal, "backing vanished"))?;
         self.unmap_runs(start - self.window.base(), &b.runs)?;
-        st.frames
-            .free_pages(b.page_size, &b.runs)
-            .map_err(|_| err(ErrorKind::Internal, "frame record corrupt"))
+        self.registry.release(&[b.id])
     }
 
     pub(crate) fn alloc_physical(
@@ -211,7 +225,7 @@ impl Device {
             return Err(err(ErrorKind::InvalidArgument, "size not a multiple of the page size"));
         }
         let mut st = self.lock();
-        let runs = st.frames.alloc_pages(page, len_bytes / page.bytes()).map_err(Error::from)?;
+        let (rid, runs) = self.registry.alloc(self.physical, page, len_bytes / page.bytes())?;
         let id = st.next_handle;
         st.next_handle += 1;
         st.handles.insert(
@@ -222,6 +236,8 @@ impl Device {
                 runs,
                 writable: !attrs.contains(MemAttr::READONLY),
                 map_count: 0,
+                ids: vec![rid],
+                imported: None,
             },
         );
         Ok(PhysHandle(id))
@@ -235,9 +251,10 @@ impl Device {
             Some(_) => {}
         }
         let p = st.handles.remove(&handle.0).ok_or(err(ErrorKind::Internal, "handle vanished"))?;
-        st.frames
-            .free_pages(p.page_size, &p.runs)
-            .map_err(|_| err(ErrorKind::Internal, "frame record corrupt"))
+        if let Some(name) = p.imported {
+            self.registry.close_import(&name)?;
+        }
+        self.registry.release(&p.ids)
     }
 
     pub(crate) fn map_physical(&self, handle: PhysHandle, offset: u64, range: VaRange) -> Result<()> {
@@ -281,9 +298,122 @@ impl Device {
         Ok(())
     }
 
+    /// Exports the frames behind `range`, which adjacent backings of this device cover.
+    pub(crate) fn export_range(
+        &self,
+        range: VaRange,
+        kind: ShareKind,
+        no_whitelist: bool,
+    ) -> Result<ShareName> {
+        let st = self.lock();
+        let (start, end) = (range.start().as_u64(), range.end());
+        let mut cursor = start;
+        let (mut ids, mut runs, mut page) = (Vec::new(), Vec::new(), PageSize::Normal);
+        let first = st.backed.range(..=start).next_back().map_or(start, |(&s, _)| s);
+        for (&s, b) in st.backed.range(first..end) {
+            if s > cursor || s + b.len_bytes <= cursor {
+                break;
+            }
+            let take = (s + b.len_bytes).min(end) - cursor;
+            runs.extend(slice_runs(&b.runs, cursor - s, take));
+            ids.push(b.id);
+            if b.page_size.bytes() > page.bytes() {
+                page = b.page_size;
+            }
+            cursor += take;
+            if cursor == end {
+                break;
+            }
+        }
+        if cursor != end {
+            return Err(err(ErrorKind::InvalidHandle, "the range is not wholly backed device memory"));
+        }
+        drop(st);
+        self.registry.export(kind, self.physical, page, ids, runs, no_whitelist)
+    }
+
+    /// Exports a physical allocation of this process.
+    pub(crate) fn export_physical(
+        &self,
+        handle: PhysHandle,
+        kind: ShareKind,
+        no_whitelist: bool,
+    ) -> Result<ShareName> {
+        let st = self.lock();
+        let p = st.handles.get(&handle.0).ok_or(err(ErrorKind::InvalidHandle, "unknown physical handle"))?;
+        if p.imported.is_some() {
+            return Err(err(ErrorKind::InvalidHandle, "an imported handle cannot be exported again"));
+        }
+        let (ids, runs, page) = (p.ids.clone(), p.runs.clone(), p.page_size);
+        drop(st);
+        self.registry.export(kind, self.physical, page, ids, runs, no_whitelist)
+    }
+
+    /// Imports share `name` as a physical handle of this device.
+    pub(crate) fn import(&self, name: &ShareName) -> Result<(PhysHandle, ShareInfo)> {
+        let info = self.registry.share(name)?;
+        if info.device != self.physical {
+            return Err(err(
+                ErrorKind::NotSupported,
+                "importing another device's memory is not supported by the software NPU",
+            ));
+        }
+        let share = self.registry.import(name)?;
+        let mut st = self.lock();
+        let id = st.next_handle;
+        st.next_handle += 1;
+        st.handles.insert(
+            id,
+            PhysAlloc {
+                page_size: share.page_size,
+                len_bytes: share.len_bytes,
+                runs: share.runs.clone(),
+                writable: true,
+                map_count: 0,
+                ids: share.allocs.clone(),
+                imported: Some(*name),
+            },
+        );
+        Ok((PhysHandle(id), share_info(&share)))
+    }
+
+    /// Gives back everything this process still holds on the device (close).
+    pub(crate) fn release_all(&self) {
+        let mut st = self.lock();
+        let backed = std::mem::take(&mut st.backed);
+        let handles = std::mem::take(&mut st.handles);
+        st.handle_maps.clear();
+        drop(st);
+        for (_, b) in backed {
+            let _ = self.registry.release(&[b.id]);
+        }
+        for (_, p) in handles {
+            if let Some(n) = p.imported {
+                let _ = self.registry.close_import(&n);
+            }
+            let _ = self.registry.release(&p.ids);
+        }
+    }
+
     /// Whether `addr` lies in this device's window.
     pub(crate) fn owns(&self, addr: DeviceAddr) -> bool {
         self.window.contains(addr.as_u64())
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        self.release_all();
+    }
+}
+
+/// What an importer learns about a share.
+pub(crate) fn share_info(s: &mm::ipc::Share) -> ShareInfo {
+    ShareInfo {
+        physical_device: s.device,
+        len_bytes: s.len_bytes,
+        page_size: s.page_size,
+        exporter_pid: s.exporter,
     }
 }
 

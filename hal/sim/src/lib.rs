@@ -16,9 +16,11 @@
 //!
 //! - All `unsafe` lives in `sys`; everything else is safe code over its fenced API.
 //! - One `Sim` exists per process at a time (the windows are at fixed addresses).
-//! - A device's HBM object is held under an exclusive lock by the process that opened the
-//!   device; a second process opening the same device of the same instance gets
-//!   [`SimError::DeviceBusy`]. (Sharing a device between processes arrives with IPC.)
+//! - Every process that sets `ACLRS_SIM_INSTANCE` to the same name attaches to the same
+//!   simulated machine: its devices' HBM objects are mapped by all of them (same bytes), and
+//!   their frames are allocated through one shared registry (same capacity), which also holds
+//!   the IPC export tables and reclaims what a dead process held. See [`registry`] for the
+//!   design and its limits.
 //!
 //! Settings are in [`config`]; the README lists every `ACLRS_SIM_*` variable.
 #![forbid(unsafe_op_in_unsafe_fn)]
@@ -27,6 +29,7 @@ pub mod config;
 mod device;
 mod dma;
 mod kernel;
+pub mod registry;
 mod scheduler;
 mod sys;
 
@@ -36,13 +39,14 @@ use hal::layout::{device_window_base, HOST_WINDOW_BASE, HOST_WINDOW_SIZE};
 use hal::{
     BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, DeviceInfo, Driver, Error, ErrorKind,
     EventId, EventInfo, MemAttr, MemoryBacking, MemoryInfo, PageSize, PhysHandle, PhysicalMemory, PinnedHost,
-    QueueId, Result, TaskDesc, TaskQueue, TaskStatus, VaRange,
+    QueueId, Result, ShareInfo, ShareKind, ShareName, Sharing, TaskDesc, TaskQueue, TaskStatus, VaRange,
 };
 
 pub use config::{ConfigError, SimConfig};
 pub use kernel::{kernel_fail, HostHook, KERNEL_FAULT_DEFAULT, KERNEL_TIMEOUT};
 
 use device::Device;
+use registry::Registry;
 use scheduler::Scheduler;
 
 /// Errors of opening the software NPU or one of its devices, with the detail a user needs.
@@ -78,6 +82,14 @@ pub enum SimError {
     Hbm {
         /// The shared-memory object name.
         name: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The machine's shared registry could not be opened or joined.
+    #[error("cannot attach to simulated machine '{instance}': {source}")]
+    Registry {
+        /// The simulated machine.
+        instance: String,
         /// The OS error.
         source: std::io::Error,
     },
@@ -136,6 +148,7 @@ pub struct Sim {
     config: SimConfig,
     fabric: Arc<Fabric>,
     open_lock: std::sync::Mutex<()>,
+    registry: std::sync::Mutex<Option<Arc<Registry>>>,
 }
 
 impl Sim {
@@ -162,6 +175,7 @@ impl Sim {
             config,
             fabric: Arc::new(Fabric { slots: RwLock::new(slots), host }),
             open_lock: std::sync::Mutex::new(()),
+            registry: std::sync::Mutex::new(None),
         })
     }
 
@@ -181,14 +195,31 @@ impl Sim {
 
     /// The shared-memory object name of physical device `physical`.
     pub fn hbm_object_name(&self, physical: u32) -> String {
-        format!("/aclrs.{}.dev{}.hbm", self.config.instance, physical)
+        registry::hbm_name(&self.config.instance, physical)
+    }
+
+    /// The machine's registry, attaching this process on first use.
+    fn registry(&self) -> std::result::Result<Arc<Registry>, SimError> {
+        let mut r = self.registry.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(reg) = r.as_ref() {
+            return Ok(Arc::clone(reg));
+        }
+        let reg = Registry::attach(&self.config)
+            .map_err(|source| SimError::Registry { instance: self.config.instance.clone(), source })?;
+        *r = Some(Arc::clone(&reg));
+        Ok(reg)
+    }
+
+    /// The physical device behind logical `dev`.
+    fn physical(&self, dev: DeviceId) -> Result<u32> {
+        self.config.visible.get(dev.index()).copied().ok_or(Error::new(ErrorKind::NoDevice, "no such device"))
     }
 
     /// Opens logical device `dev`, with a detailed error.
     ///
     /// # Errors
     ///
-    /// [`SimError::NoDevice`], [`SimError::DeviceBusy`], [`SimError::Hbm`],
+    /// [`SimError::NoDevice`], [`SimError::Registry`], [`SimError::Hbm`],
     /// [`SimError::Reserve`] or [`SimError::Thread`].
     pub fn open_device(&self, dev: DeviceId) -> std::result::Result<(), SimError> {
         let _serial = self.open_lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -198,16 +229,15 @@ impl Sim {
         if self.fabric.slot(dev.0).is_some() {
             return Ok(());
         }
+        let registry = self.registry()?;
         let name = self.hbm_object_name(physical);
         let base = device_window_base(dev.0);
-        let device =
-            Device::open(self.info_of(), &name, base).map_err(|source| match source.raw_os_error() {
-                Some(libc::EWOULDBLOCK) => {
-                    SimError::DeviceBusy { instance: self.config.instance.clone(), device: physical }
-                }
+        let device = Device::open(self.info_of(), &name, base, registry, physical).map_err(|source| {
+            match source.raw_os_error() {
                 Some(libc::EEXIST) => SimError::Reserve { what: "device", addr: base, source },
                 _ => SimError::Hbm { name: name.clone(), source },
-            })?;
+            }
+        })?;
         let scheduler = Scheduler::start(dev.0, Arc::downgrade(&self.fabric))
             .map_err(|source| SimError::Thread { device: dev.0, source })?;
         let slot = Arc::new(Slot { device: Arc::new(device), scheduler });
@@ -240,6 +270,9 @@ impl Drop for Sim {
     fn drop(&mut self) {
         for i in 0..self.config.visible_count() {
             let _ = self.close(DeviceId(i));
+        }
+        if let Some(reg) = self.registry.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            reg.detach();
         }
     }
 }
@@ -276,7 +309,7 @@ impl DeviceControl for Sim {
     }
 
     fn memory_info(&self, dev: DeviceId) -> Result<MemoryInfo> {
-        Ok(self.device(dev)?.memory_info())
+        self.device(dev)?.memory_info()
     }
 }
 
@@ -311,6 +344,49 @@ impl PhysicalMemory for Sim {
 
     fn unmap_physical(&self, dev: DeviceId, range: VaRange) -> Result<()> {
         self.device(dev)?.unmap_physical(range)
+    }
+}
+
+impl Sharing for Sim {
+    fn process_id(&self) -> u32 {
+        std::process::id()
+    }
+
+    fn export_range(
+        &self,
+        dev: DeviceId,
+        range: VaRange,
+        kind: ShareKind,
+        no_whitelist: bool,
+    ) -> Result<ShareName> {
+        self.device(dev)?.export_range(range, kind, no_whitelist)
+    }
+
+    fn export_physical(
+        &self,
+        dev: DeviceId,
+        handle: PhysHandle,
+        kind: ShareKind,
+        no_whitelist: bool,
+    ) -> Result<ShareName> {
+        self.device(dev)?.export_physical(handle, kind, no_whitelist)
+    }
+
+    fn set_share_pids(&self, name: &ShareName, pids: &[u32]) -> Result<()> {
+        self.registry().map_err(|e| Error::from(&e))?.set_pids(name, pids)
+    }
+
+    fn share_info(&self, name: &ShareName) -> Result<ShareInfo> {
+        Ok(device::share_info(&self.registry().map_err(|e| Error::from(&e))?.share(name)?))
+    }
+
+    fn import_share(&self, name: &ShareName, dev: DeviceId) -> Result<(PhysHandle, ShareInfo)> {
+        let _ = self.physical(dev)?;
+        self.device(dev)?.import(name)
+    }
+
+    fn destroy_share(&self, name: &ShareName) -> Result<()> {
+        self.registry().map_err(|e| Error::from(&e))?.destroy(name)
     }
 }
 

@@ -6,6 +6,7 @@
 //! types' invariants keep every raw access inside memory this process reserved.
 
 pub(crate) mod kernel;
+pub(crate) mod shared;
 
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -13,23 +14,23 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::RwLock;
 
-/// A named POSIX shared-memory object holding one device's HBM, held under an exclusive lock.
+/// A named POSIX shared-memory object holding one device's HBM, shared by every process
+/// attached to the simulated machine.
 ///
 /// # Invariants
 ///
-/// `fd` is an open descriptor of the object `name`, sized to `len_bytes`, and this process holds
-/// an exclusive `flock` on it for as long as the value lives.
+/// `fd` is an open descriptor of the object `name`, at least `len_bytes` long.
 #[derive(Debug)]
 pub(crate) struct ShmObject {
     fd: OwnedFd,
-    name: CString,
     len_bytes: u64,
 }
 
 impl ShmObject {
-    /// Opens (creating if needed) the object `name`, locks it exclusively and sizes it to
-    /// `len_bytes` of fresh, sparse zero pages.
-    pub(crate) fn open_exclusive(name: &str, len_bytes: u64) -> io::Result<Self> {
+    /// Opens (creating if needed) the object `name` of `len_bytes`. With `reset`, whatever a
+    /// crashed earlier user left in it is dropped first (the registry says so only when no
+    /// live process has it mapped).
+    pub(crate) fn open(name: &str, len_bytes: u64, reset: bool) -> io::Result<Self> {
         let cname = CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
         // SAFETY: `cname` is a valid NUL-terminated string; the flags and mode are plain values.
         let raw = unsafe { libc::shm_open(cname.as_ptr(), libc::O_RDWR | libc::O_CREAT, 0o600) };
@@ -38,23 +39,20 @@ impl ShmObject {
         }
         // SAFETY: `raw` is a descriptor we just opened and own exclusively.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        // SAFETY: `fd` is open; flock only reads its arguments.
-        if unsafe { libc::flock(fd.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
         let len =
             libc::off_t::try_from(len_bytes).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-        // Drop whatever a crashed earlier owner left behind, then size the object sparsely.
         // SAFETY: `fd` is open for writing; ftruncate only changes the object's size.
-        if unsafe { libc::ftruncate(fd.as_raw_fd(), 0) } != 0
-            // SAFETY: as above.
-            || unsafe { libc::ftruncate(fd.as_raw_fd(), len) } != 0
-        {
+        if reset && unsafe { libc::ftruncate(fd.as_raw_fd(), 0) } != 0 {
             return Err(io::Error::last_os_error());
         }
-        exit_cleanup::register(&cname);
-        // INVARIANT: open, locked and sized above.
-        Ok(Self { fd, name: cname, len_bytes })
+        // Size the object sparsely. Every attached process agrees on the size (the registry
+        // checks the settings), so a second sizing changes nothing.
+        // SAFETY: as above.
+        if unsafe { libc::ftruncate(fd.as_raw_fd(), len) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // INVARIANT: open and sized above.
+        Ok(Self { fd, len_bytes })
     }
 
     /// Size of the object in bytes.
@@ -63,48 +61,19 @@ impl ShmObject {
     }
 }
 
-impl Drop for ShmObject {
-    fn drop(&mut self) {
-        // We hold the exclusive lock, so no other process uses the object: remove its name
-        // (the pages go when the last mapping and descriptor go).
-        // SAFETY: `name` is a valid C string; shm_unlink only reads it.
-        unsafe { libc::shm_unlink(self.name.as_ptr()) };
-        exit_cleanup::forget(&self.name);
+/// Removes the name of shared-memory object `name` (its pages go with the last mapping).
+pub(crate) fn shm_unlink(name: &str) {
+    if let Ok(c) = CString::new(name) {
+        // SAFETY: `c` is a valid C string; shm_unlink only reads it.
+        unsafe { libc::shm_unlink(c.as_ptr()) };
     }
 }
 
-/// Removes the names of HBM objects still open when the process exits without `aclFinalize`,
-/// so their pages are freed with the process instead of staying in `/dev/shm`.
-mod exit_cleanup {
-    use std::ffi::CString;
-    use std::sync::{Mutex, Once};
-
-    static NAMES: Mutex<Vec<CString>> = Mutex::new(Vec::new());
-    static HOOK: Once = Once::new();
-
-    extern "C" fn at_exit() {
-        // `try_lock`: never block process exit on a thread that died holding the lock.
-        if let Ok(names) = NAMES.try_lock() {
-            for n in names.iter() {
-                // SAFETY: `n` is a valid C string; shm_unlink only reads it.
-                unsafe { libc::shm_unlink(n.as_ptr()) };
-            }
-        }
-    }
-
-    pub(super) fn register(name: &CString) {
-        HOOK.call_once(|| {
-            // SAFETY: `at_exit` is an `extern "C" fn()` that never unwinds (it only calls
-            // shm_unlink) and stays valid for the life of the process (it is in this library,
-            // which is never unloaded while devices are open).
-            unsafe { libc::atexit(at_exit) };
-        });
-        NAMES.lock().unwrap_or_else(|p| p.into_inner()).push(name.clone());
-    }
-
-    pub(super) fn forget(name: &CString) {
-        NAMES.lock().unwrap_or_else(|p| p.into_inner()).retain(|n| n != name);
-    }
+/// Runs `hook` when the process exits normally (without `aclFinalize`, say).
+pub(crate) fn at_exit(hook: extern "C" fn()) {
+    // SAFETY: `hook` is an `extern "C" fn()` of this library that must not unwind (the caller
+    // guarantees it catches panics) and stays valid for the life of the process.
+    unsafe { libc::atexit(hook) };
 }
 
 /// A fault: an access touched a byte of a window that is not mapped (or not writable).
