@@ -13,10 +13,12 @@
 //!   one place; every failure leaves a readable message for `aclGetRecentErrMsg`.
 //! - A failed call changes no state.
 
+pub mod allocator;
 pub mod codes;
 pub mod error;
 pub mod ffi;
 pub mod memory;
+pub mod pool;
 pub mod runtime;
 pub mod stream;
 

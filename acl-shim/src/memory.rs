@@ -188,6 +188,7 @@ impl Runtime {
         let req = mm::policy::request(which, self.soc, size, policy)
             .map_err(|e| AclError::invalid(format!("{api}: {} (size {size}, policy {policy:#x})", e.0)))?;
         let d = self.current_device(api)?;
+        self.process_deferred(d);
         let mut component = mm::device::APP;
         for (i, a) in cfg.iter().enumerate() {
             match a.kind {
@@ -271,15 +272,43 @@ impl Runtime {
     /// device (double free, interior or host pointer, another device); nothing changes then.
     pub fn free(&self, api: &str, ptr: u64) -> Result<()> {
         let d = self.owning_device(api, "devPtr", ptr)?;
+        // Pool memory freed with aclrtFree: the block goes back to its pool at once.
+        if let Some(r) = self.pool_free_now(api, ptr) {
+            return r;
+        }
+        self.free_device_now(api, d, ptr)
+    }
+
+    /// Frees the plain device allocation at `ptr` on device `d`, whatever the current device.
+    pub(crate) fn free_device_now(&self, api: &str, d: u32, ptr: u64) -> Result<()> {
         let mut st = self.dev(d);
         let Some(alloc) = st.alloc.as_mut() else {
             return Err(AclError::rt_invalid(format!("{api}: device {d} has no context")));
         };
+        if alloc.get(DeviceAddr(ptr)).is_ok_and(|i| i.component == crate::pool::POOL_COMPONENT) {
+            return Err(AclError::rt_invalid(format!("{api}: devPtr {ptr:#x} is a memory pool's segment")));
+        }
         let mut backer = HalBacker::new(self.backend.driver(), d);
         match alloc.free(&mut backer, DeviceAddr(ptr)) {
             Ok(_) => Ok(()),
             Err(FreeError::NotLive(why)) => Err(not_live(api, "devPtr", ptr, why)),
             Err(FreeError::Backing(e)) => Err(AclError::from_hal(e, api)),
+        }
+    }
+
+    /// Checks that `ptr` could be freed now: a live plain allocation base of the current device.
+    pub(crate) fn check_free_target(&self, api: &str, ptr: u64) -> Result<()> {
+        let d = self.owning_device(api, "ptr", ptr)?;
+        let st = self.dev(d);
+        let Some(alloc) = st.alloc.as_ref() else {
+            return Err(AclError::rt_invalid(format!("{api}: device {d} has no context")));
+        };
+        match alloc.get(DeviceAddr(ptr)) {
+            Ok(i) if i.component == crate::pool::POOL_COMPONENT => {
+                Err(AclError::rt_invalid(format!("{api}: ptr {ptr:#x} is a memory pool's segment")))
+            }
+            Ok(_) => Ok(()),
+            Err(why) => Err(not_live(api, "ptr", ptr, why)),
         }
     }
 
@@ -352,9 +381,11 @@ impl Runtime {
     /// Checks that `[addr, addr + len)` at `loc` is live memory of this process.
     fn check_live(&self, api: &str, what: &str, loc: Loc, addr: u64, len: u64) -> Result<()> {
         let ok = match loc {
-            Loc::Device(d) if d < self.device_count() => {
-                self.dev(d).alloc.as_ref().is_some_and(|h| h.contains_range(DeviceAddr(addr), len))
-            }
+            Loc::Device(d) if d < self.device_count() => match self.pool_block_of(addr) {
+                // Pool memory: only the bytes of an allocated block are live.
+                Some(block) => block.is_some_and(|(b, l)| addr.checked_add(len).is_some_and(|e| e <= b + l)),
+                None => self.dev(d).alloc.as_ref().is_some_and(|h| h.contains_range(DeviceAddr(addr), len)),
+            },
             Loc::Device(_) => false,
             Loc::Pinned => {
                 self.host.lock().unwrap_or_else(|p| p.into_inner()).contains_range(DeviceAddr(addr), len)
@@ -597,7 +628,11 @@ impl Runtime {
             .components
             .iter()
             .map(|&(c, u)| {
-                let name = if c == mm::device::APP { "APP".to_owned() } else { format!("MODULE_{c}") };
+                let name = match c {
+                    mm::device::APP => "APP".to_owned(),
+                    crate::pool::POOL_COMPONENT => "MEMPOOL".to_owned(),
+                    c => format!("MODULE_{c}"),
+                };
                 (name, u.current, u.peak)
             })
             .collect();
@@ -728,6 +763,7 @@ impl Runtime {
             return Err(AclError::invalid(format!("{api}: attr {attr} is not an aclrtMemAttr (0..=17)")));
         }
         let d = self.current_device(api)?;
+        self.process_deferred(d);
         let info: MemoryInfo =
             self.backend.driver().memory_info(DeviceId(d)).map_err(|e| AclError::from_hal(e, api))?;
         Ok(match attr {

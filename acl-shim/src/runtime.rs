@@ -306,6 +306,10 @@ impl Runtime {
 
     /// Frees every allocation of device `d` and closes it.
     fn teardown(&self, d: u32) {
+        // Outstanding tasks finish first (CANN's reset waits for them); then pools, stream-ordered
+        // frees and allocations go.
+        self.wait_device_idle(d);
+        self.pools_teardown(d);
         let alloc = {
             let mut st = self.dev(d);
             st.refcount = 0;

@@ -400,7 +400,10 @@ impl Runtime {
         {
             return Ok(());
         }
-        self.sync_queue(api, &s, timeout, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT)
+        let r = self.sync_queue(api, &s, timeout, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
+        // Stream-ordered frees that are now complete, and pool memory above the threshold.
+        self.pools_on_sync(s.device);
+        r
     }
 
     /// Synchronises a stream before a synchronous copy that replaces an asynchronous one.
@@ -434,6 +437,7 @@ impl Runtime {
                 first.get_or_insert(e);
             }
         }
+        self.pools_on_sync(d);
         first.map_or(Ok(()), Err)
     }
 
@@ -608,7 +612,10 @@ impl Runtime {
         let info = drv.event_info(DeviceId(e.device), e.hw).map_err(|er| hal_err(api, er))?;
         let Some((queue, seq)) = info.point else { return Ok(()) };
         match drv.wait(DeviceId(e.device), queue, seq, timeout.as_option()) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                self.pools_on_sync(e.device);
+                Ok(())
+            }
             Err(er) if er.kind() == hal::ErrorKind::Timeout => Err(AclError::new(
                 ACL_ERROR_RT_EVENT_SYNC_TIMEOUT,
                 format!("{api}: the event's tasks did not finish within {timeout:?}"),
@@ -881,6 +888,19 @@ impl Runtime {
             }
         }
         Ok(TAG_CONTEXT | 0x8000_0000_0000 | u64::from(d))
+    }
+
+    /// Waits until every task submitted to a stream of device `d` has finished (device reset:
+    /// the device's memory may go only after that).
+    pub(crate) fn wait_device_idle(&self, d: u32) {
+        let streams: Vec<Arc<StreamObj>> =
+            tables_for(self).streams.values().filter(|s| s.device == d).cloned().collect();
+        let drv = self.sim_driver();
+        for s in streams {
+            if let Ok(last) = drv.submitted(DeviceId(d), s.queue) {
+                let _ = drv.wait(DeviceId(d), s.queue, last, None);
+            }
+        }
     }
 
     /// Forgets every stream, event and subscription of device `d` (its reset or

@@ -43,6 +43,29 @@ pub fn lib_dir() -> &'static Path {
     })
 }
 
+/// Builds `tests/c/kernels/<name>.c` into a host shared object (`cc -shared -fPIC`), as a user of
+/// the sim kernel ABI would, and returns its path. `tag` keeps concurrent tests apart.
+///
+/// # Panics
+///
+/// When the compiler fails.
+pub fn kernel_library(name: &str, tag: &str) -> PathBuf {
+    let out = std::env::temp_dir().join(format!("aclrs-kernels-{}", std::process::id()));
+    std::fs::create_dir_all(&out).expect("create output dir");
+    let so = out.join(format!("lib{name}-{tag}.so"));
+    let ws = workspace();
+    let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-I"])
+        .arg(ws.join("acl-shim/include"))
+        .arg(ws.join("tests/c/kernels").join(format!("{name}.c")))
+        .arg("-o")
+        .arg(&so)
+        .status()
+        .expect("run cc");
+    assert!(status.success(), "building the kernel library {name} failed");
+    so
+}
+
 /// How to link a C program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Link {
@@ -58,17 +81,35 @@ pub enum Link {
 ///
 /// When the compiler fails; its output is in the message.
 pub fn compile_c(name: &str, link: Link) -> PathBuf {
+    compile(name, "c", link)
+}
+
+/// Compiles `tests/c/<name>.cpp` (C++11, warnings as errors) against the shared library.
+///
+/// # Panics
+///
+/// When the compiler fails; its output is in the message.
+pub fn compile_cpp(name: &str) -> PathBuf {
+    compile(name, "cpp", Link::Shared)
+}
+
+fn compile(name: &str, ext: &str, link: Link) -> PathBuf {
     let ws = workspace();
     let out_dir = std::env::temp_dir().join(format!("aclrs-ctests-{}", std::process::id()));
     std::fs::create_dir_all(&out_dir).expect("create output dir");
     let suffix = if link == Link::Static { "-static" } else { "" };
     let exe = out_dir.join(format!("{name}{suffix}"));
     let lib = lib_dir();
-    let mut cmd = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
-    cmd.args(["-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+    let (compiler, std) = if ext == "cpp" {
+        (std::env::var("CXX").unwrap_or_else(|_| "c++".into()), "-std=c++11")
+    } else {
+        (std::env::var("CC").unwrap_or_else(|_| "cc".into()), "-std=c11")
+    };
+    let mut cmd = Command::new(compiler);
+    cmd.args([std, "-O1", "-Wall", "-Wextra", "-Werror", "-pedantic"])
         .arg("-I")
         .arg(ws.join("acl-shim/include"))
-        .arg(ws.join("tests/c").join(format!("{name}.c")))
+        .arg(ws.join("tests/c").join(format!("{name}.{ext}")))
         .arg("-o")
         .arg(&exe);
     match link {
@@ -82,7 +123,7 @@ pub fn compile_c(name: &str, link: Link) -> PathBuf {
     let out = cmd.output().expect("run the C compiler");
     assert!(
         out.status.success(),
-        "compiling {name}.c failed:\n{}{}",
+        "compiling {name}.{ext} failed:\n{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );

@@ -48,8 +48,6 @@
  *   - descriptor, offset and symbol copies;
  *   - virtual memory management (aclrtMallocPhysical ... aclrtMemMapSetLink),
  *     shareable handles and IPC memory (aclrtIpcMem*);
- *   - stream-ordered pools (acl/acl_rt_memory_soma.h) and the custom
- *     allocator descriptors (acl/acl_rt_allocator.h);
  *   - managed memory, CMO;
  *   - peer access, aclFinalizeReference, aclrtStreamWaitEventWithTimeout,
  *     notifies, stream stop/abort and attributes;

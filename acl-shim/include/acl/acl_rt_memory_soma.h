@@ -2,11 +2,9 @@
 /*
  * acl/acl_rt_memory_soma.h - stream-ordered memory pools ("SOMA").
  *
- * Types follow CANN 1.17.0 (include/external/acl/acl_rt_memory_soma.h). Only
- * the types are declared so far; the seven pool functions (aclrtMemPoolCreate,
- * aclrtMemPoolDestroy, aclrtMemPoolSetAttr, aclrtMemPoolGetAttr,
- * aclrtMemPoolMallocAsync, aclrtMemPoolFreeAsync, aclrtMemPoolTrimTo) are
- * declared here when the pool implementation lands.
+ * Types and functions follow CANN 1.17.0 (include/external/acl/acl_rt_memory_soma.h).
+ * Pools are supported on the A2 profile (the default), as in CANN; on A3 and 950 the
+ * functions return ACL_ERROR_RT_FEATURE_NOT_SUPPORT.
  *
  * CANN's acl_rt.h does not include this header; aclrs's acl_rt.h does.
  */
@@ -58,6 +56,22 @@ ACLRS_LAYOUT_ASSERT(offsetof(aclrtMemPoolProps, location) == 8, "aclrtMemPoolPro
 ACLRS_LAYOUT_ASSERT(offsetof(aclrtMemPoolProps, maxSize) == 16, "aclrtMemPoolProps.maxSize")
 ACLRS_LAYOUT_ASSERT(offsetof(aclrtMemPoolProps, reserved) == 24, "aclrtMemPoolProps.reserved")
 #endif
+
+/* Creates a pool on poolProps->location.id; maxSize 0 means the device's whole HBM. */
+ACL_FUNC_VISIBILITY aclError aclrtMemPoolCreate(aclrtMemPool *memPool, const aclrtMemPoolProps *poolProps);
+/* Destroys a pool; blocks still allocated stay valid until freed, then their memory goes. */
+ACL_FUNC_VISIBILITY aclError aclrtMemPoolDestroy(const aclrtMemPool memPool);
+/* Sets an attribute; value points to a uint32_t (REUSE_*) or a uint64_t (the others). */
+ACL_FUNC_VISIBILITY aclError aclrtMemPoolSetAttr(aclrtMemPool memPool, aclrtMemPoolAttr attr, void *value);
+/* Reads an attribute into *value (uint32_t or uint64_t, as for SetAttr). */
+ACL_FUNC_VISIBILITY aclError aclrtMemPoolGetAttr(aclrtMemPool memPool, aclrtMemPoolAttr attr, void *value);
+/* Allocates size bytes from memPool in the order of stream (not NULL); size 0 does nothing. */
+ACL_FUNC_VISIBILITY aclError aclrtMemPoolMallocAsync(void **ptr, size_t size, aclrtMemPool memPool,
+                                                     aclrtStream stream);
+/* Frees ptr (pool memory, or memory from aclrtMalloc) in the order of stream (not NULL). */
+ACL_FUNC_VISIBILITY aclError aclrtMemPoolFreeAsync(void *ptr, aclrtStream stream);
+/* Releases unused memory of memPool while keeping at least minBytesToKeep reserved. */
+ACL_FUNC_VISIBILITY aclError aclrtMemPoolTrimTo(aclrtMemPool memPool, size_t minBytesToKeep);
 
 #ifdef __cplusplus
 }

@@ -22,9 +22,11 @@ use crate::codes::*;
 use crate::error::{AclError, Result};
 use crate::runtime;
 
+pub mod allocator;
 pub mod async_copy;
 pub mod kernel;
 pub mod memory;
+pub mod pool;
 pub mod stream;
 
 /// `aclError` as the C headers define it.

@@ -1,0 +1,646 @@
+//! Stream-ordered memory pools (`aclrtMemPool*`) and stream-ordered frees of plain device
+//! memory: the runtime's side of `acl/acl_rt_memory_soma.h`.
+//!
+//! Safe Rust over `mm::pool`. It owns the pool handles, the segment source (pool segments are
+//! device allocations charged to the `MEMPOOL` component), the stream-order oracle built on the
+//! backend's queues, the waits that internal-dependency reuse inserts, and the deferred frees of
+//! `aclrtMemPoolFreeAsync` on memory from `aclrtMalloc`. It must not touch raw pointers.
+//!
+//! # Locking
+//!
+//! The pool table's mutex is taken only to find or change handles. A pool's own mutex may be
+//! held while it maps a segment (which takes the device's mutex): the order is pool, then
+//! device; nothing takes a pool's mutex while holding a device's.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use hal::{DeviceAddr, DeviceId, QueueId, SocProfile, VaRange};
+use mm::device::Component;
+use mm::order::{StreamOrder, StreamPoint};
+use mm::policy::{PagePlan, PolicyClass, Request};
+use mm::pool::{Pool, PoolError, ReuseModes, SegmentSource, SEGMENT_ALIGN};
+
+use crate::codes::*;
+use crate::error::{AclError, Result};
+use crate::memory::{locate, HalBacker, Loc};
+use crate::runtime::Runtime;
+
+/// The component pool segments are charged to in `aclrtGetMemUsageInfo`.
+pub const POOL_COMPONENT: Component = 0xFFFE;
+
+/// `aclrtMemPoolAttr` values.
+pub mod attr {
+    /// `ACL_RT_MEM_POOL_REUSE_FOLLOW_EVENT_DEPENDENCIES` (`uint32_t`).
+    pub const REUSE_FOLLOW_EVENT_DEPENDENCIES: u32 = 0x1;
+    /// `ACL_RT_MEM_POOL_REUSE_ALLOW_OPPORTUNISTIC` (`uint32_t`).
+    pub const REUSE_ALLOW_OPPORTUNISTIC: u32 = 0x2;
+    /// `ACL_RT_MEM_POOL_REUSE_ALLOW_INTERNAL_DEPENDENCIES` (`uint32_t`).
+    pub const REUSE_ALLOW_INTERNAL_DEPENDENCIES: u32 = 0x3;
+    /// `ACL_RT_MEM_POOL_ATTR_RELEASE_THRESHOLD` (`uint64_t`).
+    pub const RELEASE_THRESHOLD: u32 = 0x4;
+    /// `ACL_RT_MEM_POOL_ATTR_RESERVED_MEM_CURRENT` (`uint64_t`, read-only).
+    pub const RESERVED_MEM_CURRENT: u32 = 0x5;
+    /// `ACL_RT_MEM_POOL_ATTR_RESERVED_MEM_HIGH` (`uint64_t`, reset with 0).
+    pub const RESERVED_MEM_HIGH: u32 = 0x6;
+    /// `ACL_RT_MEM_POOL_ATTR_USED_MEM_CURRENT` (`uint64_t`, read-only).
+    pub const USED_MEM_CURRENT: u32 = 0x7;
+    /// `ACL_RT_MEM_POOL_ATTR_USED_MEM_HIGH` (`uint64_t`, reset with 0).
+    pub const USED_MEM_HIGH: u32 = 0x8;
+
+    /// Whether the attribute's value is a `uint32_t` (otherwise `uint64_t`).
+    pub fn is_u32(a: u32) -> bool {
+        (REUSE_FOLLOW_EVENT_DEPENDENCIES..=REUSE_ALLOW_INTERNAL_DEPENDENCIES).contains(&a)
+    }
+}
+
+/// An attribute value read from or written to C.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttrValue {
+    /// A `uint32_t`.
+    U32(u32),
+    /// A `uint64_t`.
+    U64(u64),
+}
+
+/// `aclrtMemPoolProps`, as the C edge read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolProps {
+    /// `allocType` (must be `ACL_MEM_ALLOCATION_TYPE_PINNED`, 0).
+    pub alloc_type: u32,
+    /// `handleType` (`ACL_MEM_HANDLE_TYPE_NONE`, 0).
+    pub handle_type: u32,
+    /// `location.id`.
+    pub location_id: u32,
+    /// `location.type` (must be `ACL_MEM_LOCATION_TYPE_DEVICE`, 1).
+    pub location_type: u32,
+    /// `maxSize` (0: the device's whole HBM).
+    pub max_size: u64,
+    /// Whether `reserved` is all zero.
+    pub reserved_zero: bool,
+}
+
+/// One pool.
+#[derive(Debug)]
+pub(crate) struct PoolObj {
+    device: u32,
+    inner: Mutex<PoolInner>,
+}
+
+#[derive(Debug)]
+struct PoolInner {
+    pool: Pool,
+    /// Destroyed with blocks still allocated: it accepts only their frees, and goes away with
+    /// the last one.
+    retired: bool,
+}
+
+/// A stream-ordered free of plain device memory, waiting for its stream to get there.
+#[derive(Debug, Clone, Copy)]
+struct Deferred {
+    device: u32,
+    addr: u64,
+    point: StreamPoint,
+}
+
+#[derive(Debug, Default)]
+struct Tables {
+    generation: u64,
+    pools: HashMap<u64, Arc<PoolObj>>,
+    next: u64,
+    deferred: Vec<Deferred>,
+}
+
+fn tables(rt: &Runtime) -> MutexGuard<'static, Tables> {
+    static T: OnceLock<Mutex<Tables>> = OnceLock::new();
+    let mut t = T.get_or_init(|| Mutex::new(Tables::default())).lock().unwrap_or_else(|p| p.into_inner());
+    if t.generation != rt.generation {
+        *t = Tables { generation: rt.generation, next: 1, ..Tables::default() };
+    }
+    t
+}
+
+const TAG_POOL: u64 = 0xac50 << 48;
+
+fn lock(p: &PoolObj) -> MutexGuard<'_, PoolInner> {
+    p.inner.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The stream-order oracle over the backend's queues of one device.
+struct QueueOrder<'a> {
+    drv: &'a dyn hal::Driver,
+    dev: DeviceId,
+}
+
+impl StreamOrder for QueueOrder<'_> {
+    fn is_complete(&self, p: StreamPoint) -> bool {
+        match self.drv.wait(self.dev, QueueId(p.stream), p.seq, Some(0)) {
+            Ok(()) => true,
+            // A destroyed stream finished all its work before it went.
+            Err(e) => e.kind() == hal::ErrorKind::InvalidHandle,
+        }
+    }
+
+    fn is_ordered_before(&self, p: StreamPoint, stream: u32) -> bool {
+        p.stream == stream
+            || self
+                .drv
+                .is_ordered_before(self.dev, QueueId(p.stream), p.seq, QueueId(stream))
+                .unwrap_or(false)
+    }
+}
+
+/// Pool segments are device allocations of whole 2 MiB pages.
+struct Segments<'a> {
+    rt: &'a Runtime,
+    dev: u32,
+}
+
+impl SegmentSource for Segments<'_> {
+    fn map_segment(&mut self, len_bytes: u64) -> std::result::Result<VaRange, hal::Error> {
+        let mut st = self.rt.dev(self.dev);
+        let alloc = st.alloc.as_mut().ok_or(hal::Error::new(hal::ErrorKind::NoDevice, "device reset"))?;
+        let req = Request {
+            usable_bytes: len_bytes,
+            plan: PagePlan::HugeFirst,
+            attrs: hal::MemAttr::CACHED,
+            class: PolicyClass::Default,
+        };
+        let mut backer = HalBacker::new(self.rt.backend().driver(), self.dev);
+        match alloc.allocate(&mut backer, &req, POOL_COMPONENT) {
+            Ok(a) => VaRange::try_new(a, len_bytes),
+            Err(mm::device::AllocError::Backing(e)) => Err(e),
+            Err(mm::device::AllocError::OutOfVa) => {
+                Err(hal::Error::new(hal::ErrorKind::OutOfMemory, "no device VA"))
+            }
+        }
+    }
+
+    fn unmap_segment(&mut self, range: VaRange) -> std::result::Result<(), hal::Error> {
+        let mut st = self.rt.dev(self.dev);
+        let alloc = st.alloc.as_mut().ok_or(hal::Error::new(hal::ErrorKind::NoDevice, "device reset"))?;
+        let mut backer = HalBacker::new(self.rt.backend().driver(), self.dev);
+        alloc.free(&mut backer, range.start()).map(|_| ()).map_err(|_| {
+            hal::Error::new(hal::ErrorKind::InvalidHandle, "pool segment was not a device allocation")
+        })
+    }
+}
+
+fn pool_err(api: &str, e: PoolError, what: &str) -> AclError {
+    match e {
+        PoolError::InvalidArgument => AclError::rt_invalid(format!("{api}: {what}: invalid size")),
+        PoolError::Exhausted => AclError::new(
+            ACL_ERROR_RT_INTERNAL_ERROR,
+            format!("{api}: {what}: the pool's maxSize does not leave room (pool exhausted)"),
+        ),
+        PoolError::OutOfMemory(h) => AclError::new(
+            ACL_ERROR_RT_MEMORY_ALLOCATION,
+            format!("{api}: {what}: the device has no memory for a new pool segment: {}", h.detail()),
+        ),
+        PoolError::NotAllocated => {
+            AclError::rt_invalid(format!("{api}: {what} is not a live block of its pool (double free?)"))
+        }
+        PoolError::Interior(b) => {
+            AclError::rt_invalid(format!("{api}: {what} points inside the block at {b}, not at its start"))
+        }
+        PoolError::BelowUsed => {
+            AclError::new(ACL_ERROR_RT_INTERNAL_ERROR, format!("{api}: {what} is less than the bytes in use"))
+        }
+    }
+}
+
+impl Runtime {
+    fn check_pool_soc(&self, api: &str) -> Result<()> {
+        if self.soc() == SocProfile::A2 {
+            return Ok(());
+        }
+        Err(AclError::new(
+            ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+            format!("{api}: stream-ordered pools are supported on A2 only, not on {}", self.soc().soc_name()),
+        ))
+    }
+
+    fn pool(&self, api: &str, handle: u64) -> Result<Arc<PoolObj>> {
+        let t = tables(self);
+        match t.pools.get(&handle) {
+            Some(p) if !lock(p).retired => Ok(Arc::clone(p)),
+            _ => Err(AclError::new(
+                ACL_ERROR_RT_INTERNAL_ERROR,
+                format!("{api}: memPool {handle:#x} is not a live pool (destroyed, or never created)"),
+            )),
+        }
+    }
+
+    fn order(&self, d: u32) -> QueueOrder<'_> {
+        QueueOrder { drv: self.backend().driver(), dev: DeviceId(d) }
+    }
+
+    /// `aclrtMemPoolCreate`.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_INVALID_PARAM` for props other than PINNED / DEVICE / zero reserved bytes;
+    /// `ACL_ERROR_RT_INVALID_DEVICEID`; `ACL_ERROR_RT_PARAM_INVALID` for a `maxSize` above the
+    /// device's HBM; `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` off A2.
+    pub fn pool_create(&self, api: &str, props: &PoolProps) -> Result<u64> {
+        self.check_pool_soc(api)?;
+        if props.alloc_type != 0 {
+            return Err(AclError::invalid(format!(
+                "{api}: allocType {} is not ACL_MEM_ALLOCATION_TYPE_PINNED",
+                props.alloc_type
+            )));
+        }
+        if props.handle_type != 0 {
+            return Err(AclError::invalid(format!(
+                "{api}: handleType {} is not ACL_MEM_HANDLE_TYPE_NONE",
+                props.handle_type
+            )));
+        }
+        if props.location_type != 1 {
+            return Err(AclError::invalid(format!(
+                "{api}: location.type {} is not ACL_MEM_LOCATION_TYPE_DEVICE",
+                props.location_type
+            )));
+        }
+        if !props.reserved_zero {
+            return Err(AclError::invalid(format!("{api}: reserved bytes must all be zero")));
+        }
+        let d = props.location_id;
+        if d >= self.device_count() {
+            return Err(AclError::new(
+                ACL_ERROR_RT_INVALID_DEVICEID,
+                format!("{api}: location.id {d} is not a device (0..{})", self.device_count()),
+            ));
+        }
+        let total = self
+            .backend()
+            .driver()
+            .device_info(DeviceId(d))
+            .map_err(|e| AclError::from_hal(e, api))?
+            .hbm_bytes;
+        let max = if props.max_size == 0 {
+            total / SEGMENT_ALIGN * SEGMENT_ALIGN
+        } else {
+            props
+                .max_size
+                .checked_add(SEGMENT_ALIGN - 1)
+                .map_or(u64::MAX, |v| v / SEGMENT_ALIGN * SEGMENT_ALIGN)
+        };
+        if max > total {
+            return Err(AclError::rt_invalid(format!(
+                "{api}: maxSize {} is more than the device's {total} bytes",
+                props.max_size
+            )));
+        }
+        let mut t = tables(self);
+        let h = TAG_POOL | t.next;
+        t.next += 1;
+        let obj = PoolObj {
+            device: d,
+            inner: Mutex::new(PoolInner { pool: Pool::new(max, ReuseModes::default()), retired: false }),
+        };
+        t.pools.insert(h, Arc::new(obj));
+        Ok(h)
+    }
+
+    /// `aclrtMemPoolDestroy`: the handle goes at once; the pool's memory goes as soon as
+    /// nothing uses it — blocks still allocated stay valid until they are freed, and segments
+    /// with frees still pending on a stream go at the next synchronize (nothing leaks, nothing
+    /// dangles).
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_INTERNAL_ERROR` (CANN's code for an unknown pool).
+    pub fn pool_destroy(&self, api: &str, handle: u64) -> Result<()> {
+        self.check_pool_soc(api)?;
+        let p = self.pool(api, handle)?;
+        lock(&p).retired = true;
+        self.collect_retired(handle, &p);
+        Ok(())
+    }
+
+    /// Gives back what a retired pool no longer needs, and forgets it once it holds nothing.
+    fn collect_retired(&self, handle: u64, p: &PoolObj) {
+        let d = p.device;
+        let mut inner = lock(p);
+        if !inner.retired {
+            return;
+        }
+        let order = self.order(d);
+        let mut seg = Segments { rt: self, dev: d };
+        inner.pool.release(&mut seg, &order, 0);
+        let gone = inner.pool.busy_count() == 0 && inner.pool.stats().reserved.current == 0;
+        drop(inner);
+        if gone {
+            tables(self).pools.remove(&handle);
+        }
+    }
+
+    /// `aclrtMemPoolMallocAsync`.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_INVALID_PARAM` for a NULL stream; the pool's codes (see [`pool_err`]).
+    pub fn pool_malloc_async(&self, api: &str, size: u64, handle: u64, stream: u64) -> Result<Option<u64>> {
+        self.check_pool_soc(api)?;
+        if stream == 0 {
+            return Err(AclError::invalid(format!(
+                "{api}: stream is NULL (the default stream cannot be used with pools)"
+            )));
+        }
+        let p = self.pool(api, handle)?;
+        let s = self.submit_stream(api, stream)?;
+        if s.device != p.device {
+            return Err(AclError::new(
+                crate::stream::ACL_ERROR_RT_STREAM_CONTEXT,
+                format!("{api}: stream is on device {}, the pool on device {}", s.device, p.device),
+            ));
+        }
+        if size == 0 {
+            return Ok(None);
+        }
+        if size > u64::MAX - (SEGMENT_ALIGN - 1) {
+            return Err(AclError::rt_invalid(format!("{api}: size {size} overflows when rounded")));
+        }
+        self.process_deferred(p.device);
+        let mut inner = lock(&p);
+        let order = self.order(p.device);
+        let mut seg = Segments { rt: self, dev: p.device };
+        let g = inner
+            .pool
+            .allocate(&mut seg, &order, s.queue.0, size)
+            .map_err(|e| pool_err(api, e, "allocation"))?;
+        if let Some(w) = g.wait_for {
+            // Internal dependency: this stream waits for the stream that freed the block.
+            let drv = self.backend().driver();
+            let dev = DeviceId(p.device);
+            let r = drv.create_event(dev).and_then(|ev| {
+                let r = drv
+                    .record_event(dev, QueueId(w.stream), ev)
+                    .and_then(|_| drv.wait_event(dev, s.queue, ev));
+                let _ = drv.destroy_event(dev, ev);
+                r
+            });
+            if let Err(e) = r {
+                // Could not order the reuse: give the block back untouched.
+                let _ = inner.pool.free(g.addr, w.stream, w.seq);
+                return Err(AclError::from_hal(e, api));
+            }
+        }
+        Ok(Some(g.addr.as_u64()))
+    }
+
+    /// `aclrtMemPoolFreeAsync`: frees a pool block — or plain `aclrtMalloc` memory — in the
+    /// order of `stream`.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_INVALID_PARAM` for a NULL stream; `ACL_ERROR_RT_PARAM_INVALID` for an interior
+    /// pointer, a double free or memory that is neither.
+    pub fn pool_free_async(&self, api: &str, ptr: u64, stream: u64) -> Result<()> {
+        if stream == 0 {
+            return Err(AclError::invalid(format!("{api}: stream is NULL")));
+        }
+        let s = self.submit_stream(api, stream)?;
+        let Loc::Device(d) = locate(ptr) else {
+            return Err(AclError::rt_invalid(format!("{api}: ptr {ptr:#x} is not device memory")));
+        };
+        if d != s.device {
+            return Err(AclError::rt_invalid(format!(
+                "{api}: ptr {ptr:#x} is on device {d}, the stream on device {}",
+                s.device
+            )));
+        }
+        let seq = self
+            .backend()
+            .driver()
+            .submitted(DeviceId(d), s.queue)
+            .map_err(|e| AclError::from_hal(e, api))?;
+        if let Some((h, p)) = self.pool_of(d, ptr) {
+            let mut inner = lock(&p);
+            inner
+                .pool
+                .free(DeviceAddr(ptr), s.queue.0, seq)
+                .map_err(|e| pool_err(api, e, &format!("ptr {ptr:#x}")))?;
+            drop(inner);
+            self.collect_retired(h, &p);
+            return Ok(());
+        }
+        // Plain device memory: it must be a live allocation base, freed once.
+        {
+            let t = tables(self);
+            if t.deferred.iter().any(|f| f.addr == ptr) {
+                return Err(AclError::rt_invalid(format!(
+                    "{api}: ptr {ptr:#x} already has a free pending (double free)"
+                )));
+            }
+        }
+        self.check_free_target(api, ptr)?;
+        tables(self).deferred.push(Deferred {
+            device: d,
+            addr: ptr,
+            point: StreamPoint { stream: s.queue.0, seq },
+        });
+        self.process_deferred(d);
+        Ok(())
+    }
+
+    /// The pool (live or retired) whose segments hold `ptr`.
+    fn pool_of(&self, d: u32, ptr: u64) -> Option<(u64, Arc<PoolObj>)> {
+        let t = tables(self);
+        t.pools
+            .iter()
+            .find(|(_, p)| p.device == d && lock(p).pool.owns(DeviceAddr(ptr)))
+            .map(|(&h, p)| (h, Arc::clone(p)))
+    }
+
+    /// The busy pool block containing `ptr`, if `ptr` lies in a pool: `Some(Some((base, size)))`
+    /// for a block, `Some(None)` for pool memory that is not allocated, `None` outside pools.
+    pub(crate) fn pool_block_of(&self, ptr: u64) -> Option<Option<(u64, u64)>> {
+        let Loc::Device(d) = locate(ptr) else { return None };
+        let (_, p) = self.pool_of(d, ptr)?;
+        let inner = lock(&p);
+        Some(inner.pool.find_busy(DeviceAddr(ptr)).map(|(b, l)| (b.as_u64(), l)))
+    }
+
+    /// `aclrtFree` of pool memory: the block is freed at once (CANN's force free).
+    ///
+    /// Returns `None` when `ptr` is not in a pool.
+    pub(crate) fn pool_free_now(&self, api: &str, ptr: u64) -> Option<Result<()>> {
+        let Loc::Device(d) = locate(ptr) else { return None };
+        let (h, p) = self.pool_of(d, ptr)?;
+        let mut inner = lock(&p);
+        // A free point on a stream that does not exist counts as complete: any stream may reuse it.
+        let r = inner
+            .pool
+            .free(DeviceAddr(ptr), u32::MAX, 0)
+            .map(|_| ())
+            .map_err(|e| pool_err(api, e, &format!("devPtr {ptr:#x}")));
+        drop(inner);
+        self.collect_retired(h, &p);
+        Some(r)
+    }
+
+    /// Runs the stream-ordered frees of plain memory whose streams have got there.
+    pub(crate) fn process_deferred(&self, d: u32) {
+        let ready: Vec<Deferred> = {
+            let mut t = tables(self);
+            if t.deferred.is_empty() {
+                return;
+            }
+            let order = self.order(d);
+            let (ready, wait): (Vec<Deferred>, Vec<Deferred>) =
+                t.deferred.iter().partition(|f| f.device == d && order.is_complete(f.point));
+            t.deferred = wait;
+            ready
+        };
+        for f in ready {
+            let _ = self.free_device_now("aclrtMemPoolFreeAsync", f.device, f.addr);
+        }
+    }
+
+    /// At a synchronize of device `d`: deferred frees, then each pool releases down to its
+    /// threshold.
+    pub(crate) fn pools_on_sync(&self, d: u32) {
+        self.process_deferred(d);
+        let pools: Vec<(u64, Arc<PoolObj>)> = tables(self)
+            .pools
+            .iter()
+            .filter(|(_, p)| p.device == d)
+            .map(|(&h, p)| (h, Arc::clone(p)))
+            .collect();
+        let order = self.order(d);
+        for (h, p) in pools {
+            let mut inner = lock(&p);
+            if inner.retired {
+                drop(inner);
+                self.collect_retired(h, &p);
+                continue;
+            }
+            let mut seg = Segments { rt: self, dev: d };
+            inner.pool.release_to_threshold(&mut seg, &order);
+        }
+    }
+
+    /// Device reset: every pool of `d` and every deferred free goes.
+    pub(crate) fn pools_teardown(&self, d: u32) {
+        let mut t = tables(self);
+        t.deferred.retain(|f| f.device != d);
+        t.pools.retain(|_, p| p.device != d);
+    }
+
+    /// `aclrtMemPoolTrimTo`.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_INTERNAL_ERROR` (CANN's code) when `minBytesToKeep` is below the bytes in
+    /// use or above the pool's size, or for an unknown pool.
+    pub fn pool_trim_to(&self, api: &str, handle: u64, keep: u64) -> Result<()> {
+        self.check_pool_soc(api)?;
+        let p = self.pool(api, handle)?;
+        let d = p.device;
+        let mut inner = lock(&p);
+        let order = self.order(d);
+        let mut seg = Segments { rt: self, dev: d };
+        match inner.pool.trim_to(&mut seg, &order, keep) {
+            Ok(_) => Ok(()),
+            Err(PoolError::InvalidArgument) => Err(AclError::new(
+                ACL_ERROR_RT_INTERNAL_ERROR,
+                format!(
+                    "{api}: minBytesToKeep {keep} is more than the pool's size {}",
+                    inner.pool.max_bytes()
+                ),
+            )),
+            Err(e) => Err(pool_err(api, e, &format!("minBytesToKeep {keep}"))),
+        }
+    }
+
+    /// `aclrtMemPoolSetAttr`.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_PARAM_INVALID` for a read-only attribute; `ACL_ERROR_RT_INTERNAL_ERROR`
+    /// (CANN's code) for a threshold above the pool's size or a non-zero high-water reset;
+    /// `ACL_ERROR_INVALID_PARAM` for an unknown attribute.
+    pub fn pool_set_attr(&self, api: &str, handle: u64, a: u32, v: AttrValue) -> Result<()> {
+        self.check_pool_soc(api)?;
+        let p = self.pool(api, handle)?;
+        let mut inner = lock(&p);
+        let mut modes = inner.pool.modes();
+        match (a, v) {
+            (attr::REUSE_FOLLOW_EVENT_DEPENDENCIES, AttrValue::U32(x)) => {
+                modes.follow_event_dependencies = x != 0
+            }
+            (attr::REUSE_ALLOW_OPPORTUNISTIC, AttrValue::U32(x)) => modes.allow_opportunistic = x != 0,
+            (attr::REUSE_ALLOW_INTERNAL_DEPENDENCIES, AttrValue::U32(x)) => {
+                modes.allow_internal_dependencies = x != 0
+            }
+            (attr::RELEASE_THRESHOLD, AttrValue::U64(x)) => {
+                return inner.pool.set_release_threshold(x).map_err(|_| {
+                    AclError::new(
+                        ACL_ERROR_RT_INTERNAL_ERROR,
+                        format!(
+                            "{api}: release threshold {x} is more than the pool's size {}",
+                            inner.pool.max_bytes()
+                        ),
+                    )
+                })
+            }
+            (attr::RESERVED_MEM_CURRENT | attr::USED_MEM_CURRENT, _) => {
+                return Err(AclError::rt_invalid(format!("{api}: attribute {a:#x} is read-only")))
+            }
+            (attr::RESERVED_MEM_HIGH, AttrValue::U64(0)) => {
+                inner.pool.reset_reserved_high();
+                return Ok(());
+            }
+            (attr::USED_MEM_HIGH, AttrValue::U64(0)) => {
+                inner.pool.reset_used_high();
+                return Ok(());
+            }
+            (attr::RESERVED_MEM_HIGH | attr::USED_MEM_HIGH, _) => {
+                return Err(AclError::new(
+                    ACL_ERROR_RT_INTERNAL_ERROR,
+                    format!("{api}: attribute {a:#x} can only be reset, with 0"),
+                ))
+            }
+            _ => {
+                return Err(AclError::invalid(format!(
+                    "{api}: attr {a:#x} is not an aclrtMemPoolAttr (1..=8)"
+                )))
+            }
+        }
+        inner.pool.set_modes(modes);
+        Ok(())
+    }
+
+    /// `aclrtMemPoolGetAttr`.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_INVALID_PARAM` for an unknown attribute; `ACL_ERROR_RT_INTERNAL_ERROR` for an
+    /// unknown pool.
+    pub fn pool_get_attr(&self, api: &str, handle: u64, a: u32) -> Result<AttrValue> {
+        self.check_pool_soc(api)?;
+        let p = self.pool(api, handle)?;
+        let inner = lock(&p);
+        let m = inner.pool.modes();
+        let st = inner.pool.stats();
+        Ok(match a {
+            attr::REUSE_FOLLOW_EVENT_DEPENDENCIES => AttrValue::U32(u32::from(m.follow_event_dependencies)),
+            attr::REUSE_ALLOW_OPPORTUNISTIC => AttrValue::U32(u32::from(m.allow_opportunistic)),
+            attr::REUSE_ALLOW_INTERNAL_DEPENDENCIES => {
+                AttrValue::U32(u32::from(m.allow_internal_dependencies))
+            }
+            attr::RELEASE_THRESHOLD => AttrValue::U64(inner.pool.release_threshold()),
+            attr::RESERVED_MEM_CURRENT => AttrValue::U64(st.reserved.current),
+            attr::RESERVED_MEM_HIGH => AttrValue::U64(st.reserved.peak),
+            attr::USED_MEM_CURRENT => AttrValue::U64(st.used.current),
+            attr::USED_MEM_HIGH => AttrValue::U64(st.used.peak),
+            _ => {
+                return Err(AclError::invalid(format!(
+                    "{api}: attr {a:#x} is not an aclrtMemPoolAttr (1..=8)"
+                )))
+            }
+        })
+    }
+}
