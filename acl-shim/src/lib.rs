@@ -17,9 +17,13 @@ pub mod allocator;
 pub mod codes;
 pub mod error;
 pub mod ffi;
+pub mod host_register;
+pub mod ipc;
 pub mod memory;
+pub mod peer;
 pub mod pool;
 pub mod runtime;
 pub mod stream;
+pub mod vmm;
 
 pub use error::{AclError, Result};

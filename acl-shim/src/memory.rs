@@ -384,7 +384,11 @@ impl Runtime {
             Loc::Device(d) if d < self.device_count() => match self.pool_block_of(addr) {
                 // Pool memory: only the bytes of an allocated block are live.
                 Some(block) => block.is_some_and(|(b, l)| addr.checked_add(len).is_some_and(|e| e <= b + l)),
-                None => self.dev(d).alloc.as_ref().is_some_and(|h| h.contains_range(DeviceAddr(addr), len)),
+                None => {
+                    let malloced = self.dev(d).alloc.as_ref().is_some_and(|h| h.contains_range(DeviceAddr(addr), len));
+                    // Memory mapped with aclrtMapMem or imported by IPC key is live device memory too.
+                    malloced || self.vmm_contains(d, addr, len)
+                }
             },
             Loc::Device(_) => false,
             Loc::Pinned => {
@@ -449,27 +453,45 @@ impl Runtime {
         if src == 0 {
             return Err(AclError::invalid(format!("{api}: src is NULL")));
         }
-        if kind_value > kind::H2BUF2D {
-            return Err(AclError::invalid(format!(
-                "{api}: kind {kind_value} ({}) is not allowed; use 0..=5",
-                kind::name(kind_value)
-            )));
-        }
+        let (ld, ls) = (locate(dst), locate(src));
+        // INNER (6) and INTER (7) device-to-device kinds: only between device memory (the
+        // reference rejects them at the ACL layer otherwise).
+        let between_devices = matches!((ld, ls), (Loc::Device(_), Loc::Device(_)));
+        let kind_value = match kind_value {
+            6 | 7 if between_devices => {
+                let same = ld == ls;
+                if same != (kind_value == 6) {
+                    return Err(AclError::rt_invalid(format!(
+                        "{api}: kind {} needs {} device",
+                        kind::name(kind_value),
+                        if kind_value == 6 { "both ends on the same" } else { "the ends on different devices, not the same" }
+                    )));
+                }
+                kind::D2D
+            }
+            k if k > kind::H2BUF2D => {
+                return Err(AclError::invalid(format!(
+                    "{api}: kind {k} ({}) is not allowed; use 0..=5 (6 and 7 only between device memory)",
+                    kind::name(k)
+                )));
+            }
+            k => k,
+        };
         if count > dest_max {
             return Err(AclError::rt_invalid(format!(
                 "{api}: count {count} is larger than destMax {dest_max}"
             )));
         }
-        let _ = self.current_device(api)?;
-        let (ld, ls) = (locate(dst), locate(src));
+        let cur = self.current_device(api)?;
         check_kind(api, ls, ld, kind_value)?;
         self.check_live(api, "dst", ld, dst, count)?;
         self.check_writable(api, "dst", ld, dst)?;
         self.check_live(api, "src", ls, src, count)?;
         if let (Loc::Device(a), Loc::Device(b)) = (ld, ls) {
-            if a != b {
+            // Cross-device copies need peer access on 950 and A2, not on A3 (D-11-03).
+            if a != b && self.soc != hal::SocProfile::A3 && !self.peer_allowed(cur, a, b) {
                 return Err(AclError::rt_invalid(format!(
-                    "{api}: copy from device {b} to device {a} needs peer access (aclrtDeviceEnablePeerAccess), which this runtime does not offer yet"
+                    "{api}: copy from device {b} to device {a} needs peer access: call aclrtDeviceEnablePeerAccess from the current device {cur}"
                 )));
             }
         }

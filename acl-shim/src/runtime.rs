@@ -15,7 +15,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
-use hal::layout::{device_window_base, DEVICE_WINDOW_SIZE, HOST_WINDOW_BASE, HOST_WINDOW_SIZE};
+use hal::layout::{HOST_WINDOW_BASE, HOST_WINDOW_SIZE};
 use hal::{DeviceAddr, DeviceId, SocProfile, VaRange};
 use hal_sim::Sim;
 use mm::device::DeviceAllocator;
@@ -252,9 +252,8 @@ impl Runtime {
             sim.open_device(DeviceId(d)).map_err(|e| {
                 AclError::new(ACL_ERROR_RT_NO_DEVICE, format!("aclrtSetDevice({device_id}): {e}"))
             })?;
-            let window = VaRange::try_new(DeviceAddr(device_window_base(d)), DEVICE_WINDOW_SIZE)
-                .map_err(|e| AclError::from_hal(e, "aclrtSetDevice"))?;
-            st.alloc = Some(DeviceAllocator::new(window));
+            // The upper half of the window is for VMM reservations and IPC imports.
+            st.alloc = Some(DeviceAllocator::new(crate::vmm::malloc_window(d)));
             st.forced = false;
         }
         st.refcount = st
@@ -310,6 +309,7 @@ impl Runtime {
         // frees and allocations go.
         self.wait_device_idle(d);
         self.pools_teardown(d);
+        self.vmm_teardown(d);
         let alloc = {
             let mut st = self.dev(d);
             st.refcount = 0;

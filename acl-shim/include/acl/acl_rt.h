@@ -16,6 +16,20 @@
  *             aclrtMemFlush, aclrtMemInvalidate, aclrtMemcpy, aclrtMemset
  *   queries   aclrtGetMemInfo, aclrtGetMemUsageInfo, aclrtCheckMemType,
  *             aclrtPointerGetAttributes, aclrtMemGetAddressRange
+ *   VMM       aclrtMallocPhysical, aclrtFreePhysical, aclrtReserveMemAddress,
+ *             aclrtReleaseMemAddress, aclrtMapMem, aclrtUnmapMem,
+ *             aclrtMemSetAccess, aclrtMemGetAccess,
+ *             aclrtMemGetAllocationGranularity, aclrtMemRetainAllocationHandle,
+ *             aclrtMemGetAllocationPropertiesFromHandle,
+ *             aclrtMemExportToShareableHandle(V2),
+ *             aclrtMemImportFromShareableHandle(V2),
+ *             aclrtMemSetPidToShareableHandle(V2), aclrtDeviceGetBareTgid
+ *   IPC       aclrtIpcMemGetExportKey, aclrtIpcMemImportByKey,
+ *             aclrtIpcMemSetImportPid, aclrtIpcMemSetAttr, aclrtIpcMemClose
+ *   host reg  aclrtHostRegister(V2), aclrtHostUnregister,
+ *             aclrtHostGetDevicePointer
+ *   peers     aclrtDeviceCanAccessPeer, aclrtDeviceEnablePeerAccess,
+ *             aclrtDeviceDisablePeerAccess
  *   streams   aclrtCreateStream(WithConfig), aclrtDestroyStream(Force),
  *             aclrtSynchronizeStream(WithTimeout), aclrtStreamQuery,
  *             aclrtStreamWaitEvent, aclrtSetStreamFailureMode,
@@ -43,13 +57,13 @@
  * fails to compile rather than to link:
  *
  *   - aclrtFreeWithDevSync, aclrtFreeHostWithDevSync;
- *   - host registration: aclrtHostRegister(V2), aclrtHostUnregister,
- *     aclrtHostGetDevicePointer, aclrtHostMemMapCapabilities;
+ *   - aclrtHostMemMapCapabilities;
  *   - descriptor, offset and symbol copies;
- *   - virtual memory management (aclrtMallocPhysical ... aclrtMemMapSetLink),
- *     shareable handles and IPC memory (aclrtIpcMem*);
+ *   - aclrtReserveMemAddressNoUCMemory, aclrtMemMapNoAccess,
+ *     aclrtMemMapSelectedLink, aclrtMemMapSetLink,
+ *     aclrtIpcMemImportPidInterServer;
  *   - managed memory, CMO;
- *   - peer access, aclFinalizeReference, aclrtStreamWaitEventWithTimeout,
+ *   - aclFinalizeReference, aclrtStreamWaitEventWithTimeout,
  *     notifies, stream stop/abort and attributes;
  *   - aclrtBinaryLoadFromData, aclrtLaunchKernelWithConfig and the
  *     aclrtKernelArgs* builders.
@@ -772,6 +786,56 @@ ACL_FUNC_VISIBILITY aclError aclrtCheckMemType(void **addrList, uint32_t size, u
 ACL_FUNC_VISIBILITY aclError aclrtPointerGetAttributes(const void *ptr, aclrtPtrAttributes *attributes);
 /* Base and size of the allocation containing ptr (either output may be NULL). */
 ACL_FUNC_VISIBILITY aclError aclrtMemGetAddressRange(void *ptr, void **pbase, size_t *psize);
+
+/* Virtual memory management, shareable handles, IPC memory, host registration
+ * and peer access. */
+ACL_FUNC_VISIBILITY aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
+                                                 const aclrtPhysicalMemProp *prop, uint64_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtFreePhysical(aclrtDrvMemHandle handle);
+ACL_FUNC_VISIBILITY aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment,
+                                                    void *expectPtr, uint64_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtReleaseMemAddress(void *virPtr);
+ACL_FUNC_VISIBILITY aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle,
+                                         uint64_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtUnmapMem(void *virPtr);
+ACL_FUNC_VISIBILITY aclError aclrtMemSetAccess(void *virPtr, size_t size, aclrtMemAccessDesc *desc, size_t count);
+ACL_FUNC_VISIBILITY aclError aclrtMemGetAccess(void *virPtr, aclrtMemLocation *location, uint64_t *flag);
+ACL_FUNC_VISIBILITY aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop,
+                                                              aclrtMemGranularityOptions option,
+                                                              size_t *granularity);
+ACL_FUNC_VISIBILITY aclError aclrtMemRetainAllocationHandle(void *virPtr, aclrtDrvMemHandle *handle);
+ACL_FUNC_VISIBILITY aclError aclrtMemGetAllocationPropertiesFromHandle(aclrtDrvMemHandle handle,
+                                                                       aclrtPhysicalMemProp *prop);
+ACL_FUNC_VISIBILITY aclError aclrtMemExportToShareableHandle(aclrtDrvMemHandle handle,
+                                                             aclrtMemHandleType handleType, uint64_t flags,
+                                                             uint64_t *shareableHandle);
+ACL_FUNC_VISIBILITY aclError aclrtMemExportToShareableHandleV2(aclrtDrvMemHandle handle, uint64_t flags,
+                                                               aclrtMemSharedHandleType shareType,
+                                                               void *shareableHandle);
+ACL_FUNC_VISIBILITY aclError aclrtMemImportFromShareableHandle(uint64_t shareableHandle, int32_t deviceId,
+                                                               aclrtDrvMemHandle *handle);
+ACL_FUNC_VISIBILITY aclError aclrtMemImportFromShareableHandleV2(void *shareableHandle,
+                                                                 aclrtMemSharedHandleType shareType,
+                                                                 uint64_t flags, aclrtDrvMemHandle *handle);
+ACL_FUNC_VISIBILITY aclError aclrtMemSetPidToShareableHandle(uint64_t shareableHandle, int32_t *pid,
+                                                             size_t pidNum);
+ACL_FUNC_VISIBILITY aclError aclrtMemSetPidToShareableHandleV2(void *shareableHandle,
+                                                               aclrtMemSharedHandleType shareType, int32_t *pid,
+                                                               size_t pidNum);
+ACL_FUNC_VISIBILITY aclError aclrtDeviceGetBareTgid(int32_t *pid);
+ACL_FUNC_VISIBILITY aclError aclrtIpcMemGetExportKey(void *devPtr, size_t size, char *key, size_t len,
+                                                     uint64_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtIpcMemImportByKey(void **devPtr, const char *key, uint64_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtIpcMemClose(const char *key);
+ACL_FUNC_VISIBILITY aclError aclrtIpcMemSetImportPid(const char *key, int32_t *pid, size_t num);
+ACL_FUNC_VISIBILITY aclError aclrtIpcMemSetAttr(const char *key, aclrtIpcMemAttrType type, uint64_t attr);
+ACL_FUNC_VISIBILITY aclError aclrtHostRegister(void *ptr, uint64_t size, aclrtHostRegisterType type, void **devPtr);
+ACL_FUNC_VISIBILITY aclError aclrtHostRegisterV2(void *ptr, uint64_t size, uint32_t flag);
+ACL_FUNC_VISIBILITY aclError aclrtHostUnregister(void *ptr);
+ACL_FUNC_VISIBILITY aclError aclrtHostGetDevicePointer(void *pHost, void **pDevice, uint32_t flag);
+ACL_FUNC_VISIBILITY aclError aclrtDeviceCanAccessPeer(int32_t *canAccessPeer, int32_t deviceId, int32_t peerDeviceId);
+ACL_FUNC_VISIBILITY aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtDeviceDisablePeerAccess(int32_t peerDeviceId);
 
 /* ------------------------------------------------------------------------ */
 /* Streams, events, host calls, kernels, asynchronous memory operations      */

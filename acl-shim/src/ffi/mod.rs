@@ -28,6 +28,7 @@ pub mod kernel;
 pub mod memory;
 pub mod pool;
 pub mod stream;
+pub mod vmm;
 
 /// `aclError` as the C headers define it.
 pub type AclErrorCode = i32;

@@ -1,0 +1,644 @@
+//! C exports of virtual memory management, shareable handles, IPC memory, host registration,
+//! peer access and `aclrtDeviceGetBareTgid`.
+//!
+//! Handles (`aclrtDrvMemHandle`) are numbers the runtime gave out, never pointers C owns.
+#![expect(
+    clippy::missing_safety_doc,
+    reason = "C exports: their contract is CANN's documentation, restated in the headers"
+)]
+
+use std::ffi::{c_char, c_void, CStr};
+
+use super::{addr, guard, out_ptr, put, size, AclErrorCode};
+use crate::error::{AclError, Result};
+use crate::ipc::{key_name, KEY_LEN};
+use crate::runtime;
+use crate::vmm::{handle_name, name_handle, PhysProp};
+
+/// `aclrtMemLocation`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct AclrtMemLocation {
+    /// Device id (ignored for host).
+    pub id: u32,
+    /// `aclrtMemLocationType`.
+    pub kind: u32,
+}
+
+/// `aclrtPhysicalMemProp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct AclrtPhysicalMemProp {
+    /// `aclrtMemHandleType`.
+    pub handle_type: u32,
+    /// `aclrtMemAllocationType`.
+    pub allocation_type: u32,
+    /// `aclrtMemAttr`.
+    pub mem_attr: u32,
+    /// Where the memory lives.
+    pub location: AclrtMemLocation,
+    /// Reserved.
+    pub reserve: u64,
+}
+
+/// `aclrtMemAccessDesc`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct AclrtMemAccessDesc {
+    /// `aclrtMemAccessFlags`.
+    pub flags: u32,
+    /// The location the flags apply to.
+    pub location: AclrtMemLocation,
+    /// Must be zero.
+    pub rsv: [u8; 12],
+}
+
+/// `ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT`.
+const SHARE_DEFAULT: u32 = 1;
+/// `ACL_MEM_SHARE_HANDLE_TYPE_FABRIC`.
+const SHARE_FABRIC: u32 = 2;
+/// Bytes of an `aclrtMemFabricHandle`.
+const FABRIC_BYTES: usize = 128;
+
+fn read_prop(api: &str, p: *const AclrtPhysicalMemProp) -> Result<PhysProp> {
+    let p = out_ptr(api, "prop", p.cast_mut())?;
+    // SAFETY: `p` passed `out_ptr` (non-null, aligned); the caller passes a readable
+    // `aclrtPhysicalMemProp` per the API.
+    let v = unsafe { p.read() };
+    Ok(PhysProp {
+        handle_type: v.handle_type,
+        allocation_type: v.allocation_type,
+        mem_attr: v.mem_attr,
+        location_id: v.location.id,
+        location_type: v.location.kind,
+    })
+}
+
+fn handle_of(api: &str, h: *mut c_void) -> Result<u64> {
+    if h.is_null() {
+        return Err(AclError::invalid(format!("{api}: handle is NULL")));
+    }
+    Ok(addr(h))
+}
+
+fn handle_ptr(h: u64) -> *mut c_void {
+    // CAST: handles are small numbers the runtime gave out, returned as the opaque pointer type.
+    h as usize as *mut c_void
+}
+
+fn c_key(api: &str, key: *const c_char) -> Result<hal::ShareName> {
+    if key.is_null() {
+        return Err(AclError::invalid(format!("{api}: key is NULL")));
+    }
+    // SAFETY: non-null (checked); the caller passes a NUL-terminated key per the API. Keys are
+    // at most 64 characters, but a longer string is read only to reject it.
+    let bytes = unsafe { CStr::from_ptr(key) }.to_bytes();
+    key_name(api, bytes)
+}
+
+fn pid_list<'a>(api: &str, pid: *mut i32, num: usize) -> Result<&'a [i32]> {
+    if pid.is_null() {
+        return Err(AclError::invalid(format!("{api}: pid is NULL")));
+    }
+    if !pid.is_aligned() {
+        return Err(AclError::invalid(format!("{api}: pid is not aligned")));
+    }
+    size(api, "num", num.saturating_mul(4))?;
+    // SAFETY: non-null and aligned (checked); the caller passes `num` readable pids per the API,
+    // and the size was checked to be a valid object size.
+    Ok(unsafe { std::slice::from_raw_parts(pid, num) })
+}
+
+fn share_of(api: &str, shareable: *mut c_void, kind: u32, soc: hal::SocProfile) -> Result<hal::ShareName> {
+    if shareable.is_null() {
+        return Err(AclError::invalid(format!("{api}: shareableHandle is NULL")));
+    }
+    match kind {
+        SHARE_DEFAULT => {
+            let p = out_ptr(api, "shareableHandle", shareable.cast::<u64>())?;
+            // SAFETY: checked non-null and aligned; the caller passes a `uint64_t` for DEFAULT.
+            handle_name(api, unsafe { p.read() })
+        }
+        SHARE_FABRIC if soc == hal::SocProfile::A3 => {
+            // SAFETY: non-null (checked); the caller passes an `aclrtMemFabricHandle` (128 bytes).
+            let b = unsafe { std::slice::from_raw_parts(shareable.cast::<u8>(), FABRIC_BYTES) };
+            let n = b.iter().position(|&c| c == 0).unwrap_or(FABRIC_BYTES);
+            key_name(api, &b[..n])
+        }
+        SHARE_FABRIC => Err(AclError::new(
+            crate::codes::ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+            format!("{api}: FABRIC shareable handles work only on A3, not {}", soc.soc_name()),
+        )),
+        k => Err(AclError::invalid(format!("{api}: shareType {k} must be DEFAULT (1) or FABRIC (2)"))),
+    }
+}
+
+/// `aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, const aclrtPhysicalMemProp *prop, uint64_t flags);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtMallocPhysical(
+    handle: *mut *mut c_void,
+    sz: usize,
+    prop: *const AclrtPhysicalMemProp,
+    flags: u64,
+) -> AclErrorCode {
+    const API: &str = "aclrtMallocPhysical";
+    guard(API, || {
+        let out = out_ptr(API, "handle", handle)?;
+        let p = read_prop(API, prop)?;
+        let sz = size(API, "size", sz)?;
+        let h = runtime::runtime(API)?.malloc_physical(API, sz, &p, flags)?;
+        put(out, handle_ptr(h));
+        Ok(())
+    })
+}
+
+/// `aclError aclrtFreePhysical(aclrtDrvMemHandle handle);`
+#[no_mangle]
+pub extern "C" fn aclrtFreePhysical(handle: *mut c_void) -> AclErrorCode {
+    const API: &str = "aclrtFreePhysical";
+    guard(API, || runtime::runtime(API)?.free_physical(API, handle_of(API, handle)?))
+}
+
+/// `aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment, void *expectPtr, uint64_t flags);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtReserveMemAddress(
+    vir_ptr: *mut *mut c_void,
+    sz: usize,
+    alignment: usize,
+    expect_ptr: *mut c_void,
+    flags: u64,
+) -> AclErrorCode {
+    const API: &str = "aclrtReserveMemAddress";
+    guard(API, || {
+        let out = out_ptr(API, "virPtr", vir_ptr)?;
+        let sz = size(API, "size", sz)?;
+        // CAST: usize fits in u64.
+        let p = runtime::runtime(API)?.reserve(API, sz, alignment as u64, addr(expect_ptr), flags)?;
+        put(out, handle_ptr(p));
+        Ok(())
+    })
+}
+
+/// `aclError aclrtReleaseMemAddress(void *virPtr);`
+#[no_mangle]
+pub extern "C" fn aclrtReleaseMemAddress(vir_ptr: *mut c_void) -> AclErrorCode {
+    const API: &str = "aclrtReleaseMemAddress";
+    guard(API, || {
+        if vir_ptr.is_null() {
+            return Err(AclError::invalid(format!("{API}: virPtr is NULL")));
+        }
+        runtime::runtime(API)?.release_reservation(API, addr(vir_ptr))
+    })
+}
+
+/// `aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle, uint64_t flags);`
+#[no_mangle]
+pub extern "C" fn aclrtMapMem(
+    vir_ptr: *mut c_void,
+    sz: usize,
+    offset: usize,
+    handle: *mut c_void,
+    flags: u64,
+) -> AclErrorCode {
+    const API: &str = "aclrtMapMem";
+    guard(API, || {
+        if vir_ptr.is_null() {
+            return Err(AclError::invalid(format!("{API}: virPtr is NULL")));
+        }
+        let h = handle_of(API, handle)?;
+        let sz = size(API, "size", sz)?;
+        let off = size(API, "offset", offset)?;
+        runtime::runtime(API)?.map_mem(API, addr(vir_ptr), sz, off, h, flags)
+    })
+}
+
+/// `aclError aclrtUnmapMem(void *virPtr);`
+#[no_mangle]
+pub extern "C" fn aclrtUnmapMem(vir_ptr: *mut c_void) -> AclErrorCode {
+    const API: &str = "aclrtUnmapMem";
+    guard(API, || {
+        if vir_ptr.is_null() {
+            return Err(AclError::invalid(format!("{API}: virPtr is NULL")));
+        }
+        runtime::runtime(API)?.unmap_mem(API, addr(vir_ptr))
+    })
+}
+
+/// `aclError aclrtMemSetAccess(void *virPtr, size_t size, aclrtMemAccessDesc *desc, size_t count);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtMemSetAccess(
+    vir_ptr: *mut c_void,
+    sz: usize,
+    desc: *mut AclrtMemAccessDesc,
+    count: usize,
+) -> AclErrorCode {
+    const API: &str = "aclrtMemSetAccess";
+    guard(API, || {
+        if vir_ptr.is_null() {
+            return Err(AclError::invalid(format!("{API}: virPtr is NULL")));
+        }
+        let d = out_ptr(API, "desc", desc)?;
+        let sz = size(API, "size", sz)?;
+        size(API, "count", count.saturating_mul(std::mem::size_of::<AclrtMemAccessDesc>()))?;
+        // SAFETY: `d` is non-null and aligned (checked); the caller passes `count` readable
+        // descriptors per the API, and their total size is a valid object size (checked).
+        let list = unsafe { std::slice::from_raw_parts(d, count) };
+        let descs: Vec<(u32, u32, u32, bool)> =
+            list.iter().map(|x| (x.flags, x.location.kind, x.location.id, x.rsv.iter().all(|&b| b == 0))).collect();
+        runtime::runtime(API)?.set_access(API, addr(vir_ptr), sz, &descs)
+    })
+}
+
+/// `aclError aclrtMemGetAccess(void *virPtr, aclrtMemLocation *location, uint64_t *flag);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtMemGetAccess(
+    vir_ptr: *mut c_void,
+    location: *mut AclrtMemLocation,
+    flag: *mut u64,
+) -> AclErrorCode {
+    const API: &str = "aclrtMemGetAccess";
+    guard(API, || {
+        if vir_ptr.is_null() {
+            return Err(AclError::invalid(format!("{API}: virPtr is NULL")));
+        }
+        let l = out_ptr(API, "location", location)?;
+        let f = out_ptr(API, "flag", flag)?;
+        // SAFETY: checked non-null and aligned; the caller passes a readable location (input).
+        let loc = unsafe { l.read() };
+        let v = runtime::runtime(API)?.get_access(API, addr(vir_ptr), loc.kind, loc.id)?;
+        put(f, v);
+        Ok(())
+    })
+}
+
+/// `aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop, aclrtMemGranularityOptions option, size_t *granularity);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtMemGetAllocationGranularity(
+    prop: *mut AclrtPhysicalMemProp,
+    option: u32,
+    granularity: *mut usize,
+) -> AclErrorCode {
+    const API: &str = "aclrtMemGetAllocationGranularity";
+    guard(API, || {
+        let p = read_prop(API, prop)?;
+        let out = out_ptr(API, "granularity", granularity)?;
+        let g = runtime::runtime(API)?.granularity(API, &p, option)?;
+        // CAST: at most 1 GiB.
+        put(out, g as usize);
+        Ok(())
+    })
+}
+
+/// `aclError aclrtMemRetainAllocationHandle(void *virPtr, aclrtDrvMemHandle *handle);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtMemRetainAllocationHandle(vir_ptr: *mut c_void, handle: *mut *mut c_void) -> AclErrorCode {
+    const API: &str = "aclrtMemRetainAllocationHandle";
+    guard(API, || {
+        if vir_ptr.is_null() {
+            return Err(AclError::invalid(format!("{API}: virPtr is NULL")));
+        }
+        let out = out_ptr(API, "handle", handle)?;
+        let h = runtime::runtime(API)?.retain_handle(API, addr(vir_ptr))?;
+        put(out, handle_ptr(h));
+        Ok(())
+    })
+}
+
+/// `aclError aclrtMemGetAllocationPropertiesFromHandle(aclrtDrvMemHandle handle, aclrtPhysicalMemProp *prop);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtMemGetAllocationPropertiesFromHandle(
+    handle: *mut c_void,
+    prop: *mut AclrtPhysicalMemProp,
+) -> AclErrorCode {
+    const API: &str = "aclrtMemGetAllocationPropertiesFromHandle";
+    guard(API, || {
+        let h = handle_of(API, handle)?;
+        let out = out_ptr(API, "prop", prop)?;
+        let p = runtime::runtime(API)?.handle_props(API, h)?;
+        put(
+            out,
+            AclrtPhysicalMemProp {
+                handle_type: p.handle_type,
+                allocation_type: p.allocation_type,
+                mem_attr: p.mem_attr,
+                location: AclrtMemLocation { id: p.location_id, kind: p.location_type },
+                reserve: 0,
+            },
+        );
+        Ok(())
+    })
+}
+
+/// `aclError aclrtMemExportToShareableHandle(aclrtDrvMemHandle handle, aclrtMemHandleType handleType, uint64_t flags, uint64_t *shareableHandle);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtMemExportToShareableHandle(
+    handle: *mut c_void,
+    handle_type: u32,
+    flags: u64,
+    shareable: *mut u64,
+) -> AclErrorCode {
+    const API: &str = "aclrtMemExportToShareableHandle";
+    guard(API, || {
+        let h = handle_of(API, handle)?;
+        let out = out_ptr(API, "shareableHandle", shareable)?;
+        if handle_type != 0 {
+            return Err(AclError::invalid(format!("{API}: handleType {handle_type} must be ACL_MEM_HANDLE_TYPE_NONE")));
+        }
+        let name = runtime::runtime(API)?.export_handle(API, h, flags)?;
+        put(out, name_handle(&name));
+        Ok(())
+    })
+}
+
+/// `aclError aclrtMemExportToShareableHandleV2(aclrtDrvMemHandle handle, uint64_t flags, aclrtMemSharedHandleType shareType, void *shareableHandle);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtMemExportToShareableHandleV2(
+    handle: *mut c_void,
+    flags: u64,
+    share_type: u32,
+    shareable: *mut c_void,
+) -> AclErrorCode {
+    const API: &str = "aclrtMemExportToShareableHandleV2";
+    guard(API, || {
+        let h = handle_of(API, handle)?;
+        if shareable.is_null() {
+            return Err(AclError::invalid(format!("{API}: shareableHandle is NULL")));
+        }
+        let rt = runtime::runtime(API)?;
+        match share_type {
+            SHARE_DEFAULT => {
+                let out = out_ptr(API, "shareableHandle", shareable.cast::<u64>())?;
+                let name = rt.export_handle(API, h, flags)?;
+                put(out, name_handle(&name));
+            }
+            SHARE_FABRIC if rt.soc() == hal::SocProfile::A3 => {
+                let name = rt.export_handle(API, h, flags)?;
+                let mut buf = [0u8; FABRIC_BYTES];
+                buf[..name.as_bytes().len()].copy_from_slice(name.as_bytes());
+                // SAFETY: non-null (checked); the caller passes a writable `aclrtMemFabricHandle`
+                // (128 bytes, alignment 1) for FABRIC.
+                unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr(), shareable.cast::<u8>(), FABRIC_BYTES) };
+            }
+            _ => {
+                share_of(API, shareable, share_type, rt.soc())?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// `aclError aclrtMemImportFromShareableHandle(uint64_t shareableHandle, int32_t deviceId, aclrtDrvMemHandle *handle);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtMemImportFromShareableHandle(
+    shareable: u64,
+    device_id: i32,
+    handle: *mut *mut c_void,
+) -> AclErrorCode {
+    const API: &str = "aclrtMemImportFromShareableHandle";
+    guard(API, || {
+        let out = out_ptr(API, "handle", handle)?;
+        let rt = runtime::runtime(API)?;
+        let d = match u32::try_from(device_id) {
+            Ok(d) if d < rt.device_count() => d,
+            _ => {
+                return Err(AclError::new(
+                    crate::codes::ACL_ERROR_RT_INVALID_DEVICEID,
+                    format!("{API}: deviceId {device_id} is not a device"),
+                ))
+            }
+        };
+        let name = handle_name(API, shareable)?;
+        let h = rt.import_handle(API, &name, d)?;
+        put(out, handle_ptr(h));
+        Ok(())
+    })
+}
+
+/// `aclError aclrtMemImportFromShareableHandleV2(void *shareableHandle, aclrtMemSharedHandleType shareType, uint64_t flags, aclrtDrvMemHandle *handle);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtMemImportFromShareableHandleV2(
+    shareable: *mut c_void,
+    share_type: u32,
+    flags: u64,
+    handle: *mut *mut c_void,
+) -> AclErrorCode {
+    const API: &str = "aclrtMemImportFromShareableHandleV2";
+    guard(API, || {
+        let out = out_ptr(API, "handle", handle)?;
+        if flags != 0 {
+            return Err(AclError::invalid(format!("{API}: flags must be 0, not {flags}")));
+        }
+        let rt = runtime::runtime(API)?;
+        let name = share_of(API, shareable, share_type, rt.soc())?;
+        let d = rt.current_device(API)?;
+        let h = rt.import_handle(API, &name, d)?;
+        put(out, handle_ptr(h));
+        Ok(())
+    })
+}
+
+/// `aclError aclrtMemSetPidToShareableHandle(uint64_t shareableHandle, int32_t *pid, size_t pidNum);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtMemSetPidToShareableHandle(shareable: u64, pid: *mut i32, pid_num: usize) -> AclErrorCode {
+    const API: &str = "aclrtMemSetPidToShareableHandle";
+    guard(API, || {
+        if pid_num == 0 {
+            return Err(AclError::invalid(format!("{API}: pidNum must be greater than 0")));
+        }
+        let pids = pid_list(API, pid, pid_num)?;
+        let name = handle_name(API, shareable)?;
+        runtime::runtime(API)?.set_share_pids(API, &name, pids)
+    })
+}
+
+/// `aclError aclrtMemSetPidToShareableHandleV2(void *shareableHandle, aclrtMemSharedHandleType shareType, int32_t *pid, size_t pidNum);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtMemSetPidToShareableHandleV2(
+    shareable: *mut c_void,
+    share_type: u32,
+    pid: *mut i32,
+    pid_num: usize,
+) -> AclErrorCode {
+    const API: &str = "aclrtMemSetPidToShareableHandleV2";
+    guard(API, || {
+        if pid_num == 0 {
+            return Err(AclError::invalid(format!("{API}: pidNum must be greater than 0")));
+        }
+        let pids = pid_list(API, pid, pid_num)?;
+        let rt = runtime::runtime(API)?;
+        let name = share_of(API, shareable, share_type, rt.soc())?;
+        rt.set_share_pids(API, &name, pids)
+    })
+}
+
+/// `aclError aclrtDeviceGetBareTgid(int32_t *pid);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtDeviceGetBareTgid(pid: *mut i32) -> AclErrorCode {
+    const API: &str = "aclrtDeviceGetBareTgid";
+    guard(API, || {
+        let out = out_ptr(API, "pid", pid)?;
+        let rt = runtime::runtime(API)?;
+        let p = rt.backend().sharing().process_id();
+        put(out, i32::try_from(p).map_err(|_| AclError::invalid(format!("{API}: pid {p} does not fit")))?);
+        Ok(())
+    })
+}
+
+/// `aclError aclrtIpcMemGetExportKey(void *devPtr, size_t size, char *key, size_t len, uint64_t flags);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtIpcMemGetExportKey(
+    dev_ptr: *mut c_void,
+    sz: usize,
+    key: *mut c_char,
+    len: usize,
+    flags: u64,
+) -> AclErrorCode {
+    const API: &str = "aclrtIpcMemGetExportKey";
+    guard(API, || {
+        if dev_ptr.is_null() {
+            return Err(AclError::invalid(format!("{API}: devPtr is NULL")));
+        }
+        if key.is_null() {
+            return Err(AclError::invalid(format!("{API}: key is NULL")));
+        }
+        let sz = size(API, "size", sz)?;
+        let len = size(API, "len", len)?;
+        let name = runtime::runtime(API)?.ipc_export(API, addr(dev_ptr), sz, len, flags)?;
+        let mut buf = [0u8; KEY_LEN as usize];
+        buf[..name.as_bytes().len()].copy_from_slice(name.as_bytes());
+        // SAFETY: `key` is non-null (checked) and the caller passes a writable buffer of `len`
+        // bytes, which `ipc_export` checked to be at least 65 (the bytes written).
+        unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr(), key.cast::<u8>(), buf.len()) };
+        Ok(())
+    })
+}
+
+/// `aclError aclrtIpcMemImportByKey(void **devPtr, const char *key, uint64_t flags);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtIpcMemImportByKey(dev_ptr: *mut *mut c_void, key: *const c_char, flags: u64) -> AclErrorCode {
+    const API: &str = "aclrtIpcMemImportByKey";
+    guard(API, || {
+        let out = out_ptr(API, "devPtr", dev_ptr)?;
+        let name = c_key(API, key)?;
+        let p = runtime::runtime(API)?.ipc_import(API, &name, flags)?;
+        put(out, handle_ptr(p));
+        Ok(())
+    })
+}
+
+/// `aclError aclrtIpcMemClose(const char *key);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtIpcMemClose(key: *const c_char) -> AclErrorCode {
+    const API: &str = "aclrtIpcMemClose";
+    guard(API, || {
+        let name = c_key(API, key)?;
+        runtime::runtime(API)?.ipc_close(API, &name)
+    })
+}
+
+/// `aclError aclrtIpcMemSetImportPid(const char *key, int32_t *pid, size_t num);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtIpcMemSetImportPid(key: *const c_char, pid: *mut i32, num: usize) -> AclErrorCode {
+    const API: &str = "aclrtIpcMemSetImportPid";
+    guard(API, || {
+        let name = c_key(API, key)?;
+        if pid.is_null() {
+            return Err(AclError::invalid(format!("{API}: pid is NULL")));
+        }
+        if num == 0 {
+            return Err(AclError::rt_invalid(format!("{API}: num must be greater than 0")));
+        }
+        let pids = pid_list(API, pid, num)?;
+        runtime::runtime(API)?.set_share_pids(API, &name, pids)
+    })
+}
+
+/// `aclError aclrtIpcMemSetAttr(const char *key, aclrtIpcMemAttrType type, uint64_t attr);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtIpcMemSetAttr(key: *const c_char, ty: u32, attr: u64) -> AclErrorCode {
+    const API: &str = "aclrtIpcMemSetAttr";
+    guard(API, || {
+        let name = c_key(API, key)?;
+        runtime::runtime(API)?.ipc_set_attr(API, &name, ty, attr)
+    })
+}
+
+/// `aclError aclrtHostRegister(void *ptr, uint64_t size, aclrtHostRegisterType type, void **devPtr);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtHostRegister(ptr: *mut c_void, sz: u64, ty: u32, dev_ptr: *mut *mut c_void) -> AclErrorCode {
+    const API: &str = "aclrtHostRegister";
+    guard(API, || {
+        if ptr.is_null() {
+            return Err(AclError::invalid(format!("{API}: ptr is NULL")));
+        }
+        let out = out_ptr(API, "devPtr", dev_ptr)?;
+        let d = runtime::runtime(API)?.host_register(API, addr(ptr), sz, ty)?;
+        put(out, handle_ptr(d));
+        Ok(())
+    })
+}
+
+/// `aclError aclrtHostRegisterV2(void *ptr, uint64_t size, uint32_t flag);`
+#[no_mangle]
+pub extern "C" fn aclrtHostRegisterV2(ptr: *mut c_void, sz: u64, flag: u32) -> AclErrorCode {
+    const API: &str = "aclrtHostRegisterV2";
+    guard(API, || {
+        if ptr.is_null() {
+            return Err(AclError::invalid(format!("{API}: ptr is NULL")));
+        }
+        runtime::runtime(API)?.host_register_v2(API, addr(ptr), sz, flag)
+    })
+}
+
+/// `aclError aclrtHostUnregister(void *ptr);`
+#[no_mangle]
+pub extern "C" fn aclrtHostUnregister(ptr: *mut c_void) -> AclErrorCode {
+    const API: &str = "aclrtHostUnregister";
+    guard(API, || {
+        if ptr.is_null() {
+            return Err(AclError::invalid(format!("{API}: ptr is NULL")));
+        }
+        runtime::runtime(API)?.host_unregister(API, addr(ptr))
+    })
+}
+
+/// `aclError aclrtHostGetDevicePointer(void *pHost, void **pDevice, uint32_t flag);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtHostGetDevicePointer(p_host: *mut c_void, p_device: *mut *mut c_void, flag: u32) -> AclErrorCode {
+    const API: &str = "aclrtHostGetDevicePointer";
+    guard(API, || {
+        if p_host.is_null() {
+            return Err(AclError::invalid(format!("{API}: pHost is NULL")));
+        }
+        let out = out_ptr(API, "pDevice", p_device)?;
+        let d = runtime::runtime(API)?.host_device_pointer(API, addr(p_host), flag)?;
+        put(out, handle_ptr(d));
+        Ok(())
+    })
+}
+
+/// `aclError aclrtDeviceCanAccessPeer(int32_t *canAccessPeer, int32_t deviceId, int32_t peerDeviceId);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrtDeviceCanAccessPeer(can: *mut i32, device_id: i32, peer: i32) -> AclErrorCode {
+    const API: &str = "aclrtDeviceCanAccessPeer";
+    guard(API, || {
+        let out = out_ptr(API, "canAccessPeer", can)?;
+        let ok = runtime::runtime(API)?.can_access_peer(API, device_id, peer)?;
+        put(out, i32::from(ok));
+        Ok(())
+    })
+}
+
+/// `aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags);`
+#[no_mangle]
+pub extern "C" fn aclrtDeviceEnablePeerAccess(peer: i32, flags: u32) -> AclErrorCode {
+    const API: &str = "aclrtDeviceEnablePeerAccess";
+    guard(API, || runtime::runtime(API)?.enable_peer(API, peer, flags))
+}
+
+/// `aclError aclrtDeviceDisablePeerAccess(int32_t peerDeviceId);`
+#[no_mangle]
+pub extern "C" fn aclrtDeviceDisablePeerAccess(peer: i32) -> AclErrorCode {
+    const API: &str = "aclrtDeviceDisablePeerAccess";
+    guard(API, || runtime::runtime(API)?.disable_peer(API, peer))
+}

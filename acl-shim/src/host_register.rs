@@ -1,0 +1,139 @@
+//! Host memory registration (`aclrtHostRegister`, `aclrtHostRegisterV2`, `aclrtHostUnregister`,
+//! `aclrtHostGetDevicePointer`).
+//!
+//! On the software NPU the device reaches host memory at the host address (kernels are host
+//! code), so registration records the range and the device pointer equals the host pointer
+//! (VA consistency, as `ACL_RT_MEM_ATTR_VA_FLAG` gives on A2/A3). Registered memory stays
+//! ordinary host memory for copies.
+
+use hal::layout::{window_of, Window};
+
+use crate::codes::*;
+use crate::error::{AclError, Result};
+use crate::runtime::Runtime;
+use crate::vmm::with;
+
+/// `ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED`.
+pub const ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED: i32 = 507_910;
+/// `ACL_ERROR_HOST_MEMORY_NOT_REGISTERED`.
+pub const ACL_ERROR_HOST_MEMORY_NOT_REGISTERED: i32 = 507_911;
+
+const V1_MAPPED: u32 = 0;
+const V1_IOMEMORY: u32 = 0x4;
+const V1_READONLY: u32 = 0x8;
+const V2_MAPPED: u32 = 0x2;
+const V2_IOMEMORY: u32 = 0x4;
+const V2_READONLY: u32 = 0x8;
+const V2_PINNED: u32 = 0x1000_0000;
+
+impl Runtime {
+    fn register(&self, api: &str, ptr: u64, size: u64) -> Result<u64> {
+        if size == 0 {
+            return Err(AclError::invalid(format!("{api}: size must be greater than 0")));
+        }
+        if ptr % 4096 != 0 {
+            return Err(AclError::rt_invalid(format!("{api}: ptr {ptr:#x} is not 4 KiB page aligned")));
+        }
+        let end = ptr.checked_add(size).filter(|&e| e <= isize::MAX as u64).ok_or_else(|| {
+            AclError::invalid(format!("{api}: [ptr, ptr + size) wraps around the address space"))
+        })?;
+        if matches!(window_of(ptr), Window::Device(_) | Window::Pool) {
+            return Err(AclError::rt_invalid(format!("{api}: ptr {ptr:#x} is device memory, not host memory")));
+        }
+        self.current_device(api)?;
+        with(self, |x| {
+            let overlaps = x.registered.range(..end).next_back().is_some_and(|(&s, &l)| s + l > ptr);
+            if overlaps {
+                return Err(AclError::new(
+                    ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+                    format!("{api}: [{ptr:#x}, +{size}) overlaps a range already registered"),
+                ));
+            }
+            x.registered.insert(ptr, size);
+            Ok(ptr)
+        })
+    }
+
+    /// `aclrtHostRegister`: returns the device pointer.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_INVALID_PARAM` for size 0 or an unknown type, `ACL_ERROR_RT_FEATURE_NOT_SUPPORT`
+    /// for IOMEMORY and READONLY, `ACL_ERROR_RT_PARAM_INVALID` for a misaligned or device
+    /// pointer, `ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED` for an overlap.
+    pub fn host_register(&self, api: &str, ptr: u64, size: u64, ty: u32) -> Result<u64> {
+        match ty {
+            V1_MAPPED => {}
+            V1_IOMEMORY | V1_READONLY => {
+                return Err(AclError::new(
+                    ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                    format!("{api}: type {ty:#x} (IOMEMORY/READONLY) is reserved and not supported"),
+                ))
+            }
+            t => return Err(AclError::invalid(format!("{api}: type {t} is not an aclrtHostRegisterType"))),
+        }
+        self.register(api, ptr, size)
+    }
+
+    /// `aclrtHostRegisterV2`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::host_register`]; PINNED on memory from `aclrtMallocHost` is
+    /// `ACL_ERROR_RT_PARAM_INVALID` (it is pinned already).
+    pub fn host_register_v2(&self, api: &str, ptr: u64, size: u64, flag: u32) -> Result<()> {
+        if flag == 0 || flag & !(V2_MAPPED | V2_IOMEMORY | V2_READONLY | V2_PINNED) != 0 {
+            return Err(AclError::invalid(format!(
+                "{api}: flag {flag:#x} must be an OR of ACL_HOST_REG_MAPPED and ACL_HOST_REG_PINNED"
+            )));
+        }
+        if flag & (V2_IOMEMORY | V2_READONLY) != 0 {
+            return Err(AclError::new(
+                ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                format!("{api}: ACL_HOST_REG_IOMEMORY and ACL_HOST_REG_READONLY are reserved and not supported"),
+            ));
+        }
+        if flag & V2_PINNED != 0 && window_of(ptr) == Window::PinnedHost {
+            return Err(AclError::rt_invalid(format!(
+                "{api}: ptr {ptr:#x} is already pinned (aclrtMallocHost); do not pass ACL_HOST_REG_PINNED"
+            )));
+        }
+        self.register(api, ptr, size).map(|_| ())
+    }
+
+    /// `aclrtHostUnregister`.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_HOST_MEMORY_NOT_REGISTERED` when `ptr` starts no registered range.
+    pub fn host_unregister(&self, api: &str, ptr: u64) -> Result<()> {
+        self.current_device(api)?;
+        with(self, |x| x.registered.remove(&ptr)).map(|_| ()).ok_or_else(|| {
+            AclError::new(
+                ACL_ERROR_HOST_MEMORY_NOT_REGISTERED,
+                format!("{api}: ptr {ptr:#x} is not the start of a registered range"),
+            )
+        })
+    }
+
+    /// `aclrtHostGetDevicePointer`.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_INVALID_PARAM` for a non-zero flag, `ACL_ERROR_HOST_MEMORY_NOT_REGISTERED`
+    /// when `ptr` is in no registered range.
+    pub fn host_device_pointer(&self, api: &str, ptr: u64, flag: u32) -> Result<u64> {
+        if flag != 0 {
+            return Err(AclError::invalid(format!("{api}: flag must be 0, not {flag}")));
+        }
+        self.current_device(api)?;
+        let inside = with(self, |x| x.registered.range(..=ptr).next_back().is_some_and(|(&s, &l)| ptr - s < l));
+        if !inside {
+            return Err(AclError::new(
+                ACL_ERROR_HOST_MEMORY_NOT_REGISTERED,
+                format!("{api}: pHost {ptr:#x} is not inside a registered range"),
+            ));
+        }
+        Ok(ptr)
+    }
+}

@@ -1,0 +1,169 @@
+//! IPC memory by key (`aclrtIpcMemGetExportKey`, `aclrtIpcMemImportByKey`,
+//! `aclrtIpcMemSetImportPid`, `aclrtIpcMemSetAttr`, `aclrtIpcMemClose`), with the reference's
+//! rules and codes.
+//!
+//! The exporting process names whole `aclrtMalloc` allocations; the backend's registry holds
+//! the share and checks the whitelist against the importer's real pid; an importer maps the
+//! shared frames into the VMM half of its device window (see [`crate::vmm`]). Like the
+//! reference runtime, each process keeps a map from key to its imported addresses: a key may be
+//! imported several times, and `aclrtIpcMemClose` closes the oldest import, or destroys the
+//! share when this process exported it and holds no import.
+
+use hal::{DeviceAddr, DeviceId, PageSize, ShareKind, ShareName, VaRange};
+use mm::vmm::Origin;
+
+use crate::codes::*;
+use crate::error::{AclError, Result};
+use crate::runtime::Runtime;
+use crate::vmm::{share_error, vmm_error, with, Import, GRANULARITY_1G};
+
+/// The key buffer length the API requires (64 characters and a NUL).
+pub const KEY_LEN: u64 = mm::ipc::KEY_BUFFER_BYTES as u64;
+
+/// Parses a key the caller passed.
+///
+/// # Errors
+///
+/// `ACL_ERROR_RT_PARAM_INVALID` for an empty, too long or non-printable key.
+pub fn key_name(api: &str, key: &[u8]) -> Result<ShareName> {
+    ShareName::try_new(key).ok_or_else(|| {
+        AclError::rt_invalid(format!("{api}: key is not an IPC key (1 to 64 printable characters)"))
+    })
+}
+
+impl Runtime {
+    /// `aclrtIpcMemGetExportKey`: exports `[ptr, +size)` of a whole `aclrtMalloc` allocation.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_PARAM_INVALID` for size or length 0, a buffer shorter than 65, flags
+    /// above 1, or a pointer that is not a live allocation's start (or a range past its end).
+    pub fn ipc_export(&self, api: &str, ptr: u64, size: u64, len: u64, flags: u64) -> Result<ShareName> {
+        if size == 0 {
+            return Err(AclError::rt_invalid(format!("{api}: size must be greater than 0")));
+        }
+        if len == 0 || len < KEY_LEN {
+            return Err(AclError::rt_invalid(format!("{api}: len {len} must be {KEY_LEN} (the key buffer)")));
+        }
+        if flags > 1 {
+            return Err(AclError::rt_invalid(format!(
+                "{api}: flags {flags} must be ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT (0) or _DISABLE_PID_VALIDATION (1)"
+            )));
+        }
+        let (d, info) = self.device_info_of(ptr).ok_or_else(|| {
+            AclError::rt_invalid(format!("{api}: devPtr {ptr:#x} is not live device memory from aclrtMalloc"))
+        })?;
+        if info.base.as_u64() != ptr || info.is_slab {
+            return Err(AclError::rt_invalid(format!(
+                "{api}: devPtr {ptr:#x} is not the start of a page-aligned allocation (small allocations share pages; allocate at least 64 KiB + 1)"
+            )));
+        }
+        if size > info.usable_bytes {
+            return Err(AclError::rt_invalid(format!(
+                "{api}: size {size} is larger than the allocation ({} bytes)",
+                info.usable_bytes
+            )));
+        }
+        let len_bytes = crate::runtime::round_up(size, PageSize::Normal.bytes())
+            .ok_or_else(|| AclError::rt_invalid(format!("{api}: size overflows")))?;
+        let range = VaRange::try_new(DeviceAddr(ptr), len_bytes).map_err(|e| AclError::from_hal(e, api))?;
+        let name = self
+            .backend
+            .sharing()
+            .export_range(DeviceId(d), range, ShareKind::Key, flags == 1)
+            .map_err(|e| share_error(api, e))?;
+        with(self, |x| x.exported_keys.insert(name, d));
+        Ok(name)
+    }
+
+    /// `aclrtIpcMemImportByKey`: maps the share into this process and returns its address.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_PARAM_INVALID` for flags above 1 or an unknown key;
+    /// `ACL_ERROR_RT_NO_PERMISSION` when this process is not on the whitelist;
+    /// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` in the exporting process itself or across devices.
+    pub fn ipc_import(&self, api: &str, name: &ShareName, flags: u64) -> Result<u64> {
+        if flags > 1 {
+            return Err(AclError::rt_invalid(format!(
+                "{api}: flags {flags} must be ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT (0) or _ENABLE_PEER_ACCESS (1)"
+            )));
+        }
+        let d = self.current_device(api)?;
+        let handle = self.import_handle(api, name, d)?;
+        let (len, page) = with(self, |x| x.handles.get(handle).map(|h| (h.len_bytes, h.page_size)))
+            .ok_or_else(|| AclError::new(ACL_ERROR_RT_INTERNAL_ERROR, format!("{api}: import vanished")))?;
+        let gran = if page == PageSize::Giant { GRANULARITY_1G } else { crate::vmm::GRANULARITY };
+        let mapped = with(self, |x| -> Result<u64> {
+            let rec = *x.recs.get(&handle).ok_or_else(|| crate::vmm::unknown_handle(api, handle))?;
+            let r = x.space(d).reserve(len, gran, None).map_err(|e| vmm_error(api, e))?;
+            let range = VaRange::try_new(r.start(), len).map_err(|e| AclError::from_hal(e, api))?;
+            if let Err(e) = self.backend.driver().map_physical(DeviceId(d), rec.phys, 0, range) {
+                let _ = x.space(d).release(r.start().as_u64());
+                return Err(AclError::from_hal(e, api));
+            }
+            x.space(d).insert_map(range, handle, d, Origin::Imported).map_err(|e| vmm_error(api, e))?;
+            let _ = x.handles.mapped(handle);
+            x.imports.entry(*name).or_default().push(Import { device: d, va: range, handle });
+            Ok(r.start().as_u64())
+        });
+        if mapped.is_err() {
+            let _ = self.free_physical(api, handle);
+        }
+        mapped
+    }
+
+    /// `aclrtIpcMemClose`: closes this process's oldest import of `name`, or destroys the share
+    /// when this process exported it.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_PARAM_INVALID` when this process neither imported nor exported `name`.
+    pub fn ipc_close(&self, api: &str, name: &ShareName) -> Result<()> {
+        let import = with(self, |x| {
+            let list = x.imports.get_mut(name)?;
+            let first = list.remove(0);
+            if list.is_empty() {
+                x.imports.remove(name);
+            }
+            Some(first)
+        });
+        if let Some(i) = import {
+            let va = i.va.start().as_u64();
+            self.unmap_mem(api, va)?;
+            let _ = with(self, |x| x.space(i.device).release(va));
+            return self.free_physical(api, i.handle);
+        }
+        let exported = with(self, |x| x.exported_keys.remove(name));
+        if exported.is_some() {
+            return self.backend.sharing().destroy_share(name).map_err(|e| share_error(api, e));
+        }
+        Err(AclError::rt_invalid(format!(
+            "{api}: key {:?} was neither imported nor exported by this process (or is already closed)",
+            name.as_str()
+        )))
+    }
+
+    /// `aclrtIpcMemSetAttr`: the access link of a share (A3 and 950 only).
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_INVALID_PARAM` for an unknown type or value; `ACL_ERROR_RT_FEATURE_NOT_SUPPORT`
+    /// on A2; `ACL_ERROR_RT_PARAM_INVALID` for an unknown key.
+    pub fn ipc_set_attr(&self, api: &str, name: &ShareName, ty: u32, attr: u64) -> Result<()> {
+        if ty != 0 {
+            return Err(AclError::invalid(format!("{api}: type {ty} must be ACL_RT_IPC_MEM_ATTR_ACCESS_LINK (0)")));
+        }
+        if attr > 3 {
+            return Err(AclError::invalid(format!("{api}: access link {attr} must be SIO (0), HCCS (1) or UB (2, 3)")));
+        }
+        if self.soc == hal::SocProfile::A2 {
+            return Err(AclError::new(
+                ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                format!("{api}: access links are chosen only on A3 and 950, not {}", self.soc.soc_name()),
+            ));
+        }
+        self.backend.sharing().share_info(name).map_err(|e| share_error(api, e))?;
+        Ok(())
+    }
+}

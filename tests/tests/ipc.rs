@@ -1,0 +1,213 @@
+//! IPC between real processes on one shared software NPU: each process is `tests/c/ipc_agent.c`
+//! driven line by line, every answer bounded by a timeout, every child killed when a test ends.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::Duration;
+
+use aclrs_tests::{compile_c, Link};
+
+/// How long one command may take before the test fails (never hang CI).
+const ANSWER: Duration = Duration::from_secs(30);
+
+struct Agent {
+    name: &'static str,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+}
+
+impl Agent {
+    fn start(exe: &Path, instance: &str, name: &'static str) -> Self {
+        let mut child = Command::new(exe)
+            .env("ACLRS_SIM_INSTANCE", instance)
+            .env("ACLRS_SIM_HBM", "1G")
+            .env("ACLRS_SIM_HUGE2M", "512M")
+            .env("ACLRS_SIM_HUGE1G", "0")
+            .env_remove("ASCEND_RT_VISIBLE_DEVICES")
+            .env_remove("ACLRS_SIM_DEVICES")
+            .env_remove("ACLRS_SIM_SOC")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the agent");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                match line {
+                    Ok(l) => {
+                        if tx.send(l).is_err() {
+                            break;
+                        }
+                    }
+                    Err(_) => break,
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut a = Self { name, child, stdin, lines: rx };
+        assert_eq!(a.read(), "ready", "{name} did not start");
+        a
+    }
+
+    fn read(&mut self) -> String {
+        match self.lines.recv_timeout(ANSWER) {
+            Ok(l) => l,
+            Err(e) => panic!("{}: no answer within {ANSWER:?} ({e})", self.name),
+        }
+    }
+
+    fn cmd(&mut self, line: &str) -> String {
+        let stdin = self.stdin.as_mut().expect("stdin");
+        writeln!(stdin, "{line}").expect("write command");
+        stdin.flush().expect("flush");
+        let answer = self.read();
+        eprintln!("{} <- {line:<40} -> {answer}", self.name);
+        answer
+    }
+
+    fn pid(&mut self) -> u32 {
+        let a = self.cmd("pid");
+        let pid: u32 = a.strip_prefix("pid ").and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("{a}"));
+        assert_eq!(pid, self.child.id(), "aclrtDeviceGetBareTgid is the process id");
+        pid
+    }
+
+    fn free(&mut self) -> u64 {
+        let a = self.cmd("mem");
+        a.strip_prefix("free ").and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("{a}"))
+    }
+
+    fn key(&mut self, line: &str) -> String {
+        let a = self.cmd(line);
+        a.strip_prefix("key ").unwrap_or_else(|| panic!("{line}: {a}")).to_owned()
+    }
+
+    fn quit(mut self) {
+        let stdin = self.stdin.as_mut().expect("stdin");
+        let _ = writeln!(stdin, "quit");
+        drop(self.stdin.take());
+        let deadline = std::time::Instant::now() + ANSWER;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                assert!(status.success(), "{} exited with {status}", self.name);
+                return;
+            }
+            assert!(std::time::Instant::now() < deadline, "{} did not exit", self.name);
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn kill9(&mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("reap");
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn instance(tag: &str) -> String {
+    format!("t{}-{tag}", std::process::id())
+}
+
+const MIB: u64 = 1 << 20;
+
+#[test]
+fn two_processes_share_memory_by_key_and_a_third_is_refused() {
+    let exe = compile_c("ipc_agent", Link::Shared);
+    let inst = instance("ipc");
+    let mut a = Agent::start(&exe, &inst, "A");
+    let mut b = Agent::start(&exe, &inst, "B");
+    let mut c = Agent::start(&exe, &inst, "C");
+    let free0 = a.free();
+    let b_pid = b.pid();
+    c.pid();
+
+    // A allocates and writes; the memory is gone from everyone's free count.
+    assert_eq!(a.cmd("alloc 4 165"), "ok 0");
+    assert!(b.free() <= free0 - 4 * MIB, "B sees A's allocation");
+    let key = a.key("export 0 0");
+    assert!(key.len() <= 64);
+
+    // Not yet whitelisted: B is refused too. Then A lets B in, and only B.
+    assert_eq!(b.cmd(&format!("import {key} 4")), "rc 207006");
+    assert_eq!(a.cmd(&format!("allow {key} {b_pid}")), "rc 0");
+    assert_eq!(b.cmd(&format!("import {key} 4")), "ok 0");
+    assert_eq!(c.cmd(&format!("import {key} 4")), "rc 207006", "C is not on the whitelist");
+    assert_eq!(c.cmd(&format!("close {key}")), "rc 107000", "C holds nothing to close");
+    // Only the exporter sets pids, and nobody imports its own export.
+    assert_eq!(b.cmd(&format!("allow {key} {b_pid}")), "rc 207006");
+    assert_eq!(a.cmd(&format!("import {key} 4")), "rc 207000");
+
+    // B reads A's bytes, writes its own, A sees them.
+    assert_eq!(b.cmd("check 0 165"), "rc 0");
+    assert_eq!(b.cmd("fill 0 90"), "rc 0");
+    assert_eq!(a.cmd("check 0 90"), "rc 0");
+
+    // Close in the documented order: importer, then exporter; then A frees.
+    assert_eq!(b.cmd(&format!("close {key}")), "rc 0");
+    assert_eq!(b.cmd(&format!("close {key}")), "rc 107000");
+    assert_eq!(a.cmd(&format!("close {key}")), "rc 0");
+    assert_eq!(b.cmd(&format!("import {key} 4")), "rc 107000", "a destroyed key imports nothing");
+    assert_eq!(a.cmd("free 0"), "rc 0");
+    assert_eq!(c.free(), free0, "all memory is back");
+    a.quit();
+    b.quit();
+    c.quit();
+}
+
+#[test]
+fn a_killed_process_gives_its_memory_back() {
+    let exe = compile_c("ipc_agent", Link::Shared);
+    let inst = instance("kill");
+    let mut survivor = Agent::start(&exe, &inst, "survivor");
+    let mut victim = Agent::start(&exe, &inst, "victim");
+    let free0 = survivor.free();
+
+    assert_eq!(victim.cmd("alloc 64 7"), "ok 0");
+    assert_eq!(victim.cmd("alloc 32 9"), "ok 1");
+    let shared = victim.key("export 0 1");
+    let _private = victim.key("export 1 0");
+    assert_eq!(survivor.cmd(&format!("import {shared} 64")), "ok 0");
+    assert!(survivor.free() <= free0 - 96 * MIB);
+
+    victim.kill9();
+
+    // The killed process's private memory and exports are reclaimed; what the survivor
+    // imported stays readable until it closes it.
+    let after_kill = survivor.free();
+    assert!(after_kill >= free0 - 64 * MIB - 4 * MIB, "free {after_kill} of {free0}");
+    assert!(after_kill < free0, "the imported 64 MiB is still held");
+    assert_eq!(survivor.cmd("check 0 7"), "rc 0");
+    assert_eq!(survivor.cmd(&format!("import {shared} 64")), "rc 107000", "the dead exporter's key is gone");
+    assert_eq!(survivor.cmd(&format!("close {shared}")), "rc 0");
+    assert_eq!(survivor.free(), free0, "every byte is back");
+
+    // A new process on the same machine sees the same.
+    let mut late = Agent::start(&exe, &inst, "late");
+    assert_eq!(late.free(), free0);
+    late.quit();
+    survivor.quit();
+}
+
+#[test]
+fn the_last_process_removes_the_machine() {
+    let exe = compile_c("ipc_agent", Link::Shared);
+    let inst = instance("cleanup");
+    let mut a = Agent::start(&exe, &inst, "A");
+    assert_eq!(a.cmd("alloc 2 1"), "ok 0");
+    let reg = format!("/dev/shm/aclrs.{inst}.registry");
+    assert!(Path::new(&reg).exists());
+    a.quit();
+    assert!(!Path::new(&reg).exists(), "{reg} left behind");
+    assert!(!Path::new(&format!("/dev/shm/aclrs.{inst}.dev0.hbm")).exists());
+}
