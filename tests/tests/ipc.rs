@@ -211,3 +211,10 @@ fn the_last_process_removes_the_machine() {
     assert!(!Path::new(&reg).exists(), "{reg} left behind");
     assert!(!Path::new(&format!("/dev/shm/aclrs.{inst}.dev0.hbm")).exists());
 }
+
+#[test]
+fn vmm_host_registration_and_peer_copies_in_one_process() {
+    let exe = compile_c("vmm", Link::Shared);
+    let out = aclrs_tests::run_ok(&exe, "vmm", &[]);
+    assert!(out.contains("vmm"), "{out}");
+}
