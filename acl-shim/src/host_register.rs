@@ -38,7 +38,9 @@ impl Runtime {
             AclError::invalid(format!("{api}: [ptr, ptr + size) wraps around the address space"))
         })?;
         if matches!(window_of(ptr), Window::Device(_) | Window::Pool) {
-            return Err(AclError::rt_invalid(format!("{api}: ptr {ptr:#x} is device memory, not host memory")));
+            return Err(AclError::rt_invalid(format!(
+                "{api}: ptr {ptr:#x} is device memory, not host memory"
+            )));
         }
         self.current_device(api)?;
         with(self, |x| {
@@ -90,7 +92,9 @@ impl Runtime {
         if flag & (V2_IOMEMORY | V2_READONLY) != 0 {
             return Err(AclError::new(
                 ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                format!("{api}: ACL_HOST_REG_IOMEMORY and ACL_HOST_REG_READONLY are reserved and not supported"),
+                format!(
+                    "{api}: ACL_HOST_REG_IOMEMORY and ACL_HOST_REG_READONLY are reserved and not supported"
+                ),
             ));
         }
         if flag & V2_PINNED != 0 && window_of(ptr) == Window::PinnedHost {
@@ -127,7 +131,8 @@ impl Runtime {
             return Err(AclError::invalid(format!("{api}: flag must be 0, not {flag}")));
         }
         self.current_device(api)?;
-        let inside = with(self, |x| x.registered.range(..=ptr).next_back().is_some_and(|(&s, &l)| ptr - s < l));
+        let inside =
+            with(self, |x| x.registered.range(..=ptr).next_back().is_some_and(|(&s, &l)| ptr - s < l));
         if !inside {
             return Err(AclError::new(
                 ACL_ERROR_HOST_MEMORY_NOT_REGISTERED,

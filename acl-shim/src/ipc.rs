@@ -152,10 +152,14 @@ impl Runtime {
     /// on A2; `ACL_ERROR_RT_PARAM_INVALID` for an unknown key.
     pub fn ipc_set_attr(&self, api: &str, name: &ShareName, ty: u32, attr: u64) -> Result<()> {
         if ty != 0 {
-            return Err(AclError::invalid(format!("{api}: type {ty} must be ACL_RT_IPC_MEM_ATTR_ACCESS_LINK (0)")));
+            return Err(AclError::invalid(format!(
+                "{api}: type {ty} must be ACL_RT_IPC_MEM_ATTR_ACCESS_LINK (0)"
+            )));
         }
         if attr > 3 {
-            return Err(AclError::invalid(format!("{api}: access link {attr} must be SIO (0), HCCS (1) or UB (2, 3)")));
+            return Err(AclError::invalid(format!(
+                "{api}: access link {attr} must be SIO (0), HCCS (1) or UB (2, 3)"
+            )));
         }
         if self.soc == hal::SocProfile::A2 {
             return Err(AclError::new(

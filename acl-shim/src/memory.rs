@@ -385,7 +385,8 @@ impl Runtime {
                 // Pool memory: only the bytes of an allocated block are live.
                 Some(block) => block.is_some_and(|(b, l)| addr.checked_add(len).is_some_and(|e| e <= b + l)),
                 None => {
-                    let malloced = self.dev(d).alloc.as_ref().is_some_and(|h| h.contains_range(DeviceAddr(addr), len));
+                    let malloced =
+                        self.dev(d).alloc.as_ref().is_some_and(|h| h.contains_range(DeviceAddr(addr), len));
                     // Memory mapped with aclrtMapMem or imported by IPC key is live device memory too.
                     malloced || self.vmm_contains(d, addr, len)
                 }
@@ -464,7 +465,11 @@ impl Runtime {
                     return Err(AclError::rt_invalid(format!(
                         "{api}: kind {} needs {} device",
                         kind::name(kind_value),
-                        if kind_value == 6 { "both ends on the same" } else { "the ends on different devices, not the same" }
+                        if kind_value == 6 {
+                            "both ends on the same"
+                        } else {
+                            "the ends on different devices, not the same"
+                        }
                     )));
                 }
                 kind::D2D

@@ -45,7 +45,10 @@ impl Runtime {
     /// when access is already enabled.
     pub fn enable_peer(&self, api: &str, peer: i32, flags: u32) -> Result<()> {
         if flags != 0 {
-            return Err(AclError::new(ACL_ERROR_FEATURE_UNSUPPORTED, format!("{api}: flags must be 0, not {flags}")));
+            return Err(AclError::new(
+                ACL_ERROR_FEATURE_UNSUPPORTED,
+                format!("{api}: flags must be 0, not {flags}"),
+            ));
         }
         let cur = self.current_device(api)?;
         let p = self.peer_id(api, "peerDeviceId", peer)?;
@@ -53,7 +56,9 @@ impl Runtime {
             return Err(AclError::invalid(format!("{api}: peerDeviceId {p} is the current device")));
         }
         if !with(self, |x| x.peers.insert((cur, p))) {
-            return Err(AclError::rt_invalid(format!("{api}: access from device {cur} to device {p} is already enabled")));
+            return Err(AclError::rt_invalid(format!(
+                "{api}: access from device {cur} to device {p} is already enabled"
+            )));
         }
         Ok(())
     }
@@ -71,7 +76,9 @@ impl Runtime {
             return Err(AclError::invalid(format!("{api}: peerDeviceId {p} is the current device")));
         }
         if !with(self, |x| x.peers.remove(&(cur, p))) {
-            return Err(AclError::rt_invalid(format!("{api}: access from device {cur} to device {p} is not enabled")));
+            return Err(AclError::rt_invalid(format!(
+                "{api}: access from device {cur} to device {p} is not enabled"
+            )));
         }
         Ok(())
     }

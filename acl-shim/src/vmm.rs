@@ -9,7 +9,7 @@
 //!
 //! # Locking
 //!
-//! One process-wide mutex ([`Extra`]) guards this module's tables; it is taken after a
+//! One process-wide mutex (over `Extra`) guards this module's tables; it is taken after a
 //! device's state lock when both are needed, never before.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -139,14 +139,19 @@ pub(crate) fn vmm_error(api: &str, e: VmmError) -> AclError {
         VmmError::OutsideReservation => "does not lie inside one reserved range",
         VmmError::Misaligned => "is not aligned to the allocation granularity",
         VmmError::Overlaps => "overlaps memory already mapped there",
-        VmmError::SizeMismatch => "does not map the whole handle (size must equal the handle's size, offset 0)",
+        VmmError::SizeMismatch => {
+            "does not map the whole handle (size must equal the handle's size, offset 0)"
+        }
         VmmError::NotMapped => "is not the start (and size) of a mapping made by aclrtMapMem",
         VmmError::UnknownHandle => "names no live physical handle",
-        VmmError::Mixed => "would mix memory of two devices, or allocated and imported memory, in one reserved range",
+        VmmError::Mixed => {
+            "would mix memory of two devices, or allocated and imported memory, in one reserved range"
+        }
         VmmError::OutOfVa => "cannot be reserved: no VA range of that size is left",
         VmmError::InvalidArgument => "has a size that is zero or overflows",
     };
-    let code = if e == VmmError::OutOfVa { ACL_ERROR_RT_MEMORY_ALLOCATION } else { ACL_ERROR_RT_PARAM_INVALID };
+    let code =
+        if e == VmmError::OutOfVa { ACL_ERROR_RT_MEMORY_ALLOCATION } else { ACL_ERROR_RT_PARAM_INVALID };
     AclError::new(code, format!("{api}: the range {why}"))
 }
 
@@ -183,7 +188,10 @@ impl Runtime {
     /// `ACL_ERROR_RT_INVALID_DEVICEID` for a bad device id.
     pub fn check_prop(&self, api: &str, p: &PhysProp) -> Result<(u32, PageSize, bool)> {
         if p.handle_type != 0 {
-            return Err(AclError::invalid(format!("{api}: prop->handleType {} must be ACL_MEM_HANDLE_TYPE_NONE", p.handle_type)));
+            return Err(AclError::invalid(format!(
+                "{api}: prop->handleType {} must be ACL_MEM_HANDLE_TYPE_NONE",
+                p.handle_type
+            )));
         }
         if p.allocation_type != 0 {
             return Err(AclError::invalid(format!(
@@ -216,7 +224,11 @@ impl Runtime {
             14 | 17 => {
                 return Err(AclError::new(
                     ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                    format!("{api}: memAttr {} (1 GiB pages) is not supported on {}", p.mem_attr, self.soc.soc_name()),
+                    format!(
+                        "{api}: memAttr {} (1 GiB pages) is not supported on {}",
+                        p.mem_attr,
+                        self.soc.soc_name()
+                    ),
                 ))
             }
             0 | 2 | 3 | 6 | 7 => {
@@ -227,14 +239,18 @@ impl Runtime {
             }
             a => {
                 return Err(AclError::invalid(format!(
-                    "{api}: prop->memAttr {a} is not accepted (use ACL_HBM_MEM_HUGE/NORMAL/HUGE1G or ACL_MEM_*)"
-                )))
+                "{api}: prop->memAttr {a} is not accepted (use ACL_HBM_MEM_HUGE/NORMAL/HUGE1G or ACL_MEM_*)"
+            )))
             }
         };
         if p.location_id >= self.device_count() {
             return Err(AclError::new(
                 ACL_ERROR_RT_INVALID_DEVICEID,
-                format!("{api}: prop->location.id {} is not a device (0..{})", p.location_id, self.device_count()),
+                format!(
+                    "{api}: prop->location.id {} is not a device (0..{})",
+                    p.location_id,
+                    self.device_count()
+                ),
             ));
         }
         Ok((p.location_id, page, p2p))
@@ -280,7 +296,10 @@ impl Runtime {
             if e.kind() == ErrorKind::OutOfMemory {
                 AclError::new(
                     ACL_ERROR_RT_MEMORY_ALLOCATION,
-                    format!("{api}: cannot allocate {size} bytes of physical memory on device {d}: {}", e.detail()),
+                    format!(
+                        "{api}: cannot allocate {size} bytes of physical memory on device {d}: {}",
+                        e.detail()
+                    ),
                 )
             } else {
                 AclError::from_hal(e, api)
@@ -317,7 +336,10 @@ impl Runtime {
             }
         })?;
         if let Some(rec) = release {
-            self.backend.driver().free_physical(DeviceId(rec.device), rec.phys).map_err(|e| AclError::from_hal(e, api))?;
+            self.backend
+                .driver()
+                .free_physical(DeviceId(rec.device), rec.phys)
+                .map_err(|e| AclError::from_hal(e, api))?;
         }
         Ok(())
     }
@@ -334,7 +356,9 @@ impl Runtime {
             return Err(AclError::invalid(format!("{api}: size must be greater than 0")));
         }
         if alignment != 0 {
-            return Err(AclError::invalid(format!("{api}: alignment is reserved and must be 0, not {alignment}")));
+            return Err(AclError::invalid(format!(
+                "{api}: alignment is reserved and must be 0, not {alignment}"
+            )));
         }
         if flags > 1 {
             return Err(AclError::invalid(format!("{api}: flags must be 0 (or 1), not {flags}")));
@@ -358,7 +382,9 @@ impl Runtime {
     /// `ACL_ERROR_RT_PARAM_INVALID` when `ptr` is not a reservation start or is still mapped.
     pub fn release_reservation(&self, api: &str, ptr: u64) -> Result<()> {
         let Window::Device(d) = window_of(ptr) else {
-            return Err(AclError::rt_invalid(format!("{api}: virPtr {ptr:#x} was not reserved with aclrtReserveMemAddress")));
+            return Err(AclError::rt_invalid(format!(
+                "{api}: virPtr {ptr:#x} was not reserved with aclrtReserveMemAddress"
+            )));
         };
         with(self, |x| x.space(d).release(ptr)).map(|_| ()).map_err(|e| vmm_error(api, e))
     }
@@ -370,7 +396,15 @@ impl Runtime {
     /// `ACL_ERROR_INVALID_PARAM` for size 0 or non-zero flags; `ACL_ERROR_RT_PARAM_INVALID`
     /// for an unknown handle or a mapping that breaks a rule (outside the reservation,
     /// misaligned, overlapping, not the whole handle, offset not 0, mixed devices).
-    pub fn map_mem(&self, api: &str, ptr: u64, size: u64, offset: u64, handle: u64, flags: u64) -> Result<()> {
+    pub fn map_mem(
+        &self,
+        api: &str,
+        ptr: u64,
+        size: u64,
+        offset: u64,
+        handle: u64,
+        flags: u64,
+    ) -> Result<()> {
         if size == 0 {
             return Err(AclError::invalid(format!("{api}: size must be greater than 0")));
         }
@@ -378,7 +412,9 @@ impl Runtime {
             return Err(AclError::invalid(format!("{api}: flags must be 0, not {flags}")));
         }
         let Window::Device(d) = window_of(ptr) else {
-            return Err(AclError::rt_invalid(format!("{api}: virPtr {ptr:#x} is not inside a reserved range")));
+            return Err(AclError::rt_invalid(format!(
+                "{api}: virPtr {ptr:#x} is not inside a reserved range"
+            )));
         };
         with(self, |x| -> Result<()> {
             let h = *x.handles.get(handle).ok_or_else(|| unknown_handle(api, handle))?;
@@ -411,7 +447,9 @@ impl Runtime {
     /// `ACL_ERROR_RT_PARAM_INVALID` when nothing is mapped at `ptr`.
     pub fn unmap_mem(&self, api: &str, ptr: u64) -> Result<()> {
         let Window::Device(d) = window_of(ptr) else {
-            return Err(AclError::rt_invalid(format!("{api}: virPtr {ptr:#x} is not a mapping made by aclrtMapMem")));
+            return Err(AclError::rt_invalid(format!(
+                "{api}: virPtr {ptr:#x} is not a mapping made by aclrtMapMem"
+            )));
         };
         let free = with(self, |x| -> Result<Option<HandleRec>> {
             let m = x.space(d).mapping_at(ptr).cloned().ok_or_else(|| vmm_error(api, VmmError::NotMapped))?;
@@ -429,7 +467,10 @@ impl Runtime {
             Ok(None)
         })?;
         if let Some(rec) = free {
-            self.backend.driver().free_physical(DeviceId(rec.device), rec.phys).map_err(|e| AclError::from_hal(e, api))?;
+            self.backend
+                .driver()
+                .free_physical(DeviceId(rec.device), rec.phys)
+                .map_err(|e| AclError::from_hal(e, api))?;
         }
         Ok(())
     }
@@ -455,10 +496,16 @@ impl Runtime {
                 0 | 1 => {
                     return Err(AclError::new(
                         ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                        format!("{api}: desc[{i}].flags {flags}: only ACL_RT_MEM_ACCESS_FLAGS_READWRITE is supported"),
+                        format!(
+                        "{api}: desc[{i}].flags {flags}: only ACL_RT_MEM_ACCESS_FLAGS_READWRITE is supported"
+                    ),
                     ))
                 }
-                f => return Err(AclError::invalid(format!("{api}: desc[{i}].flags {f} is not an aclrtMemAccessFlags"))),
+                f => {
+                    return Err(AclError::invalid(format!(
+                        "{api}: desc[{i}].flags {f} is not an aclrtMemAccessFlags"
+                    )))
+                }
             }
             list.push((self.location(api, ty, id)?, ACCESS_READWRITE));
         }
@@ -470,7 +517,10 @@ impl Runtime {
         match ty {
             0 => Ok(Location::Host),
             1 if id < self.device_count() => Ok(Location::Device(id)),
-            1 => Err(AclError::new(ACL_ERROR_RT_INVALID_DEVICEID, format!("{api}: location id {id} is not a device"))),
+            1 => Err(AclError::new(
+                ACL_ERROR_RT_INVALID_DEVICEID,
+                format!("{api}: location id {id} is not a device"),
+            )),
             t => Err(AclError::invalid(format!(
                 "{api}: location type {t} must be ACL_MEM_LOCATION_TYPE_HOST (0) or _DEVICE (1)"
             ))),
@@ -497,7 +547,11 @@ impl Runtime {
     pub fn retain_handle(&self, api: &str, ptr: u64) -> Result<u64> {
         let Window::Device(d) = window_of(ptr) else { return Err(vmm_error(api, VmmError::NotMapped)) };
         with(self, |x| {
-            let h = x.space(d).mapping_at(ptr).map(|m| m.handle).ok_or_else(|| vmm_error(api, VmmError::NotMapped))?;
+            let h = x
+                .space(d)
+                .mapping_at(ptr)
+                .map(|m| m.handle)
+                .ok_or_else(|| vmm_error(api, VmmError::NotMapped))?;
             x.handles.retain(h).map_err(|e| vmm_error(api, e))?;
             Ok(h)
         })
@@ -521,7 +575,13 @@ impl Runtime {
                 (PageSize::Huge, true) => 16,
                 (PageSize::Giant, true) => 17,
             };
-            Ok(PhysProp { handle_type: 0, allocation_type: 0, mem_attr, location_id: h.device, location_type: 1 })
+            Ok(PhysProp {
+                handle_type: 0,
+                allocation_type: 0,
+                mem_attr,
+                location_id: h.device,
+                location_type: 1,
+            })
         })
     }
 
@@ -541,7 +601,9 @@ impl Runtime {
             let h = *x.handles.get(handle).ok_or_else(|| unknown_handle(api, handle))?;
             let rec = *x.recs.get(&handle).ok_or_else(|| unknown_handle(api, handle))?;
             if h.origin == Origin::Imported {
-                return Err(AclError::rt_invalid(format!("{api}: handle {handle:#x} was imported; only the owner exports")));
+                return Err(AclError::rt_invalid(format!(
+                    "{api}: handle {handle:#x} was imported; only the owner exports"
+                )));
             }
             if x.exported_handles.contains_key(&handle) {
                 return Err(AclError::rt_invalid(format!(
@@ -566,7 +628,10 @@ impl Runtime {
     pub fn set_share_pids(&self, api: &str, name: &ShareName, pids: &[i32]) -> Result<()> {
         let mut list = Vec::with_capacity(pids.len());
         for (i, &p) in pids.iter().enumerate() {
-            list.push(u32::try_from(p).map_err(|_| AclError::invalid(format!("{api}: pid[{i}] {p} is negative")))?);
+            list.push(
+                u32::try_from(p)
+                    .map_err(|_| AclError::invalid(format!("{api}: pid[{i}] {p} is negative")))?,
+            );
         }
         self.backend.sharing().set_share_pids(name, &list).map_err(|e| share_error(api, e))
     }
@@ -646,9 +711,9 @@ pub(crate) fn unknown_handle(api: &str, handle: u64) -> AclError {
 
 /// The share name of a `uint64_t` shareable handle.
 pub fn handle_name(api: &str, h: u64) -> Result<ShareName> {
-    ShareName::try_new(format!("{h:016x}").as_bytes())
-        .filter(|_| h != 0)
-        .ok_or_else(|| AclError::rt_invalid(format!("{api}: shareableHandle {h:#x} is not a shareable handle")))
+    ShareName::try_new(format!("{h:016x}").as_bytes()).filter(|_| h != 0).ok_or_else(|| {
+        AclError::rt_invalid(format!("{api}: shareableHandle {h:#x} is not a shareable handle"))
+    })
 }
 
 /// The `uint64_t` of a shareable handle's name.

@@ -121,9 +121,16 @@ fn instance(tag: &str) -> String {
 
 const MIB: u64 = 1 << 20;
 
+/// The agent, compiled once per test process (tests run in parallel and must not rewrite the
+/// executable while another test starts it).
+fn agent_exe() -> std::path::PathBuf {
+    static EXE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    EXE.get_or_init(|| compile_c("ipc_agent", Link::Shared)).clone()
+}
+
 #[test]
 fn two_processes_share_memory_by_key_and_a_third_is_refused() {
-    let exe = compile_c("ipc_agent", Link::Shared);
+    let exe = agent_exe();
     let inst = instance("ipc");
     let mut a = Agent::start(&exe, &inst, "A");
     let mut b = Agent::start(&exe, &inst, "B");
@@ -167,7 +174,7 @@ fn two_processes_share_memory_by_key_and_a_third_is_refused() {
 
 #[test]
 fn a_killed_process_gives_its_memory_back() {
-    let exe = compile_c("ipc_agent", Link::Shared);
+    let exe = agent_exe();
     let inst = instance("kill");
     let mut survivor = Agent::start(&exe, &inst, "survivor");
     let mut victim = Agent::start(&exe, &inst, "victim");
@@ -201,7 +208,7 @@ fn a_killed_process_gives_its_memory_back() {
 
 #[test]
 fn the_last_process_removes_the_machine() {
-    let exe = compile_c("ipc_agent", Link::Shared);
+    let exe = agent_exe();
     let inst = instance("cleanup");
     let mut a = Agent::start(&exe, &inst, "A");
     assert_eq!(a.cmd("alloc 2 1"), "ok 0");

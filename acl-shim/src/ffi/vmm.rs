@@ -243,8 +243,10 @@ pub unsafe extern "C" fn aclrtMemSetAccess(
         // SAFETY: `d` is non-null and aligned (checked); the caller passes `count` readable
         // descriptors per the API, and their total size is a valid object size (checked).
         let list = unsafe { std::slice::from_raw_parts(d, count) };
-        let descs: Vec<(u32, u32, u32, bool)> =
-            list.iter().map(|x| (x.flags, x.location.kind, x.location.id, x.rsv.iter().all(|&b| b == 0))).collect();
+        let descs: Vec<(u32, u32, u32, bool)> = list
+            .iter()
+            .map(|x| (x.flags, x.location.kind, x.location.id, x.rsv.iter().all(|&b| b == 0)))
+            .collect();
         runtime::runtime(API)?.set_access(API, addr(vir_ptr), sz, &descs)
     })
 }
@@ -291,7 +293,10 @@ pub unsafe extern "C" fn aclrtMemGetAllocationGranularity(
 
 /// `aclError aclrtMemRetainAllocationHandle(void *virPtr, aclrtDrvMemHandle *handle);`
 #[no_mangle]
-pub unsafe extern "C" fn aclrtMemRetainAllocationHandle(vir_ptr: *mut c_void, handle: *mut *mut c_void) -> AclErrorCode {
+pub unsafe extern "C" fn aclrtMemRetainAllocationHandle(
+    vir_ptr: *mut c_void,
+    handle: *mut *mut c_void,
+) -> AclErrorCode {
     const API: &str = "aclrtMemRetainAllocationHandle";
     guard(API, || {
         if vir_ptr.is_null() {
@@ -342,7 +347,9 @@ pub unsafe extern "C" fn aclrtMemExportToShareableHandle(
         let h = handle_of(API, handle)?;
         let out = out_ptr(API, "shareableHandle", shareable)?;
         if handle_type != 0 {
-            return Err(AclError::invalid(format!("{API}: handleType {handle_type} must be ACL_MEM_HANDLE_TYPE_NONE")));
+            return Err(AclError::invalid(format!(
+                "{API}: handleType {handle_type} must be ACL_MEM_HANDLE_TYPE_NONE"
+            )));
         }
         let name = runtime::runtime(API)?.export_handle(API, h, flags)?;
         put(out, name_handle(&name));
@@ -439,7 +446,11 @@ pub unsafe extern "C" fn aclrtMemImportFromShareableHandleV2(
 
 /// `aclError aclrtMemSetPidToShareableHandle(uint64_t shareableHandle, int32_t *pid, size_t pidNum);`
 #[no_mangle]
-pub unsafe extern "C" fn aclrtMemSetPidToShareableHandle(shareable: u64, pid: *mut i32, pid_num: usize) -> AclErrorCode {
+pub unsafe extern "C" fn aclrtMemSetPidToShareableHandle(
+    shareable: u64,
+    pid: *mut i32,
+    pid_num: usize,
+) -> AclErrorCode {
     const API: &str = "aclrtMemSetPidToShareableHandle";
     guard(API, || {
         if pid_num == 0 {
@@ -515,7 +526,11 @@ pub unsafe extern "C" fn aclrtIpcMemGetExportKey(
 
 /// `aclError aclrtIpcMemImportByKey(void **devPtr, const char *key, uint64_t flags);`
 #[no_mangle]
-pub unsafe extern "C" fn aclrtIpcMemImportByKey(dev_ptr: *mut *mut c_void, key: *const c_char, flags: u64) -> AclErrorCode {
+pub unsafe extern "C" fn aclrtIpcMemImportByKey(
+    dev_ptr: *mut *mut c_void,
+    key: *const c_char,
+    flags: u64,
+) -> AclErrorCode {
     const API: &str = "aclrtIpcMemImportByKey";
     guard(API, || {
         let out = out_ptr(API, "devPtr", dev_ptr)?;
@@ -538,7 +553,11 @@ pub unsafe extern "C" fn aclrtIpcMemClose(key: *const c_char) -> AclErrorCode {
 
 /// `aclError aclrtIpcMemSetImportPid(const char *key, int32_t *pid, size_t num);`
 #[no_mangle]
-pub unsafe extern "C" fn aclrtIpcMemSetImportPid(key: *const c_char, pid: *mut i32, num: usize) -> AclErrorCode {
+pub unsafe extern "C" fn aclrtIpcMemSetImportPid(
+    key: *const c_char,
+    pid: *mut i32,
+    num: usize,
+) -> AclErrorCode {
     const API: &str = "aclrtIpcMemSetImportPid";
     guard(API, || {
         let name = c_key(API, key)?;
@@ -565,7 +584,12 @@ pub unsafe extern "C" fn aclrtIpcMemSetAttr(key: *const c_char, ty: u32, attr: u
 
 /// `aclError aclrtHostRegister(void *ptr, uint64_t size, aclrtHostRegisterType type, void **devPtr);`
 #[no_mangle]
-pub unsafe extern "C" fn aclrtHostRegister(ptr: *mut c_void, sz: u64, ty: u32, dev_ptr: *mut *mut c_void) -> AclErrorCode {
+pub unsafe extern "C" fn aclrtHostRegister(
+    ptr: *mut c_void,
+    sz: u64,
+    ty: u32,
+    dev_ptr: *mut *mut c_void,
+) -> AclErrorCode {
     const API: &str = "aclrtHostRegister";
     guard(API, || {
         if ptr.is_null() {
@@ -604,7 +628,11 @@ pub extern "C" fn aclrtHostUnregister(ptr: *mut c_void) -> AclErrorCode {
 
 /// `aclError aclrtHostGetDevicePointer(void *pHost, void **pDevice, uint32_t flag);`
 #[no_mangle]
-pub unsafe extern "C" fn aclrtHostGetDevicePointer(p_host: *mut c_void, p_device: *mut *mut c_void, flag: u32) -> AclErrorCode {
+pub unsafe extern "C" fn aclrtHostGetDevicePointer(
+    p_host: *mut c_void,
+    p_device: *mut *mut c_void,
+    flag: u32,
+) -> AclErrorCode {
     const API: &str = "aclrtHostGetDevicePointer";
     guard(API, || {
         if p_host.is_null() {
