@@ -318,6 +318,21 @@ impl Runtime {
         if d >= self.device_count() {
             return None;
         }
+        if let Some(block) = self.pool_block_of(ptr) {
+            // Pool memory: a busy block of a pool, on 2 MiB pages.
+            let (base, size) = block?;
+            return Some((
+                d,
+                DeviceInfo {
+                    base: DeviceAddr(base),
+                    usable_bytes: size,
+                    page_size: PageSize::Huge,
+                    attrs: MemAttr::CACHED,
+                    component: crate::pool::POOL_COMPONENT,
+                    is_slab: false,
+                },
+            ));
+        }
         let st = self.dev(d);
         st.alloc.as_ref()?.find(DeviceAddr(ptr)).map(|i| (d, i))
     }

@@ -18,15 +18,14 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use hal::{DeviceAddr, DeviceId, QueueId, SocProfile, VaRange};
 use mm::device::Component;
 use mm::order::{StreamOrder, StreamPoint};
-use mm::policy::{PagePlan, PolicyClass, Request};
-use mm::pool::{Pool, PoolError, ReuseModes, SegmentSource, SEGMENT_ALIGN};
+use mm::pool::{Pool, PoolBacking, PoolError, ReuseModes, PAGE as SEGMENT_ALIGN};
 
 use crate::codes::*;
 use crate::error::{AclError, Result};
 use crate::memory::{locate, HalBacker, Loc};
 use crate::runtime::Runtime;
 
-/// The component pool segments are charged to in `aclrtGetMemUsageInfo`.
+/// The component pool pages are charged to in `aclrtGetMemUsageInfo`.
 pub const POOL_COMPONENT: Component = 0xFFFE;
 
 /// `aclrtMemPoolAttr` values.
@@ -150,39 +149,45 @@ impl StreamOrder for QueueOrder<'_> {
     }
 }
 
-/// Pool segments are device allocations of whole 2 MiB pages.
+/// Pool regions are VA reservations of the device allocator, backed page by page.
 struct Segments<'a> {
     rt: &'a Runtime,
     dev: u32,
 }
 
-impl SegmentSource for Segments<'_> {
-    fn map_segment(&mut self, len_bytes: u64) -> std::result::Result<VaRange, hal::Error> {
+impl Segments<'_> {
+    fn with<T>(
+        &mut self,
+        f: impl FnOnce(&mut mm::device::DeviceAllocator, &mut HalBacker<'_>) -> std::result::Result<T, hal::Error>,
+    ) -> std::result::Result<T, hal::Error> {
         let mut st = self.rt.dev(self.dev);
         let alloc = st.alloc.as_mut().ok_or(hal::Error::new(hal::ErrorKind::NoDevice, "device reset"))?;
-        let req = Request {
-            usable_bytes: len_bytes,
-            plan: PagePlan::HugeFirst,
-            attrs: hal::MemAttr::CACHED,
-            class: PolicyClass::Default,
-        };
         let mut backer = HalBacker::new(self.rt.backend().driver(), self.dev);
-        match alloc.allocate(&mut backer, &req, POOL_COMPONENT) {
-            Ok(a) => VaRange::try_new(a, len_bytes),
-            Err(mm::device::AllocError::Backing(e)) => Err(e),
-            Err(mm::device::AllocError::OutOfVa) => {
-                Err(hal::Error::new(hal::ErrorKind::OutOfMemory, "no device VA"))
-            }
-        }
+        f(alloc, &mut backer)
+    }
+}
+
+impl PoolBacking for Segments<'_> {
+    fn reserve(&mut self, len_bytes: u64) -> std::result::Result<VaRange, hal::Error> {
+        self.with(|a, _| {
+            a.reserve_range(len_bytes, POOL_COMPONENT)
+                .map_err(|_| hal::Error::new(hal::ErrorKind::OutOfMemory, "no device VA for a pool region"))
+        })
     }
 
-    fn unmap_segment(&mut self, range: VaRange) -> std::result::Result<(), hal::Error> {
-        let mut st = self.rt.dev(self.dev);
-        let alloc = st.alloc.as_mut().ok_or(hal::Error::new(hal::ErrorKind::NoDevice, "device reset"))?;
-        let mut backer = HalBacker::new(self.rt.backend().driver(), self.dev);
-        alloc.free(&mut backer, range.start()).map(|_| ()).map_err(|_| {
-            hal::Error::new(hal::ErrorKind::InvalidHandle, "pool segment was not a device allocation")
+    fn unreserve(&mut self, range: VaRange) -> std::result::Result<(), hal::Error> {
+        self.with(|a, _| {
+            a.unreserve_range(range)
+                .map_err(|_| hal::Error::new(hal::ErrorKind::InvalidHandle, "not a pool region"))
         })
+    }
+
+    fn back(&mut self, page: VaRange) -> std::result::Result<(), hal::Error> {
+        self.with(|a, b| a.back_reserved(b, page))
+    }
+
+    fn unback(&mut self, page: VaRange) -> std::result::Result<(), hal::Error> {
+        self.with(|a, b| a.unback_reserved(b, page))
     }
 }
 

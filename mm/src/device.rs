@@ -280,6 +280,10 @@ pub struct DeviceAllocator {
     recent: [u64; RECENT_FREES],
     recent_next: usize,
     keep_spare: bool,
+    /// VA reserved for stream-ordered pools: base -> (length, component), and the pages backed
+    /// inside reservations.
+    reservations: BTreeMap<u64, (u64, Component)>,
+    reserved_pages: BTreeMap<u64, Component>,
 }
 
 impl DeviceAllocator {
@@ -300,6 +304,8 @@ impl DeviceAllocator {
             recent: [0; RECENT_FREES],
             recent_next: 0,
             keep_spare: false,
+            reservations: BTreeMap::new(),
+            reserved_pages: BTreeMap::new(),
         }
     }
 
@@ -662,8 +668,104 @@ impl DeviceAllocator {
         released
     }
 
+    /// Reserves `len_bytes` of VA aligned to 2 MiB, with nothing backed, for `component`
+    /// (a stream-ordered pool backs pages in it as it needs them).
+    ///
+    /// # Errors
+    ///
+    /// [`AllocError::OutOfVa`] when the window has no such range.
+    pub fn reserve_range(&mut self, len_bytes: u64, component: Component) -> Result<VaRange, AllocError> {
+        let len = PageSize::Huge.round_up(len_bytes).ok_or(AllocError::OutOfVa)?;
+        let r = self.va.alloc(len, PageSize::Huge.bytes()).map_err(|_| AllocError::OutOfVa)?;
+        self.reservations.insert(r.start().as_u64(), (len, component));
+        Ok(r)
+    }
+
+    /// Gives back a reservation in which nothing is backed.
+    ///
+    /// # Errors
+    ///
+    /// [`NotLive::Unknown`] when `range` is not exactly a reservation, [`NotLive::Interior`]
+    /// while pages inside it are still backed. Nothing changes then.
+    pub fn unreserve_range(&mut self, range: VaRange) -> Result<(), NotLive> {
+        let start = range.start().as_u64();
+        match self.reservations.get(&start) {
+            Some(&(len, _)) if len == range.len_bytes() => {}
+            _ => return Err(NotLive::Unknown),
+        }
+        if self.reserved_pages.range(start..range.end()).next().is_some() {
+            return Err(NotLive::Interior { base: range.start() });
+        }
+        self.reservations.remove(&start);
+        let _ = self.va.free(range);
+        Ok(())
+    }
+
+    fn reservation_of(&self, page: &VaRange) -> Option<Component> {
+        let (&b, &(l, c)) = self.reservations.range(..=page.start().as_u64()).next_back()?;
+        (page.end() <= b + l).then_some(c)
+    }
+
+    /// Backs one 2 MiB page inside a reservation: a 2 MiB page, or 4 KiB pages when none is
+    /// left. It is charged to the reservation's component.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidArgument`] outside a reservation, misaligned, or already backed;
+    /// the backer's error (out of memory) otherwise.
+    pub fn back_reserved<B: Backer>(&mut self, backer: &mut B, page: VaRange) -> Result<(), hal::Error> {
+        let huge = PageSize::Huge.bytes();
+        let bad = hal::Error::new(ErrorKind::InvalidArgument, "not a free page of a reservation");
+        if page.len_bytes() != huge || !page.start().is_aligned(huge) {
+            return Err(bad);
+        }
+        let c = self.reservation_of(&page).ok_or(bad)?;
+        if self.reserved_pages.contains_key(&page.start().as_u64()) {
+            return Err(bad);
+        }
+        let attrs = MemAttr::CACHED;
+        match backer.back(page, PageSize::Huge, attrs) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::OutOfMemory => backer.back(page, PageSize::Normal, attrs)?,
+            Err(e) => return Err(e),
+        }
+        self.reserved_pages.insert(page.start().as_u64(), c);
+        self.acct.backed.add(huge);
+        self.acct.charge(c, PolicyClass::Default, huge);
+        Ok(())
+    }
+
+    /// Releases one page backed by [`Self::back_reserved`].
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`] when it was not backed; the backer's error otherwise.
+    pub fn unback_reserved<B: Backer>(&mut self, backer: &mut B, page: VaRange) -> Result<(), hal::Error> {
+        let Some(&c) = self.reserved_pages.get(&page.start().as_u64()) else {
+            return Err(hal::Error::new(ErrorKind::InvalidHandle, "page not backed"));
+        };
+        backer.unback(page)?;
+        self.reserved_pages.remove(&page.start().as_u64());
+        let huge = PageSize::Huge.bytes();
+        self.acct.backed.sub(huge);
+        self.acct.refund(c, PolicyClass::Default, huge);
+        Ok(())
+    }
+
     /// Frees every allocation (a device reset); returns how many there were.
     pub fn release_all<B: Backer>(&mut self, backer: &mut B) -> usize {
+        let pages: Vec<u64> = self.reserved_pages.keys().copied().collect();
+        for p in pages {
+            if let Ok(r) = VaRange::try_new(DeviceAddr(p), PageSize::Huge.bytes()) {
+                let _ = self.unback_reserved(backer, r);
+            }
+        }
+        let reservations: Vec<(u64, u64)> = self.reservations.iter().map(|(&b, &(l, _))| (b, l)).collect();
+        for (b, l) in reservations {
+            if let Ok(r) = VaRange::try_new(DeviceAddr(b), l) {
+                let _ = self.unreserve_range(r);
+            }
+        }
         let n = self.live_count();
         let blocks: Vec<u64> = self.blocks.keys().copied().collect();
         for b in blocks {
@@ -816,6 +918,33 @@ mod tests {
         assert!(free >= 7 * MIB);
         let big = a.allocate(&mut b, &req(7 * MIB, NORMAL_ONLY), APP).unwrap();
         assert_eq!(a.find(big).unwrap().usable_bytes, 7 * MIB + 32);
+    }
+
+    #[test]
+    fn reservations_back_pages_on_demand() {
+        let (mut a, mut b) = setup(64 * MIB, 4 * MIB, 0);
+        let r = a.reserve_range(16 * MIB, 9).unwrap();
+        assert_eq!(b.frames.info().free_bytes, 64 * MIB, "a reservation backs nothing");
+        let page = |i: u64| VaRange::try_new(DeviceAddr(r.start().as_u64() + i * 2 * MIB), 2 * MIB).unwrap();
+        for i in 0..3 {
+            a.back_reserved(&mut b, page(i)).unwrap();
+        }
+        assert!(a.back_reserved(&mut b, page(0)).is_err(), "backed twice");
+        let info = b.frames.info();
+        assert_eq!(info.total_bytes - info.free_bytes, 6 * MIB);
+        assert_eq!(info.huge_free_bytes, 0, "two 2 MiB pages, then 4 KiB pages");
+        let comp = a.accounting().components.iter().find(|(c, _)| *c == 9).unwrap().1;
+        assert_eq!(comp.current, 6 * MIB);
+        assert_eq!(a.unreserve_range(r), Err(NotLive::Interior { base: r.start() }));
+        for i in 0..3 {
+            a.unback_reserved(&mut b, page(i)).unwrap();
+        }
+        assert!(a.unback_reserved(&mut b, page(0)).is_err());
+        a.unreserve_range(r).unwrap();
+        assert_eq!(b.frames.info().free_bytes, 64 * MIB);
+        assert_eq!(a.accounting().backed.current, 0);
+        let outside = VaRange::try_new(DeviceAddr(BASE + (32 << 30)), 2 * MIB).unwrap();
+        assert!(a.back_reserved(&mut b, outside).is_err());
     }
 
     #[test]

@@ -4,35 +4,54 @@
 //! safety property — no block is granted to a stream while another stream may still be using it,
 //! unless the stream is ordered after that use or the grant says what to wait for.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use hal::{DeviceAddr, ErrorKind, VaRange};
 use mm::order::{StreamOrder, StreamPoint};
-use mm::pool::{Pool, ReuseModes, SegmentSource, BLOCK_ALIGN, SEGMENT_ALIGN};
+use mm::pool::{Pool, PoolBacking, ReuseModes, BLOCK_ALIGN, PAGE};
 use proptest::prelude::*;
 
 const MIB: u64 = 1 << 20;
 
 struct Src {
     next: u64,
-    mapped: BTreeMap<u64, u64>,
+    reserved: BTreeMap<u64, u64>,
+    backed: BTreeSet<u64>,
 }
 
-impl SegmentSource for Src {
-    fn map_segment(&mut self, len: u64) -> Result<VaRange, hal::Error> {
-        if self.mapped.values().sum::<u64>() + len > 96 * MIB {
-            return Err(hal::Error::new(ErrorKind::OutOfMemory, "device full"));
-        }
+impl PoolBacking for Src {
+    fn reserve(&mut self, len: u64) -> Result<VaRange, hal::Error> {
         let r = VaRange::try_new(DeviceAddr(self.next), len).unwrap();
         self.next += len;
-        self.mapped.insert(r.start().as_u64(), len);
+        self.reserved.insert(r.start().as_u64(), len);
         Ok(r)
     }
 
-    fn unmap_segment(&mut self, range: VaRange) -> Result<(), hal::Error> {
-        self.mapped
+    fn unreserve(&mut self, range: VaRange) -> Result<(), hal::Error> {
+        assert!(self.backed.range(range.start().as_u64()..range.end()).next().is_none());
+        self.reserved
             .remove(&range.start().as_u64())
             .map(|_| ())
+            .ok_or(hal::Error::new(ErrorKind::InvalidHandle, "x"))
+    }
+
+    fn back(&mut self, page: VaRange) -> Result<(), hal::Error> {
+        if self.backed.len() as u64 * PAGE >= 96 * MIB {
+            return Err(hal::Error::new(ErrorKind::OutOfMemory, "device full"));
+        }
+        assert!(self
+            .reserved
+            .range(..=page.start().as_u64())
+            .next_back()
+            .is_some_and(|(&b, &l)| page.end() <= b + l));
+        assert!(self.backed.insert(page.start().as_u64()), "a page backed twice");
+        Ok(())
+    }
+
+    fn unback(&mut self, page: VaRange) -> Result<(), hal::Error> {
+        self.backed
+            .remove(&page.start().as_u64())
+            .then_some(())
             .ok_or(hal::Error::new(ErrorKind::InvalidHandle, "x"))
     }
 }
@@ -59,8 +78,11 @@ impl Order {
                 .any(|&(r, t, n)| t == u && n < seq && self.before_point(p, r.stream, r.seq, depth + 1))
     }
 
+    /// Stream `t` waits for `q`: the wait is itself a task of `t`, so finishing it (or anything
+    /// after it) implies `q` finished.
     fn wait(&mut self, q: StreamPoint, t: u32) {
         self.waits.push((q, t, self.submitted[t as usize]));
+        self.submitted[t as usize] += 1;
     }
 
     /// Stream `s` finishes everything submitted; what it waited for must have finished first.
@@ -95,7 +117,7 @@ impl StreamOrder for Order {
 #[derive(Clone, Debug)]
 enum Op {
     Alloc(u32, u64),
-    Free(usize),
+    Free(usize, bool),
     Submit(u32),
     Complete(u32),
     Wait(u32, u32),
@@ -105,7 +127,7 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         5 => (0u32..3, prop_oneof![1u64..4096, 4096u64..(3 * MIB), (3 * MIB)..(12 * MIB)]).prop_map(|(s, n)| Op::Alloc(s, n)),
-        4 => any::<usize>().prop_map(Op::Free),
+        4 => (any::<usize>(), any::<bool>()).prop_map(|(i, b)| Op::Free(i, b)),
         2 => (0u32..3).prop_map(Op::Submit),
         2 => (0u32..3).prop_map(Op::Complete),
         1 => (0u32..3, 0u32..3).prop_map(|(a, b)| Op::Wait(a, b)),
@@ -124,7 +146,7 @@ proptest! {
             allow_internal_dependencies: m & 4 != 0,
         };
         let max = 64 * MIB;
-        let mut src = Src { next: 16 << 40, mapped: BTreeMap::new() };
+        let mut src = Src { next: 16 << 40, reserved: BTreeMap::new(), backed: BTreeSet::new() };
         let mut ord = Order::default();
         let mut pool = Pool::new(max, modes);
         // Busy blocks: addr -> (size, stream). Pending uses: (addr, size, point) not complete.
@@ -146,18 +168,21 @@ proptest! {
                         if overlaps && !ord.is_complete(p) {
                             prop_assert!(
                                 ord.is_ordered_before(p, s),
-                                "block {a:#x}+{len} granted to stream {s} while stream {} may use it", p.stream
+                                "block {a:#x}+{len} granted to stream {s} while stream {} may use it (pending {:?} at {pa:#x}+{pl}; grant {:?})", p.stream, p, g
                             );
                         }
                     }
                     busy.insert(a, (len, s));
                 }
-                Op::Free(i) => {
+                Op::Free(i, bump) => {
                     if busy.is_empty() { continue; }
                     let a = *busy.keys().nth(i % busy.len()).unwrap();
                     let (len, s) = busy.remove(&a).unwrap();
                     // The block was used by its stream up to now: that use ends at the tail.
-                    ord.submitted[s as usize] += 1;
+                    // (Without a bump, neighbours freed together share a point and merge.)
+                    if bump || ord.submitted[s as usize] == 0 {
+                        ord.submitted[s as usize] += 1;
+                    }
                     let p = StreamPoint { stream: s, seq: ord.submitted[s as usize] };
                     prop_assert_eq!(pool.free(DeviceAddr(a), s, p.seq), Ok(len));
                     prop_assert!(pool.free(DeviceAddr(a), s, p.seq).is_err(), "double free refused");
@@ -183,9 +208,16 @@ proptest! {
             }
             let st = pool.stats();
             prop_assert_eq!(st.used.current, busy.values().map(|v| v.0).sum::<u64>());
-            prop_assert_eq!(st.reserved.current, src.mapped.values().sum::<u64>());
+            prop_assert_eq!(st.reserved.current, src.backed.len() as u64 * PAGE);
             prop_assert!(st.reserved.current <= max);
-            prop_assert_eq!(st.reserved.current % SEGMENT_ALIGN, 0);
+            // Every page a busy block touches is backed.
+            for (&a, &(l, _)) in &busy {
+                let mut p = a / PAGE * PAGE;
+                while p < a + l {
+                    prop_assert!(src.backed.contains(&p), "busy block {a:#x} on an unbacked page");
+                    p += PAGE;
+                }
+            }
         }
         for (&a, &(_, s)) in &busy.clone() {
             ord.submitted[s as usize] += 1;
@@ -194,6 +226,7 @@ proptest! {
         ord.completed = ord.submitted;
         pool.trim_to(&mut src, &ord, 0).unwrap();
         prop_assert_eq!(pool.stats().reserved.current, 0);
-        prop_assert!(src.mapped.is_empty());
+        prop_assert!(src.backed.is_empty(), "every page goes back");
+        prop_assert!(src.reserved.is_empty(), "every region goes back");
     }
 }

@@ -12,8 +12,10 @@ use std::time::Instant;
 use aclrs_tests::bench::{quick, Stats, Table};
 use hal::{DeviceAddr, SocProfile, VaRange};
 use mm::device::{DeviceAllocator, FrameBacker, APP};
+use mm::order::{StreamOrder, StreamPoint};
 use mm::phys::{FrameAllocator, PhysConfig};
 use mm::policy::{request, Api, Request, HUGE_FIRST};
+use mm::pool::{Pool, PoolBacking, ReuseModes};
 
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
@@ -89,11 +91,70 @@ struct Replay {
     peak_backed: u64,
 }
 
+/// Pool regions from the device allocator's reservations, pages from `mm::phys`.
+struct Backing<'a> {
+    alloc: &'a mut DeviceAllocator,
+    frames: &'a mut FrameBacker,
+}
+
+impl PoolBacking for Backing<'_> {
+    fn reserve(&mut self, len: u64) -> Result<VaRange, hal::Error> {
+        self.alloc.reserve_range(len, 1).map_err(|_| hal::Error::new(hal::ErrorKind::OutOfMemory, "no VA"))
+    }
+
+    fn unreserve(&mut self, range: VaRange) -> Result<(), hal::Error> {
+        self.alloc
+            .unreserve_range(range)
+            .map_err(|_| hal::Error::new(hal::ErrorKind::InvalidHandle, "region"))
+    }
+
+    fn back(&mut self, page: VaRange) -> Result<(), hal::Error> {
+        self.alloc.back_reserved(self.frames, page)
+    }
+
+    fn unback(&mut self, page: VaRange) -> Result<(), hal::Error> {
+        self.alloc.unback_reserved(self.frames, page)
+    }
+}
+
+/// One stream whose work is always complete (a replay has no kernels).
+struct Done;
+
+impl StreamOrder for Done {
+    fn is_complete(&self, _: StreamPoint) -> bool {
+        true
+    }
+
+    fn is_ordered_before(&self, p: StreamPoint, s: u32) -> bool {
+        p.stream == s
+    }
+}
+
+/// Replays a trace through a stream-ordered pool: (events, ns per op, peak live, peak reserved).
+fn pool_replay(ops: &[(bool, u64, u64)]) -> Option<(usize, f64, u64, u64)> {
+    let (mut a, mut b) = fresh(64 * GIB);
+    let mut pool = Pool::new(64 * GIB, ReuseModes::default());
+    let mut live: HashMap<u64, DeviceAddr> = HashMap::new();
+    let t = Instant::now();
+    for &(is_alloc, id, bytes) in ops {
+        let mut back = Backing { alloc: &mut a, frames: &mut b };
+        if is_alloc {
+            live.insert(id, pool.allocate(&mut back, &Done, 0, bytes).ok()?.addr);
+        } else {
+            pool.free(live.remove(&id)?, 0, 0).ok()?;
+        }
+    }
+    // CAST: event counts are small.
+    let ns = t.elapsed().as_nanos() as f64 / ops.len() as f64;
+    let st = pool.stats();
+    Some((ops.len(), ns, st.used.peak, st.reserved.peak))
+}
+
 fn traces_dir() -> PathBuf {
     aclrs_tests::workspace().parent().map(|p| p.join("shared/traces")).unwrap_or_default()
 }
 
-fn replay(path: &std::path::Path) -> Option<Replay> {
+fn parse(path: &std::path::Path) -> Option<Vec<(bool, u64, u64)>> {
     let text = std::fs::read_to_string(path).ok()?;
     let mut ops: Vec<(bool, u64, u64)> = Vec::new();
     for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
@@ -104,6 +165,11 @@ fn replay(path: &std::path::Path) -> Option<Replay> {
             _ => return None,
         }
     }
+    Some(ops)
+}
+
+fn replay(path: &std::path::Path) -> Option<Replay> {
+    let ops = parse(path)?;
     let (mut a, mut b) = fresh(64 * GIB);
     let mut live: HashMap<u64, DeviceAddr> = HashMap::new();
     let t = Instant::now();
@@ -202,5 +268,42 @@ fn main() {
         println!("(no traces found in {})\n", dir.display());
     } else {
         println!("{}", traces.render());
+    }
+
+    let mut pools = Table::new(&[
+        "trace",
+        "events",
+        "ns/op",
+        "peak live MiB",
+        "peak reserved MiB",
+        "reserved/live",
+        "PyTorch",
+        "target",
+    ]);
+    for f in &files {
+        let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        match parse(f).and_then(|ops| pool_replay(&ops)) {
+            Some((events, ns, live, reserved)) => {
+                let peer = pytorch.iter().find(|(n, _)| *n == name).map_or("–", |(_, v)| v);
+                // CAST: byte counts to MiB for display.
+                pools.row(vec![
+                    name,
+                    events.to_string(),
+                    format!("{ns:.1}"),
+                    format!("{:.1}", live as f64 / MIB as f64),
+                    format!("{:.1}", reserved as f64 / MIB as f64),
+                    format!("{:.4}", reserved as f64 / live as f64),
+                    peer.to_owned(),
+                    "≤ 1.01".to_owned(),
+                ]);
+            }
+            None => eprintln!("mm_alloc: could not replay {} through a pool", f.display()),
+        }
+    }
+    if !files.is_empty() {
+        println!(
+            "### mm::pool: trace replays through a stream-ordered pool (one stream, frames from mm::phys)\n"
+        );
+        println!("{}", pools.render());
     }
 }

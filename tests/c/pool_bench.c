@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * tests/c/pool_bench.c - the stream-ordered pool benchmark, through the C ABI as a user calls it.
+ *
+ *   pool_bench contrast [N]      the seed's contrast: N kernel launches, each with a temporary
+ *                                buffer, done with aclrtMalloc / synchronize / aclrtFree versus
+ *                                aclrtMemPoolMallocAsync / aclrtMemPoolFreeAsync
+ *   pool_bench pairs [N]         host cost of one MallocAsync + FreeAsync pair at steady state,
+ *                                against one aclrtMalloc + aclrtFree pair measured in the same run
+ *   pool_bench traces FILE...    replays of allocation traces through a pool: peak reserved over
+ *                                peak live bytes
+ *
+ * Needs ACLRS_TEST_KERNELS (tests/c/kernels/pool_kernels.c built as a shared object) for
+ * `contrast`. Prints Markdown tables. Asserts nothing about time.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "acl/acl.h"
+
+#define MIB ((size_t)1 << 20)
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static aclrtMemPool new_pool(size_t max)
+{
+    aclrtMemPoolProps props;
+    aclrtMemPool pool = NULL;
+    memset(&props, 0, sizeof props);
+    props.allocType = ACL_MEM_ALLOCATION_TYPE_PINNED;
+    props.handleType = ACL_MEM_HANDLE_TYPE_NONE;
+    props.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
+    props.maxSize = max;
+    return aclrtMemPoolCreate(&pool, &props) == ACL_SUCCESS ? pool : NULL;
+}
+
+#define TRY(call)                                                                                  \
+    do {                                                                                           \
+        aclError rc_ = (call);                                                                     \
+        if (rc_ != ACL_SUCCESS) {                                                                  \
+            const char *m_ = aclGetRecentErrMsg();                                                 \
+            fprintf(stderr, "%s:%d: %s = %d: %s\n", __FILE__, __LINE__, #call, (int)rc_,           \
+                    m_ ? m_ : "");                                                                 \
+            return 1;                                                                              \
+        }                                                                                          \
+    } while (0)
+
+typedef struct {
+    uint32_t *p;
+    uint64_t n;
+    uint32_t value;
+    uint32_t ms;
+} FillArgs;
+
+static int contrast(int n)
+{
+    const char *lib = getenv("ACLRS_TEST_KERNELS");
+    aclrtBinHandle bin = NULL;
+    aclrtFuncHandle fill;
+    aclrtStream s = NULL;
+    aclrtMemPool pool = new_pool(256 * MIB);
+    const size_t SZ = 64 * 1024;
+    double t0, sync_s, pool_s;
+    int i;
+
+    if (lib == NULL || pool == NULL) {
+        fprintf(stderr, "contrast: set ACLRS_TEST_KERNELS; pools need the A2 profile\n");
+        return 1;
+    }
+    TRY(aclrtBinaryLoadFromFile(lib, NULL, &bin));
+    TRY(aclrtBinaryGetFunction(bin, "slow_fill", &fill));
+    TRY(aclrtCreateStream(&s));
+    /* Warm both paths. */
+    for (i = 0; i < 16; i++) {
+        void *p = NULL;
+        TRY(aclrtMalloc(&p, SZ, ACL_MEM_MALLOC_HUGE_FIRST));
+        TRY(aclrtFree(p));
+        TRY(aclrtMemPoolMallocAsync(&p, SZ, pool, s));
+        TRY(aclrtMemPoolFreeAsync(p, s));
+    }
+    TRY(aclrtSynchronizeStream(s));
+
+    t0 = now_s();
+    for (i = 0; i < n; i++) {
+        void *p = NULL;
+        FillArgs a;
+        TRY(aclrtMalloc(&p, SZ, ACL_MEM_MALLOC_HUGE_FIRST));
+        a.p = p;
+        a.n = SZ / 4;
+        a.value = (uint32_t)i;
+        a.ms = 0;
+        TRY(aclrtLaunchKernelV2(fill, 1, &a, sizeof a, NULL, s));
+        TRY(aclrtSynchronizeStream(s)); /* the buffer may only be freed once the kernel is done */
+        TRY(aclrtFree(p));
+    }
+    sync_s = now_s() - t0;
+
+    t0 = now_s();
+    for (i = 0; i < n; i++) {
+        void *p = NULL;
+        FillArgs a;
+        TRY(aclrtMemPoolMallocAsync(&p, SZ, pool, s));
+        a.p = p;
+        a.n = SZ / 4;
+        a.value = (uint32_t)i;
+        a.ms = 0;
+        TRY(aclrtLaunchKernelV2(fill, 1, &a, sizeof a, NULL, s));
+        TRY(aclrtMemPoolFreeAsync(p, s)); /* in stream order: no synchronisation */
+    }
+    TRY(aclrtSynchronizeStream(s));
+    pool_s = now_s() - t0;
+
+    printf("### The seed's contrast: %d kernel launches, each with a 64 KiB temporary buffer\n\n", n);
+    printf("| way | total ms | us per launch | speedup |\n|---|---|---|---|\n");
+    printf("| aclrtMalloc, launch, aclrtSynchronizeStream, aclrtFree | %.1f | %.2f | 1.00x |\n", sync_s * 1e3,
+           sync_s * 1e6 / n);
+    printf("| aclrtMemPoolMallocAsync, launch, aclrtMemPoolFreeAsync | %.1f | %.2f | %.2fx |\n\n", pool_s * 1e3,
+           pool_s * 1e6 / n, sync_s / pool_s);
+    TRY(aclrtMemPoolDestroy(pool));
+    TRY(aclrtDestroyStream(s));
+    TRY(aclrtBinaryUnLoad(bin));
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int pairs(int n)
+{
+    enum { ROUNDS = 15 };
+    aclrtStream s = NULL;
+    aclrtMemPool pool = new_pool(256 * MIB);
+    double pool_ns[ROUNDS], plain_ns[ROUNDS];
+    int r, i;
+
+    if (pool == NULL) {
+        fprintf(stderr, "pairs: pools need the A2 profile\n");
+        return 1;
+    }
+    TRY(aclrtCreateStream(&s));
+    for (r = 0; r < ROUNDS; r++) {
+        double t0 = now_s();
+        for (i = 0; i < n; i++) {
+            void *p = NULL;
+            TRY(aclrtMemPoolMallocAsync(&p, 4096, pool, s));
+            TRY(aclrtMemPoolFreeAsync(p, s));
+        }
+        pool_ns[r] = (now_s() - t0) * 1e9 / n;
+        t0 = now_s();
+        for (i = 0; i < n / 10; i++) {
+            void *p = NULL;
+            TRY(aclrtMalloc(&p, 4096, ACL_MEM_MALLOC_HUGE_FIRST));
+            TRY(aclrtFree(p));
+        }
+        plain_ns[r] = (now_s() - t0) * 1e9 / (n / 10);
+    }
+    TRY(aclrtSynchronizeStream(s));
+    qsort(pool_ns, ROUNDS, sizeof(double), cmp_double);
+    qsort(plain_ns, ROUNDS, sizeof(double), cmp_double);
+    printf("### Host cost per allocation + free pair (4 KiB, one stream, steady state; median of %d rounds)\n\n",
+           ROUNDS);
+    printf("| pair | median ns | spread ns | target |\n|---|---|---|---|\n");
+    printf("| aclrtMemPoolMallocAsync + aclrtMemPoolFreeAsync | %.0f | %.0f-%.0f | <= 100 (CUDA: ~1000) |\n",
+           pool_ns[ROUNDS / 2], pool_ns[0], pool_ns[ROUNDS - 1]);
+    printf("| aclrtMalloc + aclrtFree (same run) | %.0f | %.0f-%.0f | - |\n\n", plain_ns[ROUNDS / 2], plain_ns[0],
+           plain_ns[ROUNDS - 1]);
+    TRY(aclrtMemPoolDestroy(pool));
+    TRY(aclrtDestroyStream(s));
+    return 0;
+}
+
+static int replay(const char *path, double *ratio, size_t *peak_live_out, size_t *peak_res_out, long *events)
+{
+    FILE *f = fopen(path, "r");
+    char line[256];
+    void **ptrs = NULL;
+    size_t *sizes = NULL, cap = 0, live = 0, peak_live = 0, peak_res = 0;
+    aclrtStream s = NULL;
+    aclrtMemPool pool = new_pool(0);
+
+    *events = 0;
+    if (f == NULL || pool == NULL) {
+        if (f) {
+            fclose(f);
+        }
+        return 1;
+    }
+    TRY(aclrtCreateStream(&s));
+    while (fgets(line, sizeof line, f) != NULL) {
+        unsigned long id, bytes;
+        if (line[0] == 'a' && sscanf(line, "a %lu %lu", &id, &bytes) == 2) {
+            uint64_t res = 0;
+            if (id >= cap) {
+                size_t ncap = (id + 1) * 2;
+                ptrs = realloc(ptrs, ncap * sizeof *ptrs);
+                sizes = realloc(sizes, ncap * sizeof *sizes);
+                memset(ptrs + cap, 0, (ncap - cap) * sizeof *ptrs);
+                cap = ncap;
+            }
+            TRY(aclrtMemPoolMallocAsync(&ptrs[id], bytes, pool, s));
+            sizes[id] = bytes;
+            live += bytes;
+            peak_live = live > peak_live ? live : peak_live;
+            TRY(aclrtMemPoolGetAttr(pool, ACL_RT_MEM_POOL_ATTR_RESERVED_MEM_CURRENT, &res));
+            peak_res = res > peak_res ? res : peak_res;
+            (*events)++;
+        } else if (line[0] == 'f' && sscanf(line, "f %lu", &id) == 1 && id < cap && ptrs[id] != NULL) {
+            TRY(aclrtMemPoolFreeAsync(ptrs[id], s));
+            ptrs[id] = NULL;
+            live -= sizes[id];
+            (*events)++;
+        }
+    }
+    fclose(f);
+    TRY(aclrtSynchronizeStream(s));
+    TRY(aclrtMemPoolDestroy(pool));
+    TRY(aclrtDestroyStream(s));
+    free(ptrs);
+    free(sizes);
+    *ratio = (double)peak_res / (double)peak_live;
+    *peak_live_out = peak_live;
+    *peak_res_out = peak_res;
+    return 0;
+}
+
+static int traces(int argc, char **argv)
+{
+    int i;
+    printf("### Trace replays through a pool on the software NPU (one stream)\n\n");
+    printf("| trace | events | peak live MiB | peak reserved MiB | reserved/live | PyTorch | target |\n");
+    printf("|---|---|---|---|---|---|---|\n");
+    for (i = 0; i < argc; i++) {
+        double ratio = 0;
+        size_t live = 0, res = 0;
+        long events = 0;
+        const char *name = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
+        const char *peer = strcmp(name, "ctx128_forward.trace") == 0    ? "1.031"
+                           : strcmp(name, "ctx128_fullstep.trace") == 0 ? "1.150"
+                                                                         : "-";
+        if (replay(argv[i], &ratio, &live, &res, &events) != 0) {
+            fprintf(stderr, "traces: cannot replay %s\n", argv[i]);
+            return 1;
+        }
+        printf("| %s | %ld | %.1f | %.1f | %.4f | %s | <= 1.01 |\n", name, events, (double)live / MIB,
+               (double)res / MIB, ratio, peer);
+    }
+    printf("\n");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int rc;
+    if (argc < 2) {
+        fprintf(stderr, "usage: pool_bench contrast [N] | pairs [N] | traces FILE...\n");
+        return 2;
+    }
+    if (aclInit(NULL) != ACL_SUCCESS || aclrtSetDevice(0) != ACL_SUCCESS) {
+        fprintf(stderr, "pool_bench: cannot start: %s\n", aclGetRecentErrMsg());
+        return 1;
+    }
+    if (strcmp(argv[1], "contrast") == 0) {
+        rc = contrast(argc > 2 ? atoi(argv[2]) : 2000);
+    } else if (strcmp(argv[1], "pairs") == 0) {
+        rc = pairs(argc > 2 ? atoi(argv[2]) : 100000);
+    } else if (strcmp(argv[1], "traces") == 0) {
+        rc = traces(argc - 2, argv + 2);
+    } else {
+        fprintf(stderr, "pool_bench: unknown mode %s\n", argv[1]);
+        rc = 2;
+    }
+    aclrtResetDevice(0);
+    aclFinalize();
+    return rc;
+}
