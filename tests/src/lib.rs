@@ -66,6 +66,56 @@ pub fn kernel_library(name: &str, tag: &str) -> PathBuf {
     so
 }
 
+/// The directory holding the release build of `libascendcl`, built once per process (for
+/// benchmarks).
+///
+/// # Panics
+///
+/// When the library cannot be built.
+pub fn release_lib_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--quiet", "--release", "-p", "acl-shim"])
+            .current_dir(workspace())
+            .status()
+            .expect("run cargo build --release -p acl-shim");
+        assert!(status.success(), "cargo build --release -p acl-shim failed");
+        std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| workspace().join("target"))
+            .join("release")
+    })
+}
+
+/// Compiles `tests/c/<name>.c` with optimisation against the release library, for benchmarks.
+///
+/// # Panics
+///
+/// When the compiler fails.
+pub fn compile_bench_c(name: &str) -> PathBuf {
+    let ws = workspace();
+    let lib = release_lib_dir();
+    let out_dir = std::env::temp_dir().join(format!("aclrs-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&out_dir).expect("create output dir");
+    let exe = out_dir.join(name);
+    let out = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-I"])
+        .arg(ws.join("acl-shim/include"))
+        .arg(ws.join("tests/c").join(format!("{name}.c")))
+        .arg("-o")
+        .arg(&exe)
+        .arg("-L")
+        .arg(lib)
+        .arg("-lascendcl")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .output()
+        .expect("run the C compiler");
+    assert!(out.status.success(), "compiling {name}.c failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    exe
+}
+
 /// How to link a C program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Link {

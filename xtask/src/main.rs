@@ -295,31 +295,44 @@ fn bench(quick: bool) -> Result {
     Ok(())
 }
 
+/// Compiles one C file of `tests/c/` against the release library (or as a kernel library).
+fn compile_demo_c(src: &str, out: &Path, lib: &Path, shared_kernel: bool) -> Result {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let mut c = Command::new(cc);
+    c.args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-I"]).arg(root().join("acl-shim/include"));
+    c.arg(root().join("tests/c").join(src)).arg("-o").arg(out);
+    if shared_kernel {
+        c.args(["-shared", "-fPIC"]);
+    } else {
+        c.arg("-L").arg(lib).arg("-lascendcl").arg(format!("-Wl,-rpath,{}", lib.display()));
+    }
+    run(&format!("compile tests/c/{src}"), &mut c)
+}
+
 fn demo() -> Result {
     run("build libascendcl (release)", cargo().args(["build", "--release", "--quiet", "-p", "acl-shim"]))?;
     let lib = target_dir().join("release");
     let out_dir = target_dir().join("xtask-demo");
     std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
-    let exe = out_dir.join("demo");
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let (demo, bench, kernels) =
+        (out_dir.join("demo"), out_dir.join("pool_bench"), out_dir.join("libpool_kernels.so"));
+    compile_demo_c("demo.c", &demo, &lib, false)?;
+    compile_demo_c("pool_bench.c", &bench, &lib, false)?;
+    compile_demo_c("kernels/pool_kernels.c", &kernels, &lib, true)?;
+    let instance =
+        std::env::var("ACLRS_SIM_INSTANCE").unwrap_or_else(|_| format!("demo-{}", std::process::id()));
+    // The headline: the seed's contrast, stream-ordered allocation against malloc/sync/free.
     run(
-        "compile tests/c/demo.c against acl-shim/include and -lascendcl",
-        Command::new(cc)
-            .args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-I"])
-            .arg(root().join("acl-shim/include"))
-            .arg(root().join("tests/c/demo.c"))
-            .arg("-o")
-            .arg(&exe)
-            .arg("-L")
-            .arg(&lib)
-            .arg("-lascendcl")
-            .arg(format!("-Wl,-rpath,{}", lib.display())),
+        "the seed's contrast on the software NPU (tests/c/pool_bench.c contrast)",
+        Command::new(&bench)
+            .args(["contrast", "2000"])
+            .env("ACLRS_SIM_INSTANCE", &instance)
+            .env("ACLRS_TEST_KERNELS", &kernels),
     )?;
-    let mut cmd = Command::new(&exe);
-    if std::env::var_os("ACLRS_SIM_INSTANCE").is_none() {
-        cmd.env("ACLRS_SIM_INSTANCE", format!("demo-{}", std::process::id()));
-    }
-    run("run the demo on the software NPU", &mut cmd)
+    run(
+        "the seed's basic flow on the software NPU (tests/c/demo.c)",
+        Command::new(&demo).env("ACLRS_SIM_INSTANCE", &instance),
+    )
 }
 
 fn ci() -> Result {

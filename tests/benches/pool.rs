@@ -1,0 +1,55 @@
+//! Benchmark of the stream-ordered pools through the C ABI (`tests/c/pool_bench.c` against the
+//! release `libascendcl`): the seed's contrast of N kernel launches with temporary buffers, the
+//! host cost of a MallocAsync + FreeAsync pair against aclrtMalloc + aclrtFree, and trace
+//! replays through a pool on the software NPU. Prints Markdown tables; asserts nothing about
+//! time.
+
+use std::process::Command;
+
+use aclrs_tests::bench::quick;
+use aclrs_tests::{compile_bench_c, kernel_library, workspace};
+
+fn main() {
+    let q = quick();
+    let exe = compile_bench_c("pool_bench");
+    let so = kernel_library("pool_kernels", "bench");
+    let instance = format!("bench-{}", std::process::id());
+    let run = |args: &[String], hbm: &str| {
+        let out = Command::new(&exe)
+            .args(args)
+            .env("ACLRS_TEST_KERNELS", &so)
+            .env("ACLRS_SIM_INSTANCE", &instance)
+            .env("ACLRS_SIM_HBM", hbm)
+            .env_remove("ACLRS_SIM_SOC")
+            .output()
+            .expect("run pool_bench");
+        print!("{}", String::from_utf8_lossy(&out.stdout));
+        if !out.status.success() {
+            eprintln!("pool_bench {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+    };
+    let n = if q { "500" } else { "3000" };
+    run(&["contrast".into(), n.into()], "8G");
+    let pairs = if q { "20000" } else { "100000" };
+    run(&["pairs".into(), pairs.into()], "8G");
+    let dir = workspace().parent().map(|p| p.join("shared/traces")).unwrap_or_default();
+    let mut traces: Vec<String> = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "trace"))
+                .map(|p| p.display().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    traces.sort();
+    if q {
+        traces.retain(|t| t.ends_with("ctx128_forward.trace"));
+    }
+    if !traces.is_empty() {
+        let mut args = vec!["traces".to_owned()];
+        args.extend(traces);
+        // Replays map pages but touch none: a large sparse HBM costs no RAM.
+        run(&args, "64G");
+    }
+}
