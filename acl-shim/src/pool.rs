@@ -345,7 +345,8 @@ impl Runtime {
     ///
     /// # Errors
     ///
-    /// `ACL_ERROR_INVALID_PARAM` for a NULL stream; the pool's codes (see [`pool_err`]).
+    /// `ACL_ERROR_INVALID_PARAM` for a NULL stream; `ACL_ERROR_RT_INTERNAL_ERROR` (CANN's code)
+    /// when the pool is exhausted or unknown; `ACL_ERROR_RT_MEMORY_ALLOCATION` when the device is full.
     pub fn pool_malloc_async(&self, api: &str, size: u64, handle: u64, stream: u64) -> Result<Option<u64>> {
         self.check_pool_soc(api)?;
         if stream == 0 {
