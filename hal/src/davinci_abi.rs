@@ -20,7 +20,7 @@
 //! TRS numbers are pinned against the values the spec lists (computed with gcc from the public
 //! header). `sizeof(struct devmm_ioctl_arg)` is 344: a 12-byte header, 4 bytes of padding and a
 //! 328-byte union whose largest member in this release is `devmm_mem_repair_para` (a count
-//! and 20 `{ptr, len}` pairs, `MEM_REPAIR_MAX_CNT` = 20); that figure is our derivation [I], not
+//! and 20 `{ptr, len}` pairs, `MEM_REPAIR_MAX_CNT` = 20); that figure is our derivation (inferred), not
 //! a number the spec states, and is the first thing to check against a real release.
 //!
 //! To move to another release: re-read those headers, update the mirrors, let the assertions
