@@ -1,6 +1,8 @@
 //! Benchmark of `mm` alone: the device allocator (policy, slab, VA, frames) driven with no
-//! driver underneath, on a size mix and on replays of the LLM-training traces in
-//! `../shared/traces/`. Prints a Markdown table; asserts nothing about time.
+//! driver underneath on slab-size and large-block churn, and the stream-ordered pool on replays
+//! of the LLM-training traces in `../shared/traces/` (the side-by-side with peer allocators on
+//! the uniform and RMM-style mixes and the same traces is `benches/suballoc.rs`). Prints
+//! Markdown tables; asserts nothing about time.
 //!
 //! Run with `cargo bench -p aclrs-tests --bench mm_alloc` (add `-- --quick` for a short run).
 
@@ -83,14 +85,6 @@ fn churn(
     samples
 }
 
-struct Replay {
-    name: String,
-    events: usize,
-    ns_per_op: f64,
-    peak_live: u64,
-    peak_backed: u64,
-}
-
 /// Pool regions from the device allocator's reservations, pages from `mm::phys`.
 struct Backing<'a> {
     alloc: &'a mut DeviceAllocator,
@@ -168,31 +162,6 @@ fn parse(path: &std::path::Path) -> Option<Vec<(bool, u64, u64)>> {
     Some(ops)
 }
 
-fn replay(path: &std::path::Path) -> Option<Replay> {
-    let ops = parse(path)?;
-    let (mut a, mut b) = fresh(64 * GIB);
-    let mut live: HashMap<u64, DeviceAddr> = HashMap::new();
-    let t = Instant::now();
-    for &(is_alloc, id, bytes) in &ops {
-        if is_alloc {
-            let req = request(Api::Align32, SocProfile::A2, bytes, HUGE_FIRST).ok()?;
-            live.insert(id, a.allocate(&mut b, &req, APP).ok()?);
-        } else {
-            a.free(&mut b, live.remove(&id)?).ok()?;
-        }
-    }
-    let elapsed = t.elapsed();
-    let acct = a.accounting();
-    Some(Replay {
-        name: path.file_name()?.to_string_lossy().into_owned(),
-        events: ops.len(),
-        // CAST: event counts are small.
-        ns_per_op: elapsed.as_nanos() as f64 / ops.len() as f64,
-        peak_live: acct.live.peak,
-        peak_backed: acct.backed.peak,
-    })
-}
-
 /// A steady-state workload: name, size picker, live count, device bytes, target ns per pair.
 type Case = (&'static str, Box<dyn FnMut(&mut Rng) -> u64>, usize, u64, f64);
 
@@ -210,7 +179,6 @@ fn main() {
         ),
         ("small 64 B–4 KiB, 4096 live", Box::new(|r: &mut Rng| 64 + r.below(4032)), 4096, 4 * GIB, 15.0),
         ("large 1–64 MiB, 64 live", Box::new(|r: &mut Rng| MIB + r.below(63 * MIB)), 64, 16 * GIB, 50.0),
-        ("uniform 1 B–1 MiB, 1024 live", Box::new(|r: &mut Rng| 1 + r.below(MIB)), 1024, 8 * GIB, 50.0),
     ];
     for (name, mut pick, live, total, target) in cases {
         let s = Stats::of(&churn(&mut *pick, live, batch / 10, batches, total));
@@ -223,19 +191,8 @@ fn main() {
             format!("{:.2}×", s.median / target),
         ]);
     }
-    println!("### mm device allocator: alloc+free pairs (no driver, frames from mm::phys)\n");
-    println!("{}", table.render());
+    table.print("mm_alloc", "mm device allocator: alloc+free pairs (no driver, frames from mm::phys)");
 
-    let mut traces = Table::new(&[
-        "trace",
-        "events",
-        "ns/op",
-        "peak live MiB",
-        "peak reserved MiB",
-        "reserved/live",
-        "PyTorch caching allocator",
-        "target",
-    ]);
     let pytorch = [("ctx128_forward.trace", "1.031"), ("ctx128_fullstep.trace", "1.150")];
     let dir = traces_dir();
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -244,36 +201,12 @@ fn main() {
         })
         .unwrap_or_default();
     files.sort();
-    for f in &files {
-        match replay(f) {
-            Some(r) => {
-                let peer = pytorch.iter().find(|(n, _)| *n == r.name).map_or("–", |(_, v)| v);
-                // CAST: byte counts to MiB for display.
-                traces.row(vec![
-                    r.name,
-                    r.events.to_string(),
-                    format!("{:.1}", r.ns_per_op),
-                    format!("{:.1}", r.peak_live as f64 / MIB as f64),
-                    format!("{:.1}", r.peak_backed as f64 / MIB as f64),
-                    format!("{:.4}", r.peak_backed as f64 / r.peak_live as f64),
-                    peer.to_owned(),
-                    "≤ 1.01".to_owned(),
-                ]);
-            }
-            None => eprintln!("mm_alloc: could not replay {}", f.display()),
-        }
-    }
-    println!("### mm device allocator: trace replays (HUGE_FIRST, sizes as traced)\n");
-    if files.is_empty() {
-        println!("(no traces found in {})\n", dir.display());
-    } else {
-        println!("{}", traces.render());
-    }
-
+    let replays = if q { 3 } else { 9 };
     let mut pools = Table::new(&[
         "trace",
         "events",
-        "ns/op",
+        "p50 ns/event",
+        "spread",
         "peak live MiB",
         "peak reserved MiB",
         "reserved/live",
@@ -282,14 +215,20 @@ fn main() {
     ]);
     for f in &files {
         let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        match parse(f).and_then(|ops| pool_replay(&ops)) {
-            Some((events, ns, live, reserved)) => {
+        // One warm-up replay, then fresh pools: the median and spread of ns per event.
+        let runs: Option<Vec<_>> =
+            parse(f).and_then(|ops| (0..=replays).map(|_| pool_replay(&ops)).collect());
+        match runs {
+            Some(runs) => {
+                let (events, _, live, reserved) = runs[0];
+                let ns = Stats::of(&runs[1..].iter().map(|r| r.1).collect::<Vec<_>>());
                 let peer = pytorch.iter().find(|(n, _)| *n == name).map_or("–", |(_, v)| v);
                 // CAST: byte counts to MiB for display.
                 pools.row(vec![
                     name,
                     events.to_string(),
-                    format!("{ns:.1}"),
+                    format!("{:.1}", ns.median),
+                    ns.spread(1),
                     format!("{:.1}", live as f64 / MIB as f64),
                     format!("{:.1}", reserved as f64 / MIB as f64),
                     format!("{:.4}", reserved as f64 / live as f64),
@@ -300,10 +239,12 @@ fn main() {
             None => eprintln!("mm_alloc: could not replay {} through a pool", f.display()),
         }
     }
-    if !files.is_empty() {
-        println!(
-            "### mm::pool: trace replays through a stream-ordered pool (one stream, frames from mm::phys)\n"
+    if files.is_empty() {
+        println!("(no traces found in {})\n", dir.display());
+    } else {
+        pools.print(
+            "mm_alloc",
+            "mm::pool: trace replays through a stream-ordered pool (one stream, frames from mm::phys)",
         );
-        println!("{}", pools.render());
     }
 }

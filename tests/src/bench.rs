@@ -83,6 +83,99 @@ impl Table {
     }
 }
 
+impl Table {
+    /// Prints the table under a `### title` heading, and, when the run asks for machine-readable
+    /// output (`ACLRS_BENCH_JSON` set, as `cargo xtask bench` does), one `JSON: {...}` line per
+    /// row naming the bench, the table, and each column's value (a number where the cell is one).
+    pub fn print(&self, bench: &str, title: &str) {
+        println!("### {title}\n");
+        println!("{}", self.render());
+        if std::env::var_os("ACLRS_BENCH_JSON").is_some() {
+            for line in self.json_lines(bench, title) {
+                println!("{line}");
+            }
+        }
+    }
+
+    /// The `JSON: {...}` lines of [`print`](Self::print), one per row.
+    pub fn json_lines(&self, bench: &str, title: &str) -> Vec<String> {
+        self.rows
+            .iter()
+            .map(|r| {
+                let cells: Vec<String> = self
+                    .header
+                    .iter()
+                    .zip(r)
+                    .map(|(h, c)| format!("{}:{}", json_string(h), json_value(c)))
+                    .collect();
+                format!(
+                    "JSON: {{\"bench\":{},\"table\":{},\"row\":{{{}}}}}",
+                    json_string(bench),
+                    json_string(title),
+                    cells.join(",")
+                )
+            })
+            .collect()
+    }
+
+    /// Reads the Markdown tables of `text` (as printed by a C benchmark program): each table
+    /// with the `### ` heading above it.
+    pub fn parse_markdown(text: &str) -> Vec<(String, Table)> {
+        let mut out: Vec<(String, Table)> = Vec::new();
+        let mut title = String::new();
+        let mut current: Option<Table> = None;
+        for line in text.lines() {
+            let line = line.trim();
+            if let Some(t) = line.strip_prefix("### ") {
+                title = t.trim().to_owned();
+                continue;
+            }
+            if !line.starts_with('|') {
+                if let Some(t) = current.take() {
+                    out.push((title.clone(), t));
+                }
+                continue;
+            }
+            let cells: Vec<String> = line.trim_matches('|').split('|').map(|c| c.trim().to_owned()).collect();
+            match current.as_mut() {
+                None => current = Some(Table { header: cells, rows: Vec::new() }),
+                Some(_) if cells.iter().all(|c| c.chars().all(|ch| ch == '-' || ch == ':')) => {}
+                Some(t) => t.rows.push(cells),
+            }
+        }
+        if let Some(t) = current.take() {
+            out.push((title, t));
+        }
+        out
+    }
+}
+
+/// `s` as a JSON string literal.
+pub fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A table cell as a JSON value: a number when the cell is one (a trailing `×` or `%` is
+/// dropped), otherwise a string.
+pub fn json_value(cell: &str) -> String {
+    let t = cell.trim().trim_end_matches(['×', 'x', '%']).trim();
+    match t.parse::<f64>() {
+        Ok(v) if v.is_finite() => format!("{v}"),
+        _ => json_string(cell),
+    }
+}
+
 /// Whether the benchmark should run its short form (`ACLRS_BENCH_QUICK=1` or `--quick`).
 pub fn quick() -> bool {
     std::env::var_os("ACLRS_BENCH_QUICK").is_some() || std::env::args().any(|a| a == "--quick")
@@ -100,6 +193,18 @@ mod tests {
         assert_eq!(s.max, 5.0);
         assert_eq!(s.p99, 5.0);
         assert_eq!(s.spread(1), "1.0–5.0");
+    }
+
+    #[test]
+    fn tables_round_trip_through_markdown_and_json() {
+        let text = "### T \"q\"\n\n| a | b |\n|---|---|\n| x | 2.5× |\n\nrest\n";
+        let parsed = Table::parse_markdown(text);
+        assert_eq!(parsed.len(), 1);
+        assert_eq!(parsed[0].0, "T \"q\"");
+        assert_eq!(
+            parsed[0].1.json_lines("b", &parsed[0].0),
+            vec![r#"JSON: {"bench":"b","table":"T \"q\"","row":{"a":"x","b":2.5}}"#.to_owned()]
+        );
     }
 
     #[test]

@@ -1,0 +1,651 @@
+//! `mm`'s VA/sub-allocator core side by side with its peers: the crates `offset-allocator`,
+//! `talc`, `buddy_system_allocator`, `linked_list_allocator` and the system `malloc`, all
+//! driven through one adapter trait ([`SubAllocator`]) over the same operation streams: a
+//! uniform 1 B–1 MiB mix, an RMM-style 1–16 MiB mix, and replays of every trace in
+//! `../shared/traces/`. Reports median and p99 ns per alloc+free pair and peak reserved over
+//! peak live bytes. Prints one Markdown table; asserts nothing about time.
+//!
+//! `mm` is `mm::device::DeviceAllocator` with frames from `mm::phys` (no driver), each request
+//! made by `mm::policy::request(Api::Align32, SocProfile::A2, size, HUGE_FIRST)`; its reserved
+//! bytes are the physical bytes it backed. `offset-allocator` manages numbers. `talc`,
+//! `buddy_system_allocator` and `linked_list_allocator` manage a real arena (one
+//! `MAP_NORESERVE` mapping): to keep RAM modest their sizes are divided by a power of two per
+//! workload (the table says by how much); reserved bytes are the arena's high-water mark for
+//! `talc` and `linked_list_allocator`, and the power-of-two blocks handed out for the buddy heap
+//! (which takes blocks from anywhere in its arena). `malloc`'s reserved bytes are glibc's
+//! `arena + hblkhd` over its value at the start, after `malloc_trim`: process-wide and
+//! approximate (memory it kept from earlier runs can bring the ratio below 1).
+//! The PyTorch caching allocator's published ratios are quoted on the traces that have them.
+//!
+//! Run with `cargo bench -p aclrs-tests --bench suballoc` (add `-- --quick` for a short run).
+
+use std::alloc::Layout;
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::ptr::NonNull;
+use std::time::Instant;
+
+use aclrs_tests::bench::{quick, Stats, Table};
+use hal::{DeviceAddr, SocProfile, VaRange};
+use mm::device::{DeviceAllocator, FrameBacker, APP};
+use mm::phys::{FrameAllocator, PhysConfig};
+use mm::policy::{request, Api, HUGE_FIRST};
+
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+/// Alignment asked of the arena peers (mm's `Align32` API pads to 32 bytes).
+const ALIGN: usize = 32;
+/// The most peak live bytes an arena peer is given: larger workloads are scaled down.
+const ARENA_LIVE_BUDGET: u64 = 512 * MIB;
+
+/// One allocator driven by the benchmark.
+trait SubAllocator {
+    /// What `free` needs back.
+    type Handle: Copy;
+    /// Allocates `size` bytes (at least 1).
+    fn alloc(&mut self, size: u64) -> Option<Self::Handle>;
+    /// Frees a block `alloc` returned for `size` bytes.
+    fn free(&mut self, h: Self::Handle, size: u64);
+    /// Bytes the allocator holds now (backed frames, arena high-water mark, or malloc's).
+    fn reserved_bytes(&self) -> u64;
+}
+
+/// mm's device allocator with frames from `mm::phys`.
+struct Mm {
+    a: DeviceAllocator,
+    b: FrameBacker,
+}
+
+impl Mm {
+    fn new(total: u64) -> Self {
+        let window = VaRange::try_new(DeviceAddr(16 << 40), 4 * total.max(GIB)).expect("window");
+        let frames = FrameAllocator::new(PhysConfig {
+            total_bytes: total,
+            huge_budget_bytes: total,
+            giant_budget_bytes: 0,
+        })
+        .expect("frames");
+        Self { a: DeviceAllocator::new(window), b: FrameBacker::new(frames) }
+    }
+}
+
+impl SubAllocator for Mm {
+    type Handle = DeviceAddr;
+
+    fn alloc(&mut self, size: u64) -> Option<DeviceAddr> {
+        let req = request(Api::Align32, SocProfile::A2, size, HUGE_FIRST).ok()?;
+        self.a.allocate(&mut self.b, &req, APP).ok()
+    }
+
+    fn free(&mut self, h: DeviceAddr, _size: u64) {
+        self.a.free(&mut self.b, h).expect("mm free");
+    }
+
+    fn reserved_bytes(&self) -> u64 {
+        self.a.accounting().backed.current
+    }
+}
+
+/// `offset-allocator` over `units` units of `unit` bytes.
+struct Offset {
+    a: offset_allocator::Allocator<u32>,
+    unit: u64,
+    high: u64,
+}
+
+impl SubAllocator for Offset {
+    type Handle = offset_allocator::Allocation<u32>;
+
+    fn alloc(&mut self, size: u64) -> Option<Self::Handle> {
+        let units = u32::try_from(size.div_ceil(self.unit)).ok()?;
+        let h = self.a.allocate(units)?;
+        self.high = self.high.max(u64::from(h.offset) + u64::from(units));
+        Some(h)
+    }
+
+    fn free(&mut self, h: Self::Handle, _size: u64) {
+        self.a.free(h);
+    }
+
+    fn reserved_bytes(&self) -> u64 {
+        self.high * self.unit
+    }
+}
+
+/// One anonymous `MAP_NORESERVE` mapping: pages cost RAM only once touched.
+struct Arena {
+    base: NonNull<u8>,
+    len: usize,
+}
+
+impl Arena {
+    fn new(len: u64) -> Self {
+        let len = usize::try_from(len).expect("arena size");
+        // SAFETY: an anonymous private mapping at an address of the kernel's choice.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        assert!(p != libc::MAP_FAILED, "mmap of a {len}-byte arena failed");
+        Self { base: NonNull::new(p.cast::<u8>()).expect("mmap returned null"), len }
+    }
+
+    fn offset_end(&self, p: NonNull<u8>, size: u64) -> u64 {
+        // CAST: addresses within the arena; the difference fits in u64.
+        (p.as_ptr() as usize - self.base.as_ptr() as usize) as u64 + size
+    }
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`; no allocator that uses it outlives the arena's
+        // borrow.
+        unsafe { libc::munmap(self.base.as_ptr().cast::<libc::c_void>(), self.len) };
+    }
+}
+
+fn layout(size: u64) -> Layout {
+    Layout::from_size_align(usize::try_from(size).expect("size"), ALIGN).expect("layout")
+}
+
+/// `talc` claiming the whole arena.
+struct Talc<'a> {
+    t: talc::base::Talc<talc::source::Manual, talc::DefaultBinning>,
+    arena: &'a Arena,
+    high: u64,
+}
+
+impl<'a> Talc<'a> {
+    fn new(arena: &'a Arena) -> Self {
+        let mut t = talc::base::Talc::new(talc::source::Manual);
+        // SAFETY: the arena is mapped, unused by anything else, and outlives `t`.
+        let claimed = unsafe { t.claim(arena.base.as_ptr(), arena.len) };
+        assert!(claimed.is_some(), "talc: claim failed");
+        Self { t, arena, high: 0 }
+    }
+}
+
+impl SubAllocator for Talc<'_> {
+    type Handle = NonNull<u8>;
+
+    fn alloc(&mut self, size: u64) -> Option<NonNull<u8>> {
+        // SAFETY: the size is nonzero.
+        let p = unsafe { self.t.allocate(layout(size)) }?;
+        self.high = self.high.max(self.arena.offset_end(p, size));
+        Some(p)
+    }
+
+    fn free(&mut self, h: NonNull<u8>, size: u64) {
+        // SAFETY: `h` came from `allocate` with this layout and is freed once.
+        unsafe { self.t.deallocate(h.as_ptr(), layout(size)) };
+    }
+
+    fn reserved_bytes(&self) -> u64 {
+        self.high
+    }
+}
+
+/// `buddy_system_allocator::Heap` over the whole arena.
+struct Buddy {
+    h: buddy_system_allocator::Heap<40>,
+}
+
+impl Buddy {
+    fn new(arena: &Arena) -> Self {
+        let mut h = buddy_system_allocator::Heap::<40>::empty();
+        // SAFETY: the arena is mapped, unused by anything else, and outlives `h`.
+        unsafe { h.init(arena.base.as_ptr() as usize, arena.len) };
+        Self { h }
+    }
+}
+
+impl SubAllocator for Buddy {
+    type Handle = NonNull<u8>;
+
+    fn alloc(&mut self, size: u64) -> Option<NonNull<u8>> {
+        self.h.alloc(layout(size)).ok()
+    }
+
+    fn free(&mut self, h: NonNull<u8>, size: u64) {
+        // SAFETY: `h` came from `alloc` with this layout and is freed once.
+        unsafe { self.h.dealloc(h, layout(size)) };
+    }
+
+    /// The bytes of the power-of-two blocks handed out: a buddy heap takes blocks from
+    /// anywhere in its arena, so its high-water mark says nothing; this is its lower bound.
+    fn reserved_bytes(&self) -> u64 {
+        // CAST: byte counts.
+        self.h.stats_alloc_actual() as u64
+    }
+}
+
+/// `linked_list_allocator::Heap` over the whole arena.
+struct LinkedList<'a> {
+    h: linked_list_allocator::Heap,
+    arena: &'a Arena,
+    high: u64,
+}
+
+impl<'a> LinkedList<'a> {
+    fn new(arena: &'a Arena) -> Self {
+        let mut h = linked_list_allocator::Heap::empty();
+        // SAFETY: the arena is mapped, unused by anything else, and outlives `h`.
+        unsafe { h.init(arena.base.as_ptr(), arena.len) };
+        Self { h, arena, high: 0 }
+    }
+}
+
+impl SubAllocator for LinkedList<'_> {
+    type Handle = NonNull<u8>;
+
+    fn alloc(&mut self, size: u64) -> Option<NonNull<u8>> {
+        let p = self.h.allocate_first_fit(layout(size)).ok()?;
+        self.high = self.high.max(self.arena.offset_end(p, size));
+        Some(p)
+    }
+
+    fn free(&mut self, h: NonNull<u8>, size: u64) {
+        // SAFETY: `h` came from `allocate_first_fit` with this layout and is freed once.
+        unsafe { self.h.deallocate(h, layout(size)) };
+    }
+
+    fn reserved_bytes(&self) -> u64 {
+        self.high
+    }
+}
+
+/// The system `malloc` (glibc); reserved bytes are process-wide, over a baseline.
+struct Malloc {
+    base: u64,
+}
+
+fn malloc_held() -> u64 {
+    // SAFETY: mallinfo2 only reads the allocator's statistics.
+    let mi = unsafe { libc::mallinfo2() };
+    // CAST: byte counts.
+    (mi.arena + mi.hblkhd) as u64
+}
+
+impl Malloc {
+    fn new() -> Self {
+        // SAFETY: returns free memory at the top of the heap to the system; no pointers move.
+        unsafe { libc::malloc_trim(0) };
+        Self { base: malloc_held() }
+    }
+}
+
+impl SubAllocator for Malloc {
+    type Handle = NonNull<libc::c_void>;
+
+    fn alloc(&mut self, size: u64) -> Option<Self::Handle> {
+        // SAFETY: plain malloc; the block is freed once by `free`.
+        NonNull::new(unsafe { libc::malloc(usize::try_from(size).ok()?) })
+    }
+
+    fn free(&mut self, h: Self::Handle, _size: u64) {
+        // SAFETY: `h` came from malloc and is freed once.
+        unsafe { libc::free(h.as_ptr()) };
+    }
+
+    fn reserved_bytes(&self) -> u64 {
+        malloc_held().saturating_sub(self.base)
+    }
+}
+
+/// An operation stream: `(slot, size)` with size 0 meaning "free the block in slot".
+#[derive(Clone)]
+struct Ops {
+    /// Slots used.
+    slots: usize,
+    /// Untimed set-up (churn workloads: the initial live set).
+    fill: Vec<(u32, u64)>,
+    /// Timed operations.
+    ops: Vec<(u32, u64)>,
+    /// Allocations among `ops` (pairs).
+    pairs: usize,
+    /// Peak of live requested bytes over `fill` then `ops`.
+    peak_live: u64,
+}
+
+impl Ops {
+    fn scaled(&self, scale: u64) -> Ops {
+        let s = |v: &Vec<(u32, u64)>| -> Vec<(u32, u64)> {
+            v.iter().map(|&(i, b)| (i, if b == 0 { 0 } else { (b / scale).max(1) })).collect()
+        };
+        let (fill, ops) = (s(&self.fill), s(&self.ops));
+        let peak_live = peak_live(self.slots, &fill, &ops);
+        Ops { slots: self.slots, fill, ops, pairs: self.pairs, peak_live }
+    }
+}
+
+fn peak_live(slots: usize, fill: &[(u32, u64)], ops: &[(u32, u64)]) -> u64 {
+    let mut sizes = vec![0u64; slots];
+    let (mut live, mut peak) = (0u64, 0u64);
+    for &(i, b) in fill.iter().chain(ops) {
+        let i = i as usize;
+        if b == 0 {
+            live -= sizes[i];
+            sizes[i] = 0;
+        } else {
+            live += b;
+            sizes[i] = b;
+            peak = peak.max(live);
+        }
+    }
+    peak
+}
+
+/// A small deterministic generator (xorshift), so runs are comparable.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// Steady-state churn: `live` blocks of sizes in `lo..=hi`; each pair frees a random block
+/// and allocates a new one in its place.
+fn churn(lo: u64, hi: u64, live: usize, pairs: usize) -> Ops {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    // CAST: slot indices are small.
+    let fill: Vec<(u32, u64)> = (0..live).map(|i| (i as u32, lo + rng.below(hi - lo + 1))).collect();
+    let mut ops = Vec::with_capacity(2 * pairs);
+    for _ in 0..pairs {
+        // CAST: `live` is small.
+        let i = rng.below(live as u64) as u32;
+        ops.push((i, 0));
+        ops.push((i, lo + rng.below(hi - lo + 1)));
+    }
+    let peak_live = peak_live(live, &fill, &ops);
+    Ops { slots: live, fill, ops, pairs, peak_live }
+}
+
+/// A trace as an operation stream (ids mapped to dense slots).
+fn trace(path: &std::path::Path) -> Option<Ops> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut slot_of: HashMap<u64, u32> = HashMap::new();
+    let mut free_slots: Vec<u32> = Vec::new();
+    let mut slots = 0u32;
+    let mut ops = Vec::new();
+    let mut pairs = 0;
+    for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        match f.as_slice() {
+            ["a", id, bytes, ..] => {
+                let s = free_slots.pop().unwrap_or_else(|| {
+                    slots += 1;
+                    slots - 1
+                });
+                slot_of.insert(id.parse().ok()?, s);
+                ops.push((s, bytes.parse::<u64>().ok()?.max(1)));
+                pairs += 1;
+            }
+            ["f", id] => {
+                let s = slot_of.remove(&id.parse().ok()?)?;
+                free_slots.push(s);
+                ops.push((s, 0));
+            }
+            _ => return None,
+        }
+    }
+    let peak_live = peak_live(slots as usize, &[], &ops);
+    Some(Ops { slots: slots as usize, fill: Vec::new(), ops, pairs, peak_live })
+}
+
+/// Runs `ops` on `a` (`fill` first, untimed), returning ns per pair for each `chunk` of
+/// timed operations, or `None` when an allocation fails. Blocks still live at the end are
+/// freed, untimed.
+fn run_timed<A: SubAllocator>(a: &mut A, ops: &Ops, chunk: usize) -> Option<Vec<f64>> {
+    let mut live: Vec<Option<(A::Handle, u64)>> = vec![None; ops.slots];
+    let mut step = |a: &mut A, (i, b): (u32, u64)| -> Option<()> {
+        let i = i as usize;
+        if b == 0 {
+            let (h, size) = live[i].take()?;
+            a.free(h, size);
+        } else {
+            live[i] = Some((a.alloc(b)?, b));
+        }
+        Some(())
+    };
+    for &op in &ops.fill {
+        step(a, op)?;
+    }
+    let mut samples = Vec::new();
+    let mut failed = false;
+    for c in ops.ops.chunks(chunk) {
+        let allocs = c.iter().filter(|o| o.1 != 0).count().max(1);
+        let t = Instant::now();
+        for &op in c {
+            failed |= step(a, op).is_none();
+        }
+        // CAST: counts are small.
+        samples.push(t.elapsed().as_nanos() as f64 / allocs as f64);
+        if failed {
+            break;
+        }
+    }
+    black_box(&live);
+    for (h, size) in live.iter_mut().filter_map(Option::take) {
+        a.free(h, size);
+    }
+    (!failed).then_some(samples)
+}
+
+/// The most timed operations the memory pass replays (it polls after every allocation).
+const MEMORY_PASS_OPS: usize = 100_000;
+
+/// Peak reserved and peak live bytes over `fill` and the first [`MEMORY_PASS_OPS`] timed
+/// operations, polled after every allocation (untimed); `None` when an allocation fails.
+fn run_reserved<A: SubAllocator>(a: &mut A, ops: &Ops) -> Option<(u64, u64)> {
+    let mut live: Vec<Option<(A::Handle, u64)>> = vec![None; ops.slots];
+    let (mut peak, mut bytes, mut peak_live) = (0, 0, 0);
+    let n = ops.ops.len().min(MEMORY_PASS_OPS);
+    for &(i, b) in ops.fill.iter().chain(&ops.ops[..n]) {
+        let i = i as usize;
+        if b == 0 {
+            let (h, size) = live[i].take()?;
+            a.free(h, size);
+            bytes -= size;
+        } else {
+            live[i] = Some((a.alloc(b)?, b));
+            bytes += b;
+            peak_live = peak_live.max(bytes);
+            peak = peak.max(a.reserved_bytes());
+        }
+    }
+    for (h, size) in live.iter_mut().filter_map(Option::take) {
+        a.free(h, size);
+    }
+    Some((peak, peak_live))
+}
+
+/// How one workload is timed.
+#[derive(Clone, Copy)]
+struct Plan {
+    /// Churn: one allocator, operations in chunks, the first `warmup` chunks untimed.
+    /// Trace: a fresh allocator per replay, `warmup` replays untimed, then `samples`.
+    churn: bool,
+    warmup: usize,
+    samples: usize,
+    chunk: usize,
+}
+
+struct Row {
+    peer: String,
+    stats: Option<Stats>,
+    ratio: Option<f64>,
+}
+
+fn measure<A: SubAllocator>(
+    mut make: impl FnMut() -> A,
+    ops: &Ops,
+    plan: Plan,
+) -> (Option<Stats>, Option<f64>) {
+    // A failed allocation (an arena too small) shows in the table, not as a panic.
+    let Some((reserved, live)) = run_reserved(&mut make(), ops) else { return (None, None) };
+    // CAST: byte counts as a ratio.
+    let ratio = Some(reserved as f64 / live as f64);
+    let samples = if plan.churn {
+        let mut a = make();
+        match run_timed(&mut a, ops, plan.chunk) {
+            Some(s) => s[plan.warmup.min(s.len() - 1)..].to_vec(),
+            None => return (None, ratio),
+        }
+    } else {
+        let mut s = Vec::new();
+        for k in 0..plan.warmup + plan.samples {
+            let mut a = make();
+            let Some(t) = run_timed(&mut a, ops, usize::MAX) else { return (None, ratio) };
+            if k >= plan.warmup {
+                s.extend(t);
+            }
+        }
+        s
+    };
+    (Some(Stats::of(&samples)), ratio)
+}
+
+/// Power-of-two divisor bringing `peak_live` within the arena budget.
+fn arena_scale(peak_live: u64) -> u64 {
+    peak_live.div_ceil(ARENA_LIVE_BUDGET).next_power_of_two()
+}
+
+/// All allocators on one workload.
+fn workload(ops: &Ops, plan: Plan) -> (u64, Vec<Row>) {
+    let mut rows = Vec::new();
+    let mut push = |peer: &str, (stats, ratio): (Option<Stats>, Option<f64>)| {
+        rows.push(Row { peer: peer.to_owned(), stats, ratio });
+    };
+    let total = (ops.peak_live * 3 / 2).next_multiple_of(GIB).max(4 * GIB);
+    push("mm (DeviceAllocator)", measure(|| Mm::new(total), ops, plan));
+    // offset-allocator: u32 units, the smallest power of two that spans 4× peak live.
+    let span = 4 * ops.peak_live + 64 * MIB;
+    let unit = span.div_ceil(u64::from(u32::MAX)).next_power_of_two();
+    let units = u32::try_from(span / unit).unwrap_or(u32::MAX);
+    let max_allocs = u32::try_from(2 * ops.slots + 1024).unwrap_or(u32::MAX);
+    push(
+        "offset-allocator",
+        measure(
+            || Offset { a: offset_allocator::Allocator::with_max_allocs(units, max_allocs), unit, high: 0 },
+            ops,
+            plan,
+        ),
+    );
+    let scale = arena_scale(ops.peak_live);
+    let small = if scale == 1 { ops.clone() } else { ops.scaled(scale) };
+    // Arena peers: 4× peak live plus slack; pages cost RAM only where the allocators touch.
+    let arena = Arena::new(4 * small.peak_live + 64 * MIB);
+    push("talc", measure(|| Talc::new(&arena), &small, plan));
+    push("buddy_system_allocator", measure(|| Buddy::new(&arena), &small, plan));
+    push("linked_list_allocator", measure(|| LinkedList::new(&arena), &small, plan));
+    push("malloc (glibc)", measure(Malloc::new, ops, plan));
+    (scale, rows)
+}
+
+fn traces_dir() -> PathBuf {
+    aclrs_tests::workspace().parent().map(|p| p.join("shared/traces")).unwrap_or_default()
+}
+
+fn main() {
+    let q = quick();
+    let mut table = Table::new(&[
+        "workload",
+        "allocator",
+        "p50 ns/pair",
+        "p99 ns/pair",
+        "spread",
+        "p50 vs best peer",
+        "peak reserved / peak live",
+        "target",
+    ]);
+    let (pairs, chunk) = if q { (60_000, 5_000) } else { (400_000, 10_000) };
+    let churn_plan = Plan { churn: true, warmup: 2, samples: 0, chunk: 2 * chunk };
+    let trace_plan = Plan { churn: false, warmup: 1, samples: if q { 3 } else { 11 }, chunk: 0 };
+    let mut work: Vec<(String, Ops, Plan, &str, &str)> = vec![
+        (
+            "uniform 1 B–1 MiB, 1024 live".to_owned(),
+            churn(1, MIB, 1024, pairs),
+            churn_plan,
+            "≤ 50 ns",
+            "≤ 1.01",
+        ),
+        (
+            "RMM-style 1–16 MiB, 128 live".to_owned(),
+            churn(MIB, 16 * MIB, 128, pairs / 2),
+            Plan { chunk: chunk, ..churn_plan },
+            "≤ 50 ns",
+            "≤ 1.01",
+        ),
+    ];
+    let dir = traces_dir();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "trace")).collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    if files.is_empty() {
+        eprintln!("suballoc: no traces found in {}", dir.display());
+    }
+    for f in &files {
+        let name = f.file_stem().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        match trace(f) {
+            Some(ops) => work.push((format!("trace {name}"), ops, trace_plan, "≤ 50 ns", "≤ 1.01")),
+            None => eprintln!("suballoc: could not read {}", f.display()),
+        }
+    }
+    for (name, ops, plan, t_ns, t_mem) in &work {
+        let (scale, rows) = workload(ops, *plan);
+        let best_peer =
+            rows.iter().skip(1).filter_map(|r| r.stats.map(|s| s.median)).fold(f64::INFINITY, f64::min);
+        for (k, r) in rows.iter().enumerate() {
+            let arena_peer = (2..=4).contains(&k);
+            let peer = if arena_peer && scale > 1 {
+                format!("{} (sizes ÷{scale})", r.peer)
+            } else {
+                r.peer.clone()
+            };
+            let dash = || "–".to_owned();
+            table.row(vec![
+                name.clone(),
+                peer,
+                r.stats.map_or_else(dash, |s| format!("{:.1}", s.median)),
+                r.stats.map_or_else(dash, |s| format!("{:.1}", s.p99)),
+                r.stats.map_or_else(dash, |s| s.spread(1)),
+                r.stats.map_or_else(dash, |s| format!("{:.2}×", s.median / best_peer)),
+                r.ratio.map_or_else(|| "out of memory".to_owned(), |v| format!("{v:.4}")),
+                if k == 0 { format!("{t_ns}, {t_mem}") } else { dash() },
+            ]);
+        }
+        let pytorch = [("trace ctx128_forward", "1.031"), ("trace ctx128_fullstep", "1.150")];
+        if let Some((_, v)) = pytorch.iter().find(|(n, _)| n == name) {
+            let dash = "–".to_owned();
+            table.row(vec![
+                name.clone(),
+                "PyTorch caching allocator (published, traces README)".to_owned(),
+                dash.clone(),
+                dash.clone(),
+                dash.clone(),
+                dash.clone(),
+                (*v).to_owned(),
+                dash,
+            ]);
+        }
+        eprintln!("suballoc: {name} done");
+    }
+    table.print(
+        "suballoc",
+        "VA/sub-allocator core: mm against its peers, ns per alloc+free pair and peak reserved / peak live",
+    );
+}
