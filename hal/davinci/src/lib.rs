@@ -1,29 +1,845 @@
 //! The davinci backend: the published Ascend driver ABI over `ioctl`/`mmap` on
-//! `/dev/davinci_manager` and `/dev/davinci*`.
+//! `/dev/davinci_manager`.
 //!
-//! This crate owns every syscall of that backend. At this stage it only probes for the driver;
-//! the ABI mirrors, the transport trait and the fake kernel arrive with the davinci issue.
+//! Every system call goes through one [`Transport`]: [`LibcTransport`] on a machine with the
+//! driver, or (feature `fake-kernel`) [`fake::FakeKernel`], which decodes the same argument
+//! structs ([`hal::davinci_abi`]) and serves them from the software NPU. The backend,
+//! [`Davinci`], implements the `hal` driver traits on top.
+//!
+//! # What this backend does
+//!
+//! - Start-up ([`Davinci::new`]): open the multiplexer, bind an fd to `"SVM"`, create the
+//!   process's SVM state (`ALLOC_PROC_STRUCT`), ask for the SVM window (`GET_MMAP_INFO`) and
+//!   mmap each segment at its address. A driver that rejects these commands with `ENOTTY` or
+//!   `EINVAL` is refused as speaking another ABI than [`hal::davinci_abi::PINNED_RELEASE`].
+//! - Device open: two more fds bound to `"TSDRV"` (ioctls) and `"TSDRV_MMAP"`.
+//! - Memory: the caller chooses the VA (as `mm` does); [`MemoryBacking::back`] announces it
+//!   with `ALLOC` and populates it with `ADVISE`; `unback` is `FREE_PAGES`. VMM is
+//!   `MEM_CREATE`/`MEM_MAP`/`MEM_UNMAP`/`MEM_RELEASE`. Copies and sets are `MEMCPY`/`MEMSET8`.
+//! - Queues in the kernel-send mode: `TRS_SQCQ_ALLOC`, `TRS_SQCQ_SEND`, `TRS_SQCQ_RECV`,
+//!   `TRS_SQCQ_FREE`. The SQE and CQE images are this crate's own ([`sqe`]): the firmware's
+//!   formats are not public, so queues are only meaningful against the fake kernel today.
+//!
+//! # What it does not do yet
+//!
+//! The mapped-ring + doorbell mode, events and stream order on the device, pinned host memory,
+//! sharing, device and memory queries: these return [`ErrorKind::NotSupported`]. Nothing here
+//! has run on real hardware.
+
+use core::ffi::c_void;
+use std::collections::HashMap;
+use std::ffi::CStr;
+use std::fmt;
+use std::os::fd::RawFd;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use hal::davinci_abi::{
+    self as abi, davinci_intf_open_arg, devmm_free_pages_para, devmm_get_mmap_para, devmm_ioctl_arg,
+    devmm_mem_advise_para, devmm_mem_alloc_para, devmm_mem_copy_para, devmm_mem_create_para,
+    devmm_mem_map_para, devmm_mem_memset_para, devmm_mem_release_para, devmm_mem_unmap_para,
+    devmm_mmap_addr_seg, halReportRecvInfo, halSqCqFreeInfo, halSqCqInputInfo, halTaskSendInfo,
+};
+use hal::{
+    BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, DeviceInfo, Driver, Error, ErrorKind,
+    MemAttr, MemoryBacking, MemoryInfo, PageSize, PhysHandle, PhysicalMemory, PinnedHost, QueueId, Result,
+    TaskDesc, TaskQueue, TaskStatus, VaRange,
+};
+
+#[cfg(feature = "fake-kernel")]
+pub mod fake;
+pub mod sqe;
+mod sys;
+
+pub use sys::LibcTransport;
 
 /// The device node the driver exposes.
-pub const MANAGER_NODE: &str = "/dev/davinci_manager";
+pub const MANAGER_NODE: &str = abi::DAVINCI_MANAGER_PATH;
 
 /// Checks whether the davinci driver can be used here.
 ///
 /// # Errors
 ///
-/// A message saying why not: no driver node, or the backend is not implemented yet.
-pub fn probe() -> Result<(), String> {
+/// A message saying why not: no driver node, or the driver refuses the pinned ABI.
+pub fn probe() -> std::result::Result<(), String> {
     if !std::path::Path::new(MANAGER_NODE).exists() {
         return Err(format!("{MANAGER_NODE} is absent (no Ascend driver on this machine)"));
     }
-    Err(format!("{MANAGER_NODE} is present, but the davinci backend is not implemented yet"))
+    Davinci::new(LibcTransport, 1).map(drop).map_err(|e| e.to_string())
+}
+
+/// An `errno` value a system call failed with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Errno(pub i32);
+
+impl Errno {
+    /// The `hal` error kind this errno stands for.
+    pub fn kind(self) -> ErrorKind {
+        match self.0 {
+            libc::ENOMEM | libc::ENOSPC => ErrorKind::OutOfMemory,
+            libc::EINVAL | libc::ERANGE | libc::E2BIG => ErrorKind::InvalidArgument,
+            libc::ENODEV | libc::ENXIO => ErrorKind::NoDevice,
+            libc::ENOENT | libc::EFAULT | libc::EBADF => ErrorKind::InvalidHandle,
+            libc::EBUSY | libc::EEXIST => ErrorKind::Busy,
+            libc::ETIMEDOUT | libc::ETIME => ErrorKind::Timeout,
+            libc::EPERM | libc::EACCES => ErrorKind::PermissionDenied,
+            libc::EOPNOTSUPP | libc::ENOTTY | libc::ENOSYS => ErrorKind::NotSupported,
+            libc::EIO => ErrorKind::DeviceFault,
+            libc::EAGAIN => ErrorKind::QueueFull,
+            _ => ErrorKind::Internal,
+        }
+    }
+
+    /// The errno a kernel reports for `kind` (the inverse of [`Self::kind`] on its image).
+    pub fn from_kind(kind: ErrorKind) -> Self {
+        Self(match kind {
+            ErrorKind::InvalidArgument => libc::EINVAL,
+            ErrorKind::OutOfMemory => libc::ENOMEM,
+            ErrorKind::NotSupported => libc::EOPNOTSUPP,
+            ErrorKind::NoDevice => libc::ENODEV,
+            ErrorKind::InvalidHandle => libc::ENOENT,
+            ErrorKind::Busy => libc::EBUSY,
+            ErrorKind::Timeout => libc::ETIMEDOUT,
+            ErrorKind::PermissionDenied => libc::EPERM,
+            ErrorKind::DeviceFault => libc::EIO,
+            ErrorKind::QueueFull => libc::EAGAIN,
+            _ => libc::EPROTO,
+        })
+    }
+
+    fn into_error(self, what: &'static str) -> Error {
+        Error::new(self.kind(), what)
+    }
+}
+
+impl fmt::Display for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", std::io::Error::from_raw_os_error(self.0))
+    }
+}
+
+/// The system calls the backend makes: the seam between it and a kernel.
+pub trait Transport: Send + Sync {
+    /// `open(2)`.
+    ///
+    /// # Errors
+    ///
+    /// The errno of the failure.
+    fn open(&self, path: &CStr, flags: i32) -> std::result::Result<RawFd, Errno>;
+
+    /// `close(2)` of an fd this transport opened.
+    ///
+    /// # Errors
+    ///
+    /// The errno of the failure.
+    fn close(&self, fd: RawFd) -> std::result::Result<(), Errno>;
+
+    /// `ioctl(2)`.
+    ///
+    /// # Errors
+    ///
+    /// The errno of the failure.
+    ///
+    /// # Safety
+    ///
+    /// `arg` must point at a valid argument of the type `cmd` takes (of the size it encodes,
+    /// or the type the driver expects for a size-less command), and every host address inside
+    /// it must be valid for the accesses `cmd` makes for the duration of the call.
+    unsafe fn ioctl(&self, fd: RawFd, cmd: u32, arg: *mut c_void) -> std::result::Result<i32, Errno>;
+
+    /// `mmap(2)` of `fd` at offset 0, `hint` as the wished address (never `MAP_FIXED`).
+    ///
+    /// # Errors
+    ///
+    /// The errno of the failure.
+    ///
+    /// # Safety
+    ///
+    /// The caller must follow the driver's mapping protocol for `fd`.
+    unsafe fn mmap(
+        &self,
+        hint: usize,
+        len: usize,
+        prot: i32,
+        flags: i32,
+        fd: RawFd,
+    ) -> std::result::Result<usize, Errno>;
+
+    /// `munmap(2)` of a whole mapping made by [`Self::mmap`].
+    ///
+    /// # Errors
+    ///
+    /// The errno of the failure.
+    ///
+    /// # Safety
+    ///
+    /// Nothing may refer to the mapping any more.
+    unsafe fn munmap(&self, addr: usize, len: usize) -> std::result::Result<(), Errno>;
+}
+
+/// Why the backend could not start.
+#[derive(Debug)]
+pub enum StartError {
+    /// The multiplexer node could not be opened.
+    Open {
+        /// The node.
+        path: &'static str,
+        /// Why.
+        errno: Errno,
+    },
+    /// The driver does not accept a command of the pinned release: another ABI.
+    Abi {
+        /// The command's name.
+        command: &'static str,
+        /// Its number as this build computes it.
+        number: u32,
+        /// What the driver said.
+        errno: Errno,
+    },
+    /// Another step of the open sequence failed.
+    Step {
+        /// The step.
+        step: &'static str,
+        /// Why.
+        errno: Errno,
+    },
+    /// The driver placed the SVM window elsewhere than it reported.
+    Window {
+        /// The address reported.
+        wanted: u64,
+        /// The address mapped.
+        got: u64,
+    },
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Open { path, errno } => write!(f, "cannot open {path}: {errno}"),
+            Self::Abi { command, number, errno } => write!(
+                f,
+                "the davinci driver rejects {command} ({number:#010x}: {errno}); it does not speak the ABI this \
+                 build pins ({}), refusing to continue",
+                abi::PINNED_RELEASE
+            ),
+            Self::Step { step, errno } => write!(f, "davinci open sequence: {step} failed: {errno}"),
+            Self::Window { wanted, got } => {
+                write!(f, "the SVM window segment at {wanted:#x} was mapped at {got:#x}; refusing to continue")
+            }
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
+/// An fd of the multiplexer bound to one module, closed on drop.
+struct ModuleFd<T: Transport> {
+    t: Arc<T>,
+    fd: RawFd,
+}
+
+impl<T: Transport> ModuleFd<T> {
+    /// Opens the multiplexer and binds the fd to `module` for `device`.
+    fn open(t: &Arc<T>, module: &'static str, device: u32) -> std::result::Result<Self, StartError> {
+        let path = c"/dev/davinci_manager";
+        let fd = t
+            .open(path, libc::O_RDWR | libc::O_SYNC | libc::O_CLOEXEC)
+            .map_err(|errno| StartError::Open { path: MANAGER_NODE, errno })?;
+        let this = Self { t: Arc::clone(t), fd };
+        // CAST: device ids are below 64.
+        let mut arg = davinci_intf_open_arg::new(module, device as i32)
+            .ok_or(StartError::Step { step: "module name", errno: Errno(libc::EINVAL) })?;
+        sys::ioctl_mut(&**t, fd, abi::DAVINCI_INTF_IOCTL_OPEN, &mut arg)
+            .map_err(|errno| StartError::Step { step: "bind module", errno })?;
+        Ok(this)
+    }
+}
+
+impl<T: Transport> Drop for ModuleFd<T> {
+    fn drop(&mut self) {
+        let _ = self.t.close(self.fd);
+    }
+}
+
+impl<T: Transport> fmt::Debug for ModuleFd<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ModuleFd({})", self.fd)
+    }
+}
+
+/// A whole mapping of the SVM window, unmapped on drop.
+struct Mapping<T: Transport> {
+    t: Arc<T>,
+    addr: usize,
+    len: usize,
+}
+
+impl<T: Transport> Drop for Mapping<T> {
+    fn drop(&mut self) {
+        // SAFETY: the backend hands out no reference into the window; device memory is reached
+        // only through ioctls, and this mapping is dropped after every fd user is gone.
+        let _ = unsafe { self.t.munmap(self.addr, self.len) };
+    }
+}
+
+/// The fds of one open device.
+struct DeviceFds<T: Transport> {
+    tsdrv: ModuleFd<T>,
+    _tsdrv_mmap: ModuleFd<T>,
+    /// Per queue (SQ id): its CQ id and the last sequence number handed out.
+    queues: HashMap<u32, QueueState>,
+}
+
+#[derive(Clone, Copy)]
+struct QueueState {
+    cq: u32,
+    submitted: u64,
+}
+
+/// The davinci backend over a transport.
+pub struct Davinci<T: Transport> {
+    t: Arc<T>,
+    devices: u32,
+    svm: ModuleFd<T>,
+    _window: Vec<Mapping<T>>,
+    open: Mutex<HashMap<u32, DeviceFds<T>>>,
+    /// VMM mappings: start VA to bytes (the unmap command reports but does not take a size).
+    maps: Mutex<HashMap<u64, u64>>,
+}
+
+impl<T: Transport> fmt::Debug for Davinci<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Davinci")
+            .field("devices", &self.devices)
+            .field("svm", &self.svm)
+            .finish_non_exhaustive()
+    }
+}
+
+fn dev_err(what: &'static str) -> impl Fn(Errno) -> Error {
+    move |e| e.into_error(what)
+}
+
+fn not_supported(what: &'static str) -> Error {
+    Error::new(ErrorKind::NotSupported, what)
+}
+
+impl<T: Transport> Davinci<T> {
+    /// Runs the open sequence on `transport` for a machine of `devices` devices.
+    ///
+    /// # Errors
+    ///
+    /// [`StartError`], with [`StartError::Abi`] when the driver speaks another ABI.
+    pub fn new(transport: T, devices: u32) -> std::result::Result<Self, StartError> {
+        let t = Arc::new(transport);
+        let svm = ModuleFd::open(&t, abi::MODULE_SVM, 0)?;
+        let abi_err = |command, number| {
+            move |errno: Errno| match errno.0 {
+                libc::ENOTTY | libc::EINVAL => StartError::Abi { command, number, errno },
+                _ => StartError::Step { step: command, errno },
+            }
+        };
+        let mut arg = devmm_ioctl_arg::default();
+        sys::ioctl_mut(&*t, svm.fd, abi::DEVMM_SVM_ALLOC_PROC_STRUCT, &mut arg)
+            .map_err(abi_err("DEVMM_SVM_ALLOC_PROC_STRUCT", abi::DEVMM_SVM_ALLOC_PROC_STRUCT))?;
+        let mut segs = [devmm_mmap_addr_seg::default(); abi::DEVMM_MAX_VMA_NUM];
+        let seg_bytes = segs.as_mut_slice();
+        // CAST: a slice of segments is bytes for the address.
+        let segs_addr = seg_bytes.as_mut_ptr() as u64;
+        let para = devmm_get_mmap_para {
+            // CAST: a small constant.
+            seg_num: abi::DEVMM_MAX_VMA_NUM as u32,
+            segs: segs_addr,
+            ..Default::default()
+        };
+        let mut arg = devmm_ioctl_arg::with(0, &para);
+        // SAFETY: `segs` is writable for `seg_num` segments and outlives the call; the kernel
+        // keeps no pointer to it.
+        unsafe { sys::ioctl_with_ptrs(&*t, svm.fd, abi::DEVMM_SVM_GET_MMAP_INFO, &mut arg) }
+            .map_err(abi_err("DEVMM_SVM_GET_MMAP_INFO", abi::DEVMM_SVM_GET_MMAP_INFO))?;
+        let got = arg.get::<devmm_get_mmap_para>();
+        let count = (got.seg_num as usize).min(abi::DEVMM_MAX_VMA_NUM);
+        let mut window = Vec::with_capacity(count);
+        for seg in &segs[..count] {
+            // CAST: the window lies within the 64-bit user VA.
+            let (va, len) = (seg.va as usize, seg.size as usize);
+            // SAFETY: this is the driver's protocol for the SVM fd: map each reported segment
+            // shared and read-write at its address.
+            let addr =
+                unsafe { t.mmap(va, len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, svm.fd) }
+                    .map_err(|errno| StartError::Step { step: "mmap of the SVM window", errno })?;
+            let mapping = Mapping { t: Arc::clone(&t), addr, len };
+            if addr != va {
+                return Err(StartError::Window { wanted: seg.va, got: addr as u64 });
+            }
+            window.push(mapping);
+        }
+        Ok(Self {
+            t,
+            devices,
+            svm,
+            _window: window,
+            open: Mutex::new(HashMap::new()),
+            maps: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The transport (for tests that inspect the fake kernel).
+    pub fn transport(&self) -> &T {
+        &self.t
+    }
+
+    fn opened(&self) -> MutexGuard<'_, HashMap<u32, DeviceFds<T>>> {
+        self.open.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn check_open(&self, dev: DeviceId) -> Result<()> {
+        if self.opened().contains_key(&dev.0) {
+            Ok(())
+        } else {
+            Err(Error::new(ErrorKind::NoDevice, "device not open"))
+        }
+    }
+
+    fn svm(&self, dev: DeviceId, cmd: u32, arg: &mut devmm_ioctl_arg, what: &'static str) -> Result<()> {
+        arg.head.logical_devid = dev.0;
+        sys::ioctl_mut(&*self.t, self.svm.fd, cmd, arg).map(drop).map_err(dev_err(what))
+    }
+
+    fn tsdrv<A>(&self, dev: DeviceId, cmd: u32, arg: &mut A, what: &'static str) -> Result<()> {
+        let fd = self
+            .opened()
+            .get(&dev.0)
+            .map(|d| d.tsdrv.fd)
+            .ok_or(Error::new(ErrorKind::NoDevice, "device not open"))?;
+        sys::ioctl_mut(&*self.t, fd, cmd, arg).map(drop).map_err(dev_err(what))
+    }
+
+    fn queue(&self, dev: DeviceId, queue: QueueId) -> Result<QueueState> {
+        self.opened()
+            .get(&dev.0)
+            .ok_or(Error::new(ErrorKind::NoDevice, "device not open"))?
+            .queues
+            .get(&queue.0)
+            .copied()
+            .ok_or(Error::new(ErrorKind::InvalidHandle, "unknown queue"))
+    }
+
+    fn recv(&self, dev: DeviceId, cq: u32, task_id: u32, timeout: i32) -> Result<sqe::Cqe> {
+        let mut cqe = [0u8; sqe::CQE_BYTES];
+        let mut info = halReportRecvInfo {
+            cqId: cq,
+            timeout,
+            cqe_addr: sys::addr_of_mut(&mut cqe),
+            cqe_num: 1,
+            task_id,
+            ..Default::default()
+        };
+        let fd = self
+            .opened()
+            .get(&dev.0)
+            .map(|d| d.tsdrv.fd)
+            .ok_or(Error::new(ErrorKind::NoDevice, "device not open"))?;
+        // SAFETY: `cqe` is writable for one CQE and outlives the call.
+        unsafe { sys::ioctl_with_ptrs(&*self.t, fd, abi::TRS_SQCQ_RECV, &mut info) }
+            .map_err(dev_err("receive"))?;
+        if info.report_cqe_num == 0 {
+            return Err(Error::new(ErrorKind::Internal, "no report"));
+        }
+        Ok(sqe::Cqe::decode(&cqe))
+    }
+}
+
+fn advise_bits(page_size: PageSize, attrs: MemAttr) -> u32 {
+    let mut bits = abi::DV_ADVISE_POPULATE | abi::DV_ADVISE_HBM;
+    bits |= match page_size {
+        PageSize::Normal => 0,
+        PageSize::Huge => abi::DV_ADVISE_HUGEPAGE,
+        PageSize::Giant => abi::DV_ADVISE_GIANTPAGE,
+    };
+    if attrs.contains(MemAttr::READONLY) {
+        bits |= abi::DV_ADVISE_READONLY;
+    }
+    if attrs.contains(MemAttr::P2P) {
+        bits |= abi::DV_ADVISE_P2P_HBM;
+    }
+    bits
+}
+
+/// `drv_mem_pg_type` of a page size.
+pub fn pg_type(page_size: PageSize) -> u32 {
+    match page_size {
+        PageSize::Normal => 0,
+        PageSize::Huge => 1,
+        PageSize::Giant => 2,
+    }
+}
+
+impl<T: Transport> DeviceControl for Davinci<T> {
+    fn device_count(&self) -> u32 {
+        self.devices
+    }
+
+    fn device_info(&self, dev: DeviceId) -> Result<DeviceInfo> {
+        if dev.0 >= self.devices {
+            return Err(Error::new(ErrorKind::NoDevice, "no such device"));
+        }
+        Err(not_supported("device info (the device management module is not mirrored yet)"))
+    }
+
+    fn open(&self, dev: DeviceId) -> Result<()> {
+        if dev.0 >= self.devices {
+            return Err(Error::new(ErrorKind::NoDevice, "no such device"));
+        }
+        let mut open = self.opened();
+        if open.contains_key(&dev.0) {
+            return Ok(());
+        }
+        let bind = |module| {
+            ModuleFd::open(&self.t, module, dev.0).map_err(|e| match e {
+                StartError::Open { errno, .. }
+                | StartError::Step { errno, .. }
+                | StartError::Abi { errno, .. } => errno.into_error("open the task scheduler module"),
+                StartError::Window { .. } => Error::new(ErrorKind::Internal, "open"),
+            })
+        };
+        let tsdrv = bind(abi::MODULE_TSDRV)?;
+        let tsdrv_mmap = bind(abi::MODULE_TSDRV_MMAP)?;
+        open.insert(dev.0, DeviceFds { tsdrv, _tsdrv_mmap: tsdrv_mmap, queues: HashMap::new() });
+        Ok(())
+    }
+
+    fn close(&self, dev: DeviceId) -> Result<()> {
+        if dev.0 >= self.devices {
+            return Err(Error::new(ErrorKind::NoDevice, "no such device"));
+        }
+        let queues: Vec<(u32, QueueState)> = self
+            .opened()
+            .get(&dev.0)
+            .map(|d| d.queues.iter().map(|(&q, &s)| (q, s)).collect())
+            .unwrap_or_default();
+        for (q, _) in queues {
+            let _ = self.destroy_queue(dev, QueueId(q));
+        }
+        self.opened().remove(&dev.0);
+        Ok(())
+    }
+
+    fn memory_info(&self, dev: DeviceId) -> Result<MemoryInfo> {
+        self.check_open(dev)?;
+        Err(not_supported("memory info (QUERY_MEM_USEDINFO is not mirrored yet)"))
+    }
+}
+
+impl<T: Transport> MemoryBacking for Davinci<T> {
+    fn back(&self, dev: DeviceId, req: &BackRequest) -> Result<()> {
+        self.check_open(dev)?;
+        let (start, len) = (req.range.start().as_u64(), req.range.len_bytes());
+        if !req.range.start().is_aligned(req.page_size.bytes()) || len % req.page_size.bytes() != 0 {
+            return Err(Error::new(ErrorKind::InvalidArgument, "range not page aligned"));
+        }
+        let mut arg = devmm_ioctl_arg::with(dev.0, &devmm_mem_alloc_para { p: start, size: len });
+        self.svm(dev, abi::DEVMM_SVM_ALLOC, &mut arg, "announce VA")?;
+        let advise =
+            devmm_mem_advise_para { ptr: start, count: len, advise: advise_bits(req.page_size, req.attrs) };
+        let mut arg = devmm_ioctl_arg::with(dev.0, &advise);
+        if let Err(e) = self.svm(dev, abi::DEVMM_SVM_ADVISE, &mut arg, "populate pages") {
+            let mut arg = devmm_ioctl_arg::with(dev.0, &devmm_free_pages_para { va: start });
+            let _ = self.svm(dev, abi::DEVMM_SVM_FREE_PAGES, &mut arg, "free pages");
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn unback(&self, dev: DeviceId, range: VaRange) -> Result<()> {
+        self.check_open(dev)?;
+        let mut arg = devmm_ioctl_arg::with(dev.0, &devmm_free_pages_para { va: range.start().as_u64() });
+        self.svm(dev, abi::DEVMM_SVM_FREE_PAGES, &mut arg, "free pages")
+    }
+}
+
+impl<T: Transport> PhysicalMemory for Davinci<T> {
+    fn alloc_physical(
+        &self,
+        dev: DeviceId,
+        len_bytes: u64,
+        page_size: PageSize,
+        _attrs: MemAttr,
+    ) -> Result<PhysHandle> {
+        self.check_open(dev)?;
+        if len_bytes == 0 || len_bytes % page_size.bytes() != 0 {
+            return Err(Error::new(ErrorKind::InvalidArgument, "size not a page multiple"));
+        }
+        let para = devmm_mem_create_para {
+            size: len_bytes,
+            side: 1,
+            pg_type: pg_type(page_size),
+            mem_type: 0,
+            pg_num: len_bytes / page_size.bytes(),
+            ..Default::default()
+        };
+        let mut arg = devmm_ioctl_arg::with(dev.0, &para);
+        self.svm(dev, abi::DEVMM_SVM_MEM_CREATE, &mut arg, "create physical memory")?;
+        let out = arg.get::<devmm_mem_create_para>();
+        // CAST: handle ids are non-negative.
+        Ok(PhysHandle(out.id as u32 as u64))
+    }
+
+    fn free_physical(&self, dev: DeviceId, handle: PhysHandle) -> Result<()> {
+        self.check_open(dev)?;
+        let id =
+            i32::try_from(handle.0).map_err(|_| Error::new(ErrorKind::InvalidHandle, "unknown handle"))?;
+        let mut arg =
+            devmm_ioctl_arg::with(dev.0, &devmm_mem_release_para { id, side: 1, ..Default::default() });
+        self.svm(dev, abi::DEVMM_SVM_MEM_RELEASE, &mut arg, "release physical memory")
+    }
+
+    fn map_physical(&self, dev: DeviceId, handle: PhysHandle, offset: u64, range: VaRange) -> Result<()> {
+        self.check_open(dev)?;
+        if offset != 0 {
+            return Err(not_supported("mapping at an offset into a handle (halMemMap takes offset 0)"));
+        }
+        let id =
+            i32::try_from(handle.0).map_err(|_| Error::new(ErrorKind::InvalidHandle, "unknown handle"))?;
+        let para = devmm_mem_map_para {
+            va: range.start().as_u64(),
+            size: range.len_bytes(),
+            id,
+            side: 1,
+            ..Default::default()
+        };
+        let mut arg = devmm_ioctl_arg::with(dev.0, &para);
+        self.svm(dev, abi::DEVMM_SVM_MEM_MAP, &mut arg, "map physical memory")?;
+        self.maps.lock().unwrap_or_else(|p| p.into_inner()).insert(range.start().as_u64(), range.len_bytes());
+        Ok(())
+    }
+
+    fn unmap_physical(&self, dev: DeviceId, range: VaRange) -> Result<()> {
+        self.check_open(dev)?;
+        let mut arg = devmm_ioctl_arg::with(
+            dev.0,
+            &devmm_mem_unmap_para { va: range.start().as_u64(), ..Default::default() },
+        );
+        self.svm(dev, abi::DEVMM_SVM_MEM_UNMAP, &mut arg, "unmap physical memory")?;
+        self.maps.lock().unwrap_or_else(|p| p.into_inner()).remove(&range.start().as_u64());
+        Ok(())
+    }
+}
+
+impl<T: Transport> PinnedHost for Davinci<T> {
+    fn back_host(&self, _range: VaRange) -> Result<()> {
+        Err(not_supported("pinned host memory"))
+    }
+
+    fn unback_host(&self, _range: VaRange) -> Result<()> {
+        Err(not_supported("pinned host memory"))
+    }
+}
+
+impl<T: Transport> Davinci<T> {
+    fn memcpy(&self, dev: DeviceId, para: devmm_mem_copy_para) -> Result<()> {
+        let mut arg = devmm_ioctl_arg::with(dev.0, &para);
+        // SAFETY: the callers put only addresses of live slices they borrow for this call (or
+        // device VAs the kernel checks) into `para`.
+        unsafe { sys::ioctl_with_ptrs(&*self.t, self.svm.fd, abi::DEVMM_SVM_MEMCPY, &mut arg) }
+            .map(drop)
+            .map_err(dev_err("copy"))
+    }
+}
+
+impl<T: Transport> CopyEngine for Davinci<T> {
+    fn copy_to_device(&self, dev: DeviceId, dst: DeviceAddr, src: &[u8]) -> Result<()> {
+        self.check_open(dev)?;
+        self.memcpy(
+            dev,
+            devmm_mem_copy_para {
+                dst: dst.as_u64(),
+                src: sys::addr_of(src),
+                ByteCount: src.len() as u64,
+                direction: abi::DEVMM_COPY_HOST_TO_DEVICE,
+                ..Default::default()
+            },
+        )
+    }
+
+    fn copy_from_device(&self, dev: DeviceId, dst: &mut [u8], src: DeviceAddr) -> Result<()> {
+        self.check_open(dev)?;
+        self.memcpy(
+            dev,
+            devmm_mem_copy_para {
+                dst: sys::addr_of_mut(dst),
+                src: src.as_u64(),
+                ByteCount: dst.len() as u64,
+                direction: abi::DEVMM_COPY_DEVICE_TO_HOST,
+                ..Default::default()
+            },
+        )
+    }
+
+    fn copy_device(
+        &self,
+        dst_dev: DeviceId,
+        dst: DeviceAddr,
+        src_dev: DeviceId,
+        src: DeviceAddr,
+        len_bytes: u64,
+    ) -> Result<()> {
+        self.check_open(dst_dev)?;
+        if src_dev != dst_dev {
+            return Err(not_supported("copies between devices"));
+        }
+        self.memcpy(
+            dst_dev,
+            devmm_mem_copy_para {
+                dst: dst.as_u64(),
+                src: src.as_u64(),
+                ByteCount: len_bytes,
+                direction: abi::DEVMM_COPY_DEVICE_TO_DEVICE,
+                ..Default::default()
+            },
+        )
+    }
+
+    fn set_device(&self, dev: DeviceId, dst: DeviceAddr, value: u8, len_bytes: u64) -> Result<()> {
+        self.check_open(dev)?;
+        let para = devmm_mem_memset_para {
+            dst: dst.as_u64(),
+            value: u64::from(value),
+            count: len_bytes,
+            hostmapped: 0,
+        };
+        let mut arg = devmm_ioctl_arg::with(dev.0, &para);
+        self.svm(dev, abi::DEVMM_SVM_MEMSET8, &mut arg, "memset")
+    }
+}
+
+impl<T: Transport> TaskQueue for Davinci<T> {
+    fn create_queue(&self, dev: DeviceId, depth: u32) -> Result<QueueId> {
+        if depth == 0 {
+            return Err(Error::new(ErrorKind::InvalidArgument, "depth 0"));
+        }
+        let mut info = halSqCqInputInfo {
+            type_: abi::DRV_NORMAL_TYPE,
+            sqeSize: abi::TRS_SQE_SIZE,
+            // CAST: a small constant.
+            cqeSize: sqe::CQE_BYTES as u32,
+            sqeDepth: depth,
+            cqeDepth: depth,
+            ..Default::default()
+        };
+        self.tsdrv(dev, abi::TRS_SQCQ_ALLOC, &mut info, "allocate a queue")?;
+        let mut open = self.opened();
+        let fds = open.get_mut(&dev.0).ok_or(Error::new(ErrorKind::NoDevice, "device not open"))?;
+        fds.queues.insert(info.sqId, QueueState { cq: info.cqId, submitted: 0 });
+        Ok(QueueId(info.sqId))
+    }
+
+    fn destroy_queue(&self, dev: DeviceId, queue: QueueId) -> Result<()> {
+        let state = self.queue(dev, queue)?;
+        let mut info = halSqCqFreeInfo { sqId: queue.0, cqId: state.cq, ..Default::default() };
+        self.tsdrv(dev, abi::TRS_SQCQ_FREE, &mut info, "free a queue")?;
+        if let Some(fds) = self.opened().get_mut(&dev.0) {
+            fds.queues.remove(&queue.0);
+        }
+        Ok(())
+    }
+
+    fn submit(&self, dev: DeviceId, queue: QueueId, task: TaskDesc) -> Result<u64> {
+        let image = sqe::encode(&task).ok_or(not_supported("this task kind in the kernel-send mode"))?;
+        // Hold the device table while sending, so sequence numbers follow the send order.
+        let mut open = self.opened();
+        let fds = open.get_mut(&dev.0).ok_or(Error::new(ErrorKind::NoDevice, "device not open"))?;
+        let fd = fds.tsdrv.fd;
+        let state =
+            fds.queues.get_mut(&queue.0).ok_or(Error::new(ErrorKind::InvalidHandle, "unknown queue"))?;
+        let mut info = halTaskSendInfo {
+            sqId: queue.0,
+            timeout: -1,
+            sqe_addr: sys::addr_of(&image),
+            sqe_num: 1,
+            ..Default::default()
+        };
+        // SAFETY: `image` is one readable SQE that outlives the call.
+        unsafe { sys::ioctl_with_ptrs(&*self.t, fd, abi::TRS_SQCQ_SEND, &mut info) }
+            .map_err(dev_err("send"))?;
+        state.submitted += 1;
+        Ok(state.submitted)
+    }
+
+    fn completed(&self, dev: DeviceId, queue: QueueId) -> Result<(u64, TaskStatus)> {
+        let state = self.queue(dev, queue)?;
+        let cqe = self.recv(dev, state.cq, u32::MAX, 0)?;
+        Ok((cqe.seq, cqe.status))
+    }
+
+    fn wait(&self, dev: DeviceId, queue: QueueId, seq: u64, timeout_ms: Option<u32>) -> Result<()> {
+        let state = self.queue(dev, queue)?;
+        if seq > state.submitted {
+            return Err(Error::new(ErrorKind::InvalidArgument, "sequence not submitted"));
+        }
+        // CAST: the task id field carries the low 32 bits; the kernel matches the newest task
+        // with them.
+        let task_id = seq as u32;
+        let timeout = timeout_ms.map_or(-1, |ms| i32::try_from(ms).unwrap_or(i32::MAX));
+        self.recv(dev, state.cq, task_id, timeout).map(drop)
+    }
+
+    fn submitted(&self, dev: DeviceId, queue: QueueId) -> Result<u64> {
+        Ok(self.queue(dev, queue)?.submitted)
+    }
+}
+
+impl<T: Transport> Driver for Davinci<T> {
+    fn name(&self) -> &'static str {
+        "davinci"
+    }
+}
+
+impl<T: Transport> Drop for Davinci<T> {
+    fn drop(&mut self) {
+        let devs: Vec<u32> = self.opened().keys().copied().collect();
+        for d in devs {
+            let _ = self.close(DeviceId(d));
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn probe_says_why() {
+        if std::path::Path::new(MANAGER_NODE).exists() {
+            return;
+        }
         let why = super::probe().unwrap_err();
         assert!(why.contains("/dev/davinci_manager"), "{why}");
+    }
+
+    #[test]
+    fn errno_kinds_round_trip() {
+        for kind in [
+            ErrorKind::InvalidArgument,
+            ErrorKind::OutOfMemory,
+            ErrorKind::NotSupported,
+            ErrorKind::NoDevice,
+            ErrorKind::InvalidHandle,
+            ErrorKind::Busy,
+            ErrorKind::Timeout,
+            ErrorKind::PermissionDenied,
+            ErrorKind::DeviceFault,
+            ErrorKind::QueueFull,
+            ErrorKind::Internal,
+        ] {
+            assert_eq!(Errno::from_kind(kind).kind(), kind);
+        }
+        assert_eq!(Errno(libc::ENOTTY).kind(), ErrorKind::NotSupported);
+    }
+
+    #[test]
+    fn abi_refusal_names_the_release() {
+        let e = StartError::Abi { command: "DEVMM_SVM_GET_MMAP_INFO", number: 1, errno: Errno(libc::ENOTTY) };
+        let text = e.to_string();
+        assert!(text.contains(abi::PINNED_RELEASE) && text.contains("refusing"), "{text}");
     }
 }

@@ -1,0 +1,425 @@
+//! A fake kernel: a [`Transport`] that decodes the davinci driver's ioctl arguments and serves
+//! them from the software NPU (`hal_sim::Sim`).
+//!
+//! It plays the driver's part of the protocol the backend speaks — the multiplexer's module
+//! binding, the SVM commands (process setup, window segments, alloc/advise/free pages, copies,
+//! memset, VMM create/map/unmap/release) and the TRS commands of the kernel-send mode — and
+//! answers anything else with `ENOTTY`, as a kernel does for an unknown command. Mappings are
+//! bookkeeping only: the SVM window is never touched through host loads and stores.
+
+use core::ffi::c_void;
+use std::collections::HashMap;
+use std::ffi::CStr;
+use std::os::fd::RawFd;
+use std::sync::Mutex;
+
+use hal::davinci_abi::{
+    self as abi, davinci_intf_open_arg, devmm_free_pages_para, devmm_get_mmap_para, devmm_ioctl_arg,
+    devmm_mem_advise_para, devmm_mem_alloc_para, devmm_mem_copy_para, devmm_mem_create_para,
+    devmm_mem_map_para, devmm_mem_memset_para, devmm_mem_release_para, devmm_mem_unmap_para,
+    devmm_mmap_addr_seg, halReportRecvInfo, halSqCqFreeInfo, halSqCqInputInfo, halTaskSendInfo,
+};
+use hal::layout::{DEVICE_WINDOW_BASE, DEVICE_WINDOW_SIZE};
+use hal::{
+    BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, Error, MemAttr, MemoryBacking, PageSize,
+    PhysHandle, PhysicalMemory, QueueId, TaskQueue, VaRange,
+};
+use hal_sim::Sim;
+
+use crate::sqe::{self, Cqe};
+use crate::sys::user;
+use crate::{Errno, Transport};
+
+/// What an fd of the fake multiplexer is bound to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Binding {
+    Unbound,
+    Svm,
+    Tsdrv(u32),
+    TsdrvMmap(u32),
+}
+
+#[derive(Debug, Default)]
+struct State {
+    next_fd: RawFd,
+    fds: HashMap<RawFd, Binding>,
+    /// Devices opened on the sim, with the count of TSDRV fds bound to each.
+    device_users: HashMap<u32, u32>,
+    /// `ALLOC`ed VA: start to bytes, and whether `ADVISE` backed it.
+    allocs: HashMap<(u32, u64), (u64, bool)>,
+    /// VMM mappings: start to bytes.
+    maps: HashMap<(u32, u64), u64>,
+    /// Mapped SVM window segments.
+    mappings: HashMap<usize, usize>,
+    /// Counts of every command number served, for tests.
+    served: HashMap<u32, u64>,
+}
+
+/// The fake kernel over a software NPU.
+#[derive(Debug)]
+pub struct FakeKernel {
+    sim: Sim,
+    state: Mutex<State>,
+}
+
+fn err(e: Error) -> Errno {
+    Errno::from_kind(e.kind())
+}
+
+fn range(start: u64, len: u64) -> Result<VaRange, Errno> {
+    VaRange::try_new(DeviceAddr(start), len).map_err(err)
+}
+
+fn page_size_of(advise: u32) -> PageSize {
+    if advise & abi::DV_ADVISE_GIANTPAGE != 0 {
+        PageSize::Giant
+    } else if advise & abi::DV_ADVISE_HUGEPAGE != 0 {
+        PageSize::Huge
+    } else {
+        PageSize::Normal
+    }
+}
+
+fn pg_size(pg_type: u32) -> Result<PageSize, Errno> {
+    match pg_type {
+        0 => Ok(PageSize::Normal),
+        1 => Ok(PageSize::Huge),
+        2 => Ok(PageSize::Giant),
+        _ => Err(Errno(libc::EINVAL)),
+    }
+}
+
+impl FakeKernel {
+    /// A fake kernel serving `sim`.
+    pub fn new(sim: Sim) -> Self {
+        Self { sim, state: Mutex::new(State { next_fd: 1000, ..State::default() }) }
+    }
+
+    /// The software NPU behind the fake.
+    pub fn sim(&self) -> &Sim {
+        &self.sim
+    }
+
+    /// How many times command `cmd` was served.
+    pub fn served(&self, cmd: u32) -> u64 {
+        self.lock().served.get(&cmd).copied().unwrap_or(0)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn bind(&self, fd: RawFd, arg: &davinci_intf_open_arg) -> Result<i32, Errno> {
+        // CAST: device ids are small and non-negative once checked.
+        let dev = u32::try_from(arg.device_id).map_err(|_| Errno(libc::EINVAL))?;
+        let binding = match arg.module() {
+            abi::MODULE_SVM => Binding::Svm,
+            abi::MODULE_TSDRV => Binding::Tsdrv(dev),
+            abi::MODULE_TSDRV_MMAP => Binding::TsdrvMmap(dev),
+            _ => return Err(Errno(libc::ENODEV)),
+        };
+        if let Binding::Tsdrv(d) = binding {
+            self.sim.open(DeviceId(d)).map_err(err)?;
+            *self.lock().device_users.entry(d).or_default() += 1;
+        }
+        let mut st = self.lock();
+        match st.fds.get_mut(&fd) {
+            Some(b @ Binding::Unbound) => *b = binding,
+            Some(_) => return Err(Errno(libc::EBUSY)),
+            None => return Err(Errno(libc::EBADF)),
+        }
+        Ok(0)
+    }
+
+    /// Serves one SVM command. `arg` is the caller's `devmm_ioctl_arg`, read and written back.
+    ///
+    /// # Safety
+    ///
+    /// As [`Transport::ioctl`]: the host addresses inside the argument are valid for the call.
+    unsafe fn svm(&self, cmd: u32, arg: &mut devmm_ioctl_arg) -> Result<i32, Errno> {
+        let dev = DeviceId(arg.head.logical_devid);
+        match cmd {
+            abi::DEVMM_SVM_ALLOC_PROC_STRUCT => Ok(0),
+            abi::DEVMM_SVM_GET_MMAP_INFO => {
+                let mut p = arg.get::<devmm_get_mmap_para>();
+                if p.seg_num == 0 {
+                    return Err(Errno(libc::EINVAL));
+                }
+                let seg = devmm_mmap_addr_seg {
+                    va: DEVICE_WINDOW_BASE,
+                    size: DEVICE_WINDOW_SIZE * u64::from(hal::layout::MAX_DEVICES),
+                };
+                // SAFETY: the caller's `segs` holds `seg_num` (at least one) segments.
+                unsafe { user::write(p.segs as *mut c_void, seg) };
+                p.seg_num = 1;
+                arg.put(&p);
+                Ok(0)
+            }
+            abi::DEVMM_SVM_ALLOC => {
+                let p = arg.get::<devmm_mem_alloc_para>();
+                range(p.p, p.size)?;
+                let mut st = self.lock();
+                if st.allocs.contains_key(&(dev.0, p.p)) {
+                    return Err(Errno(libc::EBUSY));
+                }
+                st.allocs.insert((dev.0, p.p), (p.size, false));
+                Ok(0)
+            }
+            abi::DEVMM_SVM_ADVISE => {
+                let p = arg.get::<devmm_mem_advise_para>();
+                let r = range(p.ptr, p.count)?;
+                if self.lock().allocs.get(&(dev.0, p.ptr)).map(|a| a.0) != Some(p.count) {
+                    return Err(Errno(libc::EINVAL));
+                }
+                if p.advise & abi::DV_ADVISE_POPULATE != 0 {
+                    let mut attrs = MemAttr::CACHED;
+                    attrs.set(MemAttr::READONLY, p.advise & abi::DV_ADVISE_READONLY != 0);
+                    attrs.set(MemAttr::P2P, p.advise & abi::DV_ADVISE_P2P_HBM != 0);
+                    let req = BackRequest { range: r, page_size: page_size_of(p.advise), attrs };
+                    self.sim.back(dev, &req).map_err(err)?;
+                    if let Some(a) = self.lock().allocs.get_mut(&(dev.0, p.ptr)) {
+                        a.1 = true;
+                    }
+                }
+                Ok(0)
+            }
+            abi::DEVMM_SVM_FREE_PAGES => {
+                let p = arg.get::<devmm_free_pages_para>();
+                let (len, backed) = self.lock().allocs.remove(&(dev.0, p.va)).ok_or(Errno(libc::ENOENT))?;
+                if backed {
+                    self.sim.unback(dev, range(p.va, len)?).map_err(err)?;
+                }
+                Ok(0)
+            }
+            abi::DEVMM_SVM_MEMCPY => {
+                let p = arg.get::<devmm_mem_copy_para>();
+                let len = usize::try_from(p.ByteCount).map_err(|_| Errno(libc::EINVAL))?;
+                match p.direction {
+                    abi::DEVMM_COPY_HOST_TO_DEVICE => {
+                        // SAFETY: the caller's source is readable for `len` bytes for the call.
+                        let src = unsafe { user::bytes(p.src, len) };
+                        self.sim.copy_to_device(dev, DeviceAddr(p.dst), src).map_err(err)?;
+                    }
+                    abi::DEVMM_COPY_DEVICE_TO_HOST => {
+                        // SAFETY: the caller's destination is writable for `len` bytes, and
+                        // nothing else touches it during the call.
+                        let dst = unsafe { user::bytes_mut(p.dst, len) };
+                        self.sim.copy_from_device(dev, dst, DeviceAddr(p.src)).map_err(err)?;
+                    }
+                    abi::DEVMM_COPY_DEVICE_TO_DEVICE => {
+                        self.sim
+                            .copy_device(dev, DeviceAddr(p.dst), dev, DeviceAddr(p.src), p.ByteCount)
+                            .map_err(err)?;
+                    }
+                    _ => return Err(Errno(libc::EINVAL)),
+                }
+                Ok(0)
+            }
+            abi::DEVMM_SVM_MEMSET8 => {
+                let p = arg.get::<devmm_mem_memset_para>();
+                // CAST: MEMSET8 uses the low byte.
+                self.sim.set_device(dev, DeviceAddr(p.dst), p.value as u8, p.count).map_err(err)?;
+                Ok(0)
+            }
+            abi::DEVMM_SVM_MEM_CREATE => {
+                let mut p = arg.get::<devmm_mem_create_para>();
+                let h = self
+                    .sim
+                    .alloc_physical(dev, p.size, pg_size(p.pg_type)?, MemAttr::CACHED)
+                    .map_err(err)?;
+                p.id = i32::try_from(h.0).map_err(|_| Errno(libc::ENOSPC))?;
+                arg.put(&p);
+                Ok(0)
+            }
+            abi::DEVMM_SVM_MEM_RELEASE => {
+                let p = arg.get::<devmm_mem_release_para>();
+                // CAST: ids are non-negative.
+                self.sim.free_physical(dev, PhysHandle(p.id as u32 as u64)).map_err(err)?;
+                Ok(0)
+            }
+            abi::DEVMM_SVM_MEM_MAP => {
+                let p = arg.get::<devmm_mem_map_para>();
+                // CAST: ids are non-negative.
+                self.sim
+                    .map_physical(dev, PhysHandle(p.id as u32 as u64), 0, range(p.va, p.size)?)
+                    .map_err(err)?;
+                self.lock().maps.insert((dev.0, p.va), p.size);
+                Ok(0)
+            }
+            abi::DEVMM_SVM_MEM_UNMAP => {
+                let mut p = arg.get::<devmm_mem_unmap_para>();
+                let size = self.lock().maps.get(&(dev.0, p.va)).copied().ok_or(Errno(libc::ENOENT))?;
+                self.sim.unmap_physical(dev, range(p.va, size)?).map_err(err)?;
+                self.lock().maps.remove(&(dev.0, p.va));
+                p.unmap_size = size;
+                p.side = 1;
+                p.logic_devid = dev.0;
+                arg.put(&p);
+                Ok(0)
+            }
+            _ => Err(Errno(libc::ENOTTY)),
+        }
+    }
+
+    /// Serves one TRS command on a TSDRV fd of `dev`.
+    ///
+    /// # Safety
+    ///
+    /// As [`Transport::ioctl`].
+    unsafe fn trs(&self, dev: DeviceId, cmd: u32, arg: *mut c_void) -> Result<i32, Errno> {
+        match cmd {
+            abi::TRS_SQCQ_ALLOC => {
+                // SAFETY: the command's argument is a `halSqCqInputInfo`.
+                let mut info: halSqCqInputInfo = unsafe { user::read(arg) };
+                if info.sqeSize != abi::TRS_SQE_SIZE {
+                    return Err(Errno(libc::EINVAL));
+                }
+                let q = self.sim.create_queue(dev, info.sqeDepth).map_err(err)?;
+                info.sqId = q.0;
+                info.cqId = q.0;
+                // SAFETY: as above, writable.
+                unsafe { user::write(arg, info) };
+                Ok(0)
+            }
+            abi::TRS_SQCQ_FREE => {
+                // SAFETY: the command's argument is a `halSqCqFreeInfo`.
+                let info: halSqCqFreeInfo = unsafe { user::read(arg) };
+                self.sim.destroy_queue(dev, QueueId(info.sqId)).map_err(err)?;
+                Ok(0)
+            }
+            abi::TRS_SQCQ_SEND => {
+                // SAFETY: the command's argument is a `halTaskSendInfo`.
+                let mut info: halTaskSendInfo = unsafe { user::read(arg) };
+                let n = info.sqe_num as usize;
+                // SAFETY: the caller's SQEs are readable for `sqe_num` entries during the call.
+                let bytes = unsafe { user::bytes(info.sqe_addr, n * sqe::SQE_BYTES) };
+                let mut first = None;
+                for chunk in bytes.chunks_exact(sqe::SQE_BYTES) {
+                    let mut image = [0u8; sqe::SQE_BYTES];
+                    image.copy_from_slice(chunk);
+                    let task = sqe::decode(&image).ok_or(Errno(libc::EINVAL))?;
+                    let seq = self.sim.submit(dev, QueueId(info.sqId), task).map_err(err)?;
+                    first.get_or_insert(seq);
+                }
+                // CAST: the ring position wraps.
+                info.pos = first.unwrap_or(0) as u32;
+                // SAFETY: as above, writable.
+                unsafe { user::write(arg, info) };
+                Ok(0)
+            }
+            abi::TRS_SQCQ_RECV => {
+                // SAFETY: the command's argument is a `halReportRecvInfo`.
+                let mut info: halReportRecvInfo = unsafe { user::read(arg) };
+                if info.cqe_num == 0 {
+                    return Err(Errno(libc::EINVAL));
+                }
+                let q = QueueId(info.cqId);
+                if info.task_id != u32::MAX {
+                    // The newest submitted task whose low 32 bits are `task_id`.
+                    let submitted = self.sim.submitted(dev, q).map_err(err)?;
+                    let mut seq = (submitted & !0xffff_ffff) | u64::from(info.task_id);
+                    if seq > submitted {
+                        seq = seq.saturating_sub(1 << 32);
+                    }
+                    let timeout = u32::try_from(info.timeout).ok();
+                    self.sim.wait(dev, q, seq, timeout).map_err(err)?;
+                }
+                let (seq, status) = self.sim.completed(dev, q).map_err(err)?;
+                let image = Cqe { seq, status }.encode();
+                // SAFETY: the caller's CQE buffer holds `cqe_num` (at least one) CQEs.
+                unsafe { user::bytes_mut(info.cqe_addr, sqe::CQE_BYTES) }.copy_from_slice(&image);
+                info.report_cqe_num = 1;
+                // SAFETY: as above, writable.
+                unsafe { user::write(arg, info) };
+                Ok(0)
+            }
+            _ => Err(Errno(libc::ENOTTY)),
+        }
+    }
+}
+
+impl Transport for FakeKernel {
+    fn open(&self, path: &CStr, _flags: i32) -> Result<RawFd, Errno> {
+        if path.to_bytes() != abi::DAVINCI_MANAGER_PATH.as_bytes() {
+            return Err(Errno(libc::ENOENT));
+        }
+        let mut st = self.lock();
+        st.next_fd += 1;
+        let fd = st.next_fd;
+        st.fds.insert(fd, Binding::Unbound);
+        Ok(fd)
+    }
+
+    fn close(&self, fd: RawFd) -> Result<(), Errno> {
+        let binding = self.lock().fds.remove(&fd).ok_or(Errno(libc::EBADF))?;
+        if let Binding::Tsdrv(d) = binding {
+            let last = {
+                let mut st = self.lock();
+                let users = st.device_users.entry(d).or_default();
+                *users = users.saturating_sub(1);
+                *users == 0
+            };
+            if last {
+                // Like a driver's release of the last fd: drain and free what the process held.
+                self.sim.close(DeviceId(d)).map_err(err)?;
+            }
+        }
+        Ok(())
+    }
+
+    unsafe fn ioctl(&self, fd: RawFd, cmd: u32, arg: *mut c_void) -> Result<i32, Errno> {
+        let binding = self.lock().fds.get(&fd).copied().ok_or(Errno(libc::EBADF))?;
+        *self.lock().served.entry(cmd).or_default() += 1;
+        match (binding, cmd) {
+            (Binding::Unbound, abi::DAVINCI_INTF_IOCTL_OPEN) => {
+                // SAFETY: the multiplexer's OPEN takes a `davinci_intf_open_arg`.
+                let a: davinci_intf_open_arg = unsafe { user::read(arg) };
+                self.bind(fd, &a)
+            }
+            (Binding::Svm, _) if abi::ioc_type(cmd) == abi::DEVMM_SVM_MAGIC => {
+                if abi::ioc_size(cmd) != core::mem::size_of::<devmm_ioctl_arg>() {
+                    // A caller of another release: the size is part of the number.
+                    return Err(Errno(libc::ENOTTY));
+                }
+                // SAFETY: every SVM command takes a `devmm_ioctl_arg`.
+                let mut a: devmm_ioctl_arg = unsafe { user::read(arg) };
+                // SAFETY: the caller's contract covers the addresses inside.
+                let rc = unsafe { self.svm(cmd, &mut a) }?;
+                // SAFETY: as above, writable.
+                unsafe { user::write(arg, a) };
+                Ok(rc)
+            }
+            // SAFETY: the caller's contract covers the argument and its addresses.
+            (Binding::Tsdrv(d), _) if abi::ioc_type(cmd) == abi::TRS_MAGIC => unsafe {
+                self.trs(DeviceId(d), cmd, arg)
+            },
+            _ => Err(Errno(libc::ENOTTY)),
+        }
+    }
+
+    unsafe fn mmap(
+        &self,
+        hint: usize,
+        len: usize,
+        _prot: i32,
+        _flags: i32,
+        fd: RawFd,
+    ) -> Result<usize, Errno> {
+        let mut st = self.lock();
+        match st.fds.get(&fd) {
+            Some(Binding::Svm) => {
+                st.mappings.insert(hint, len);
+                Ok(hint)
+            }
+            Some(_) => Err(Errno(libc::EINVAL)),
+            None => Err(Errno(libc::EBADF)),
+        }
+    }
+
+    unsafe fn munmap(&self, addr: usize, len: usize) -> Result<(), Errno> {
+        match self.lock().mappings.remove(&addr) {
+            Some(l) if l == len => Ok(()),
+            _ => Err(Errno(libc::EINVAL)),
+        }
+    }
+}

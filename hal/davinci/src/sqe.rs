@@ -1,0 +1,222 @@
+//! The SQE and CQE images of the kernel-send mode, as this crate defines them.
+//!
+//! The real STARS SQE bodies and the firmware's CQE semantics are not public, so these images
+//! are aclrs's own ("aclrs SQE v0"): 64-byte SQEs, 16-byte CQEs (the 910B virtual CQE size).
+//! Only the fake kernel understands them; a real device would not.
+//!
+//! SQE: byte 0 the kind, byte 1 the comparison of a value wait, then seven native-endian `u64`
+//! words from byte 8. CQE: the sequence number (`u64`), a status kind (`u32`: 0 ok, 1 failed
+//! with a `hal` error kind, 2 device fault) and a code (`i32`).
+
+use hal::{DeviceAddr, ErrorKind, TaskDesc, TaskStatus, WaitCompare};
+
+/// Bytes of an SQE.
+pub const SQE_BYTES: usize = 64;
+/// Bytes of a CQE.
+pub const CQE_BYTES: usize = 16;
+
+const COPY: u8 = 1;
+const COPY_2D: u8 = 2;
+const MEMSET: u8 = 3;
+const MEMSET32: u8 = 4;
+const VALUE_WRITE: u8 = 5;
+const VALUE_WAIT: u8 = 6;
+const MARKER: u8 = 7;
+
+fn put(out: &mut [u8; SQE_BYTES], word: usize, v: u64) {
+    out[8 + word * 8..16 + word * 8].copy_from_slice(&v.to_ne_bytes());
+}
+
+fn get(b: &[u8; SQE_BYTES], word: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[8 + word * 8..16 + word * 8]);
+    u64::from_ne_bytes(w)
+}
+
+/// The SQE of `task`; `None` for kinds that need the backend's tickets (batches, kernels,
+/// host calls).
+pub fn encode(task: &TaskDesc) -> Option<[u8; SQE_BYTES]> {
+    let mut s = [0u8; SQE_BYTES];
+    match *task {
+        TaskDesc::Copy { dst, src, len_bytes } => {
+            s[0] = COPY;
+            put(&mut s, 0, dst.0);
+            put(&mut s, 1, src.0);
+            put(&mut s, 2, len_bytes);
+        }
+        TaskDesc::Copy2d { dst, dst_pitch, src, src_pitch, width, height } => {
+            s[0] = COPY_2D;
+            for (i, v) in [dst.0, dst_pitch, src.0, src_pitch, width, height].into_iter().enumerate() {
+                put(&mut s, i, v);
+            }
+        }
+        TaskDesc::Memset { dst, value, len_bytes } => {
+            s[0] = MEMSET;
+            put(&mut s, 0, dst.0);
+            put(&mut s, 1, u64::from(value));
+            put(&mut s, 2, len_bytes);
+        }
+        TaskDesc::Memset32 { dst, value, count } => {
+            s[0] = MEMSET32;
+            put(&mut s, 0, dst.0);
+            put(&mut s, 1, u64::from(value));
+            put(&mut s, 2, count);
+        }
+        TaskDesc::ValueWrite { dst, value } => {
+            s[0] = VALUE_WRITE;
+            put(&mut s, 0, dst.0);
+            put(&mut s, 1, value);
+        }
+        TaskDesc::ValueWait { addr, value, compare } => {
+            s[0] = VALUE_WAIT;
+            s[1] = match compare {
+                WaitCompare::GreaterOrEqual => 0,
+                WaitCompare::Equal => 1,
+                WaitCompare::And => 2,
+                WaitCompare::Nor => 3,
+            };
+            put(&mut s, 0, addr.0);
+            put(&mut s, 1, value);
+        }
+        TaskDesc::Marker => s[0] = MARKER,
+        TaskDesc::CopyBatch { .. } | TaskDesc::Kernel { .. } | TaskDesc::HostFunc { .. } => return None,
+    }
+    Some(s)
+}
+
+/// The task an SQE stands for; `None` for an unknown image.
+pub fn decode(s: &[u8; SQE_BYTES]) -> Option<TaskDesc> {
+    Some(match s[0] {
+        COPY => {
+            TaskDesc::Copy { dst: DeviceAddr(get(s, 0)), src: DeviceAddr(get(s, 1)), len_bytes: get(s, 2) }
+        }
+        COPY_2D => TaskDesc::Copy2d {
+            dst: DeviceAddr(get(s, 0)),
+            dst_pitch: get(s, 1),
+            src: DeviceAddr(get(s, 2)),
+            src_pitch: get(s, 3),
+            width: get(s, 4),
+            height: get(s, 5),
+        },
+        // CAST: encoded from a u8.
+        MEMSET => {
+            TaskDesc::Memset { dst: DeviceAddr(get(s, 0)), value: get(s, 1) as u8, len_bytes: get(s, 2) }
+        }
+        // CAST: encoded from a u32.
+        MEMSET32 => {
+            TaskDesc::Memset32 { dst: DeviceAddr(get(s, 0)), value: get(s, 1) as u32, count: get(s, 2) }
+        }
+        VALUE_WRITE => TaskDesc::ValueWrite { dst: DeviceAddr(get(s, 0)), value: get(s, 1) },
+        VALUE_WAIT => TaskDesc::ValueWait {
+            addr: DeviceAddr(get(s, 0)),
+            value: get(s, 1),
+            compare: match s[1] {
+                0 => WaitCompare::GreaterOrEqual,
+                1 => WaitCompare::Equal,
+                2 => WaitCompare::And,
+                3 => WaitCompare::Nor,
+                _ => return None,
+            },
+        },
+        MARKER => TaskDesc::Marker,
+        _ => return None,
+    })
+}
+
+/// A completion report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cqe {
+    /// The highest completed sequence number of the queue.
+    pub seq: u64,
+    /// The status reported.
+    pub status: TaskStatus,
+}
+
+fn kind_of(n: u16) -> ErrorKind {
+    [
+        ErrorKind::InvalidArgument,
+        ErrorKind::OutOfMemory,
+        ErrorKind::NotSupported,
+        ErrorKind::NoDevice,
+        ErrorKind::InvalidHandle,
+        ErrorKind::Busy,
+        ErrorKind::Timeout,
+        ErrorKind::PermissionDenied,
+        ErrorKind::DeviceFault,
+        ErrorKind::QueueFull,
+    ]
+    .into_iter()
+    .find(|k| *k as u16 == n)
+    .unwrap_or(ErrorKind::Internal)
+}
+
+impl Cqe {
+    /// The CQE image.
+    pub fn encode(&self) -> [u8; CQE_BYTES] {
+        let mut b = [0u8; CQE_BYTES];
+        b[..8].copy_from_slice(&self.seq.to_ne_bytes());
+        let (kind, code): (u32, i32) = match self.status {
+            TaskStatus::Ok => (0, 0),
+            TaskStatus::Failed(k) => (1, i32::from(k as u16)),
+            TaskStatus::Fault(c) => (2, c),
+        };
+        b[8..12].copy_from_slice(&kind.to_ne_bytes());
+        b[12..16].copy_from_slice(&code.to_ne_bytes());
+        b
+    }
+
+    /// Reads a CQE image.
+    pub fn decode(b: &[u8; CQE_BYTES]) -> Self {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[..8]);
+        let mut k = [0u8; 4];
+        k.copy_from_slice(&b[8..12]);
+        let mut c = [0u8; 4];
+        c.copy_from_slice(&b[12..16]);
+        let code = i32::from_ne_bytes(c);
+        let status = match u32::from_ne_bytes(k) {
+            0 => TaskStatus::Ok,
+            // CAST: kinds are small.
+            1 => TaskStatus::Failed(kind_of(code as u16)),
+            _ => TaskStatus::Fault(code),
+        };
+        Self { seq: u64::from_ne_bytes(w), status }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tasks_round_trip() {
+        let tasks = [
+            TaskDesc::Copy { dst: DeviceAddr(1), src: DeviceAddr(2), len_bytes: 3 },
+            TaskDesc::Copy2d {
+                dst: DeviceAddr(1),
+                dst_pitch: 2,
+                src: DeviceAddr(3),
+                src_pitch: 4,
+                width: 5,
+                height: 6,
+            },
+            TaskDesc::Memset { dst: DeviceAddr(9), value: 0xab, len_bytes: 7 },
+            TaskDesc::Memset32 { dst: DeviceAddr(8), value: 0xdead_beef, count: 2 },
+            TaskDesc::ValueWrite { dst: DeviceAddr(16), value: u64::MAX },
+            TaskDesc::ValueWait { addr: DeviceAddr(24), value: 5, compare: WaitCompare::Nor },
+            TaskDesc::Marker,
+        ];
+        for t in tasks {
+            assert_eq!(decode(&encode(&t).unwrap()), Some(t));
+        }
+        assert!(encode(&TaskDesc::HostFunc { call: 1 }).is_none());
+    }
+
+    #[test]
+    fn cqes_round_trip() {
+        for status in [TaskStatus::Ok, TaskStatus::Failed(ErrorKind::Timeout), TaskStatus::Fault(507_015)] {
+            let c = Cqe { seq: 42, status };
+            assert_eq!(Cqe::decode(&c.encode()), c);
+        }
+    }
+}

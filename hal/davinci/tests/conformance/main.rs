@@ -1,0 +1,128 @@
+//! The `hal` conformance suite on every backend: the software NPU directly, the davinci backend
+//! over the fake kernel, and (ignored unless asked for) the davinci backend on the real driver.
+//!
+//! `cargo xtask hwtest --backend sim|davinci-fake|davinci` runs one of them.
+
+mod suite;
+
+use std::sync::{Mutex, MutexGuard};
+
+use hal::davinci_abi as abi;
+use hal::{DeviceControl, DeviceId};
+use hal_davinci::fake::FakeKernel;
+use hal_davinci::{Davinci, LibcTransport};
+use hal_sim::{Sim, SimConfig};
+
+/// One `Sim` per process at a time (it reserves fixed VA windows).
+static LOCK: Mutex<()> = Mutex::new(());
+
+fn lock() -> MutexGuard<'static, ()> {
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn start_sim(name: &str) -> Sim {
+    Sim::new(SimConfig {
+        instance: format!("conformance-{}-{name}", std::process::id()),
+        hbm_bytes: 256 << 20,
+        huge_budget_bytes: 64 << 20,
+        giant_budget_bytes: 0,
+        ..SimConfig::default()
+    })
+    .expect("start the software NPU")
+}
+
+#[test]
+fn sim() {
+    let _g = lock();
+    let sim = start_sim("sim");
+    sim.open(DeviceId(0)).expect("open");
+    suite::run_suite(&sim);
+}
+
+#[test]
+fn davinci_fake() {
+    let _g = lock();
+    let devices = 1;
+    let drv = Davinci::new(FakeKernel::new(start_sim("fake")), devices)
+        .expect("open sequence over the fake kernel");
+    drv.open(DeviceId(0)).expect("open");
+    suite::run_suite(&drv);
+    // The backend really went through the ABI.
+    let k = drv.transport();
+    for cmd in [
+        abi::DAVINCI_INTF_IOCTL_OPEN,
+        abi::DEVMM_SVM_GET_MMAP_INFO,
+        abi::DEVMM_SVM_ADVISE,
+        abi::DEVMM_SVM_FREE_PAGES,
+        abi::DEVMM_SVM_MEMCPY,
+        abi::DEVMM_SVM_MEMSET8,
+        abi::DEVMM_SVM_MEM_MAP,
+        abi::TRS_SQCQ_ALLOC,
+        abi::TRS_SQCQ_SEND,
+        abi::TRS_SQCQ_RECV,
+        abi::TRS_SQCQ_FREE,
+    ] {
+        assert!(k.served(cmd) > 0, "command {cmd:#010x} never reached the fake kernel");
+    }
+}
+
+/// A driver of another release (here: a kernel that does not know the pinned commands) is
+/// refused with a message naming the pinned release.
+#[test]
+fn davinci_refuses_an_unknown_abi() {
+    struct Stranger;
+    impl hal_davinci::Transport for Stranger {
+        fn open(&self, _: &std::ffi::CStr, _: i32) -> Result<i32, hal_davinci::Errno> {
+            Ok(3)
+        }
+        fn close(&self, _: i32) -> Result<(), hal_davinci::Errno> {
+            Ok(())
+        }
+        unsafe fn ioctl(
+            &self,
+            _: i32,
+            cmd: u32,
+            _: *mut core::ffi::c_void,
+        ) -> Result<i32, hal_davinci::Errno> {
+            if cmd == abi::DAVINCI_INTF_IOCTL_OPEN {
+                Ok(0)
+            } else {
+                Err(hal_davinci::Errno(libc_enotty()))
+            }
+        }
+        unsafe fn mmap(
+            &self,
+            _: usize,
+            _: usize,
+            _: i32,
+            _: i32,
+            _: i32,
+        ) -> Result<usize, hal_davinci::Errno> {
+            Err(hal_davinci::Errno(libc_enotty()))
+        }
+        unsafe fn munmap(&self, _: usize, _: usize) -> Result<(), hal_davinci::Errno> {
+            Ok(())
+        }
+    }
+    let e = Davinci::new(Stranger, 1).unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains(abi::PINNED_RELEASE) && text.contains("refusing"), "{text}");
+}
+
+fn libc_enotty() -> i32 {
+    25
+}
+
+/// The real driver: run with `--ignored` (by `cargo xtask hwtest --backend davinci`) on a
+/// machine with `/dev/davinci_manager`.
+#[test]
+#[ignore = "needs /dev/davinci_manager (cargo xtask hwtest --backend davinci)"]
+fn davinci_real() {
+    if let Err(why) = hal_davinci::probe() {
+        eprintln!("hwtest: davinci skipped: {why}");
+        return;
+    }
+    let drv = Davinci::new(LibcTransport, 1).expect("open sequence");
+    drv.open(DeviceId(0)).expect("open");
+    suite::run_suite(&drv);
+}
