@@ -6,8 +6,29 @@
 
 use std::process::Command;
 
-use aclrs_tests::bench::quick;
+use aclrs_tests::bench::{quick, Table};
 use aclrs_tests::{compile_bench_c, kernel_library, workspace};
+
+/// Appends "vs target" (median over the `<= N` target) to a table that has both columns.
+fn with_target_ratio(t: Table) -> Table {
+    let (h, rows) = (t.header(), t.rows());
+    let col = |name: &str| h.iter().position(|c| c == name);
+    let (Some(m), Some(g)) = (col("median ns"), col("target")) else { return t };
+    let mut header: Vec<&str> = h.iter().map(String::as_str).collect();
+    header.push("vs target");
+    let mut out = Table::new(&header);
+    for r in rows {
+        let target = r[g].strip_prefix("<= ").and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok());
+        let ratio = match (r[m].parse::<f64>(), target) {
+            (Ok(v), Some(t)) => format!("{:.2}×", v / t),
+            _ => "–".to_owned(),
+        };
+        let mut cells = r.clone();
+        cells.push(ratio);
+        out.row(cells);
+    }
+    out
+}
 
 fn main() {
     let q = quick();
@@ -23,7 +44,11 @@ fn main() {
             .env_remove("ACLRS_SIM_SOC")
             .output()
             .expect("run pool_bench");
-        print!("{}", String::from_utf8_lossy(&out.stdout));
+        // Re-printed through `Table::print`, so the tables also come out as JSON lines; a
+        // table with a "median ns" and a "<= N" target gains its ratio to the target.
+        for (title, table) in Table::parse_markdown(&String::from_utf8_lossy(&out.stdout)) {
+            with_target_ratio(table).print("pool", &title);
+        }
         if !out.status.success() {
             eprintln!("pool_bench {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
         }

@@ -73,6 +73,16 @@ impl Table {
         self.rows.push(cells);
     }
 
+    /// The column names.
+    pub fn header(&self) -> &[String] {
+        &self.header
+    }
+
+    /// The rows, in order.
+    pub fn rows(&self) -> &[Vec<String>] {
+        &self.rows
+    }
+
     /// Renders the table as Markdown.
     pub fn render(&self) -> String {
         let mut out = format!("| {} |\n|{}\n", self.header.join(" | "), "---|".repeat(self.header.len()));
