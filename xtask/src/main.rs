@@ -40,9 +40,21 @@ enum Task {
     Loom,
     /// Run every benchmark of tests/benches (release build) and write BENCHMARKS.md.
     Bench {
-        /// A short run (each benchmark well under a minute).
+        /// A short run (the whole run well under two minutes).
         #[arg(long)]
         quick: bool,
+        /// Also write BENCHMARKS.json (one record per table row) and print it on stdout (the
+        /// Markdown then goes to stderr), so a script can compare two runs.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the `hal` conformance suite on one backend: the software NPU, the davinci backend over
+    /// the fake kernel, or the davinci backend on the real driver (skipped, with the reason, when
+    /// `/dev/davinci_manager` is absent).
+    Hwtest {
+        /// The backend.
+        #[arg(long, default_value = "sim", value_parser = ["sim", "davinci-fake", "davinci"])]
+        backend: String,
     },
     /// Run mm's and sched's tests under Miri (skipped, with a message, when Miri is missing).
     Miri {
@@ -201,6 +213,25 @@ fn test() -> Result {
     )
 }
 
+fn hwtest(backend: &str) -> Result {
+    let mut cmd = cargo();
+    cmd.args(["test", "-p", "hal-davinci", "--features", "fake-kernel", "--test", "conformance", "--"]);
+    match backend {
+        "sim" => cmd.args(["--exact", "sim"]),
+        "davinci-fake" => cmd.args(["--exact", "davinci_fake"]),
+        _ => {
+            if !Path::new("/dev/davinci_manager").exists() {
+                eprintln!(
+                    "xtask: hwtest davinci: skipped: /dev/davinci_manager is absent (no Ascend driver here)"
+                );
+                return Ok(());
+            }
+            cmd.args(["--exact", "davinci_real", "--ignored", "--nocapture"])
+        }
+    };
+    run(&format!("hwtest --backend {backend} (the hal conformance suite)"), &mut cmd)
+}
+
 fn miri(install: bool) -> Result {
     // Through rustup, so the nightly toolchain is used whatever cargo runs this task.
     let has =
@@ -265,33 +296,79 @@ fn machine() -> String {
     format!("{cpu}, {cores} cores, Linux {}", kernel.trim())
 }
 
-fn bench(quick: bool) -> Result {
+/// `s` as a JSON string literal.
+fn json_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Runs the benchmarks; each prints Markdown tables and, with `ACLRS_BENCH_JSON` set, one
+/// `JSON: {...}` line per table row (see `tests/src/bench.rs`). The Markdown goes to
+/// BENCHMARKS.md; with `json`, the rows with the run's machine, date and command go to
+/// BENCHMARKS.json and stdout.
+fn bench(quick: bool, json: bool) -> Result {
     let start = Instant::now();
     let mut c = cargo();
     c.args(["bench", "--quiet", "-p", "aclrs-tests", "--benches", "--"]);
     if quick {
         c.arg("--quick");
     }
+    c.env("ACLRS_BENCH_JSON", "1");
     eprintln!("xtask: cargo bench -p aclrs-tests --benches{}", if quick { " -- --quick" } else { "" });
     let out = c.output().map_err(|e| format!("cargo bench: cannot start: {e}"))?;
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    print!("{text}");
+    let all = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (rows, text): (Vec<&str>, Vec<&str>) = all.lines().partition(|l| l.starts_with("JSON: "));
+    let text = text.join("\n") + "\n";
+    if json {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+    }
     if !out.status.success() {
         eprint!("{}", String::from_utf8_lossy(&out.stderr));
         return Err(format!("cargo bench: failed ({})", out.status));
     }
     let date = output(Command::new("date").args(["-u", "+%Y-%m-%d %H:%M UTC"])).unwrap_or_default();
-    let command = if quick { "cargo xtask bench --quick" } else { "cargo xtask bench" };
+    let command = match (quick, json) {
+        (false, false) => "cargo xtask bench",
+        (true, false) => "cargo xtask bench --quick",
+        (false, true) => "cargo xtask bench --json",
+        (true, true) => "cargo xtask bench --quick --json",
+    };
     let report = format!(
         "# Benchmarks\n\nPrinted by `{command}` on {} ({}).\n\nEvery figure is measured in the same run as the \
-         peer or floor it is compared with; ratios are what to read on a noisy machine. No benchmark \
-         asserts a time.\n\n{text}",
+         peer or floor it is compared with; ratios are what to read on a noisy machine. Times are medians \
+         over repeated runs after warm-up, with the spread (min–max) shown. No benchmark asserts a time. \
+         `cargo xtask bench --json` writes the same rows to BENCHMARKS.json.\n\n{text}",
         date.trim(),
         machine()
     );
     let path = root().join("BENCHMARKS.md");
     std::fs::write(&path, report).map_err(|e| format!("{}: {e}", path.display()))?;
     eprintln!("xtask: wrote {} ({:.0} s)", path.display(), start.elapsed().as_secs_f64());
+    if json {
+        let rows: Vec<&str> = rows.iter().map(|l| l.trim_start_matches("JSON: ")).collect();
+        let doc = format!(
+            "{{\"command\":{},\"date\":{},\"machine\":{},\"quick\":{quick},\"rows\":[\n{}\n]}}\n",
+            json_string(command),
+            json_string(date.trim()),
+            json_string(&machine()),
+            rows.join(",\n")
+        );
+        let path = root().join("BENCHMARKS.json");
+        std::fs::write(&path, &doc).map_err(|e| format!("{}: {e}", path.display()))?;
+        print!("{doc}");
+        eprintln!("xtask: wrote {}", path.display());
+    }
     Ok(())
 }
 
@@ -343,6 +420,8 @@ fn ci() -> Result {
     nostd()?;
     doc()?;
     test()?;
+    hwtest("sim")?;
+    hwtest("davinci-fake")?;
     loom()?;
     miri(true)?;
     eprintln!("xtask: ci: all steps passed in {:.0} s", start.elapsed().as_secs_f64());
@@ -361,8 +440,9 @@ fn main() -> ExitCode {
         Task::Doc => doc(),
         Task::Test => test(),
         Task::Loom => loom(),
+        Task::Hwtest { backend } => hwtest(&backend),
         Task::Miri { install } => miri(install),
-        Task::Bench { quick } => bench(quick),
+        Task::Bench { quick, json } => bench(quick, json),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
