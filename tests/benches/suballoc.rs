@@ -583,7 +583,7 @@ fn main() {
         (
             "RMM-style 1–16 MiB, 128 live".to_owned(),
             churn(MIB, 16 * MIB, 128, pairs / 2),
-            Plan { chunk: chunk, ..churn_plan },
+            Plan { chunk, ..churn_plan },
             "≤ 50 ns",
             "≤ 1.01",
         ),
