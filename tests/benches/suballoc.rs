@@ -8,9 +8,9 @@
 //! `mm` is `mm::device::DeviceAllocator` with frames from `mm::phys` (no driver), each request
 //! made by `mm::policy::request(Api::Align32, SocProfile::A2, size, HUGE_FIRST)`; its reserved
 //! bytes are the physical bytes it backed. `offset-allocator` manages numbers. `talc`,
-//! `buddy_system_allocator` and `linked_list_allocator` manage a real arena (one
-//! `MAP_NORESERVE` mapping): to keep RAM modest their sizes are divided by a power of two per
-//! workload (the table says by how much); reserved bytes are the arena's high-water mark for
+//! `buddy_system_allocator` and `linked_list_allocator` manage a real arena (one populated
+//! mapping of 4× their peak live bytes): to keep RAM modest their sizes are divided by a power
+//! of two per workload (the table says by how much); reserved bytes are the arena's high-water mark for
 //! `talc` and `linked_list_allocator`, and the power-of-two blocks handed out for the buddy heap
 //! (which takes blocks from anywhere in its arena). `malloc`'s reserved bytes are glibc's
 //! `arena + hblkhd` over its value at the start, after `malloc_trim`: process-wide and
@@ -113,7 +113,8 @@ impl SubAllocator for Offset {
     }
 }
 
-/// One anonymous `MAP_NORESERVE` mapping: pages cost RAM only once touched.
+/// One anonymous mapping, populated up front so that no first-touch page fault lands in a
+/// timed loop (at most about 1.1 GiB, one workload at a time).
 struct Arena {
     base: NonNull<u8>,
     len: usize,
@@ -128,7 +129,7 @@ impl Arena {
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_POPULATE,
                 -1,
                 0,
             )
