@@ -5,7 +5,8 @@
  *
  *   copy_bench [MiB] [ROUNDS]    aclrtMemcpy host-to-device, device-to-host and device-to-device,
  *                                and aclrtMemcpyAsync host-to-device + synchronize, each against
- *                                memcpy between two host buffers of the same size
+ *                                memcpy between two host buffers of the same size (the faster
+ *                                of one call and 2 MiB chunks)
  *
  * Prints one Markdown table (median and spread over ROUNDS after one warm-up). Asserts nothing
  * about time.
@@ -88,9 +89,19 @@ int main(int argc, char **argv)
     /* Round 0 is the warm-up (first touch of every page); it is not reported. */
     for (r = 0; r <= rounds; r++) {
         double t0, t[WAYS], m;
+        size_t off;
+        double m2;
         t0 = now_s();
         memcpy(h2, h1, n);
         m = now_s() - t0;
+        /* Chunked copies can beat one large memcpy (which may switch to non-temporal stores):
+         * the floor is the faster of the two. */
+        t0 = now_s();
+        for (off = 0; off < n; off += 2 * MIB) {
+            memcpy(h2 + off, h1 + off, n - off < 2 * MIB ? n - off : 2 * MIB);
+        }
+        m2 = now_s() - t0;
+        m = m2 < m ? m2 : m;
         t0 = now_s();
         TRY(aclrtMemcpy(d1, n, h1, n, ACL_MEMCPY_HOST_TO_DEVICE));
         t[WAY_H2D] = now_s() - t0;
@@ -120,7 +131,7 @@ int main(int argc, char **argv)
            rounds);
     printf("| copy | median GB/s | spread GB/s | memcpy GB/s (same run) | vs memcpy | target |\n");
     printf("|---|---|---|---|---|---|\n");
-    printf("| memcpy host-to-host (the floor) | %.2f | %.2f-%.2f | %.2f | 100.0%% | - |\n", ref[rounds / 2], ref[0],
+    printf("| memcpy host-to-host, best of one call and 2 MiB chunks (the floor) | %.2f | %.2f-%.2f | %.2f | 100.0%% | - |\n", ref[rounds / 2], ref[0],
            ref[rounds - 1], ref[rounds / 2]);
     for (w = 0; w < WAYS; w++) {
         qsort(gbs[w], (size_t)rounds, sizeof(double), cmp_double);
