@@ -116,6 +116,7 @@ pub struct Executor<T> {
     next_event: u32,
     edges: BTreeMap<StreamId, VecDeque<Edge>>,
     clock: Clock,
+    finished_items: u64,
 }
 
 /// The most events an executor holds by default (the per-device limit of CANN's A2/A3/950).
@@ -142,6 +143,7 @@ impl<T> Executor<T> {
             next_event: 0,
             edges: BTreeMap::new(),
             clock,
+            finished_items: 0,
         }
     }
 
@@ -322,6 +324,13 @@ impl<T> Executor<T> {
         self.unpark();
     }
 
+    /// How many items (tasks and internal items) have finished so far, wrapping; a change
+    /// tells an owner that someone waiting for completion should look again (internal items
+    /// finish inside [`take_ready`](Self::take_ready)).
+    pub fn finished_items(&self) -> u64 {
+        self.finished_items
+    }
+
     /// Whether some stream waits in the ready queue (a hint that another worker could start
     /// something now).
     pub fn has_ready(&self) -> bool {
@@ -354,6 +363,7 @@ impl<T> Executor<T> {
         let stream = self.streams.get_mut(&id).ok_or(Error::NoSuchStream)?;
         let finished = stream.finish(seq, status)?;
         self.unfinished -= finished;
+        self.finished_items = self.finished_items.wrapping_add(1);
         if stream.is_ready() {
             // INVARIANT: the stream was running, so it was neither ready nor parked.
             self.ready.push_back(id);

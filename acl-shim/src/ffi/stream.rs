@@ -348,14 +348,15 @@ pub unsafe extern "C" fn aclrtLaunchCallback(
     const API: &str = "aclrtLaunchCallback";
     guard(API, || {
         let func = func.ok_or_else(|| AclError::invalid(format!("{API}: fn is NULL")))?;
-        let block =
-            match block_type {
-                0 => false,
-                1 => true,
-                b => return Err(AclError::invalid(format!(
+        let block = match block_type {
+            0 => false,
+            1 => true,
+            b => {
+                return Err(AclError::invalid(format!(
                     "{API}: blockType {b} is neither ACL_CALLBACK_NO_BLOCK (0) nor ACL_CALLBACK_BLOCK (1)"
-                ))),
-            };
+                )))
+            }
+        };
         let rt = runtime::runtime(API)?;
         ensure_hook(&rt);
         // CAST: the argument travels as an address.

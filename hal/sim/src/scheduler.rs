@@ -370,7 +370,13 @@ fn gate(fabric: &Weak<Fabric>, task: &TaskDesc) -> bool {
 fn run(shared: &Shared, fabric: &Weak<Fabric>) {
     let mut st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
     loop {
-        if let Some((stream, seq, task)) = st.exec.take_ready_if(|t| gate(fabric, t)) {
+        let before = st.exec.finished_items();
+        let taken = st.exec.take_ready_if(|t| gate(fabric, t));
+        if st.exec.finished_items() != before && st.waiters > 0 {
+            // Internal items (event records, satisfied waits) finished while taking.
+            shared.done.notify_all();
+        }
+        if let Some((stream, seq, task)) = taken {
             let ticket = match task {
                 TaskDesc::Kernel { args: t, .. } | TaskDesc::CopyBatch { batch: t } => {
                     st.tickets.remove(&t).and_then(|h| h.ticket)
