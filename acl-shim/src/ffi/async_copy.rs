@@ -67,6 +67,7 @@ unsafe fn copy_now(rt: &Runtime, api: &str, dst: u64, dl: Loc, src: u64, sl: Loc
 }
 
 /// Submits a DMA copy as tasks of at most the slice size.
+#[expect(clippy::too_many_arguments, reason = "both ends with their locations")]
 fn submit_copy(
     rt: &Runtime,
     api: &str,
@@ -275,7 +276,6 @@ pub unsafe extern "C" fn aclrtMemcpy2d(
 
 /// `aclError aclrtMemcpy2dAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, aclrtMemcpyKind kind, aclrtStream stream);`
 #[no_mangle]
-#[expect(clippy::too_many_arguments, reason = "the C signature")]
 pub unsafe extern "C" fn aclrtMemcpy2dAsync(
     dst: *mut c_void,
     dpitch: usize,
@@ -582,7 +582,6 @@ use crate::runtime::Backend;
 
 /// `aclError aclrtMemcpyBatch(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs, size_t *failIndex);`
 #[no_mangle]
-#[expect(clippy::too_many_arguments, reason = "the C signature")]
 pub unsafe extern "C" fn aclrtMemcpyBatch(
     dsts: *mut *mut c_void,
     dest_maxs: *mut usize,
@@ -614,7 +613,6 @@ pub unsafe extern "C" fn aclrtMemcpyBatch(
 
 /// `aclError aclrtMemcpyBatchV2(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs);`
 #[no_mangle]
-#[expect(clippy::too_many_arguments, reason = "the C signature")]
 pub unsafe extern "C" fn aclrtMemcpyBatchV2(
     dsts: *mut *mut c_void,
     dest_maxs: *mut usize,
@@ -645,7 +643,6 @@ pub unsafe extern "C" fn aclrtMemcpyBatchV2(
 
 /// `aclError aclrtMemcpyBatchAsync(..., size_t *failIndex, aclrtStream stream);`
 #[no_mangle]
-#[expect(clippy::too_many_arguments, reason = "the C signature")]
 pub unsafe extern "C" fn aclrtMemcpyBatchAsync(
     dsts: *mut *mut c_void,
     dest_maxs: *mut usize,
@@ -678,7 +675,6 @@ pub unsafe extern "C" fn aclrtMemcpyBatchAsync(
 
 /// `aclError aclrtMemcpyBatchAsyncV2(..., size_t numAttrs, aclrtStream stream);`
 #[no_mangle]
-#[expect(clippy::too_many_arguments, reason = "the C signature")]
 pub unsafe extern "C" fn aclrtMemcpyBatchAsyncV2(
     dsts: *mut *mut c_void,
     dest_maxs: *mut usize,
