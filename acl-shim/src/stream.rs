@@ -9,7 +9,7 @@
 //!
 //! # Locking
 //!
-//! One mutex guards the tables ([`Tables`]); it is never held while waiting on a device or
+//! One mutex guards the tables of live handles; it is never held while waiting on a device or
 //! while calling into the backend's queues, except for the short, non-blocking submit calls. A
 //! report queue has its own mutex. Order: tables, then a report queue.
 
@@ -445,7 +445,7 @@ impl Runtime {
     ///
     /// # Errors
     ///
-    /// As [`Runtime::stream`].
+    /// `ACL_ERROR_RT_INVALID_HANDLE` for a stream that is not live.
     pub fn stream_is_complete(&self, api: &str, handle: u64) -> Result<bool> {
         let (_, s) = self.stream(api, handle)?;
         let drv = self.sim_driver();

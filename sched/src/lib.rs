@@ -14,9 +14,9 @@
 //! - Submission never grows memory without bound: a full ring returns [`Error::Full`].
 //! - The executor is plain data driven by `&mut self`; the owner serialises access.
 //! - Lock-free state shared between threads (the published completed sequence of
-//!   [`progress`]) imports its atomics only through the [`sync`] facade, which switches to loom
+//!   [`progress`]) imports its atomics only through the `sync` facade, which switches to loom
 //!   under `cfg(loom)`.
-//! - The executor implements `mm`'s [`StreamOrder`](mm::order::StreamOrder) oracle.
+//! - The executor implements `mm`'s [`StreamOrder`] oracle.
 //! - This crate must not depend on any backend or on `acl-shim`.
 #![no_std]
 #![forbid(unsafe_code)]
