@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * tests/c/stream_bench.c - task submission and completion on the software NPU
+ * (empty host functions and 4-byte memsets on one and four streams) against a
+ * plain bounded SPSC ring between two threads, and asynchronous copy bandwidth
+ * (64 MiB pinned<->device, device<->device; a batch of 4096 x 4 KiB) against
+ * memcpy of the same bytes, all measured in the same run. Prints Markdown
+ * tables (the bench harness of tests/benches/streams.rs re-prints them).
+ *
+ * usage: stream_bench [TASKS] [ROUNDS]
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "acl/acl.h"
+
+#define MIB ((size_t)1 << 20)
+#define MAX_ROUNDS 32
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+#define TRY(call)                                                                                  \
+    do {                                                                                           \
+        aclError rc_ = (call);                                                                     \
+        if (rc_ != ACL_SUCCESS) {                                                                  \
+            const char *m_ = aclGetRecentErrMsg();                                                 \
+            fprintf(stderr, "%s:%d: %s = %d: %s\n", __FILE__, __LINE__, #call, (int)rc_,           \
+                    m_ ? m_ : "");                                                                 \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* ---- the floor: a bounded SPSC ring of 16-byte items between two threads ---- */
+#define RING 1024
+typedef struct {
+    uint64_t a, b;
+} Item;
+static Item ring[RING];
+static _Atomic size_t head, tail;
+static size_t ring_items;
+
+static void *ring_consumer(void *arg)
+{
+    size_t got = 0;
+    uint64_t sum = 0;
+    (void)arg;
+    while (got < ring_items) {
+        size_t t = atomic_load_explicit(&tail, memory_order_relaxed);
+        if (t == atomic_load_explicit(&head, memory_order_acquire)) {
+            continue;
+        }
+        sum += ring[t % RING].a;
+        atomic_store_explicit(&tail, t + 1, memory_order_release);
+        got++;
+    }
+    return (void *)(uintptr_t)(sum & 1);
+}
+
+static double ring_ns_per_item(size_t n)
+{
+    pthread_t c;
+    size_t i;
+    double t0;
+
+    atomic_store(&head, 0);
+    atomic_store(&tail, 0);
+    ring_items = n;
+    t0 = now();
+    pthread_create(&c, NULL, ring_consumer, NULL);
+    for (i = 0; i < n; i++) {
+        size_t h = atomic_load_explicit(&head, memory_order_relaxed);
+        while (h - atomic_load_explicit(&tail, memory_order_acquire) >= RING) {
+        }
+        ring[h % RING].a = i;
+        ring[h % RING].b = i;
+        atomic_store_explicit(&head, h + 1, memory_order_release);
+    }
+    pthread_join(c, NULL);
+    return (now() - t0) * 1e9 / (double)n;
+}
+
+static void empty(void *arg)
+{
+    (void)arg;
+}
+
+/* ns per task: submit `n` tasks round-robin over `k` streams, then synchronise. */
+static double tasks_ns(aclrtStream *s, int k, size_t n, int memset_kind, void *dev)
+{
+    size_t i;
+    int j;
+    double t0 = now();
+    for (i = 0; i < n; i++) {
+        aclrtStream st = s[i % (size_t)k];
+        if (memset_kind) {
+            TRY(aclrtMemsetAsync((char *)dev + (i % (size_t)k) * 64, 4, (int)i, 4, st));
+        } else {
+            TRY(aclrtLaunchHostFunc(st, empty, NULL));
+        }
+    }
+    for (j = 0; j < k; j++) {
+        TRY(aclrtSynchronizeStream(s[j]));
+    }
+    return (now() - t0) * 1e9 / (double)n;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof v[0], cmp_double);
+    return v[n / 2];
+}
+
+int main(int argc, char **argv)
+{
+    size_t tasks = argc > 1 ? (size_t)atol(argv[1]) : 100000;
+    int rounds = argc > 2 ? atoi(argv[2]) : 7;
+    size_t big = 64 * MIB, i;
+    aclrtStream s[4];
+    void *dev = NULL, *d1 = NULL, *d2 = NULL, *p1 = NULL;
+    char *h1, *h2;
+    double v[MAX_ROUNDS], floor_ns;
+    int r, k;
+
+    if (rounds < 1 || rounds > MAX_ROUNDS) {
+        return 2;
+    }
+    TRY(aclInit(NULL));
+    TRY(aclrtSetDevice(0));
+    for (k = 0; k < 4; k++) {
+        TRY(aclrtCreateStream(&s[k]));
+    }
+    TRY(aclrtMalloc(&dev, 4096, ACL_MEM_MALLOC_HUGE_FIRST));
+
+    for (r = 0; r < rounds; r++) {
+        v[r] = ring_ns_per_item(tasks);
+    }
+    floor_ns = median(v, rounds);
+    printf("### Task submission and completion on the software NPU (%zu tasks per round, median of %d rounds)\n\n",
+           tasks, rounds);
+    printf("| what | median ns/task | tasks/s | floor ns/item (SPSC ring, same run) | vs floor | target |\n");
+    printf("|---|---|---|---|---|---|\n");
+    printf("| bounded SPSC ring, push + pop across two threads (the floor) | %.1f | %.0f | %.1f | 1.0x | - |\n", floor_ns,
+           1e9 / floor_ns, floor_ns);
+    {
+        static const char *const what[4] = {
+            "aclrtLaunchHostFunc (empty), 1 stream",
+            "aclrtLaunchHostFunc (empty), 4 streams",
+            "aclrtMemsetAsync 4 bytes, 1 stream",
+            "aclrtMemsetAsync 4 bytes, 4 streams",
+        };
+        int c;
+        for (c = 0; c < 4; c++) {
+            int streams = (c % 2) ? 4 : 1;
+            (void)tasks_ns(s, streams, tasks / 10 + 1, c >= 2, dev); /* warm-up */
+            for (r = 0; r < rounds; r++) {
+                v[r] = tasks_ns(s, streams, tasks, c >= 2, dev);
+            }
+            {
+                double m = median(v, rounds);
+                printf("| %s | %.1f | %.0f | %.1f | %.1fx | <= 4x |\n", what[c], m, 1e9 / m, floor_ns, m / floor_ns);
+            }
+        }
+    }
+    printf("\n");
+
+    /* ---- copy bandwidth ---- */
+    h1 = malloc(big);
+    h2 = malloc(big);
+    if (h1 == NULL || h2 == NULL) {
+        return 1;
+    }
+    memset(h1, 1, big);
+    memset(h2, 2, big);
+    TRY(aclrtMallocHost(&p1, big));
+    TRY(aclrtMalloc(&d1, big, ACL_MEM_MALLOC_HUGE_FIRST));
+    TRY(aclrtMalloc(&d2, big, ACL_MEM_MALLOC_HUGE_FIRST));
+    memset(p1, 3, big);
+    TRY(aclrtMemset(d1, big, 4, big));
+    TRY(aclrtMemset(d2, big, 5, big));
+    for (r = 0; r < rounds; r++) {
+        double t0 = now();
+        memcpy(h2, h1, big);
+        v[r] = (double)big / (now() - t0) / 1e9;
+        h1[r] = (char)r;
+    }
+    {
+        double ref = median(v, rounds);
+        static const char *const what[3] = {
+            "aclrtMemcpyAsync pinned host-to-device + synchronize",
+            "aclrtMemcpyAsync device-to-pinned host + synchronize",
+            "aclrtMemcpyAsync device-to-device + synchronize",
+        };
+        int w;
+        printf("### Asynchronous copies on the software NPU: bandwidth against memcpy (64 MiB, median of %d rounds)\n\n",
+               rounds);
+        printf("| copy | median GB/s | memcpy GB/s (same run) | vs memcpy | target |\n");
+        printf("|---|---|---|---|---|\n");
+        printf("| memcpy host-to-host (the floor) | %.2f | %.2f | 100.0%% | - |\n", ref, ref);
+        for (w = 0; w < 3; w++) {
+            for (r = 0; r < rounds; r++) {
+                double t0 = now();
+                if (w == 0) {
+                    TRY(aclrtMemcpyAsync(d1, big, p1, big, ACL_MEMCPY_HOST_TO_DEVICE, s[0]));
+                } else if (w == 1) {
+                    TRY(aclrtMemcpyAsync(p1, big, d1, big, ACL_MEMCPY_DEVICE_TO_HOST, s[0]));
+                } else {
+                    TRY(aclrtMemcpyAsync(d2, big, d1, big, ACL_MEMCPY_DEVICE_TO_DEVICE, s[0]));
+                }
+                TRY(aclrtSynchronizeStream(s[0]));
+                v[r] = (double)big / (now() - t0) / 1e9;
+            }
+            {
+                double m = median(v, rounds);
+                printf("| %s | %.2f | %.2f | %.1f%% | >= 90%% |\n", what[w], m, ref, 100.0 * m / ref);
+            }
+        }
+    }
+
+    /* ---- batch of 4096 x 4 KiB ---- */
+    {
+        enum { N = 4096, SZ = 4096 };
+        static void *dsts[N], *srcs[N];
+        static size_t maxs[N], sizes[N];
+        size_t idx[1] = { 0 }, fail = 0;
+        aclrtMemcpyBatchAttr attr;
+        double ref;
+        memset(&attr, 0, sizeof attr);
+        attr.dstLoc.type = ACL_MEM_LOCATION_TYPE_DEVICE;
+        attr.srcLoc.type = ACL_MEM_LOCATION_TYPE_HOST;
+        for (i = 0; i < N; i++) {
+            dsts[i] = (char *)d1 + i * SZ;
+            srcs[i] = (char *)p1 + i * SZ;
+            maxs[i] = SZ;
+            sizes[i] = SZ;
+        }
+        for (r = 0; r < rounds; r++) {
+            double t0 = now();
+            for (i = 0; i < N; i++) {
+                memcpy(h2 + i * SZ, h1 + i * SZ, SZ);
+            }
+            v[r] = (double)(N * SZ) / (now() - t0) / 1e9;
+        }
+        ref = median(v, rounds);
+        for (r = 0; r < rounds; r++) {
+            double t0 = now();
+            TRY(aclrtMemcpyBatchAsync(dsts, maxs, srcs, sizes, N, &attr, idx, 1, &fail, s[0]));
+            TRY(aclrtSynchronizeStream(s[0]));
+            v[r] = (double)(N * SZ) / (now() - t0) / 1e9;
+        }
+        {
+            double m = median(v, rounds);
+            printf("| memcpy loop, 4096 x 4 KiB (the batch floor) | %.2f | %.2f | 100.0%% | - |\n", ref, ref);
+            printf("| aclrtMemcpyBatchAsync 4096 x 4 KiB pinned host-to-device + synchronize | %.2f | %.2f | %.1f%% | >= 80%% |\n", m,
+                   ref, 100.0 * m / ref);
+        }
+    }
+    printf("\n");
+    TRY(aclrtFree(d1));
+    TRY(aclrtFree(d2));
+    TRY(aclrtFreeHost(p1));
+    TRY(aclrtFree(dev));
+    for (k = 0; k < 4; k++) {
+        TRY(aclrtDestroyStream(s[k]));
+    }
+    TRY(aclrtResetDevice(0));
+    TRY(aclFinalize());
+    free(h1);
+    free(h2);
+    return 0;
+}
