@@ -224,6 +224,16 @@ static int replay(const char *path, double *ratio, size_t *peak_live_out, size_t
         }
     }
     fclose(f);
+    /* Blocks the trace never freed: free them, so that destroying the pool gives everything back
+     * (a destroyed pool keeps blocks still allocated valid until they are freed). */
+    {
+        size_t i;
+        for (i = 0; i < cap; i++) {
+            if (ptrs[i] != NULL) {
+                TRY(aclrtMemPoolFreeAsync(ptrs[i], s));
+            }
+        }
+    }
     TRY(aclrtSynchronizeStream(s));
     TRY(aclrtMemPoolDestroy(pool));
     TRY(aclrtDestroyStream(s));
