@@ -23,6 +23,7 @@ pub mod memory;
 pub mod peer;
 pub mod pool;
 pub mod runtime;
+pub mod safe;
 pub mod stream;
 pub mod vmm;
 

@@ -1,0 +1,305 @@
+//! Streams and their copies.
+
+use std::fmt;
+use std::sync::Arc;
+
+use hal::{DeviceAddr, DeviceId, TaskDesc};
+
+use super::buffer::Alloc;
+use super::device::DeviceInner;
+use super::pod::{self, Pod};
+use super::{Device, DeviceBuffer, DeviceSlice, DeviceSliceMut, Event, PinnedHostBuffer, Result};
+use crate::error::AclError;
+use crate::ffi::async_copy::{COPY_SLICE_BYTES, COPY_SLICE_D2D_BYTES};
+use crate::memory::{kind, DstBytes, SrcBytes};
+use crate::runtime::Runtime as Rt;
+use crate::stream::{StreamObj, Timeout};
+
+/// One live stream; destroyed (after its tasks) when the last holder goes.
+pub(crate) struct StreamInner {
+    pub(crate) device: Arc<DeviceInner>,
+    pub(crate) handle: u64,
+}
+
+impl StreamInner {
+    /// The runtime (device made current) and the stream's object.
+    pub(crate) fn obj(&self, api: &str) -> Result<(&Rt, Arc<StreamObj>)> {
+        let rt = self.device.bind(api)?;
+        let s = rt.submit_stream(api, self.handle)?;
+        Ok((rt, s))
+    }
+}
+
+impl Drop for StreamInner {
+    fn drop(&mut self) {
+        const API: &str = "Stream::drop";
+        if let Ok(rt) = self.device.bind(API) {
+            let _ = rt.destroy_stream(API, self.handle, false);
+        }
+    }
+}
+
+/// Makes stream `waiter` wait for the work submitted so far to stream `on` (an event recorded
+/// on `on` and waited for by `waiter`).
+pub(crate) fn order_after(api: &str, waiter: &StreamInner, on: &StreamInner) -> Result<()> {
+    if waiter.handle == on.handle {
+        return Ok(());
+    }
+    waiter.device.same(api, &on.device)?;
+    let (rt, w) = waiter.obj(api)?;
+    let (_, o) = rt.stream(api, on.handle)?;
+    let drv = rt.backend().driver();
+    let dev = DeviceId(w.device);
+    let ev = drv.create_event(dev).map_err(|e| AclError::from_hal(e, api))?;
+    let r = drv.record_event(dev, o.queue, ev).and_then(|_| drv.wait_event(dev, w.queue, ev));
+    let _ = drv.destroy_event(dev, ev);
+    r.map_err(|e| AclError::from_hal(e, api))
+}
+
+fn same_len(api: &str, dst: usize, src: usize) -> Result<()> {
+    if dst != src {
+        return Err(AclError::invalid(format!(
+            "{api}: the destination holds {dst} elements but the source {src}; lengths must match"
+        )));
+    }
+    Ok(())
+}
+
+/// Submits an asynchronous copy as tasks of at most `slice` bytes.
+fn submit_copy(rt: &Rt, api: &str, s: &StreamObj, dst: u64, src: u64, count: u64, slice: u64) -> Result<()> {
+    let mut done = 0;
+    while done < count {
+        let n = (count - done).min(slice);
+        rt.submit_task(
+            api,
+            s,
+            TaskDesc::Copy { dst: DeviceAddr(dst + done), src: DeviceAddr(src + done), len_bytes: n },
+        )?;
+        done += n;
+    }
+    Ok(())
+}
+
+/// A stream of one device: an ordered queue of copies, kernels and event operations.
+///
+/// Cloning is cheap and shares the stream; it is destroyed (after its queued work) when the
+/// last clone and every buffer it owns are gone.
+#[derive(Clone)]
+pub struct Stream {
+    pub(crate) inner: Arc<StreamInner>,
+}
+
+impl fmt::Debug for Stream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Stream")
+            .field("handle", &format_args!("{:#x}", self.inner.handle))
+            .field("device", &self.inner.device.id)
+            .finish()
+    }
+}
+
+impl Stream {
+    /// Creates a stream on `device` (`aclrtCreateStream`).
+    ///
+    /// # Errors
+    ///
+    /// When the device has no stream left.
+    pub fn new(device: &Device) -> Result<Self> {
+        const API: &str = "Stream::new";
+        let handle = device.inner.bind(API)?.create_stream(API, 0)?;
+        Ok(Self { inner: Arc::new(StreamInner { device: Arc::clone(&device.inner), handle }) })
+    }
+
+    /// The stream's opaque handle (the `aclrtStream` value the C ABI would see).
+    pub fn handle(&self) -> u64 {
+        self.inner.handle
+    }
+
+    /// The id of the stream's device.
+    pub fn device_id(&self) -> u32 {
+        self.inner.device.id
+    }
+
+    /// Waits for every task submitted so far (`aclrtSynchronizeStream`).
+    ///
+    /// # Errors
+    ///
+    /// The failure of a task of the stream (a kernel fault, for example).
+    pub fn synchronize(&self) -> Result<()> {
+        const API: &str = "Stream::synchronize";
+        self.inner.device.bind(API)?.synchronize_stream(API, self.inner.handle, Timeout::Forever)
+    }
+
+    /// Whether every task submitted so far has finished (`aclrtStreamQuery`).
+    ///
+    /// # Errors
+    ///
+    /// When the runtime was finalised under the guard.
+    pub fn is_complete(&self) -> Result<bool> {
+        const API: &str = "Stream::is_complete";
+        self.inner.device.bind(API)?.stream_is_complete(API, self.inner.handle)
+    }
+
+    /// Makes this stream wait until `event`'s recorded work is done (`aclrtStreamWaitEvent`).
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_STREAM_CONTEXT` for an event of another device.
+    pub fn wait_event(&self, event: &Event) -> Result<()> {
+        const API: &str = "Stream::wait_event";
+        self.inner.device.same(API, &event.device)?;
+        self.inner.device.bind(API)?.stream_wait_event(API, self.inner.handle, event.handle)
+    }
+
+    /// The explicit cross-stream dependency: makes this stream wait for the work every other
+    /// stream has submitted on `buffer` so far (an event recorded on each, waited for here),
+    /// and lets this stream use the buffer from now on.
+    ///
+    /// Dropping the buffer afterwards orders its free after this stream's work too.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_STREAM_CONTEXT` for a buffer of another device.
+    pub fn acquire<T: Pod>(&self, buffer: &DeviceBuffer<T>) -> Result<()> {
+        buffer.alloc.acquire("Stream::acquire", &self.inner)
+    }
+
+    fn use_alloc(&self, api: &str, a: &Alloc) -> Result<()> {
+        a.check_use(api, &self.inner)
+    }
+
+    /// Copies host elements into device memory in the stream's order. As with
+    /// `aclrtMemcpyAsync` from pageable memory, this waits for the stream's earlier work,
+    /// then copies, and returns when the copy is done.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_INVALID_PARAM` when the lengths differ or this stream may not use the buffer
+    /// (see [`Stream::acquire`]); the failure of earlier work on the stream.
+    pub fn copy_from_host<'a, T: Pod>(&self, dst: impl Into<DeviceSliceMut<'a, T>>, src: &[T]) -> Result<()> {
+        const API: &str = "Stream::copy_from_host";
+        let dst = dst.into();
+        same_len(API, dst.len(), src.len())?;
+        self.use_alloc(API, dst.alloc)?;
+        if src.is_empty() {
+            return Ok(());
+        }
+        let (rt, s) = self.inner.obj(API)?;
+        let bytes = pod::to_bytes(src);
+        let d = dst.as_slice();
+        let (addr, n) = (d.addr(), d.size_bytes());
+        // CAST: the address of the staging bytes, for the plan's window checks.
+        let host = bytes.as_ptr() as usize as u64;
+        let plan = rt.plan_memcpy(API, addr, n, host, n, kind::H2D)?;
+        rt.sync_stream_obj(API, &s)?;
+        rt.copy(API, DstBytes::Addr(addr), SrcBytes::Host(&bytes), plan.count)
+    }
+
+    /// Copies device elements to the host in the stream's order: waits for the stream's
+    /// earlier work, then copies, and returns when the copy is done.
+    ///
+    /// # Errors
+    ///
+    /// As [`Stream::copy_from_host`].
+    pub fn copy_to_host<'a, T: Pod>(&self, dst: &mut [T], src: impl Into<DeviceSlice<'a, T>>) -> Result<()> {
+        const API: &str = "Stream::copy_to_host";
+        let src = src.into();
+        same_len(API, dst.len(), src.len())?;
+        self.use_alloc(API, src.alloc)?;
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let (rt, s) = self.inner.obj(API)?;
+        let n = src.size_bytes();
+        let mut bytes = vec![0u8; dst.len() * T::SIZE];
+        // CAST: the address of the staging bytes, for the plan's window checks.
+        let host = bytes.as_ptr() as usize as u64;
+        let plan = rt.plan_memcpy(API, host, n, src.addr(), n, kind::D2H)?;
+        rt.sync_stream_obj(API, &s)?;
+        rt.copy(API, DstBytes::Host(&mut bytes), SrcBytes::Addr(src.addr()), plan.count)?;
+        pod::from_bytes(&bytes, dst);
+        Ok(())
+    }
+
+    /// Copies device elements to device elements asynchronously (a copy task on the stream).
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_INVALID_PARAM` when the lengths differ or this stream may not use a buffer.
+    pub fn copy<'a, 'b, T: Pod>(
+        &self,
+        dst: impl Into<DeviceSliceMut<'a, T>>,
+        src: impl Into<DeviceSlice<'b, T>>,
+    ) -> Result<()> {
+        const API: &str = "Stream::copy";
+        let (dst, src) = (dst.into(), src.into());
+        same_len(API, dst.len(), src.len())?;
+        self.use_alloc(API, dst.alloc)?;
+        self.use_alloc(API, src.alloc)?;
+        let (rt, s) = self.inner.obj(API)?;
+        let d = dst.as_slice();
+        let plan = rt.plan_memcpy(API, d.addr(), d.size_bytes(), src.addr(), src.size_bytes(), kind::D2D)?;
+        submit_copy(rt, API, &s, d.addr(), src.addr(), plan.count, COPY_SLICE_D2D_BYTES)
+    }
+
+    /// Copies pinned host elements to device elements asynchronously. The pinned buffer's
+    /// host reads and writes wait for this stream until it is done.
+    ///
+    /// # Errors
+    ///
+    /// As [`Stream::copy`].
+    pub fn copy_from_pinned<'a, T: Pod>(
+        &self,
+        dst: impl Into<DeviceSliceMut<'a, T>>,
+        src: &PinnedHostBuffer<T>,
+    ) -> Result<()> {
+        const API: &str = "Stream::copy_from_pinned";
+        let dst = dst.into();
+        same_len(API, dst.len(), src.len())?;
+        self.use_alloc(API, dst.alloc)?;
+        let (rt, s) = self.inner.obj(API)?;
+        let d = dst.as_slice();
+        let plan = rt.plan_memcpy(API, d.addr(), d.size_bytes(), src.addr(), src.size_bytes(), kind::H2D)?;
+        src.add_pending(&self.inner);
+        submit_copy(rt, API, &s, d.addr(), src.addr(), plan.count, COPY_SLICE_BYTES)
+    }
+
+    /// Copies device elements to pinned host elements asynchronously. The pinned buffer's
+    /// host reads wait for this stream until it is done.
+    ///
+    /// # Errors
+    ///
+    /// As [`Stream::copy`].
+    pub fn copy_to_pinned<'a, T: Pod>(
+        &self,
+        dst: &mut PinnedHostBuffer<T>,
+        src: impl Into<DeviceSlice<'a, T>>,
+    ) -> Result<()> {
+        const API: &str = "Stream::copy_to_pinned";
+        let src = src.into();
+        same_len(API, dst.len(), src.len())?;
+        self.use_alloc(API, src.alloc)?;
+        let (rt, s) = self.inner.obj(API)?;
+        let plan =
+            rt.plan_memcpy(API, dst.addr(), dst.size_bytes(), src.addr(), src.size_bytes(), kind::D2H)?;
+        dst.add_pending(&self.inner);
+        submit_copy(rt, API, &s, dst.addr(), src.addr(), plan.count, COPY_SLICE_BYTES)
+    }
+
+    /// Sets every byte of `dst` to `value` (a synchronous `aclrtMemset` after the stream's
+    /// earlier work).
+    ///
+    /// # Errors
+    ///
+    /// When this stream may not use the buffer.
+    pub fn memset<'a, T: Pod>(&self, dst: impl Into<DeviceSliceMut<'a, T>>, value: u8) -> Result<()> {
+        const API: &str = "Stream::memset";
+        let dst = dst.into();
+        self.use_alloc(API, dst.alloc)?;
+        let (rt, s) = self.inner.obj(API)?;
+        let d = dst.as_slice();
+        let plan = rt.plan_memset(API, d.addr(), d.size_bytes(), d.size_bytes())?;
+        rt.sync_stream_obj(API, &s)?;
+        rt.memset(API, plan, d.addr(), value)
+    }
+}
