@@ -276,6 +276,11 @@ impl Runtime {
         if let Some(r) = self.pool_free_now(api, ptr) {
             return r;
         }
+        if self.has_deferred_free(ptr) {
+            return Err(AclError::rt_invalid(format!(
+                "{api}: devPtr {ptr:#x} already has a stream-ordered free pending (aclrtMemPoolFreeAsync): double free"
+            )));
+        }
         self.free_device_now(api, d, ptr)
     }
 

@@ -451,6 +451,11 @@ impl Runtime {
         Ok(())
     }
 
+    /// Whether a stream-ordered free of the plain allocation at `ptr` is pending.
+    pub(crate) fn has_deferred_free(&self, ptr: u64) -> bool {
+        tables(self).deferred.iter().any(|f| f.addr == ptr)
+    }
+
     /// The pool (live or retired) whose segments hold `ptr`.
     fn pool_of(&self, d: u32, ptr: u64) -> Option<(u64, Arc<PoolObj>)> {
         let t = tables(self);

@@ -53,7 +53,7 @@ pub trait PoolBacking {
     ///
     /// # Errors
     ///
-    /// A [`hal::Error`]; [`ErrorKind::OutOfMemory`] when no VA is left.
+    /// A [`hal::Error`]; [`hal::ErrorKind::OutOfMemory`] when no VA is left.
     fn reserve(&mut self, len_bytes: u64) -> Result<VaRange, hal::Error>;
 
     /// Gives back a reservation with nothing backed in it.
@@ -67,7 +67,7 @@ pub trait PoolBacking {
     ///
     /// # Errors
     ///
-    /// A [`hal::Error`]; [`ErrorKind::OutOfMemory`] when the device has no free memory.
+    /// A [`hal::Error`]; [`hal::ErrorKind::OutOfMemory`] when the device has no free memory.
     fn back(&mut self, page: VaRange) -> Result<(), hal::Error>;
 
     /// Releases one page backed by [`Self::back`].

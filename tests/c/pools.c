@@ -337,6 +337,7 @@ static void threshold_trim_and_plain_frees(void)
         CHECK_OK(launch_fill(d, 8 * MIB, 0x44444444u, 200, s));
         CHECK_OK(aclrtMemPoolFreeAsync(d, s));
         CHECK_FAIL(aclrtMemPoolFreeAsync(d, s), ACL_ERROR_RT_PARAM_INVALID);
+        CHECK_FAIL(aclrtFree(d), ACL_ERROR_RT_PARAM_INVALID); /* its free is pending */
         CHECK(base - hbm_free() >= 8 * MIB); /* still held: the kernel is running */
         CHECK_OK(aclrtSynchronizeStream(s));
         CHECK(hbm_free() == base);

@@ -2,7 +2,7 @@
 //! `tests/c/` against `acl-shim/include`, and run it on a private software NPU.
 //!
 //! This crate owns no product code; it must only drive the library the way a user would. Its
-//! [`bench`] module is the harness of the benchmarks in `tests/benches/`.
+//! [`bench`](mod@bench) module is the harness of the benchmarks in `tests/benches/`.
 
 pub mod bench;
 

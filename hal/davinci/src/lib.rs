@@ -2,7 +2,7 @@
 //! `/dev/davinci_manager`.
 //!
 //! Every system call goes through one [`Transport`]: [`LibcTransport`] on a machine with the
-//! driver, or (feature `fake-kernel`) [`fake::FakeKernel`], which decodes the same argument
+//! driver, or (feature `fake-kernel`) `fake::FakeKernel`, which decodes the same argument
 //! structs ([`hal::davinci_abi`]) and serves them from the software NPU. The backend,
 //! [`Davinci`], implements the `hal` driver traits on top.
 //!
