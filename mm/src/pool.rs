@@ -313,11 +313,9 @@ impl Pool {
                 self.free_set.remove(&(e.len, addr));
             }
             State::Cached(p) => {
+                // An emptied set stays: the stream will likely cache blocks again soon.
                 if let Some(set) = self.cached.get_mut(&p.stream) {
                     set.remove(&(e.len, addr));
-                    if set.is_empty() {
-                        self.cached.remove(&p.stream);
-                    }
                 }
             }
             State::Busy => {}
@@ -464,6 +462,26 @@ impl Pool {
                 Err(_) => retried = true,
             }
         };
+        let e = *self.extents.get(&addr).ok_or(PoolError::NotAllocated)?;
+        if e.len == size {
+            // An exact fit: leave its index set and change its state in place.
+            match e.state {
+                State::Free => {
+                    self.free_set.remove(&(e.len, addr));
+                }
+                State::Cached(p) => {
+                    if let Some(set) = self.cached.get_mut(&p.stream) {
+                        set.remove(&(e.len, addr));
+                    }
+                }
+                State::Busy => return Err(PoolError::NotAllocated),
+            }
+            if let Some(x) = self.extents.get_mut(&addr) {
+                x.state = State::Busy;
+            }
+            self.stats.used.add(size);
+            return Ok(Grant { addr: DeviceAddr(addr), size_bytes: size, how, wait_for: wait });
+        }
         let e = self.index_remove(addr).ok_or(PoolError::NotAllocated)?;
         if e.len > size {
             // Split from the low end; the rest keeps its state.
@@ -543,15 +561,28 @@ impl Pool {
                 })
             }
         }
-        let e = self.index_remove(a).ok_or(PoolError::NotAllocated)?;
-        self.stats.used.sub(e.len);
-        // The block stays on its pages, now cached.
-        self.index_insert(
-            a,
-            Extent { len: e.len, state: State::Cached(StreamPoint { stream, seq }), region: e.region },
-        );
-        self.merge(a);
-        Ok(e.len)
+        let state = State::Cached(StreamPoint { stream, seq });
+        let len = match self.extents.get_mut(&a) {
+            Some(e) => {
+                // The block stays on its pages, now cached: a state change in place.
+                e.state = state;
+                e.len
+            }
+            None => return Err(PoolError::NotAllocated),
+        };
+        self.stats.used.sub(len);
+        let prev = self.extents.range(..a).next_back().map(|(&s, x)| (s, *x));
+        let next = self.extents.get(&(a + len)).copied();
+        let region = self.extents.get(&a).map_or(0, |e| e.region);
+        let mergeable = |x: &Extent| x.state == state && x.region == region;
+        if prev.is_some_and(|(ps, pe)| mergeable(&pe) && ps + pe.len == a)
+            || next.is_some_and(|ne| mergeable(&ne))
+        {
+            self.merge(a);
+        } else {
+            self.cached.entry(stream).or_default().insert((len, a));
+        }
+        Ok(len)
     }
 
     /// Turns cached extents whose frees have completed into free ones.
