@@ -811,10 +811,19 @@ impl Runtime {
         }
         let d = self.current_device(api)?;
         self.process_deferred(d);
-        let info: MemoryInfo =
-            self.backend.driver().memory_info(DeviceId(d)).map_err(|e| AclError::from_hal(e, api))?;
+        let drv = self.backend.driver();
+        let info: MemoryInfo = drv.memory_info(DeviceId(d)).map_err(|e| AclError::from_hal(e, api))?;
+        let kind = drv.device_info(DeviceId(d)).map(|i| i.memory).unwrap_or_default();
+        // A device with DDR only answers HBM queries with its DDR figures (D-11-01); a device
+        // with HBM has no DDR to report.
+        let attr = match (kind, attr) {
+            (hal::MemoryKind::Ddr, 0) => 1,
+            (hal::MemoryKind::Ddr, 2 | 6) => 4,
+            (hal::MemoryKind::Ddr, 3 | 7) => 5,
+            (_, a) => a,
+        };
         Ok(match attr {
-            // DDR classes: this device has HBM only, so they report nothing.
+            // DDR classes on a device with HBM: nothing to report.
             0 | 2 | 3 | 6 | 7 => (0, 0),
             // HBM (or runtime's choice) with normal pages, or all pages.
             1 | 5 | 9 | 12 | 15 => (info.free_bytes, info.total_bytes),

@@ -66,11 +66,23 @@ impl SocProfile {
     }
 }
 
+/// What kind of memory a device has.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MemoryKind {
+    /// High-bandwidth memory (A2, A3, 950).
+    #[default]
+    Hbm,
+    /// DDR only (for example Atlas 200I/500 A2): HBM queries are answered with DDR figures.
+    Ddr,
+}
+
 /// Static facts about one device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeviceInfo {
     /// Chip generation.
     pub soc: SocProfile,
+    /// The kind of the device memory (whose size is `hbm_bytes`).
+    pub memory: MemoryKind,
     /// Bytes of HBM the device has.
     pub hbm_bytes: u64,
     /// Bytes of HBM that may be handed out as 2 MiB pages.

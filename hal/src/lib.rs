@@ -37,8 +37,8 @@ pub mod task;
 pub use addr::{DeviceAddr, DeviceId, PageSize, VaRange};
 pub use driver::{
     BackRequest, CopyEngine, DeviceControl, DeviceInfo, Driver, HostBytes, HostBytesMut, MemAttr,
-    MemoryBacking, MemoryInfo, PhysHandle, PhysicalMemory, PinnedHost, ShareInfo, ShareKind, ShareName,
-    Sharing, SocProfile, TaskQueue, SHARE_NAME_BYTES,
+    MemoryBacking, MemoryInfo, MemoryKind, PhysHandle, PhysicalMemory, PinnedHost, ShareInfo, ShareKind,
+    ShareName, Sharing, SocProfile, TaskQueue, SHARE_NAME_BYTES,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use task::{EventId, EventInfo, QueueId, TaskDesc, TaskStatus, WaitCompare};

@@ -54,6 +54,12 @@ fn malloc_variants_and_queries_950() {
 }
 
 #[test]
+fn ddr_only_devices_answer_hbm_queries_with_ddr_figures() {
+    let exe = compile_c("ddr_info", Link::Shared);
+    run_ok(&exe, "ddr", &[("ACLRS_SIM_MEMORY", "ddr")]);
+}
+
+#[test]
 fn demo_prints_its_table() {
     let exe = compile_c("demo", Link::Shared);
     let out = run_ok(&exe, "demo", &[]);

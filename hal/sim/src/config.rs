@@ -33,6 +33,8 @@ pub struct SimConfig {
     pub giant_budget_bytes: u64,
     /// `ACLRS_SIM_SOC`: the chip profile (default A2, `Ascend910B`).
     pub soc: SocProfile,
+    /// `ACLRS_SIM_MEMORY`: `hbm` (default) or `ddr` (a device without HBM).
+    pub memory: hal::MemoryKind,
 }
 
 /// Largest HBM a device may have: its VA window.
@@ -49,6 +51,7 @@ impl Default for SimConfig {
             huge_budget_bytes: default_huge(hbm),
             giant_budget_bytes: default_giant(hbm),
             soc: SocProfile::A2,
+            memory: hal::MemoryKind::Hbm,
         }
     }
 }
@@ -143,6 +146,13 @@ impl SimConfig {
                 _ => return Err(bad("ACLRS_SIM_HUGE1G", &v, "expected bytes no larger than ACLRS_SIM_HBM")),
             }
         }
+        if let Some(v) = get("ACLRS_SIM_MEMORY") {
+            cfg.memory = match v.trim().to_ascii_lowercase().as_str() {
+                "hbm" => hal::MemoryKind::Hbm,
+                "ddr" => hal::MemoryKind::Ddr,
+                _ => return Err(bad("ACLRS_SIM_MEMORY", &v, "expected hbm or ddr")),
+            };
+        }
         if let Some(v) = get("ACLRS_SIM_SOC") {
             cfg.soc = SocProfile::from_name(v.trim()).ok_or_else(|| {
                 bad("ACLRS_SIM_SOC", &v, "expected Ascend910B (A2), Ascend910_93 (A3) or Ascend950PR (950)")
@@ -216,6 +226,8 @@ mod tests {
         assert_eq!(cfg(&[("ACLRS_SIM_HBM", "256T")]).unwrap_err().var, "ACLRS_SIM_HBM");
         assert_eq!(cfg(&[("ACLRS_SIM_INSTANCE", "a/b")]).unwrap_err().var, "ACLRS_SIM_INSTANCE");
         assert_eq!(cfg(&[("ACLRS_SIM_SOC", "Ascend310")]).unwrap_err().var, "ACLRS_SIM_SOC");
+        assert_eq!(cfg(&[("ACLRS_SIM_MEMORY", "sram")]).unwrap_err().var, "ACLRS_SIM_MEMORY");
+        assert_eq!(cfg(&[("ACLRS_SIM_MEMORY", "DDR")]).unwrap().memory, hal::MemoryKind::Ddr);
         assert_eq!(
             cfg(&[("ACLRS_SIM_HBM", "1G"), ("ACLRS_SIM_HUGE2M", "2G")]).unwrap_err().var,
             "ACLRS_SIM_HUGE2M"

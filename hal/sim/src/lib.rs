@@ -187,6 +187,7 @@ impl Sim {
     fn info_of(&self) -> DeviceInfo {
         DeviceInfo {
             soc: self.config.soc,
+            memory: self.config.memory,
             hbm_bytes: self.config.hbm_bytes,
             huge_budget_bytes: self.config.huge_budget_bytes,
             giant_budget_bytes: self.config.giant_budget_bytes,

@@ -889,6 +889,7 @@ fn visibility_device_info_and_hbm_objects() {
     assert_eq!(sim.device_count(), 2);
     let info = DeviceInfo {
         soc: SocProfile::A3,
+        memory: hal::MemoryKind::Hbm,
         hbm_bytes: 256 * MIB,
         huge_budget_bytes: 32 * MIB,
         giant_budget_bytes: 0,
