@@ -39,6 +39,62 @@ impl Alloc {
         Self { device, ptr, bytes, owner, _pool: pool, users: Mutex::new(Vec::new()), live: true }
     }
 
+    /// A view of memory the safe API does not free through this record (a VMM range, an IPC
+    /// import): any stream of the device may use it, and dropping it frees nothing.
+    pub(crate) fn view(device: Arc<DeviceInner>, ptr: u64, bytes: u64) -> Self {
+        Self { device, ptr, bytes, owner: None, _pool: None, users: Mutex::new(Vec::new()), live: false }
+    }
+
+    /// Waits for every stream that used the memory so far (before it goes away).
+    pub(crate) fn wait_users(&self, api: &str) -> Result<()> {
+        let users = self.users().clone();
+        if users.is_empty() {
+            return Ok(());
+        }
+        let rt = self.device.bind(api)?;
+        for u in &users {
+            rt.synchronize_stream(api, u.handle, Timeout::Forever)?;
+        }
+        Ok(())
+    }
+
+    /// A shared slice of `len` elements from byte `at`, checked against the record's bounds
+    /// and `T`'s alignment.
+    pub(crate) fn slice_at<T: Pod>(&self, api: &str, at: u64, len: usize) -> Result<DeviceSlice<'_, T>> {
+        let offset = self.check_at::<T>(api, at, len)?;
+        Ok(DeviceSlice { alloc: self, offset, len, _t: PhantomData })
+    }
+
+    /// An exclusive slice of `len` elements from byte `at`, as [`Self::slice_at`].
+    pub(crate) fn slice_mut_at<T: Pod>(
+        &self,
+        api: &str,
+        at: u64,
+        len: usize,
+    ) -> Result<DeviceSliceMut<'_, T>> {
+        let offset = self.check_at::<T>(api, at, len)?;
+        Ok(DeviceSliceMut { alloc: self, offset, len, _t: PhantomData })
+    }
+
+    fn check_at<T: Pod>(&self, api: &str, at: u64, len: usize) -> Result<usize> {
+        // CAST: element sizes are small.
+        let size = T::SIZE as u64;
+        let bytes = u64::try_from(len).ok().and_then(|l| l.checked_mul(size));
+        let fits = bytes.and_then(|b| at.checked_add(b)).is_some_and(|end| end <= self.bytes);
+        if !fits {
+            return Err(AclError::invalid(format!(
+                "{api}: {len} elements from byte {at} do not fit in {} bytes",
+                self.bytes
+            )));
+        }
+        if at % size != 0 {
+            return Err(AclError::invalid(format!(
+                "{api}: byte offset {at} is not a multiple of the element size {size}"
+            )));
+        }
+        usize::try_from(at / size).map_err(|_| AclError::invalid(format!("{api}: offset {at} is too large")))
+    }
+
     fn users(&self) -> std::sync::MutexGuard<'_, Vec<Arc<StreamInner>>> {
         self.users.lock().unwrap_or_else(|p| p.into_inner())
     }

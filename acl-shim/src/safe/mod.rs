@@ -1,5 +1,6 @@
 //! A safe Rust API over the aclrs runtime: devices, streams, events, typed device buffers with
-//! stream-ordered drop, pinned host buffers, memory pools and kernels.
+//! stream-ordered drop, pinned host buffers, memory pools, kernels, virtual memory management
+//! and IPC.
 //!
 //! This module calls the same runtime as the C ABI (the methods of
 //! [`crate::runtime::Runtime`]), never the `extern "C"` functions, and contains no `unsafe`
@@ -95,6 +96,18 @@
 //! }
 //! ```
 //!
+//! ## Virtual memory and IPC
+//!
+//! [`PhysicalMemory`] (`aclrtMallocPhysical`), [`VirtualRange`] (`aclrtReserveMemAddress`) and
+//! [`Mapping`] (`aclrtMapMem`) free, release and unmap on drop. A mapping borrows its range, so
+//! the range cannot be released under it; physical memory dropped while mapped is freed at the
+//! unmap. Slices of a range may span several mappings, so a range is a buffer that grows in
+//! place (the `expandable` example).
+//!
+//! [`IpcExport`] exports a [`DeviceBuffer`] under a key (with a pid whitelist, or to every
+//! process) and borrows it, so the memory outlives the key; [`IpcImport`] maps a key another
+//! process exported. Both close on drop; close imports before the exporter closes its key.
+//!
 //! ## Threads
 //!
 //! Every type is `Send` and `Sync`. The runtime's current device is per thread; each call
@@ -111,20 +124,24 @@
 mod buffer;
 mod device;
 mod event;
+mod ipc;
 mod kernel;
 mod pinned;
 mod pod;
 mod pool;
 mod stream;
+mod vmm;
 
 pub use buffer::{DeviceBuffer, DeviceSlice, DeviceSliceMut};
 pub use device::{Device, MemInfo, MemUsage, Runtime};
 pub use event::Event;
+pub use ipc::{IpcExport, IpcImport};
 pub use kernel::{Kernel, KernelArgs, Module};
 pub use pinned::PinnedHostBuffer;
 pub use pod::Pod;
 pub use pool::MemPool;
 pub use stream::Stream;
+pub use vmm::{granularity, Location, Mapping, PageKind, PhysicalMemory, VirtualRange};
 
 /// The one error type of the safe API: an `aclError` code and a message.
 pub use crate::error::AclError as Error;
