@@ -401,6 +401,36 @@ pub struct devmm_mem_ipc_open_para {
     pub name: [u8; DEVMM_MAX_NAME_SIZE],
 }
 
+impl Default for devmm_mem_ipc_create_para {
+    fn default() -> Self {
+        // CAST: a small constant.
+        Self { vptr: 0, len: 0, name: [0; DEVMM_MAX_NAME_SIZE], name_len: DEVMM_MAX_NAME_SIZE as u32 }
+    }
+}
+
+impl Default for devmm_mem_ipc_open_para {
+    fn default() -> Self {
+        Self { vptr: 0, name: [0; DEVMM_MAX_NAME_SIZE] }
+    }
+}
+
+/// A NUL-terminated IPC name buffer holding `name`; `None` when it does not fit (64 bytes at
+/// most) or holds a NUL.
+pub fn ipc_name(name: &[u8]) -> Option<[u8; DEVMM_MAX_NAME_SIZE]> {
+    if name.len() >= DEVMM_MAX_NAME_SIZE || name.contains(&0) {
+        return None;
+    }
+    let mut out = [0u8; DEVMM_MAX_NAME_SIZE];
+    out[..name.len()].copy_from_slice(name);
+    Some(out)
+}
+
+/// The bytes of a NUL-terminated IPC name buffer, without the NUL.
+pub fn ipc_name_bytes(buf: &[u8; DEVMM_MAX_NAME_SIZE]) -> &[u8] {
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    &buf[..end]
+}
+
 /// `struct devmm_mem_ipc_close_para` (`DEVMM_SVM_IPC_MEM_CLOSE`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -421,6 +451,17 @@ pub struct devmm_mem_ipc_set_pid_para {
     pub num: u32,
     /// Super-pod id (`u32::MAX`: the current pod).
     pub sdid: u32,
+}
+
+impl Default for devmm_mem_ipc_set_pid_para {
+    fn default() -> Self {
+        Self {
+            name: [0; DEVMM_MAX_NAME_SIZE],
+            set_pid: [0; DEVMM_SECONDARY_PROCESS_NUM],
+            num: 0,
+            sdid: u32::MAX,
+        }
+    }
 }
 
 /// `struct devmm_mmap_addr_seg`: one segment of the SVM window to mmap.
@@ -539,11 +580,28 @@ macro_rules! devmm_para {
     // CAST: i32 and u32 share their bit image.
     (@put i32, $out:ident, $at:expr, $v:expr) => { put_u32($out, $at, $v as u32) };
     (@put u8, $out:ident, $at:expr, $v:expr) => { $out[$at] = $v };
+    (@put bytes, $out:ident, $at:expr, $v:expr) => { $out[$at..$at + $v.len()].copy_from_slice(&$v) };
+    (@put i32s, $out:ident, $at:expr, $v:expr) => {
+        for (i, x) in $v.iter().enumerate() {
+            // CAST: i32 and u32 share their bit image.
+            put_u32($out, $at + 4 * i, *x as u32);
+        }
+    };
     (@get u64, $b:ident, $at:expr, $dst:expr) => { $dst = get_u64($b, $at) };
     (@get u32, $b:ident, $at:expr, $dst:expr) => { $dst = get_u32($b, $at) };
     // CAST: i32 and u32 share their bit image.
     (@get i32, $b:ident, $at:expr, $dst:expr) => { $dst = get_u32($b, $at) as i32 };
     (@get u8, $b:ident, $at:expr, $dst:expr) => { $dst = $b[$at] };
+    (@get bytes, $b:ident, $at:expr, $dst:expr) => {
+        let n = $dst.len();
+        $dst.copy_from_slice(&$b[$at..$at + n])
+    };
+    (@get i32s, $b:ident, $at:expr, $dst:expr) => {
+        for (i, x) in $dst.iter_mut().enumerate() {
+            // CAST: i32 and u32 share their bit image.
+            *x = get_u32($b, $at + 4 * i) as i32;
+        }
+    };
 }
 
 devmm_para!(devmm_mem_alloc_para { p: u64, size: u64 });
@@ -593,6 +651,9 @@ devmm_para!(devmm_mem_import_para {
     pg_num: u64,
 });
 devmm_para!(devmm_mem_ipc_close_para { vptr: u64 });
+devmm_para!(devmm_mem_ipc_create_para { vptr: u64, len: u64, name: bytes, name_len: u32 });
+devmm_para!(devmm_mem_ipc_open_para { vptr: u64, name: bytes });
+devmm_para!(devmm_mem_ipc_set_pid_para { name: bytes, set_pid: i32s, num: u32, sdid: u32 });
 devmm_para!(devmm_get_mmap_para {
     seg_num: u32,
     is_need_map_nptmv: u8,
@@ -836,6 +897,59 @@ const_assert_eq!(offset_of!(halReportRecvInfo, cqe_addr), 16);
 const_assert_eq!(offset_of!(halReportRecvInfo, report_cqe_num), 28);
 const_assert_eq!(offset_of!(halReportRecvInfo, task_id), 36);
 
+impl halSqCqInputInfo {
+    /// Puts the user address of a [`trs_uio_info`] into `res[0..2]` (the mapped-ring mode).
+    pub fn set_uio_info(&mut self, addr: u64) {
+        let b = addr.to_ne_bytes();
+        let (lo, hi) = b.split_at(4);
+        self.res[0] = u32::from_ne_bytes([lo[0], lo[1], lo[2], lo[3]]);
+        self.res[1] = u32::from_ne_bytes([hi[0], hi[1], hi[2], hi[3]]);
+    }
+
+    /// The user address of a [`trs_uio_info`] in `res[0..2]` (0: the kernel-send mode).
+    pub fn uio_info(&self) -> u64 {
+        let (lo, hi) = (self.res[0].to_ne_bytes(), self.res[1].to_ne_bytes());
+        u64::from_ne_bytes([lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]])
+    }
+}
+
+/// `enum trs_uio_addr_type`: the shared-info page (RW mapping).
+pub const TRS_UIO_SHR_INFO: usize = 0;
+/// The SQ head page (RW mapping).
+pub const TRS_UIO_HEAD: usize = 1;
+/// The SQ tail page (RW mapping).
+pub const TRS_UIO_TAIL: usize = 2;
+/// The doorbell register page (second mapping).
+pub const TRS_UIO_DB: usize = 3;
+/// The SQ head register page (second mapping).
+pub const TRS_UIO_HEAD_REG: usize = 4;
+/// The SQ tail register page (second mapping).
+pub const TRS_UIO_TAIL_REG: usize = 5;
+/// Entries of `trs_uio_info.sq_ctrl_addr`.
+pub const TRS_UIO_ADDR_MAX: usize = 6;
+
+/// `struct trs_uio_info`: where the user mapped the SQ ring and its control pages; passed by
+/// address in `halSqCqInputInfo.res[0..2]` to `TRS_SQCQ_ALLOC`, which remaps them (adding each
+/// register's in-page offset to its `sq_ctrl_addr`) and sets `uio_flag`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct trs_uio_info {
+    /// User VA of the SQ ring.
+    pub sq_que_addr: u64,
+    /// User VAs of the control pages, by `TRS_UIO_*` index.
+    pub sq_ctrl_addr: [u64; TRS_UIO_ADDR_MAX],
+    /// Whether the ring is in device-local memory (out).
+    pub sq_mem_local_flag: u8,
+    /// Whether the queue is a soft queue, `UIO_T` (out).
+    pub soft_que_flag: u8,
+    /// Whether the kernel set up the mapping, `UIO_D` (out).
+    pub uio_flag: u8,
+}
+
+const_assert_eq!(size_of::<trs_uio_info>(), 64);
+const_assert_eq!(offset_of!(trs_uio_info, sq_ctrl_addr), 8);
+const_assert_eq!(offset_of!(trs_uio_info, uio_flag), 58);
+
 /// Allocates an SQ/CQ pair (`_IOWR('X', 15, halSqCqInputInfo)`).
 pub const TRS_SQCQ_ALLOC: u32 = iowr(TRS_MAGIC, 15, size_of::<halSqCqInputInfo>());
 /// Frees an SQ/CQ pair (`_IOW('X', 16, halSqCqFreeInfo)`).
@@ -909,6 +1023,27 @@ mod tests {
         let import = devmm_mem_import_para { share_id: -2, pg_num: 7, ..Default::default() };
         let arg = devmm_ioctl_arg::with(0, &import);
         assert_eq!(arg.get::<devmm_mem_import_para>(), import);
+    }
+
+    #[test]
+    fn uio_pointer_and_ipc_images_round_trip() {
+        let mut info = halSqCqInputInfo::default();
+        info.set_uio_info(0x1234_5678_9abc_def0);
+        assert_eq!(info.uio_info(), 0x1234_5678_9abc_def0);
+        let create = devmm_mem_ipc_create_para {
+            vptr: 7,
+            len: 4096,
+            name: ipc_name(b"aclrs-key").unwrap(),
+            ..Default::default()
+        };
+        let arg = devmm_ioctl_arg::with(0, &create);
+        assert_eq!(arg.get::<devmm_mem_ipc_create_para>(), create);
+        let mut pids = devmm_mem_ipc_set_pid_para { name: create.name, num: 2, ..Default::default() };
+        pids.set_pid[..2].copy_from_slice(&[11, -1]);
+        let arg = devmm_ioctl_arg::with(0, &pids);
+        assert_eq!(arg.get::<devmm_mem_ipc_set_pid_para>(), pids);
+        assert_eq!(ipc_name_bytes(&pids.name), b"aclrs-key");
+        assert!(ipc_name(&[b'a'; 65]).is_none());
     }
 
     #[test]
