@@ -4,29 +4,40 @@
 //! It plays the driver's part of the protocol the backend speaks — the multiplexer's module
 //! binding, the SVM commands (process setup, window segments, alloc/advise/free pages, copies,
 //! memset, VMM create/map/unmap/release) and the TRS commands of the kernel-send mode — and
-//! answers anything else with `ENOTTY`, as a kernel does for an unknown command. Mappings are
-//! bookkeeping only: the SVM window is never touched through host loads and stores.
+//! answers anything else with `ENOTTY`, as a kernel does for an unknown command. SVM window
+//! mappings are bookkeeping only: the window is never touched through host loads and stores.
+//!
+//! The mapped-ring mode is served for real: an mmap of a `TSDRV_MMAP` fd gets fresh anonymous
+//! pages, `TRS_SQCQ_ALLOC` with a `trs_uio_info` takes the ring and control pages from them,
+//! and a device thread watches every such queue's doorbell page, moves new SQEs into the
+//! software NPU's queue, advances the head registers and writes CQEs into the CQ ring
+//! ([`crate::sqe::uio`]). The pages stay alive while either the user's mapping or the queue
+//! refers to them, as a kernel's would.
 
 use core::ffi::c_void;
 use std::collections::HashMap;
 use std::ffi::CStr;
 use std::os::fd::RawFd;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
 
 use hal::davinci_abi::{
     self as abi, davinci_intf_open_arg, devmm_free_pages_para, devmm_get_mmap_para, devmm_ioctl_arg,
     devmm_mem_advise_para, devmm_mem_alloc_para, devmm_mem_copy_para, devmm_mem_create_para,
     devmm_mem_map_para, devmm_mem_memset_para, devmm_mem_release_para, devmm_mem_unmap_para,
-    devmm_mmap_addr_seg, halReportRecvInfo, halSqCqFreeInfo, halSqCqInputInfo, halTaskSendInfo,
+    devmm_mmap_addr_seg, halReportRecvInfo, halSqCqFreeInfo, halSqCqInputInfo, halTaskSendInfo, trs_uio_info,
 };
 use hal::layout::{DEVICE_WINDOW_BASE, DEVICE_WINDOW_SIZE};
 use hal::{
-    BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, Error, MemAttr, MemoryBacking, PageSize,
-    PhysHandle, PhysicalMemory, QueueId, TaskQueue, VaRange,
+    BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, Error, ErrorKind, MemAttr, MemoryBacking,
+    PageSize, PhysHandle, PhysicalMemory, QueueId, TaskQueue, TaskStatus, VaRange,
 };
 use hal_sim::Sim;
 
 use crate::sqe::{self, Cqe};
+use crate::sys::shared::{Anon, View};
 use crate::sys::user;
 use crate::{Errno, Transport};
 
@@ -53,13 +64,163 @@ struct State {
     mappings: HashMap<usize, usize>,
     /// Counts of every command number served, for tests.
     served: HashMap<u32, u64>,
+    /// Pages behind the `TSDRV_MMAP` mappings the user holds, by start address.
+    ring_maps: HashMap<usize, Arc<Anon>>,
+}
+
+/// A page (or ring) of a mapped queue: the pages it lies in and its user address.
+#[derive(Debug)]
+struct Page {
+    mem: Arc<Anon>,
+    addr: u64,
+    len: usize,
+}
+
+impl Page {
+    fn find(maps: &HashMap<usize, Arc<Anon>>, addr: u64, len: usize) -> Result<Self, Errno> {
+        maps.values()
+            .find(|m| m.view(addr, len).is_some())
+            .map(|m| Self { mem: Arc::clone(m), addr, len })
+            .ok_or(Errno(libc::EINVAL))
+    }
+
+    fn view(&self) -> Option<View<'_>> {
+        self.mem.view(self.addr, self.len)
+    }
+}
+
+/// A queue in the mapped-ring mode, as the device thread sees it.
+#[derive(Debug)]
+struct RingQueue {
+    dev: DeviceId,
+    q: QueueId,
+    depth: u32,
+    sq: Page,
+    shr: Page,
+    head: Page,
+    head_reg: Page,
+    db: Page,
+    svc: Mutex<Service>,
+}
+
+/// The device side of a mapped queue's counters.
+#[derive(Debug, Default)]
+struct Service {
+    head: u32,
+    cq_tail: u32,
+    reported: u64,
+    /// A failure the software NPU reported that no CQE carried yet.
+    failure: Option<TaskStatus>,
+    broken: bool,
+}
+
+impl RingQueue {
+    /// Moves new SQEs into the software NPU and reports completions; whether it did anything.
+    fn service(&self, sim: &Sim) -> bool {
+        let (Some(sq), Some(shr), Some(head), Some(head_reg), Some(db)) =
+            (self.sq.view(), self.shr.view(), self.head.view(), self.head_reg.view(), self.db.view())
+        else {
+            return false;
+        };
+        let mut s = self.svc.lock().unwrap_or_else(|p| p.into_inner());
+        if s.broken {
+            return false;
+        }
+        let mut busy = false;
+        let tail = db.load_u32(0);
+        while s.head != tail && tail.wrapping_sub(s.head) <= self.depth {
+            let mut image = [0u8; sqe::SQE_BYTES];
+            sq.read((s.head % self.depth) as usize * sqe::SQE_BYTES, &mut image);
+            let submitted = match sqe::decode(&image) {
+                Some(task) => sim.submit(self.dev, self.q, task),
+                None => Err(Error::new(ErrorKind::InvalidArgument, "unknown SQE")),
+            };
+            match submitted {
+                Ok(_) => {}
+                // The NPU's queue is full: leave the SQE in the ring and come back.
+                Err(e) if e.kind() == ErrorKind::QueueFull => break,
+                Err(e) => {
+                    s.broken = true;
+                    s.failure = Some(TaskStatus::Fault(-Errno::from_kind(e.kind()).0));
+                    break;
+                }
+            }
+            s.head = s.head.wrapping_add(1);
+            head.store_u32(0, s.head);
+            head_reg.store_u32(0, s.head);
+            busy = true;
+        }
+        let Ok((seq, status)) = sim.completed(self.dev, self.q) else {
+            return busy;
+        };
+        if status != TaskStatus::Ok && s.failure.is_none() {
+            s.failure = Some(status);
+        }
+        if seq == s.reported && s.failure.is_none() {
+            return busy;
+        }
+        if s.cq_tail.wrapping_sub(shr.load_u32(sqe::uio::CQ_HEAD)) >= sqe::uio::CQ_ENTRIES {
+            // The CQ ring is full: the next CQE will report the newest state.
+            return busy;
+        }
+        let cqe = Cqe { seq, status: s.failure.take().unwrap_or(TaskStatus::Ok) };
+        let slot = (s.cq_tail % sqe::uio::CQ_ENTRIES) as usize;
+        shr.write(sqe::uio::CQ_RING + slot * sqe::CQE_BYTES, &cqe.encode());
+        s.cq_tail = s.cq_tail.wrapping_add(1);
+        shr.store_u32(sqe::uio::CQ_TAIL, s.cq_tail);
+        s.reported = seq;
+        true
+    }
+}
+
+/// The mapped queues the device thread serves, and its stop flag.
+#[derive(Debug, Default)]
+struct Device {
+    queues: Mutex<Vec<Arc<RingQueue>>>,
+    stop: AtomicBool,
+}
+
+impl Device {
+    fn queues(&self) -> std::sync::MutexGuard<'_, Vec<Arc<RingQueue>>> {
+        self.queues.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The device thread: polls the doorbells until stopped.
+    fn run(&self, sim: &Sim) {
+        let mut idle = 0u32;
+        while !self.stop.load(Ordering::Acquire) {
+            let queues = self.queues().clone();
+            let mut busy = false;
+            for q in &queues {
+                busy |= q.service(sim);
+            }
+            if busy {
+                idle = 0;
+            } else {
+                idle = idle.saturating_add(1);
+                let pause = if queues.is_empty() || idle > 1000 { 1000 } else { 50 };
+                std::thread::sleep(Duration::from_micros(pause));
+            }
+        }
+    }
 }
 
 /// The fake kernel over a software NPU.
 #[derive(Debug)]
 pub struct FakeKernel {
-    sim: Sim,
+    sim: Arc<Sim>,
     state: Mutex<State>,
+    device: Arc<Device>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for FakeKernel {
+    fn drop(&mut self) {
+        self.device.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = t.join();
+        }
+    }
 }
 
 fn err(e: Error) -> Errno {
@@ -92,7 +253,12 @@ fn pg_size(pg_type: u32) -> Result<PageSize, Errno> {
 impl FakeKernel {
     /// A fake kernel serving `sim`.
     pub fn new(sim: Sim) -> Self {
-        Self { sim, state: Mutex::new(State { next_fd: 1000, ..State::default() }) }
+        Self {
+            sim: Arc::new(sim),
+            state: Mutex::new(State { next_fd: 1000, ..State::default() }),
+            device: Arc::default(),
+            thread: Mutex::new(None),
+        }
     }
 
     /// The software NPU behind the fake.
@@ -103,6 +269,71 @@ impl FakeKernel {
     /// How many times command `cmd` was served.
     pub fn served(&self, cmd: u32) -> u64 {
         self.lock().served.get(&cmd).copied().unwrap_or(0)
+    }
+
+    /// Starts the device thread if it is not running.
+    fn start_device(&self) -> Result<(), Errno> {
+        let mut t = self.thread.lock().unwrap_or_else(|p| p.into_inner());
+        if t.is_none() {
+            let (sim, device) = (Arc::clone(&self.sim), Arc::clone(&self.device));
+            let handle = std::thread::Builder::new()
+                .name("fake-davinci-device".into())
+                .spawn(move || device.run(&sim))
+                .map_err(|_| Errno(libc::ENOMEM))?;
+            *t = Some(handle);
+        }
+        Ok(())
+    }
+
+    /// `TRS_SQCQ_ALLOC` with a `trs_uio_info` at `uio_addr`: the mapped-ring mode.
+    ///
+    /// # Safety
+    ///
+    /// `uio_addr` must point at a readable and writable `trs_uio_info`.
+    unsafe fn alloc_mapped(
+        &self,
+        dev: DeviceId,
+        info: &mut halSqCqInputInfo,
+        uio_addr: u64,
+    ) -> Result<(), Errno> {
+        // SAFETY: the caller's contract.
+        let mut uio: trs_uio_info = unsafe { user::read(uio_addr as *const c_void) };
+        let depth = info.sqeDepth;
+        if depth == 0 {
+            return Err(Errno(libc::EINVAL));
+        }
+        let pages = {
+            let st = self.lock();
+            let m = &st.ring_maps;
+            let ctrl = |which: usize, len| Page::find(m, uio.sq_ctrl_addr[which], len);
+            (
+                Page::find(m, uio.sq_que_addr, depth as usize * sqe::SQE_BYTES)?,
+                ctrl(abi::TRS_UIO_SHR_INFO, sqe::uio::SHR_INFO_BYTES)?,
+                ctrl(abi::TRS_UIO_HEAD, 4)?,
+                ctrl(abi::TRS_UIO_HEAD_REG, 4)?,
+                ctrl(abi::TRS_UIO_DB, 4)?,
+            )
+        };
+        let (sq, shr, head, head_reg, db) = pages;
+        self.start_device()?;
+        let q = self.sim.create_queue(dev, depth).map_err(err)?;
+        self.device.queues().push(Arc::new(RingQueue {
+            dev,
+            q,
+            depth,
+            sq,
+            shr,
+            head,
+            head_reg,
+            db,
+            svc: Mutex::new(Service::default()),
+        }));
+        info.sqId = q.0;
+        info.cqId = q.0;
+        uio.uio_flag = 1;
+        // SAFETY: the caller's contract: writable.
+        unsafe { user::write(uio_addr as *mut c_void, uio) };
+        Ok(())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -274,9 +505,16 @@ impl FakeKernel {
                 if info.sqeSize != abi::TRS_SQE_SIZE {
                     return Err(Errno(libc::EINVAL));
                 }
-                let q = self.sim.create_queue(dev, info.sqeDepth).map_err(err)?;
-                info.sqId = q.0;
-                info.cqId = q.0;
+                let uio = info.uio_info();
+                if uio == 0 {
+                    let q = self.sim.create_queue(dev, info.sqeDepth).map_err(err)?;
+                    info.sqId = q.0;
+                    info.cqId = q.0;
+                } else {
+                    // SAFETY: in the mapped-ring mode `res[0..2]` carries the address of the
+                    // caller's `trs_uio_info` (the caller's contract covers it).
+                    unsafe { self.alloc_mapped(dev, &mut info, uio) }?;
+                }
                 // SAFETY: as above, writable.
                 unsafe { user::write(arg, info) };
                 Ok(0)
@@ -284,6 +522,7 @@ impl FakeKernel {
             abi::TRS_SQCQ_FREE => {
                 // SAFETY: the command's argument is a `halSqCqFreeInfo`.
                 let info: halSqCqFreeInfo = unsafe { user::read(arg) };
+                self.device.queues().retain(|r| (r.dev, r.q.0) != (dev, info.sqId));
                 self.sim.destroy_queue(dev, QueueId(info.sqId)).map_err(err)?;
                 Ok(0)
             }
@@ -360,6 +599,7 @@ impl Transport for FakeKernel {
                 *users == 0
             };
             if last {
+                self.device.queues().retain(|r| r.dev != DeviceId(d));
                 // Like a driver's release of the last fd: drain and free what the process held.
                 self.sim.close(DeviceId(d)).map_err(err)?;
             }
@@ -411,13 +651,28 @@ impl Transport for FakeKernel {
                 st.mappings.insert(hint, len);
                 Ok(hint)
             }
+            Some(Binding::TsdrvMmap(_)) => {
+                let mem = Arc::new(Anon::new(len)?);
+                let addr = mem.addr();
+                st.ring_maps.insert(addr, mem);
+                Ok(addr)
+            }
             Some(_) => Err(Errno(libc::EINVAL)),
             None => Err(Errno(libc::EBADF)),
         }
     }
 
     unsafe fn munmap(&self, addr: usize, len: usize) -> Result<(), Errno> {
-        match self.lock().mappings.remove(&addr) {
+        let mut st = self.lock();
+        if let Some(mem) = st.ring_maps.get(&addr) {
+            if mem.len() != len {
+                return Err(Errno(libc::EINVAL));
+            }
+            // The pages live on while a queue still uses them.
+            st.ring_maps.remove(&addr);
+            return Ok(());
+        }
+        match st.mappings.remove(&addr) {
             Some(l) if l == len => Ok(()),
             _ => Err(Errno(libc::EINVAL)),
         }

@@ -31,13 +31,15 @@ use std::collections::HashMap;
 use std::ffi::CStr;
 use std::fmt;
 use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use hal::davinci_abi::{
     self as abi, davinci_intf_open_arg, devmm_free_pages_para, devmm_get_mmap_para, devmm_ioctl_arg,
     devmm_mem_advise_para, devmm_mem_alloc_para, devmm_mem_copy_para, devmm_mem_create_para,
     devmm_mem_map_para, devmm_mem_memset_para, devmm_mem_release_para, devmm_mem_unmap_para,
-    devmm_mmap_addr_seg, halReportRecvInfo, halSqCqFreeInfo, halSqCqInputInfo, halTaskSendInfo,
+    devmm_mmap_addr_seg, halReportRecvInfo, halSqCqFreeInfo, halSqCqInputInfo, halTaskSendInfo, trs_uio_info,
 };
 use hal::{
     BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, DeviceInfo, Driver, Error, ErrorKind,
@@ -50,7 +52,22 @@ pub mod fake;
 pub mod sqe;
 mod sys;
 
+use sys::shared::{self, Mapped};
 pub use sys::LibcTransport;
+
+/// How a [`Davinci`] backend submits tasks and learns of completions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum QueueMode {
+    /// Every SQE through `TRS_SQCQ_SEND`, every completion through `TRS_SQCQ_RECV` (the
+    /// driver's `KIO` mode).
+    #[default]
+    KernelSend,
+    /// The SQ ring, its control pages and the doorbell mmapped through the `TSDRV_MMAP` fd
+    /// (the driver's `UIO_D` mode): submission writes the SQE into the ring and rings the
+    /// doorbell, completions are read from the CQ ring in the shared-info page
+    /// ([`sqe::uio`]); no system call per task.
+    MappedRing,
+}
 
 /// The device node the driver exposes.
 pub const MANAGER_NODE: &str = abi::DAVINCI_MANAGER_PATH;
@@ -284,21 +301,127 @@ impl<T: Transport> Drop for Mapping<T> {
 /// The fds of one open device.
 struct DeviceFds<T: Transport> {
     tsdrv: ModuleFd<T>,
-    _tsdrv_mmap: ModuleFd<T>,
-    /// Per queue (SQ id): its CQ id and the last sequence number handed out.
-    queues: HashMap<u32, QueueState>,
+    tsdrv_mmap: ModuleFd<T>,
+    /// Per queue (SQ id): its CQ id, the last sequence number handed out and, in the mapped
+    /// mode, its rings.
+    queues: HashMap<u32, QueueState<T>>,
 }
 
-#[derive(Clone, Copy)]
-struct QueueState {
+struct QueueState<T: Transport> {
     cq: u32,
     submitted: u64,
+    rings: Option<Arc<Rings<T>>>,
+}
+
+impl<T: Transport> Clone for QueueState<T> {
+    fn clone(&self) -> Self {
+        Self { cq: self.cq, submitted: self.submitted, rings: self.rings.clone() }
+    }
+}
+
+/// The mappings of one queue in the mapped-ring mode and the user's side of its counters.
+struct Rings<T: Transport> {
+    /// The SQ ring and the shared-info, head and tail pages.
+    sq_map: Mapped<T>,
+    /// The doorbell and the head and tail register pages.
+    reg_map: Mapped<T>,
+    /// Where the kernel put each page (`sq_ctrl_addr` after `TRS_SQCQ_ALLOC`).
+    uio: trs_uio_info,
+    depth: u32,
+    /// The SQ tail; written only with the device table locked.
+    tail: AtomicU32,
+    cq: Mutex<CqState>,
+}
+
+#[derive(Default)]
+struct CqState {
+    head: u32,
+    last: u64,
+    /// The first failure reported since `completed` last looked.
+    failure: Option<TaskStatus>,
+}
+
+fn ring_err() -> Error {
+    Error::new(ErrorKind::Internal, "the kernel placed a ring page outside the mappings")
+}
+
+impl<T: Transport> Rings<T> {
+    fn ctrl(&self, which: usize, len: usize) -> Result<shared::View<'_>> {
+        let addr = self.uio.sq_ctrl_addr[which];
+        self.sq_map.view(addr, len).or_else(|| self.reg_map.view(addr, len)).ok_or_else(ring_err)
+    }
+
+    fn check(&self) -> Result<()> {
+        self.sq_map.view(self.uio.sq_que_addr, self.depth as usize * sqe::SQE_BYTES).ok_or_else(ring_err)?;
+        self.ctrl(abi::TRS_UIO_SHR_INFO, sqe::uio::SHR_INFO_BYTES)?;
+        for which in [abi::TRS_UIO_HEAD, abi::TRS_UIO_TAIL, abi::TRS_UIO_DB, abi::TRS_UIO_HEAD_REG] {
+            self.ctrl(which, 4)?;
+        }
+        Ok(())
+    }
+
+    /// Writes `image` into the ring and rings the doorbell; the caller holds the device table.
+    fn push(&self, image: &[u8; sqe::SQE_BYTES]) -> Result<()> {
+        let head = self.ctrl(abi::TRS_UIO_HEAD_REG, 4)?.load_u32(0);
+        let tail = self.tail.load(Ordering::Relaxed);
+        if tail.wrapping_sub(head) >= self.depth {
+            return Err(Error::new(ErrorKind::QueueFull, "the SQ ring is full"));
+        }
+        let ring = self
+            .sq_map
+            .view(self.uio.sq_que_addr, self.depth as usize * sqe::SQE_BYTES)
+            .ok_or_else(ring_err)?;
+        ring.write((tail % self.depth) as usize * sqe::SQE_BYTES, image);
+        let next = tail.wrapping_add(1);
+        // Release stores: the SQE is visible before the tail and the doorbell say so.
+        self.ctrl(abi::TRS_UIO_TAIL, 4)?.store_u32(0, next);
+        self.ctrl(abi::TRS_UIO_DB, 4)?.store_u32(0, next);
+        self.tail.store(next, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Reads every CQE the device wrote since the last call and frees their slots.
+    fn drain(&self) -> Result<MutexGuard<'_, CqState>> {
+        let shr = self.ctrl(abi::TRS_UIO_SHR_INFO, sqe::uio::SHR_INFO_BYTES)?;
+        let mut cq = self.cq.lock().unwrap_or_else(|p| p.into_inner());
+        let tail = shr.load_u32(sqe::uio::CQ_TAIL);
+        while cq.head != tail {
+            let mut image = [0u8; sqe::CQE_BYTES];
+            let slot = (cq.head % sqe::uio::CQ_ENTRIES) as usize;
+            shr.read(sqe::uio::CQ_RING + slot * sqe::CQE_BYTES, &mut image);
+            let cqe = sqe::Cqe::decode(&image);
+            cq.last = cq.last.max(cqe.seq);
+            if cqe.status != TaskStatus::Ok && cq.failure.is_none() {
+                cq.failure = Some(cqe.status);
+            }
+            cq.head = cq.head.wrapping_add(1);
+        }
+        shr.store_u32(sqe::uio::CQ_HEAD, cq.head);
+        Ok(cq)
+    }
+
+    fn wait(&self, seq: u64, timeout_ms: Option<u32>) -> Result<()> {
+        // TIMEOUT: `timeout_ms` bounds the wait; `None` waits for the device forever.
+        let deadline = timeout_ms.map(|ms| Instant::now() + Duration::from_millis(u64::from(ms)));
+        let mut pause = Duration::from_micros(20);
+        loop {
+            if self.drain()?.last >= seq {
+                return Ok(());
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(Error::new(ErrorKind::Timeout, "queue did not reach the sequence in time"));
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(1));
+        }
+    }
 }
 
 /// The davinci backend over a transport.
 pub struct Davinci<T: Transport> {
     t: Arc<T>,
     devices: u32,
+    mode: QueueMode,
     svm: ModuleFd<T>,
     _window: Vec<Mapping<T>>,
     open: Mutex<HashMap<u32, DeviceFds<T>>>,
@@ -310,6 +433,7 @@ impl<T: Transport> fmt::Debug for Davinci<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Davinci")
             .field("devices", &self.devices)
+            .field("mode", &self.mode)
             .field("svm", &self.svm)
             .finish_non_exhaustive()
     }
@@ -330,6 +454,19 @@ impl<T: Transport> Davinci<T> {
     ///
     /// [`StartError`], with [`StartError::Abi`] when the driver speaks another ABI.
     pub fn new(transport: T, devices: u32) -> std::result::Result<Self, StartError> {
+        Self::with_queue_mode(transport, devices, QueueMode::default())
+    }
+
+    /// As [`Self::new`], with queues in `mode`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::new`].
+    pub fn with_queue_mode(
+        transport: T,
+        devices: u32,
+        mode: QueueMode,
+    ) -> std::result::Result<Self, StartError> {
         let t = Arc::new(transport);
         let svm = ModuleFd::open(&t, abi::MODULE_SVM, 0)?;
         let abi_err = |command, number| {
@@ -376,11 +513,17 @@ impl<T: Transport> Davinci<T> {
         Ok(Self {
             t,
             devices,
+            mode,
             svm,
             _window: window,
             open: Mutex::new(HashMap::new()),
             maps: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// How this backend's queues submit and complete.
+    pub fn queue_mode(&self) -> QueueMode {
+        self.mode
     }
 
     /// The transport (for tests that inspect the fake kernel).
@@ -414,14 +557,67 @@ impl<T: Transport> Davinci<T> {
         sys::ioctl_mut(&*self.t, fd, cmd, arg).map(drop).map_err(dev_err(what))
     }
 
-    fn queue(&self, dev: DeviceId, queue: QueueId) -> Result<QueueState> {
+    fn queue(&self, dev: DeviceId, queue: QueueId) -> Result<QueueState<T>> {
         self.opened()
             .get(&dev.0)
             .ok_or(Error::new(ErrorKind::NoDevice, "device not open"))?
             .queues
             .get(&queue.0)
-            .copied()
+            .cloned()
             .ok_or(Error::new(ErrorKind::InvalidHandle, "unknown queue"))
+    }
+
+    /// `TRS_SQCQ_ALLOC` in the mapped-ring mode: map the empty regions on the `TSDRV_MMAP` fd,
+    /// hand the kernel their addresses in a `trs_uio_info`, and check what it reports.
+    fn alloc_mapped(&self, dev: DeviceId, info: &mut halSqCqInputInfo) -> Result<Rings<T>> {
+        let (fd, mmap_fd) = self
+            .opened()
+            .get(&dev.0)
+            .map(|d| (d.tsdrv.fd, d.tsdrv_mmap.fd))
+            .ok_or(Error::new(ErrorKind::NoDevice, "device not open"))?;
+        let page = shared::page_size();
+        let ring_bytes = (info.sqeDepth as usize)
+            .checked_mul(sqe::SQE_BYTES)
+            .and_then(|b| b.checked_next_multiple_of(page))
+            .ok_or(Error::new(ErrorKind::InvalidArgument, "queue too deep"))?;
+        let sq_map =
+            Mapped::map(&self.t, mmap_fd, ring_bytes + 3 * page).map_err(dev_err("map the SQ ring"))?;
+        let reg_map = Mapped::map(&self.t, mmap_fd, 3 * page).map_err(dev_err("map the doorbell"))?;
+        // CAST: addresses fit 64 bits.
+        let (a, b) = (sq_map.addr() as u64, reg_map.addr() as u64);
+        let p = page as u64;
+        let r = ring_bytes as u64;
+        let mut uio = trs_uio_info {
+            sq_que_addr: a,
+            sq_ctrl_addr: [a + r, a + r + p, a + r + 2 * p, b, b + p, b + 2 * p],
+            ..Default::default()
+        };
+        // CAST: a pointer fits 64 bits.
+        info.set_uio_info(core::ptr::addr_of_mut!(uio) as u64);
+        // SAFETY: `uio` is readable and writable for the call and the kernel keeps no pointer
+        // to it; the regions it names stay mapped while the queue lives (they are freed after
+        // `TRS_SQCQ_FREE`).
+        unsafe { sys::ioctl_with_ptrs(&*self.t, fd, abi::TRS_SQCQ_ALLOC, info) }
+            .map_err(dev_err("allocate a mapped queue"))?;
+        let rings = Rings {
+            sq_map,
+            reg_map,
+            uio,
+            depth: info.sqeDepth,
+            tail: AtomicU32::new(0),
+            cq: Mutex::new(CqState::default()),
+        };
+        let checked = if uio.uio_flag == 0 {
+            Err(not_supported("the driver did not map the SQ ring (uio_flag 0)"))
+        } else {
+            rings.check()
+        };
+        if let Err(e) = checked {
+            let mut free = halSqCqFreeInfo { sqId: info.sqId, cqId: info.cqId, ..Default::default() };
+            let _ = self.tsdrv(dev, abi::TRS_SQCQ_FREE, &mut free, "free a queue");
+            return Err(e);
+        }
+        Ok(rings)
     }
 
     fn recv(&self, dev: DeviceId, cq: u32, task_id: u32, timeout: i32) -> Result<sqe::Cqe> {
@@ -504,7 +700,7 @@ impl<T: Transport> DeviceControl for Davinci<T> {
         };
         let tsdrv = bind(abi::MODULE_TSDRV)?;
         let tsdrv_mmap = bind(abi::MODULE_TSDRV_MMAP)?;
-        open.insert(dev.0, DeviceFds { tsdrv, _tsdrv_mmap: tsdrv_mmap, queues: HashMap::new() });
+        open.insert(dev.0, DeviceFds { tsdrv, tsdrv_mmap, queues: HashMap::new() });
         Ok(())
     }
 
@@ -512,12 +708,9 @@ impl<T: Transport> DeviceControl for Davinci<T> {
         if dev.0 >= self.devices {
             return Err(Error::new(ErrorKind::NoDevice, "no such device"));
         }
-        let queues: Vec<(u32, QueueState)> = self
-            .opened()
-            .get(&dev.0)
-            .map(|d| d.queues.iter().map(|(&q, &s)| (q, s)).collect())
-            .unwrap_or_default();
-        for (q, _) in queues {
+        let queues: Vec<u32> =
+            self.opened().get(&dev.0).map(|d| d.queues.keys().copied().collect()).unwrap_or_default();
+        for q in queues {
             let _ = self.destroy_queue(dev, QueueId(q));
         }
         self.opened().remove(&dev.0);
@@ -726,10 +919,16 @@ impl<T: Transport> TaskQueue for Davinci<T> {
             cqeDepth: depth,
             ..Default::default()
         };
-        self.tsdrv(dev, abi::TRS_SQCQ_ALLOC, &mut info, "allocate a queue")?;
+        let rings = match self.mode {
+            QueueMode::KernelSend => {
+                self.tsdrv(dev, abi::TRS_SQCQ_ALLOC, &mut info, "allocate a queue")?;
+                None
+            }
+            QueueMode::MappedRing => Some(Arc::new(self.alloc_mapped(dev, &mut info)?)),
+        };
         let mut open = self.opened();
         let fds = open.get_mut(&dev.0).ok_or(Error::new(ErrorKind::NoDevice, "device not open"))?;
-        fds.queues.insert(info.sqId, QueueState { cq: info.cqId, submitted: 0 });
+        fds.queues.insert(info.sqId, QueueState { cq: info.cqId, submitted: 0, rings });
         Ok(QueueId(info.sqId))
     }
 
@@ -744,13 +943,18 @@ impl<T: Transport> TaskQueue for Davinci<T> {
     }
 
     fn submit(&self, dev: DeviceId, queue: QueueId, task: TaskDesc) -> Result<u64> {
-        let image = sqe::encode(&task).ok_or(not_supported("this task kind in the kernel-send mode"))?;
+        let image = sqe::encode(&task).ok_or(not_supported("this task kind on the davinci backend"))?;
         // Hold the device table while sending, so sequence numbers follow the send order.
         let mut open = self.opened();
         let fds = open.get_mut(&dev.0).ok_or(Error::new(ErrorKind::NoDevice, "device not open"))?;
         let fd = fds.tsdrv.fd;
         let state =
             fds.queues.get_mut(&queue.0).ok_or(Error::new(ErrorKind::InvalidHandle, "unknown queue"))?;
+        if let Some(rings) = &state.rings {
+            rings.push(&image)?;
+            state.submitted += 1;
+            return Ok(state.submitted);
+        }
         let mut info = halTaskSendInfo {
             sqId: queue.0,
             timeout: -1,
@@ -767,6 +971,11 @@ impl<T: Transport> TaskQueue for Davinci<T> {
 
     fn completed(&self, dev: DeviceId, queue: QueueId) -> Result<(u64, TaskStatus)> {
         let state = self.queue(dev, queue)?;
+        if let Some(rings) = &state.rings {
+            let mut cq = rings.drain()?;
+            let status = cq.failure.take().unwrap_or(TaskStatus::Ok);
+            return Ok((cq.last, status));
+        }
         let cqe = self.recv(dev, state.cq, u32::MAX, 0)?;
         Ok((cqe.seq, cqe.status))
     }
@@ -775,6 +984,9 @@ impl<T: Transport> TaskQueue for Davinci<T> {
         let state = self.queue(dev, queue)?;
         if seq > state.submitted {
             return Err(Error::new(ErrorKind::InvalidArgument, "sequence not submitted"));
+        }
+        if let Some(rings) = &state.rings {
+            return rings.wait(seq, timeout_ms);
         }
         // CAST: the task id field carries the low 32 bits; the kernel matches the newest task
         // with them.

@@ -8,6 +8,32 @@
 //! words from byte 8. CQE: the sequence number (`u64`), a status kind (`u32`: 0 ok, 1 failed
 //! with a `hal` error kind, 2 device fault) and a code (`i32`).
 
+/// The mapped-ring mode's memory layout beyond what the driver ABI fixes.
+///
+/// The driver fixes the pages (`trs_uio_info`: the SQ ring, then the `SHR_INFO`, `HEAD`, `TAIL`
+/// pages read-write, and the `DB`, `HEAD_REG`, `TAIL_REG` pages in a second mapping) but not
+/// what the shared-info page holds, and it completes even mapped queues through
+/// `TRS_SQCQ_RECV`. The CQ ring below, inside the shared-info page, is aclrs's own, like the
+/// SQE images: only the fake kernel serves it.
+///
+/// Counters are free-running `u32`s (an entry's slot is the counter modulo the depth): the
+/// doorbell, `TAIL` and `TAIL_REG` take the SQ tail after the user wrote the SQE; `HEAD` and
+/// `HEAD_REG` the SQ head after the device took the SQE.
+pub mod uio {
+    /// Offset in the shared-info page of the CQ tail (written by the device).
+    pub const CQ_TAIL: usize = 0;
+    /// Offset in the shared-info page of the CQ head (written by the user).
+    pub const CQ_HEAD: usize = 64;
+    /// Offset in the shared-info page of the CQ ring.
+    pub const CQ_RING: usize = 128;
+    /// CQEs in the CQ ring. Each CQE reports the newest completion, so the device coalesces
+    /// reports while the ring is full and nothing is lost.
+    pub const CQ_ENTRIES: u32 = 64;
+    /// Bytes of the shared-info page used.
+    // CAST: a small constant.
+    pub const SHR_INFO_BYTES: usize = CQ_RING + CQ_ENTRIES as usize * super::CQE_BYTES;
+}
+
 use hal::{DeviceAddr, ErrorKind, TaskDesc, TaskStatus, WaitCompare};
 
 /// Bytes of an SQE.
