@@ -26,13 +26,15 @@ use std::time::Duration;
 use hal::davinci_abi::{
     self as abi, davinci_intf_open_arg, devmm_free_pages_para, devmm_get_mmap_para, devmm_ioctl_arg,
     devmm_mem_advise_para, devmm_mem_alloc_para, devmm_mem_copy_para, devmm_mem_create_para,
+    devmm_mem_ipc_close_para, devmm_mem_ipc_create_para, devmm_mem_ipc_open_para, devmm_mem_ipc_set_pid_para,
     devmm_mem_map_para, devmm_mem_memset_para, devmm_mem_release_para, devmm_mem_unmap_para,
     devmm_mmap_addr_seg, halReportRecvInfo, halSqCqFreeInfo, halSqCqInputInfo, halTaskSendInfo, trs_uio_info,
 };
 use hal::layout::{DEVICE_WINDOW_BASE, DEVICE_WINDOW_SIZE};
 use hal::{
     BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, Error, ErrorKind, MemAttr, MemoryBacking,
-    PageSize, PhysHandle, PhysicalMemory, QueueId, TaskQueue, TaskStatus, VaRange,
+    PageSize, PhysHandle, PhysicalMemory, QueueId, ShareKind, ShareName, Sharing, TaskQueue, TaskStatus,
+    VaRange,
 };
 use hal_sim::Sim;
 
@@ -66,6 +68,19 @@ struct State {
     served: HashMap<u32, u64>,
     /// Pages behind the `TSDRV_MMAP` mappings the user holds, by start address.
     ring_maps: HashMap<usize, Arc<Anon>>,
+    /// IPC shares this process opened: where the driver mapped them (the handle and bytes).
+    ipc_opens: HashMap<(u32, u64), (PhysHandle, u64)>,
+    /// The next VA the fake maps an opened IPC share at, per device.
+    ipc_next: HashMap<u32, u64>,
+}
+
+/// Where the fake maps opened IPC shares: the top quarter of the device's window.
+fn ipc_base(dev: u32) -> u64 {
+    hal::layout::device_window_base(dev) + DEVICE_WINDOW_SIZE / 4 * 3
+}
+
+fn share_name(buf: &[u8; abi::DEVMM_MAX_NAME_SIZE]) -> Result<ShareName, Errno> {
+    ShareName::try_new(abi::ipc_name_bytes(buf)).ok_or(Errno(libc::EINVAL))
 }
 
 /// A page (or ring) of a mapped queue: the pages it lies in and its user address.
@@ -371,6 +386,58 @@ impl FakeKernel {
         let dev = DeviceId(arg.head.logical_devid);
         match cmd {
             abi::DEVMM_SVM_ALLOC_PROC_STRUCT => Ok(0),
+            abi::DEVMM_SVM_IPC_MEM_CREATE => {
+                let mut p = arg.get::<devmm_mem_ipc_create_para>();
+                let name =
+                    self.sim.export_range(dev, range(p.vptr, p.len)?, ShareKind::Key, false).map_err(err)?;
+                if (p.name_len as usize) < name.as_bytes().len() + 1 {
+                    let _ = self.sim.destroy_share(&name);
+                    return Err(Errno(libc::EINVAL));
+                }
+                p.name = abi::ipc_name(name.as_bytes()).ok_or(Errno(libc::EINVAL))?;
+                arg.put(&p);
+                Ok(0)
+            }
+            abi::DEVMM_SVM_IPC_MEM_SET_PID => {
+                let p = arg.get::<devmm_mem_ipc_set_pid_para>();
+                let n = (p.num as usize).min(abi::DEVMM_SECONDARY_PROCESS_NUM);
+                let pids: Vec<u32> = p.set_pid[..n]
+                    .iter()
+                    .map(|&x| u32::try_from(x))
+                    .collect::<Result<_, _>>()
+                    .map_err(|_| Errno(libc::EINVAL))?;
+                self.sim.set_share_pids(&share_name(&p.name)?, &pids).map_err(err)?;
+                Ok(0)
+            }
+            abi::DEVMM_SVM_IPC_MEM_OPEN => {
+                let mut p = arg.get::<devmm_mem_ipc_open_para>();
+                let (handle, info) = self.sim.import_share(&share_name(&p.name)?, dev).map_err(err)?;
+                let page = info.page_size.bytes();
+                let len = info.len_bytes.next_multiple_of(page);
+                let va = {
+                    let mut st = self.lock();
+                    let next = st.ipc_next.entry(dev.0).or_insert_with(|| ipc_base(dev.0));
+                    let va = next.next_multiple_of(page);
+                    *next = va + len;
+                    va
+                };
+                if let Err(e) = self.sim.map_physical(dev, handle, 0, range(va, len)?) {
+                    let _ = self.sim.free_physical(dev, handle);
+                    return Err(err(e));
+                }
+                self.lock().ipc_opens.insert((dev.0, va), (handle, len));
+                p.vptr = va;
+                arg.put(&p);
+                Ok(0)
+            }
+            abi::DEVMM_SVM_IPC_MEM_CLOSE => {
+                let p = arg.get::<devmm_mem_ipc_close_para>();
+                let (handle, len) =
+                    self.lock().ipc_opens.remove(&(dev.0, p.vptr)).ok_or(Errno(libc::ENOENT))?;
+                self.sim.unmap_physical(dev, range(p.vptr, len)?).map_err(err)?;
+                self.sim.free_physical(dev, handle).map_err(err)?;
+                Ok(0)
+            }
             abi::DEVMM_SVM_GET_MMAP_INFO => {
                 let mut p = arg.get::<devmm_get_mmap_para>();
                 if p.seg_num == 0 {

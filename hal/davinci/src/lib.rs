@@ -16,14 +16,21 @@
 //! - Memory: the caller chooses the VA (as `mm` does); [`MemoryBacking::back`] announces it
 //!   with `ALLOC` and populates it with `ADVISE`; `unback` is `FREE_PAGES`. VMM is
 //!   `MEM_CREATE`/`MEM_MAP`/`MEM_UNMAP`/`MEM_RELEASE`. Copies and sets are `MEMCPY`/`MEMSET8`.
-//! - Queues in the kernel-send mode: `TRS_SQCQ_ALLOC`, `TRS_SQCQ_SEND`, `TRS_SQCQ_RECV`,
-//!   `TRS_SQCQ_FREE`. The SQE and CQE images are this crate's own ([`sqe`]): the firmware's
-//!   formats are not public, so queues are only meaningful against the fake kernel today.
+//! - Queues in one of two modes ([`QueueMode`], per instance): the kernel-send mode
+//!   (`TRS_SQCQ_ALLOC`, `TRS_SQCQ_SEND`, `TRS_SQCQ_RECV`, `TRS_SQCQ_FREE`; the default) or the
+//!   mapped-ring mode (the SQ ring, its control pages and the doorbell mmapped on the
+//!   `TSDRV_MMAP` fd and handed to `TRS_SQCQ_ALLOC` in a `trs_uio_info`; SQEs written into the
+//!   ring, the doorbell rung, CQEs read from a CQ ring). The SQE and CQE images and the CQ ring
+//!   are this crate's own ([`sqe`]): the firmware's formats are not public, so queues are only
+//!   meaningful against the fake kernel today.
+//! - IPC by name: `IPC_MEM_CREATE` and `IPC_MEM_SET_PID` behind `hal::Sharing`, and
+//!   [`Davinci::ipc_open`]/[`Davinci::ipc_close`] (`IPC_MEM_OPEN`/`IPC_MEM_CLOSE`).
 //!
 //! # What it does not do yet
 //!
-//! The mapped-ring + doorbell mode, events and stream order on the device, pinned host memory,
-//! sharing, device and memory queries: these return [`ErrorKind::NotSupported`]. Nothing here
+//! Events and stream order on the device, pinned host memory, handle-based sharing
+//! (`MEM_EXPORT`/`MEM_IMPORT`, so `Sharing::import_share`), shares without a whitelist, IPC
+//! destroy, device and memory queries: these return [`ErrorKind::NotSupported`]. Nothing here
 //! has run on real hardware.
 
 use core::ffi::c_void;
@@ -38,13 +45,14 @@ use std::time::{Duration, Instant};
 use hal::davinci_abi::{
     self as abi, davinci_intf_open_arg, devmm_free_pages_para, devmm_get_mmap_para, devmm_ioctl_arg,
     devmm_mem_advise_para, devmm_mem_alloc_para, devmm_mem_copy_para, devmm_mem_create_para,
+    devmm_mem_ipc_close_para, devmm_mem_ipc_create_para, devmm_mem_ipc_open_para, devmm_mem_ipc_set_pid_para,
     devmm_mem_map_para, devmm_mem_memset_para, devmm_mem_release_para, devmm_mem_unmap_para,
     devmm_mmap_addr_seg, halReportRecvInfo, halSqCqFreeInfo, halSqCqInputInfo, halTaskSendInfo, trs_uio_info,
 };
 use hal::{
     BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, DeviceInfo, Driver, Error, ErrorKind,
     MemAttr, MemoryBacking, MemoryInfo, PageSize, PhysHandle, PhysicalMemory, PinnedHost, QueueId, Result,
-    TaskDesc, TaskQueue, TaskStatus, VaRange,
+    ShareKind, ShareName, Sharing, TaskDesc, TaskQueue, TaskStatus, VaRange,
 };
 
 #[cfg(feature = "fake-kernel")]
@@ -997,6 +1005,89 @@ impl<T: Transport> TaskQueue for Davinci<T> {
 
     fn submitted(&self, dev: DeviceId, queue: QueueId) -> Result<u64> {
         Ok(self.queue(dev, queue)?.submitted)
+    }
+}
+
+/// IPC by name through the SVM commands (what `halShmem*` does).
+impl<T: Transport> Davinci<T> {
+    /// `IPC_MEM_OPEN`: maps share `name` into this process on `dev`, where the driver chooses.
+    ///
+    /// # Errors
+    ///
+    /// As the driver reports: an unknown name, a process not on the whitelist (or the
+    /// exporter itself).
+    pub fn ipc_open(&self, dev: DeviceId, name: &ShareName) -> Result<DeviceAddr> {
+        self.check_open(dev)?;
+        let para = devmm_mem_ipc_open_para {
+            name: abi::ipc_name(name.as_bytes()).ok_or(Error::new(ErrorKind::InvalidArgument, "name"))?,
+            ..Default::default()
+        };
+        let mut arg = devmm_ioctl_arg::with(dev.0, &para);
+        self.svm(dev, abi::DEVMM_SVM_IPC_MEM_OPEN, &mut arg, "open an IPC share")?;
+        Ok(DeviceAddr(arg.get::<devmm_mem_ipc_open_para>().vptr))
+    }
+
+    /// `IPC_MEM_CLOSE`: unmaps a share [`Self::ipc_open`] mapped at `addr`.
+    ///
+    /// # Errors
+    ///
+    /// As the driver reports: no share opened there.
+    pub fn ipc_close(&self, dev: DeviceId, addr: DeviceAddr) -> Result<()> {
+        self.check_open(dev)?;
+        let mut arg = devmm_ioctl_arg::with(dev.0, &devmm_mem_ipc_close_para { vptr: addr.as_u64() });
+        self.svm(dev, abi::DEVMM_SVM_IPC_MEM_CLOSE, &mut arg, "close an IPC share")
+    }
+}
+
+/// Name-based IPC: `export_range` is `IPC_MEM_CREATE`, `set_share_pids` is
+/// `IPC_MEM_SET_PID`. Importing as a physical handle needs the handle-based commands
+/// (`MEM_EXPORT`/`MEM_IMPORT`), not wired yet; [`Davinci::ipc_open`] opens by name instead.
+impl<T: Transport> Sharing for Davinci<T> {
+    fn process_id(&self) -> u32 {
+        std::process::id()
+    }
+
+    fn export_range(
+        &self,
+        dev: DeviceId,
+        range: VaRange,
+        kind: ShareKind,
+        no_whitelist: bool,
+    ) -> Result<ShareName> {
+        self.check_open(dev)?;
+        if kind != ShareKind::Key {
+            return Err(not_supported("shareable handles (MEM_EXPORT is not wired yet)"));
+        }
+        if no_whitelist {
+            return Err(not_supported("shares without a whitelist (IPC_MEM_SET_ATTR is not wired yet)"));
+        }
+        let para = devmm_mem_ipc_create_para {
+            vptr: range.start().as_u64(),
+            len: range.len_bytes(),
+            ..Default::default()
+        };
+        let mut arg = devmm_ioctl_arg::with(dev.0, &para);
+        self.svm(dev, abi::DEVMM_SVM_IPC_MEM_CREATE, &mut arg, "create an IPC share")?;
+        let out = arg.get::<devmm_mem_ipc_create_para>();
+        ShareName::try_new(abi::ipc_name_bytes(&out.name))
+            .ok_or(Error::new(ErrorKind::Internal, "the driver returned a malformed IPC name"))
+    }
+
+    fn set_share_pids(&self, name: &ShareName, pids: &[u32]) -> Result<()> {
+        if pids.len() > abi::DEVMM_SECONDARY_PROCESS_NUM {
+            return Err(Error::new(ErrorKind::InvalidArgument, "at most 32 pids per call"));
+        }
+        let mut para = devmm_mem_ipc_set_pid_para {
+            name: abi::ipc_name(name.as_bytes()).ok_or(Error::new(ErrorKind::InvalidArgument, "name"))?,
+            // CAST: at most 32.
+            num: pids.len() as u32,
+            ..Default::default()
+        };
+        for (slot, &pid) in para.set_pid.iter_mut().zip(pids) {
+            *slot = i32::try_from(pid).map_err(|_| Error::new(ErrorKind::InvalidArgument, "pid"))?;
+        }
+        let mut arg = devmm_ioctl_arg::with(0, &para);
+        self.svm(DeviceId(0), abi::DEVMM_SVM_IPC_MEM_SET_PID, &mut arg, "whitelist pids")
     }
 }
 
