@@ -148,12 +148,18 @@ static void kernel_failures(void)
     CHECK_OK(aclrtSynchronizeStream(s)); /* reported once */
     CHECK_OK(aclrtMemcpy(host, 4, dev, 4, ACL_MEMCPY_DEVICE_TO_HOST));
     CHECK(host[0] == 1);
-    /* Stop mode with a kernel-chosen code. */
+    /* Stop mode with a kernel-chosen code. The stream is held on a value wait until all
+     * three tasks are queued, so the failure finds the increments queued behind it. */
     CHECK_OK(aclrtSetStreamFailureMode(s, ACL_STOP_ON_FAILURE));
     code = 507035;
+    CHECK_OK(aclrtValueWait(dev + 8, 1, ACL_STREAM_WAIT_VALUE_EQ, s));
     CHECK_OK(aclrtLaunchKernelV2(fail_k, 2, &code, sizeof code, NULL, s));
     launch_slow(dev, 0, 1, s);
     launch_slow(dev, 0, 1, s);
+    {
+        uint64_t one = 1;
+        CHECK_OK(aclrtMemcpy(dev + 8, 8, &one, 8, ACL_MEMCPY_HOST_TO_DEVICE));
+    }
     CHECK_RET(aclrtSynchronizeStream(s), 507035);
     CHECK_RET(aclrtPeekAtLastError(ACL_RT_THREAD_LEVEL), 507035);
     CHECK_OK(aclrtMemcpy(host, 4, dev, 4, ACL_MEMCPY_DEVICE_TO_HOST));
