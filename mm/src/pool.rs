@@ -306,8 +306,8 @@ impl Pool {
         self.extents.insert(addr, e);
     }
 
-    fn index_remove(&mut self, addr: u64) -> Option<Extent> {
-        let e = self.extents.remove(&addr)?;
+    /// Takes the extent at `addr` out of its size index (free or cached), leaving the map.
+    fn unindex(&mut self, addr: u64, e: &Extent) {
         match e.state {
             State::Free => {
                 self.free_set.remove(&(e.len, addr));
@@ -320,6 +320,11 @@ impl Pool {
             }
             State::Busy => {}
         }
+    }
+
+    fn index_remove(&mut self, addr: u64) -> Option<Extent> {
+        let e = self.extents.remove(&addr)?;
+        self.unindex(addr, &e);
         Some(e)
     }
 
@@ -465,17 +470,10 @@ impl Pool {
         let e = *self.extents.get(&addr).ok_or(PoolError::NotAllocated)?;
         if e.len == size {
             // An exact fit: leave its index set and change its state in place.
-            match e.state {
-                State::Free => {
-                    self.free_set.remove(&(e.len, addr));
-                }
-                State::Cached(p) => {
-                    if let Some(set) = self.cached.get_mut(&p.stream) {
-                        set.remove(&(e.len, addr));
-                    }
-                }
-                State::Busy => return Err(PoolError::NotAllocated),
+            if e.state == State::Busy {
+                return Err(PoolError::NotAllocated);
             }
+            self.unindex(addr, &e);
             if let Some(x) = self.extents.get_mut(&addr) {
                 x.state = State::Busy;
             }
