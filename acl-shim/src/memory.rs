@@ -284,6 +284,50 @@ impl Runtime {
         self.free_device_now(api, d, ptr)
     }
 
+    /// `aclrtFreeWithDevSync`: waits for every task of the pointer's device, then frees.
+    ///
+    /// # Errors
+    ///
+    /// As [`Runtime::free`]; nothing is waited for when the pointer is refused.
+    pub fn free_with_dev_sync(&self, api: &str, ptr: u64) -> Result<()> {
+        let d = self.owning_device(api, "devPtr", ptr)?;
+        if self.pool_block_of(ptr).is_none() && self.has_deferred_free(ptr) {
+            return Err(AclError::rt_invalid(format!(
+                "{api}: devPtr {ptr:#x} already has a stream-ordered free pending"
+            )));
+        }
+        self.check_free_target(api, ptr).or_else(|e| match self.pool_block_of(ptr) {
+            Some(Some(_)) => Ok(()),
+            _ => Err(e),
+        })?;
+        self.wait_device_idle(d);
+        self.free(api, ptr)
+    }
+
+    /// `aclrtFreeHostWithDevSync`: waits for every task of every device this process uses
+    /// (pinned memory may be used by any of them), then frees.
+    ///
+    /// # Errors
+    ///
+    /// As [`Runtime::free_host`]; nothing is waited for when the pointer is refused.
+    pub fn free_host_with_dev_sync(&self, api: &str, ptr: u64) -> Result<()> {
+        if locate(ptr) != Loc::Pinned {
+            return self.free_host(api, ptr);
+        }
+        {
+            let host = self.host.lock().unwrap_or_else(|p| p.into_inner());
+            if let Err(why) = host.get(DeviceAddr(ptr)) {
+                return Err(not_live(api, "hostPtr", ptr, why));
+            }
+        }
+        for d in 0..self.device_count() {
+            if self.dev(d).refcount > 0 {
+                self.wait_device_idle(d);
+            }
+        }
+        self.free_host(api, ptr)
+    }
+
     /// Frees the plain device allocation at `ptr` on device `d`, whatever the current device.
     pub(crate) fn free_device_now(&self, api: &str, d: u32, ptr: u64) -> Result<()> {
         let mut st = self.dev(d);

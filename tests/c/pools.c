@@ -345,6 +345,29 @@ static void threshold_trim_and_plain_frees(void)
     }
     CHECK_FAIL(aclrtMemPoolFreeAsync((void *)&v, s), ACL_ERROR_RT_PARAM_INVALID);
 
+    check_section("aclrtFreeWithDevSync / aclrtFreeHostWithDevSync wait for the device's tasks");
+    if (CHECK_OK(aclrtMalloc(&d, 8 * MIB, ACL_MEM_MALLOC_HUGE_FIRST))) {
+        void *h = NULL;
+        aclrtStreamStatus st = ACL_STREAM_STATUS_NOT_READY;
+        CHECK_OK(launch_fill(d, 8 * MIB, 0x66666666u, 200, s));
+        CHECK_OK(aclrtFreeWithDevSync(d)); /* returns only after the kernel ran */
+        CHECK_OK(aclrtStreamQuery(s, &st));
+        CHECK(st == ACL_STREAM_STATUS_COMPLETE);
+        CHECK(hbm_free() == base);
+        CHECK_FAIL(aclrtFreeWithDevSync(d), ACL_ERROR_RT_PARAM_INVALID);
+        CHECK_FAIL(aclrtFreeWithDevSync(NULL), ACL_ERROR_INVALID_PARAM);
+        if (CHECK_OK(aclrtMallocHost(&h, 4096)) && CHECK_OK(aclrtMalloc(&d, 4096, ACL_MEM_MALLOC_HUGE_FIRST))) {
+            CHECK_OK(aclrtMemcpyAsync(d, 4096, h, 4096, ACL_MEMCPY_HOST_TO_DEVICE, s));
+            CHECK_OK(launch_fill(d, 4096, 1, 100, s));
+            CHECK_OK(aclrtFreeHostWithDevSync(h));
+            CHECK_OK(aclrtStreamQuery(s, &st));
+            CHECK(st == ACL_STREAM_STATUS_COMPLETE);
+            CHECK_FAIL(aclrtFreeHostWithDevSync(h), ACL_ERROR_RT_PARAM_INVALID);
+            CHECK_FAIL(aclrtFreeHostWithDevSync(d), ACL_ERROR_RT_PARAM_INVALID);
+            CHECK_OK(aclrtFree(d));
+        }
+    }
+
     check_section("destroy with an outstanding block, and aclrtFree of pool memory");
     CHECK_OK(aclrtMemPoolMallocAsync(&q, 3 * MIB, pool, s));
     CHECK_OK(aclrtMemPoolMallocAsync(&d, 1000, pool, s));

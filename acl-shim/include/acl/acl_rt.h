@@ -12,7 +12,8 @@
  *             aclrtGetDevice, aclrtGetDeviceCount, aclrtGetRunMode
  *   memory    aclrtMalloc, aclrtMallocAlign32, aclrtMallocCached,
  *             aclrtMallocWithCfg, aclrtMallocForTaskScheduler, aclrtFree,
- *             aclrtMallocHost, aclrtMallocHostWithCfg, aclrtFreeHost,
+ *             aclrtFreeWithDevSync, aclrtMallocHost, aclrtMallocHostWithCfg,
+ *             aclrtFreeHost, aclrtFreeHostWithDevSync,
  *             aclrtMemFlush, aclrtMemInvalidate, aclrtMemcpy, aclrtMemset
  *   queries   aclrtGetMemInfo, aclrtGetMemUsageInfo, aclrtCheckMemType,
  *             aclrtPointerGetAttributes, aclrtMemGetAddressRange
@@ -56,7 +57,6 @@
  * added here together with its implementation, so that a program using one
  * fails to compile rather than to link:
  *
- *   - aclrtFreeWithDevSync, aclrtFreeHostWithDevSync;
  *   - aclrtHostMemMapCapabilities;
  *   - descriptor, offset and symbol copies;
  *   - aclrtReserveMemAddressNoUCMemory, aclrtMemMapNoAccess,
@@ -773,6 +773,10 @@ ACL_FUNC_VISIBILITY aclError aclrtMallocForTaskScheduler(void **devPtr, size_t s
                                                          aclrtMallocConfig *cfg);
 /* Pinned host memory with optional attributes (MODULE_ID, VA_FLAG); cfg may be NULL. */
 ACL_FUNC_VISIBILITY aclError aclrtMallocHostWithCfg(void **ptr, uint64_t size, aclrtMallocConfig *cfg);
+/* Waits for every task of the pointer's device (or, for pinned host memory, of every device in
+ * use), then frees. */
+ACL_FUNC_VISIBILITY aclError aclrtFreeWithDevSync(void *devPtr);
+ACL_FUNC_VISIBILITY aclError aclrtFreeHostWithDevSync(void *hostPtr);
 /* Caches are coherent: both check the range and return. size must not be 0. */
 ACL_FUNC_VISIBILITY aclError aclrtMemFlush(void *devPtr, size_t size);
 ACL_FUNC_VISIBILITY aclError aclrtMemInvalidate(void *devPtr, size_t size);

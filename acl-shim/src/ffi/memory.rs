@@ -321,6 +321,31 @@ pub unsafe extern "C" fn aclrtFree(dev_ptr: *mut c_void) -> AclErrorCode {
     })
 }
 
+/// `aclError aclrtFreeWithDevSync(void *devPtr);` — waits for the device's tasks, then frees.
+#[no_mangle]
+pub unsafe extern "C" fn aclrtFreeWithDevSync(dev_ptr: *mut c_void) -> AclErrorCode {
+    const API: &str = "aclrtFreeWithDevSync";
+    guard(API, || {
+        if dev_ptr.is_null() {
+            return Err(AclError::invalid(format!("{API}: devPtr is NULL")));
+        }
+        runtime::runtime(API)?.free_with_dev_sync(API, addr(dev_ptr))
+    })
+}
+
+/// `aclError aclrtFreeHostWithDevSync(void *hostPtr);` — waits for the devices' tasks, then
+/// frees.
+#[no_mangle]
+pub unsafe extern "C" fn aclrtFreeHostWithDevSync(host_ptr: *mut c_void) -> AclErrorCode {
+    const API: &str = "aclrtFreeHostWithDevSync";
+    guard(API, || {
+        if host_ptr.is_null() {
+            return Err(AclError::invalid(format!("{API}: hostPtr is NULL")));
+        }
+        runtime::runtime(API)?.free_host_with_dev_sync(API, addr(host_ptr))
+    })
+}
+
 /// `aclError aclrtMallocHost(void **hostPtr, size_t size);`
 #[no_mangle]
 pub unsafe extern "C" fn aclrtMallocHost(host_ptr: *mut *mut c_void, size: usize) -> AclErrorCode {
