@@ -20,9 +20,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Task {
-    /// Build libascendcl (release) and run the seed's flow as a C program on the software NPU.
+    /// Build libascendcl (release) and run the seed's contrast and basic flow as C programs on the software NPU.
     Demo,
-    /// Everything CI runs: lint rules, fmt, clippy, no_std builds, docs, all tests, C programs, Miri.
+    /// Everything CI runs: lint rules, fmt, clippy, no_std builds, docs, all tests, C programs, hwtest, loom, Miri.
     Ci,
     /// The quick subset to run before pushing: fmt, clippy and the tests.
     Prepush,
