@@ -576,22 +576,21 @@ impl Runtime {
     ///
     /// The backend's error when a byte is not mapped (a concurrent free).
     pub fn copy(&self, api: &str, dst: DstBytes<'_>, src: SrcBytes<'_>, count: u64) -> Result<()> {
-        let sim = self.backend.sim();
         let drv = self.backend.driver();
         let r = match (dst, src) {
             (DstBytes::Addr(d), SrcBytes::Addr(s)) => match (locate(d), locate(s)) {
                 (Loc::Device(a), Loc::Device(b)) => {
                     drv.copy_device(DeviceId(a), DeviceAddr(d), DeviceId(b), DeviceAddr(s), count)
                 }
-                _ => sim.dma_copy(DeviceAddr(d), DeviceAddr(s), count),
+                _ => drv.copy_any(DeviceAddr(d), DeviceAddr(s), count),
             },
             (DstBytes::Addr(d), SrcBytes::Host(bytes)) => match locate(d) {
                 Loc::Device(a) => drv.copy_to_device(DeviceId(a), DeviceAddr(d), bytes),
-                _ => sim.write_pinned(DeviceAddr(d), bytes),
+                _ => drv.write_host(DeviceAddr(d), bytes),
             },
             (DstBytes::Host(bytes), SrcBytes::Addr(s)) => match locate(s) {
                 Loc::Device(b) => drv.copy_from_device(DeviceId(b), bytes, DeviceAddr(s)),
-                _ => sim.read_pinned(bytes, DeviceAddr(s)),
+                _ => drv.read_host(bytes, DeviceAddr(s)),
             },
             (DstBytes::Host(d), SrcBytes::Host(s)) => {
                 d.copy_from_slice(s);
@@ -644,7 +643,7 @@ impl Runtime {
             Loc::Device(d) => {
                 self.backend.driver().set_device(DeviceId(d), DeviceAddr(dst), value, plan.count)
             }
-            _ => self.backend.sim().dma_fill(DeviceAddr(dst), value, plan.count),
+            _ => self.backend.driver().set_any(DeviceAddr(dst), value, plan.count),
         };
         r.map_err(|e| AclError::from_hal(e, api))
     }

@@ -17,6 +17,8 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use hal::layout::{HOST_WINDOW_BASE, HOST_WINDOW_SIZE};
 use hal::{DeviceAddr, DeviceId, SocProfile, VaRange};
+use hal_davinci::fake::FakeKernel;
+use hal_davinci::{Davinci, LibcTransport, QueueMode};
 use hal_sim::Sim;
 use mm::device::DeviceAllocator;
 use mm::heap::DeviceHeap;
@@ -24,24 +26,97 @@ use mm::heap::DeviceHeap;
 use crate::codes::*;
 use crate::error::{AclError, Result};
 
-/// The backend the runtime drives, chosen at `aclInit`.
+/// The backend the runtime drives, chosen at `aclInit` from `ACLRS_BACKEND`.
 #[derive(Debug)]
 pub enum Backend {
-    /// The software NPU.
+    /// The software NPU (`sim`, the default).
     Sim(Sim),
+    /// The published driver ABI spoken to the fake kernel, which serves it from a software
+    /// NPU in this process (`davinci-fake`).
+    DavinciFake(Davinci<FakeKernel>),
+    /// The published driver ABI on `/dev/davinci_manager` (`davinci`).
+    Davinci(Davinci<LibcTransport>),
 }
 
 impl Backend {
-    pub(crate) fn sim(&self) -> &Sim {
-        match self {
-            Self::Sim(s) => s,
-        }
-    }
-
     /// The backend as the driver traits.
     pub fn driver(&self) -> &dyn hal::Driver {
         match self {
             Self::Sim(s) => s,
+            Self::DavinciFake(d) => d,
+            Self::Davinci(d) => d,
+        }
+    }
+
+    /// The backend's sharing calls.
+    pub fn sharing(&self) -> &dyn hal::Sharing {
+        match self {
+            Self::Sim(s) => s,
+            Self::DavinciFake(d) => d,
+            Self::Davinci(d) => d,
+        }
+    }
+
+    /// The software NPU that runs this backend's device work: itself, or the one behind the
+    /// fake kernel. Its loader takes kernel binaries, host-call hooks and the staged tickets
+    /// of kernel arguments and batch copies. `None` on real hardware, whose loader formats
+    /// are not public.
+    pub(crate) fn device_sim(&self) -> Option<&Sim> {
+        match self {
+            Self::Sim(s) => Some(s),
+            Self::DavinciFake(d) => Some(d.transport().sim()),
+            Self::Davinci(_) => None,
+        }
+    }
+
+    /// [`Self::device_sim`], or `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` naming `api`.
+    pub(crate) fn loader(&self, api: &str) -> Result<&Sim> {
+        self.device_sim().ok_or_else(|| {
+            AclError::new(
+                ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                format!("{api}: the davinci backend cannot load kernels or run host calls on a real device (the firmware loader formats are not public)"),
+            )
+        })
+    }
+
+    fn from_env() -> Result<Self> {
+        let bad = |e: String| AclError::invalid(format!("aclInit: {e}"));
+        match std::env::var("ACLRS_BACKEND").ok().as_deref() {
+            None | Some("") | Some("sim") => Ok(Self::Sim(Sim::from_env().map_err(|e| bad(e.to_string()))?)),
+            Some("davinci-fake") => {
+                let sim = Sim::from_env().map_err(|e| bad(e.to_string()))?;
+                let devices = hal::DeviceControl::device_count(&sim);
+                let soc = hal::DeviceControl::device_info(&sim, DeviceId(0))
+                    .map(|i| i.soc)
+                    .unwrap_or(SocProfile::A2);
+                let mode = match std::env::var("ACLRS_DAVINCI_QUEUES").ok().as_deref() {
+                    None | Some("") | Some("kernel") => QueueMode::KernelSend,
+                    Some("ring") => QueueMode::MappedRing,
+                    Some(other) => {
+                        return Err(bad(format!("ACLRS_DAVINCI_QUEUES={other:?}: expected kernel or ring")))
+                    }
+                };
+                Davinci::with_queue_mode(FakeKernel::new(sim), devices, mode)
+                    .map(|d| Self::DavinciFake(d.with_soc(soc)))
+                    .map_err(|e| {
+                        AclError::new(
+                            ACL_ERROR_RT_NO_DEVICE,
+                            format!("aclInit: ACLRS_BACKEND=davinci-fake: {e}"),
+                        )
+                    })
+            }
+            Some("davinci") => {
+                let no_device = |why: String| {
+                    AclError::new(ACL_ERROR_RT_NO_DEVICE, format!("aclInit: ACLRS_BACKEND=davinci: {why}"))
+                };
+                hal_davinci::probe().map_err(no_device)?;
+                Davinci::new(LibcTransport, hal_davinci::count_devices())
+                    .map(Self::Davinci)
+                    .map_err(|e| no_device(e.to_string()))
+            }
+            Some(other) => Err(AclError::invalid(format!(
+                "aclInit: ACLRS_BACKEND={other:?}: expected sim, davinci-fake or davinci"
+            ))),
         }
     }
 }
@@ -92,25 +167,7 @@ pub fn init(config: Option<&str>) -> Result<()> {
     if let Some(path) = config.filter(|p| !p.is_empty()) {
         check_config_file(path)?;
     }
-    let backend = match std::env::var("ACLRS_BACKEND").ok().as_deref() {
-        None | Some("") | Some("sim") => {
-            Backend::Sim(Sim::from_env().map_err(|e| AclError::invalid(format!("aclInit: {e}")))?)
-        }
-        Some("davinci") => {
-            let why = hal_davinci::probe()
-                .err()
-                .unwrap_or_else(|| "the davinci backend is not implemented yet".into());
-            return Err(AclError::new(
-                ACL_ERROR_RT_NO_DEVICE,
-                format!("aclInit: ACLRS_BACKEND=davinci: {why}"),
-            ));
-        }
-        Some(other) => {
-            return Err(AclError::invalid(format!(
-                "aclInit: ACLRS_BACKEND={other:?}: expected sim or davinci"
-            )))
-        }
-    };
+    let backend = Backend::from_env()?;
     let drv = backend.driver();
     let count = drv.device_count();
     let soc = drv.device_info(DeviceId(0)).map(|i| i.soc).unwrap_or(SocProfile::A2);
@@ -248,8 +305,7 @@ impl Runtime {
         let d = self.check_id("aclrtSetDevice", device_id)?;
         let mut st = self.dev(d);
         if st.refcount == 0 {
-            let Backend::Sim(sim) = &self.backend;
-            sim.open_device(DeviceId(d)).map_err(|e| {
+            self.backend.driver().open(DeviceId(d)).map_err(|e| {
                 AclError::new(ACL_ERROR_RT_NO_DEVICE, format!("aclrtSetDevice({device_id}): {e}"))
             })?;
             // The upper half of the window is for VMM reservations and IPC imports.

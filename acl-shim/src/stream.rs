@@ -275,6 +275,45 @@ impl Runtime {
         self.sim_driver().submit(DeviceId(s.device), s.queue, task).map_err(|e| hal_err(api, e))
     }
 
+    /// Queues a kernel launch: the arguments go to the device's loader as a staged ticket,
+    /// then the launch task names it.
+    pub(crate) fn launch_kernel(
+        &self,
+        api: &str,
+        s: &StreamObj,
+        func: u64,
+        blocks: u32,
+        args: Vec<u8>,
+        timeout_us: u64,
+    ) -> Result<u64> {
+        let sim = self.backend.loader(api)?;
+        let dev = DeviceId(s.device);
+        let args = sim.stage_args(dev, args).map_err(|e| hal_err(api, e))?;
+        let r = self.submit_task(api, s, TaskDesc::Kernel { func, blocks, args, timeout_us });
+        if r.is_err() {
+            let _ = sim.unstage(dev, args);
+        }
+        r
+    }
+
+    /// Queues a batch of (destination, source, length) copies as one task, staged like a
+    /// kernel's arguments.
+    pub(crate) fn submit_batch(
+        &self,
+        api: &str,
+        s: &StreamObj,
+        entries: Vec<(u64, u64, u64)>,
+    ) -> Result<u64> {
+        let sim = self.backend.loader(api)?;
+        let dev = DeviceId(s.device);
+        let batch = sim.stage_batch(dev, entries).map_err(|e| hal_err(api, e))?;
+        let r = self.submit_task(api, s, TaskDesc::CopyBatch { batch });
+        if r.is_err() {
+            let _ = sim.unstage(dev, batch);
+        }
+        r
+    }
+
     /// `aclrtCreateStream` / `aclrtCreateStreamWithConfig`.
     ///
     /// # Errors
@@ -685,6 +724,8 @@ impl Runtime {
             })?;
             call.report = Some((thread, block));
         }
+        // Host calls need the device's loader to reach this process's hook.
+        self.backend.loader(api)?;
         let ticket = self.add_host_call(call);
         let r = self.submit_task(api, &s, TaskDesc::HostFunc { call: ticket });
         if r.is_err() {

@@ -37,8 +37,11 @@ pub fn malloc_window(d: u32) -> VaRange {
 
 /// The part of device `d`'s window that VMM reservations and IPC imports use.
 pub fn vmm_window(d: u32) -> VaRange {
-    VaRange::try_new(DeviceAddr(device_window_base(d) + VMM_OFFSET), DEVICE_WINDOW_SIZE - VMM_OFFSET)
-        .unwrap_or_else(|_| unreachable!())
+    VaRange::try_new(
+        DeviceAddr(device_window_base(d) + VMM_OFFSET),
+        DEVICE_WINDOW_SIZE - VMM_OFFSET - hal::layout::DRIVER_RESERVED_BYTES,
+    )
+    .unwrap_or_else(|_| unreachable!())
 }
 
 /// A physical handle as this process knows it.
@@ -106,13 +109,6 @@ impl Extra {
         self.recs.insert(id, rec);
         self.handles.insert(id, h);
         id
-    }
-}
-
-impl crate::runtime::Backend {
-    /// The backend's sharing calls.
-    pub fn sharing(&self) -> &dyn hal::Sharing {
-        self.sim()
     }
 }
 

@@ -177,6 +177,8 @@ pub const DV_ADVISE_HUGEPAGE: u32 = 0x4;
 pub const DV_ADVISE_POPULATE: u32 = 0x8;
 /// Advise bit: peer-to-peer HBM.
 pub const DV_ADVISE_P2P_HBM: u32 = 0x10;
+/// Advise bit: pinned host memory (the host side of the SVM window).
+pub const DV_ADVISE_HOST: u32 = 0x200;
 /// Advise bit: lock on the device.
 pub const DV_ADVISE_LOCK_DEV: u32 = 0x80;
 /// Advise bit: read-only.
@@ -464,6 +466,89 @@ impl Default for devmm_mem_ipc_set_pid_para {
     }
 }
 
+/// `struct devmm_mem_ipc_destroy_para` (`DEVMM_SVM_IPC_MEM_DESTROY`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct devmm_mem_ipc_destroy_para {
+    /// The name, NUL-terminated.
+    pub name: [u8; DEVMM_MAX_NAME_SIZE],
+}
+
+impl Default for devmm_mem_ipc_destroy_para {
+    fn default() -> Self {
+        Self { name: [0; DEVMM_MAX_NAME_SIZE] }
+    }
+}
+
+/// `struct devmm_mem_query_size_para` (`DEVMM_SVM_IPC_MEM_QUERY`): what a share is.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct devmm_mem_query_size_para {
+    /// The name, NUL-terminated.
+    pub name: [u8; DEVMM_MAX_NAME_SIZE],
+    /// Whether 2 MiB pages back the share (out).
+    pub is_huge: i32,
+    /// The physical device of the share (out).
+    pub phy_devid: u32,
+    /// Bytes of the share (out, `size_t`).
+    pub len: u64,
+}
+
+impl Default for devmm_mem_query_size_para {
+    fn default() -> Self {
+        Self { name: [0; DEVMM_MAX_NAME_SIZE], is_huge: 0, phy_devid: 0, len: 0 }
+    }
+}
+
+/// `enum ShmemAttrType`: whether importers are checked against the whitelist.
+pub const SHMEM_ATTR_TYPE_NO_WLIST_IN_SERVER: u32 = 1;
+/// `SHMEM_NO_WLIST_ENABLE`: any process may import.
+pub const SHMEM_NO_WLIST_ENABLE: u64 = 1;
+
+/// `struct devmm_mem_ipc_set_attr_para` (`DEVMM_SVM_IPC_MEM_SET_ATTR`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct devmm_mem_ipc_set_attr_para {
+    /// `SHMEM_ATTR_TYPE_*`.
+    pub type_: u32,
+    /// The attribute's value.
+    pub attr: u64,
+    /// The name, NUL-terminated.
+    pub name: [u8; DEVMM_MAX_NAME_SIZE],
+}
+
+impl Default for devmm_mem_ipc_set_attr_para {
+    fn default() -> Self {
+        Self { type_: 0, attr: 0, name: [0; DEVMM_MAX_NAME_SIZE] }
+    }
+}
+
+/// `halMemGetInfo` type: DDR sizes (the `mem_type` of a memory query).
+pub const MEM_INFO_TYPE_DDR_SIZE: u32 = 1;
+/// `halMemGetInfo` type: HBM sizes.
+pub const MEM_INFO_TYPE_HBM_SIZE: u32 = 2;
+
+/// `struct devmm_query_device_mem_usedinfo` (`DEVMM_SVM_QUERY_MEM_USEDINFO`): the device's
+/// memory by page class. Every size is `size_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct devmm_query_device_mem_usedinfo {
+    /// `MEM_INFO_TYPE_*` (in).
+    pub mem_type: u32,
+    /// Bytes of memory (out).
+    pub normal_total_size: u64,
+    /// Bytes free (out).
+    pub normal_free_size: u64,
+    /// Bytes of the 2 MiB page pool (out).
+    pub huge_total_size: u64,
+    /// Bytes of it free (out).
+    pub huge_free_size: u64,
+    /// Bytes of the 1 GiB page pool (out).
+    pub giant_total_size: u64,
+    /// Bytes of it free (out).
+    pub giant_free_size: u64,
+}
+
 /// `struct devmm_mmap_addr_seg`: one segment of the SVM window to mmap.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -654,6 +739,18 @@ devmm_para!(devmm_mem_ipc_close_para { vptr: u64 });
 devmm_para!(devmm_mem_ipc_create_para { vptr: u64, len: u64, name: bytes, name_len: u32 });
 devmm_para!(devmm_mem_ipc_open_para { vptr: u64, name: bytes });
 devmm_para!(devmm_mem_ipc_set_pid_para { name: bytes, set_pid: i32s, num: u32, sdid: u32 });
+devmm_para!(devmm_mem_ipc_destroy_para { name: bytes });
+devmm_para!(devmm_mem_ipc_set_attr_para { type_: u32, attr: u64, name: bytes });
+devmm_para!(devmm_mem_query_size_para { name: bytes, is_huge: i32, phy_devid: u32, len: u64 });
+devmm_para!(devmm_query_device_mem_usedinfo {
+    mem_type: u32,
+    normal_total_size: u64,
+    normal_free_size: u64,
+    huge_total_size: u64,
+    huge_free_size: u64,
+    giant_total_size: u64,
+    giant_free_size: u64,
+});
 devmm_para!(devmm_get_mmap_para {
     seg_num: u32,
     is_need_map_nptmv: u8,
@@ -722,6 +819,15 @@ const_assert_eq!(size_of::<devmm_mem_ipc_close_para>(), 8);
 const_assert_eq!(size_of::<devmm_mem_ipc_set_pid_para>(), 204);
 const_assert_eq!(offset_of!(devmm_mem_ipc_set_pid_para, set_pid), 68);
 const_assert_eq!(offset_of!(devmm_mem_ipc_set_pid_para, num), 196);
+const_assert_eq!(size_of::<devmm_mem_ipc_destroy_para>(), 65);
+const_assert_eq!(size_of::<devmm_mem_ipc_set_attr_para>(), 88);
+const_assert_eq!(offset_of!(devmm_mem_ipc_set_attr_para, name), 16);
+const_assert_eq!(size_of::<devmm_mem_query_size_para>(), 88);
+const_assert_eq!(offset_of!(devmm_mem_query_size_para, is_huge), 68);
+const_assert_eq!(offset_of!(devmm_mem_query_size_para, len), 80);
+const_assert_eq!(size_of::<devmm_query_device_mem_usedinfo>(), 56);
+const_assert_eq!(offset_of!(devmm_query_device_mem_usedinfo, normal_total_size), 8);
+const_assert_eq!(offset_of!(devmm_query_device_mem_usedinfo, giant_free_size), 48);
 const_assert_eq!(size_of::<devmm_mmap_addr_seg>(), 16);
 const_assert_eq!(size_of::<devmm_get_mmap_para>(), 24);
 const_assert_eq!(offset_of!(devmm_get_mmap_para, hostpid), 8);
@@ -735,6 +841,14 @@ const DEVMM_ARG: usize = size_of::<devmm_ioctl_arg>();
 
 /// Sets access of a VMM mapping (`_IOW('M', 1)`).
 pub const DEVMM_SVM_MEM_SET_ACCESS: u32 = iow(DEVMM_SVM_MAGIC, 1, DEVMM_ARG);
+/// Destroys an IPC share by name (`_IOW('M', 28)`).
+pub const DEVMM_SVM_IPC_MEM_DESTROY: u32 = iow(DEVMM_SVM_MAGIC, 28, DEVMM_ARG);
+/// Sets an attribute of an IPC share (`_IOW('M', 34)`).
+pub const DEVMM_SVM_IPC_MEM_SET_ATTR: u32 = iow(DEVMM_SVM_MAGIC, 34, DEVMM_ARG);
+/// Queries an IPC share's size, page size and device (`_IOWR('M', 29)`).
+pub const DEVMM_SVM_IPC_MEM_QUERY: u32 = iowr(DEVMM_SVM_MAGIC, 29, DEVMM_ARG);
+/// Queries the device's memory sizes (`_IOWR('M', 47)`).
+pub const DEVMM_SVM_QUERY_MEM_USEDINFO: u32 = iowr(DEVMM_SVM_MAGIC, 47, DEVMM_ARG);
 /// Reserves VA in the kernel's view (`_IOW('M', 3)`).
 pub const DEVMM_SVM_ALLOC: u32 = iow(DEVMM_SVM_MAGIC, 3, DEVMM_ARG);
 /// Frees the pages of an allocation (`_IOW('M', 4)`).
@@ -950,6 +1064,52 @@ const_assert_eq!(size_of::<trs_uio_info>(), 64);
 const_assert_eq!(offset_of!(trs_uio_info, sq_ctrl_addr), 8);
 const_assert_eq!(offset_of!(trs_uio_info, uio_flag), 58);
 
+/// `drvIdType_t`: an event id.
+pub const DRV_EVENT_ID: i32 = 1;
+
+/// `struct trs_res_id_usr_para`: the user part of a resource-id request.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct trs_res_id_usr_para {
+    /// Stream priority (stream ids only).
+    pub stream_pri: u32,
+    /// Request flags.
+    pub flag: u32,
+    /// Virtual function id.
+    pub vfid: u32,
+}
+
+/// `struct trs_res_id_para` (`TRS_RES_ID_ALLOC`/`FREE`; the kernel writes `id` back).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct trs_res_id_para {
+    /// Task scheduler id.
+    pub tsid: u32,
+    /// `drvIdType_t` (`DRV_EVENT_ID`, ...).
+    pub res_type: i32,
+    /// The id (out on alloc, in on free).
+    pub id: u32,
+    /// The user part.
+    pub usr_para: trs_res_id_usr_para,
+    /// Type-specific parameter.
+    pub para: u32,
+    /// Flags.
+    pub flag: u32,
+    /// Properties.
+    pub prop: i32,
+    /// The id's address, for ids the device reads from memory.
+    pub value: [u32; 2],
+}
+
+const_assert_eq!(size_of::<trs_res_id_para>(), 44);
+const_assert_eq!(offset_of!(trs_res_id_para, para), 24);
+const_assert_eq!(offset_of!(trs_res_id_para, value), 36);
+
+/// Allocates a resource id (`_IOWR('X', 0, trs_res_id_para)`).
+pub const TRS_RES_ID_ALLOC: u32 = iowr(TRS_MAGIC, 0, size_of::<trs_res_id_para>());
+/// Frees a resource id (`_IOW('X', 1, trs_res_id_para)`).
+pub const TRS_RES_ID_FREE: u32 = iow(TRS_MAGIC, 1, size_of::<trs_res_id_para>());
+
 /// Allocates an SQ/CQ pair (`_IOWR('X', 15, halSqCqInputInfo)`).
 pub const TRS_SQCQ_ALLOC: u32 = iowr(TRS_MAGIC, 15, size_of::<halSqCqInputInfo>());
 /// Frees an SQ/CQ pair (`_IOW('X', 16, halSqCqFreeInfo)`).
@@ -973,6 +1133,9 @@ mod tests {
         assert_eq!(TRS_SQCQ_FREE, 0x4034_5810);
         assert_eq!(TRS_SQCQ_SEND, 0x4040_5813);
         assert_eq!(TRS_SQCQ_RECV, 0xC048_5814);
+        // Not listed by the spec; from `_IOWR/_IOW('X', 0/1, struct trs_res_id_para)` (44 B).
+        assert_eq!(TRS_RES_ID_ALLOC, 0xC02C_5800);
+        assert_eq!(TRS_RES_ID_FREE, 0x402C_5801);
     }
 
     /// The SVM numbers of the pinned release (our derivation: a 344-byte argument).
@@ -987,6 +1150,10 @@ mod tests {
         assert_eq!(DEVMM_SVM_IPC_MEM_CLOSE, 0x4158_4D16);
         assert_eq!(DEVMM_SVM_IPC_MEM_CREATE, 0xC158_4D1B);
         assert_eq!(DEVMM_SVM_IPC_MEM_SET_PID, 0x4158_4D20);
+        assert_eq!(DEVMM_SVM_IPC_MEM_DESTROY, 0x4158_4D1C);
+        assert_eq!(DEVMM_SVM_IPC_MEM_QUERY, 0xC158_4D1D);
+        assert_eq!(DEVMM_SVM_IPC_MEM_SET_ATTR, 0x4158_4D22);
+        assert_eq!(DEVMM_SVM_QUERY_MEM_USEDINFO, 0xC158_4D2F);
         assert_eq!(DEVMM_SVM_MEM_CREATE, 0xC158_4D32);
         assert_eq!(DEVMM_SVM_MEM_RELEASE, 0x4158_4D33);
         assert_eq!(DEVMM_SVM_MEM_MAP, 0x4158_4D34);

@@ -254,6 +254,22 @@ pub trait PinnedHost {
     ///
     /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for a range not backed.
     fn unback_host(&self, range: VaRange) -> Result<()>;
+
+    /// Copies host bytes into pinned host memory at `dst`.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) when a byte of the
+    /// destination is not backed pinned memory.
+    fn write_host(&self, dst: DeviceAddr, src: HostBytes<'_>) -> Result<()>;
+
+    /// Copies pinned host memory at `src` into host bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) when a byte of the source
+    /// is not backed pinned memory.
+    fn read_host(&self, dst: HostBytesMut<'_>, src: DeviceAddr) -> Result<()>;
 }
 
 /// Synchronous copy and set on the device's direct memory access (DMA) path.
@@ -295,6 +311,21 @@ pub trait CopyEngine {
     ///
     /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) if any byte is not backed.
     fn set_device(&self, dev: DeviceId, dst: DeviceAddr, value: u8, len_bytes: u64) -> Result<()>;
+
+    /// Copies `len_bytes` between any two backed addresses of the shared address space
+    /// (device windows or pinned host), wherever each lies.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) if any byte is not backed.
+    fn copy_any(&self, dst: DeviceAddr, src: DeviceAddr, len_bytes: u64) -> Result<()>;
+
+    /// Fills `len_bytes` at any backed address (device window or pinned host) with `value`.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) if any byte is not backed.
+    fn set_any(&self, dst: DeviceAddr, value: u8, len_bytes: u64) -> Result<()>;
 }
 
 /// Task queues: submission and completion, events, and the order between queues.

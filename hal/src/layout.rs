@@ -19,6 +19,15 @@ pub const HOST_WINDOW_BASE: u64 = 7 << 40;
 /// Size of the pinned host-memory window: 1 TiB.
 pub const HOST_WINDOW_SIZE: u64 = 1 << 40;
 
+/// Bytes at the top of each device window that belong to the driver: it maps IPC opens and
+/// its own tables (such as event timestamps) there. A runtime never allocates in them.
+pub const DRIVER_RESERVED_BYTES: u64 = DEVICE_WINDOW_SIZE / 4;
+
+/// First address of the driver's part of device `index`'s window.
+pub const fn driver_reserved_base(index: u32) -> u64 {
+    device_window_base(index) + DEVICE_WINDOW_SIZE - DRIVER_RESERVED_BYTES
+}
+
 /// Which window an address falls in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Window {

@@ -123,6 +123,12 @@ pub enum TaskDesc {
         /// The comparison.
         compare: WaitCompare,
     },
+    /// Write the device's monotonic clock, in nanoseconds, as a 64-bit word at `dst`
+    /// (8-byte aligned).
+    Timestamp {
+        /// Destination address.
+        dst: DeviceAddr,
+    },
     /// Does nothing; completes in order. Used to mark a point in a queue.
     Marker,
 }

@@ -195,10 +195,21 @@ pub fn run(exe: &Path, instance: &str, env: &[(&str, &str)]) -> Output {
         .env_remove("ASCEND_RT_VISIBLE_DEVICES")
         .env_remove("ACLRS_SIM_DEVICES")
         .env_remove("ACLRS_SIM_SOC");
+    // `cargo xtask hwtest --backend davinci-fake` runs every C program on that backend.
+    match test_backend() {
+        Some(b) => cmd.env("ACLRS_BACKEND", b),
+        None => cmd.env_remove("ACLRS_BACKEND"),
+    };
     for (k, v) in env {
         cmd.env(k, v);
     }
     cmd.output().expect("start the C program")
+}
+
+/// The backend the C programs run on: `ACLRS_TEST_BACKEND` (set by `cargo xtask hwtest`), or
+/// `None` for the default software NPU.
+pub fn test_backend() -> Option<String> {
+    std::env::var("ACLRS_TEST_BACKEND").ok().filter(|b| !b.is_empty() && b != "sim")
 }
 
 /// Runs a C program and asserts it exited 0, showing its output otherwise.

@@ -21,7 +21,12 @@ struct Agent {
 
 impl Agent {
     fn start(exe: &Path, instance: &str, name: &'static str) -> Self {
-        let mut child = Command::new(exe)
+        let mut cmd = Command::new(exe);
+        match aclrs_tests::test_backend() {
+            Some(b) => cmd.env("ACLRS_BACKEND", b),
+            None => cmd.env_remove("ACLRS_BACKEND"),
+        };
+        let mut child = cmd
             .env("ACLRS_SIM_INSTANCE", instance)
             .env("ACLRS_SIM_HBM", "1G")
             .env("ACLRS_SIM_HUGE2M", "512M")

@@ -229,7 +229,18 @@ fn hwtest(backend: &str) -> Result {
             cmd.args(["--exact", "davinci_real", "--ignored", "--nocapture"])
         }
     };
-    run(&format!("hwtest --backend {backend} (the hal conformance suite)"), &mut cmd)
+    run(&format!("hwtest --backend {backend} (the hal conformance suite)"), &mut cmd)?;
+    if backend == "davinci" {
+        // The C programs need a kernel loader for their kernels, which real hardware lacks here.
+        eprintln!(
+            "xtask: hwtest davinci: the C programs are not run on real hardware (no public kernel loader)"
+        );
+        return Ok(());
+    }
+    run(
+        &format!("hwtest --backend {backend} (the C programs against libascendcl, ACLRS_BACKEND={backend})"),
+        cargo().env("ACLRS_TEST_BACKEND", backend).args(["test", "-p", "aclrs-tests"]),
+    )
 }
 
 fn miri(install: bool) -> Result {

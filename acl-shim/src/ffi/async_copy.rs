@@ -547,11 +547,8 @@ unsafe fn batch(
                 Ok(())
             };
             match s {
-                Some(s) if plan.all_dma => {
-                    let Backend::Sim(sim) = rt.backend();
-                    sim.submit_batch(hal::DeviceId(s.device), s.queue, plan.entries.clone())
-                        .map(|_| ())
-                        .map_err(|e| (AclError::from_hal(e, api), usize::MAX))
+                Some(s) if plan.all_dma && rt.backend().device_sim().is_some() => {
+                    rt.submit_batch(api, &s, plan.entries.clone()).map(|_| ()).map_err(|e| (e, usize::MAX))
                 }
                 Some(s) => {
                     rt.sync_stream_obj(api, &s).map_err(|e| (e, usize::MAX))?;
@@ -765,8 +762,7 @@ pub unsafe extern "C" fn aclrtMemsetD32(
         }
         let rt = runtime::runtime(API)?;
         plan_d32(&rt, API, addr(ptr), mem_size, n)?;
-        let Backend::Sim(sim) = rt.backend();
-        sim.dma_fill32(DeviceAddr(addr(ptr)), value, n as u64).map_err(|e| AclError::from_hal(e, API))
+        fill32_now(&rt, API, addr(ptr), value, n as u64)
     })
 }
 
@@ -789,10 +785,7 @@ pub unsafe extern "C" fn aclrtMemsetD32Async(
         let s = rt.submit_stream(API, super::stream::handle(stream))?;
         if locate(addr(ptr)) == Loc::Pinned {
             // Host memory: nothing is queued; the fill happens now (documented).
-            let Backend::Sim(sim) = rt.backend();
-            return sim
-                .dma_fill32(DeviceAddr(addr(ptr)), value, n as u64)
-                .map_err(|e| AclError::from_hal(e, API));
+            return fill32_now(&rt, API, addr(ptr), value, n as u64);
         }
         let task = TaskDesc::Memset32 { dst: DeviceAddr(addr(ptr)), value, count: n as u64 };
         rt.submit_task(API, &s, task).map(|_| ())
@@ -859,4 +852,30 @@ pub unsafe extern "C" fn aclrtValueWait(
         rt.submit_task(API, &s, TaskDesc::ValueWait { addr: DeviceAddr(addr(dev_addr)), value, compare })
             .map(|_| ())
     })
+}
+
+/// Fills `n` 32-bit words at `dst` (device or pinned host memory) with `value` now: on the
+/// software NPU's DMA path, or as pattern copies through the driver on other backends.
+fn fill32_now(rt: &Runtime, api: &str, dst: u64, value: u32, n: u64) -> Result<()> {
+    if let Backend::Sim(sim) = rt.backend() {
+        return sim.dma_fill32(DeviceAddr(dst), value, n).map_err(|e| AclError::from_hal(e, api));
+    }
+    const CHUNK_WORDS: u64 = 16 << 10;
+    let drv = rt.backend().driver();
+    // CAST: at most CHUNK_WORDS words.
+    let pattern = value.to_le_bytes().repeat(n.min(CHUNK_WORDS) as usize);
+    let mut done = 0;
+    while done < n {
+        let words = (n - done).min(CHUNK_WORDS);
+        let at = DeviceAddr(dst + done * 4);
+        // CAST: at most the pattern's length.
+        let bytes = &pattern[..(words * 4) as usize];
+        match hal::layout::window_of(at.as_u64()) {
+            hal::layout::Window::Device(d) => drv.copy_to_device(hal::DeviceId(d), at, bytes),
+            _ => drv.write_host(at, bytes),
+        }
+        .map_err(|e| AclError::from_hal(e, api))?;
+        done += words;
+    }
+    Ok(())
 }

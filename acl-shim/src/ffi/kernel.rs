@@ -11,12 +11,10 @@
 use std::ffi::{c_char, c_void, CStr};
 use std::os::unix::ffi::OsStrExt;
 
-use hal::DeviceId;
-
 use super::stream::{handle, to_ptr};
 use super::{guard, out_ptr, put, size, AclErrorCode};
 use crate::error::{AclError, Result};
-use crate::runtime::{self, Backend, Runtime};
+use crate::runtime::{self, Runtime};
 
 const TAG_BINARY: u64 = 0xac5b << 48;
 const TAG_FUNCTION: u64 = 0xac5f << 48;
@@ -64,9 +62,8 @@ pub struct AclrtPlaceHolderInfo {
     pub data_offset: u32,
 }
 
-fn sim(rt: &Runtime) -> &hal_sim::Sim {
-    let Backend::Sim(s) = rt.backend();
-    s
+fn sim<'a>(rt: &'a Runtime, api: &str) -> Result<&'a hal_sim::Sim> {
+    rt.backend().loader(api)
 }
 
 fn untag(api: &str, what: &str, h: u64, tag: u64) -> Result<u64> {
@@ -110,7 +107,7 @@ pub unsafe extern "C" fn aclrtBinaryLoadFromFile(
         let path = std::path::Path::new(std::ffi::OsStr::from_bytes(path.to_bytes()));
         let rt = runtime::runtime(API)?;
         rt.current_device(API)?;
-        let id = sim(&rt).load_binary(path).map_err(|e| {
+        let id = sim(&rt, API)?.load_binary(path).map_err(|e| {
             AclError::rt_invalid(format!(
                 "{API}: cannot load {} as a kernel binary (a host shared object on the software NPU): {e}",
                 path.display()
@@ -140,7 +137,7 @@ pub unsafe extern "C" fn aclrtBinaryGetFunction(
             .to_str()
             .map_err(|_| AclError::invalid(format!("{API}: kernelName is not valid UTF-8")))?;
         let rt = runtime::runtime(API)?;
-        let id = sim(&rt).binary_function(bin, name).map_err(|e| match e.kind() {
+        let id = sim(&rt, API)?.binary_function(bin, name).map_err(|e| match e.kind() {
             hal::ErrorKind::InvalidArgument => AclError::new(
                 ACL_ERROR_RT_KERNEL_LOOKUP,
                 format!("{API}: the binary has no kernel named {name:?}"),
@@ -162,7 +159,7 @@ pub extern "C" fn aclrtBinaryUnLoad(bin_handle: *mut c_void) -> AclErrorCode {
     guard(API, || {
         let bin = untag(API, "binHandle", handle(bin_handle), TAG_BINARY)?;
         let rt = runtime::runtime(API)?;
-        sim(&rt).unload_binary(bin).map_err(|_| {
+        sim(&rt, API)?.unload_binary(bin).map_err(|_| {
             AclError::new(
                 crate::codes::ACL_ERROR_RT_INVALID_HANDLE,
                 format!("{API}: binHandle {bin_handle:p} is not loaded (unloaded already?)"),
@@ -247,16 +244,13 @@ fn launch(
     }
     let rt = runtime::runtime(api)?;
     let s = rt.submit_stream(api, handle(stream))?;
-    if !sim(&rt).is_function(f) {
+    if !sim(&rt, api)?.is_function(f) {
         return Err(AclError::new(
             crate::codes::ACL_ERROR_RT_INVALID_HANDLE,
             format!("{api}: funcHandle {func:p} is not a live kernel (its binary was unloaded?)"),
         ));
     }
-    sim(&rt)
-        .launch_kernel(DeviceId(s.device), s.queue, f, blocks, args, timeout_us)
-        .map(|_| ())
-        .map_err(|e| AclError::from_hal(e, api))
+    rt.launch_kernel(api, &s, f, blocks, args, timeout_us).map(|_| ())
 }
 
 /// `aclError aclrtLaunchKernel(aclrtFuncHandle funcHandle, uint32_t numBlocks, const void *argsData, size_t argsSize, aclrtStream stream);`

@@ -87,8 +87,9 @@ fn run_host_call(ticket: u64) -> i32 {
 fn ensure_hook(rt: &Runtime) {
     static HOOK: Once = Once::new();
     HOOK.call_once(|| {
-        let crate::runtime::Backend::Sim(sim) = rt.backend();
-        sim.set_host_hook(Arc::new(run_host_call));
+        if let Some(sim) = rt.backend().device_sim() {
+            sim.set_host_hook(Arc::new(run_host_call));
+        }
     });
 }
 

@@ -4,21 +4,18 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-use hal::DeviceId;
-
 use super::buffer::Alloc;
 use super::device::DeviceInner;
 use super::pod::Pod;
 use super::{Device, DeviceSlice, DeviceSliceMut, Result, Stream};
 use crate::error::AclError;
-use crate::runtime::{Backend, Runtime as Rt};
+use crate::runtime::Runtime as Rt;
 
 /// `ACL_ERROR_RT_KERNEL_LOOKUP`: the binary has no such kernel.
 const ACL_ERROR_RT_KERNEL_LOOKUP: i32 = 507_027;
 
-fn sim(rt: &Rt) -> &hal_sim::Sim {
-    let Backend::Sim(s) = rt.backend();
-    s
+fn sim<'a>(rt: &'a Rt, api: &str) -> Result<&'a hal_sim::Sim> {
+    rt.backend().loader(api)
 }
 
 /// A loaded kernel binary (`aclrtBinaryLoadFromFile`); unloaded when dropped.
@@ -48,7 +45,7 @@ impl Module {
         const API: &str = "Module::load";
         let path = path.as_ref();
         let rt = device.inner.bind(API)?;
-        let bin = sim(rt).load_binary(path).map_err(|e| {
+        let bin = sim(rt, API)?.load_binary(path).map_err(|e| {
             AclError::rt_invalid(format!("{API}: cannot load {} as a kernel binary: {e}", path.display()))
         })?;
         Ok(Self { device: Arc::clone(&device.inner), bin })
@@ -62,7 +59,7 @@ impl Module {
     pub fn kernel(&self, name: &str) -> Result<Kernel<'_>> {
         const API: &str = "Module::kernel";
         let rt = self.device.bind(API)?;
-        let func = sim(rt).binary_function(self.bin, name).map_err(|_| {
+        let func = sim(rt, API)?.binary_function(self.bin, name).map_err(|_| {
             AclError::new(
                 ACL_ERROR_RT_KERNEL_LOOKUP,
                 format!("{API}: the binary has no kernel named {name:?}"),
@@ -74,7 +71,9 @@ impl Module {
 
 impl Drop for Module {
     fn drop(&mut self) {
-        let _ = sim(&self.device.shared.rt).unload_binary(self.bin);
+        if let Ok(sim) = sim(&self.device.shared.rt, "Module::drop") {
+            let _ = sim.unload_binary(self.bin);
+        }
     }
 }
 
@@ -113,10 +112,7 @@ impl Kernel<'_> {
             a.check_use(API, &stream.inner)?;
         }
         let (rt, s) = stream.inner.obj(API)?;
-        sim(rt)
-            .launch_kernel(DeviceId(s.device), s.queue, self.func, blocks, args.bytes(), 0)
-            .map(|_| ())
-            .map_err(|e| AclError::from_hal(e, API))
+        rt.launch_kernel(API, &s, self.func, blocks, args.bytes(), 0).map(|_| ())
     }
 }
 

@@ -26,19 +26,21 @@ use std::time::Duration;
 use hal::davinci_abi::{
     self as abi, davinci_intf_open_arg, devmm_free_pages_para, devmm_get_mmap_para, devmm_ioctl_arg,
     devmm_mem_advise_para, devmm_mem_alloc_para, devmm_mem_copy_para, devmm_mem_create_para,
-    devmm_mem_ipc_close_para, devmm_mem_ipc_create_para, devmm_mem_ipc_open_para, devmm_mem_ipc_set_pid_para,
-    devmm_mem_map_para, devmm_mem_memset_para, devmm_mem_release_para, devmm_mem_unmap_para,
-    devmm_mmap_addr_seg, halReportRecvInfo, halSqCqFreeInfo, halSqCqInputInfo, halTaskSendInfo, trs_uio_info,
+    devmm_mem_ipc_close_para, devmm_mem_ipc_create_para, devmm_mem_ipc_destroy_para, devmm_mem_ipc_open_para,
+    devmm_mem_ipc_set_attr_para, devmm_mem_ipc_set_pid_para, devmm_mem_map_para, devmm_mem_memset_para,
+    devmm_mem_query_size_para, devmm_mem_release_para, devmm_mem_unmap_para, devmm_mmap_addr_seg,
+    devmm_query_device_mem_usedinfo, halReportRecvInfo, halSqCqFreeInfo, halSqCqInputInfo, halTaskSendInfo,
+    trs_res_id_para, trs_uio_info,
 };
-use hal::layout::{DEVICE_WINDOW_BASE, DEVICE_WINDOW_SIZE};
+use hal::layout::{window_of, Window, DEVICE_WINDOW_BASE, DEVICE_WINDOW_SIZE};
 use hal::{
-    BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, Error, ErrorKind, MemAttr, MemoryBacking,
-    PageSize, PhysHandle, PhysicalMemory, QueueId, ShareKind, ShareName, Sharing, TaskQueue, TaskStatus,
-    VaRange,
+    BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, Error, ErrorKind, EventId, MemAttr,
+    MemoryBacking, MemoryKind, PageSize, PhysHandle, PhysicalMemory, PinnedHost, QueueId, ShareKind,
+    ShareName, Sharing, TaskDesc, TaskQueue, TaskStatus, VaRange,
 };
 use hal_sim::Sim;
 
-use crate::sqe::{self, Cqe};
+use crate::sqe::{self, Cqe, Entry};
 use crate::sys::shared::{Anon, View};
 use crate::sys::user;
 use crate::{Errno, Transport};
@@ -74,9 +76,9 @@ struct State {
     ipc_next: HashMap<u32, u64>,
 }
 
-/// Where the fake maps opened IPC shares: the top quarter of the device's window.
+/// Where the fake maps opened IPC shares: the driver's part of the device's window.
 fn ipc_base(dev: u32) -> u64 {
-    hal::layout::device_window_base(dev) + DEVICE_WINDOW_SIZE / 4 * 3
+    hal::layout::driver_reserved_base(dev)
 }
 
 fn share_name(buf: &[u8; abi::DEVMM_MAX_NAME_SIZE]) -> Result<ShareName, Errno> {
@@ -118,6 +120,34 @@ struct RingQueue {
     svc: Mutex<Service>,
 }
 
+/// Runs one decoded SQE on the software NPU; every SQE takes exactly one sequence number of
+/// the queue, as the backend counts them.
+fn run_entry(sim: &Sim, dev: DeviceId, q: QueueId, entry: Entry) -> hal::Result<u64> {
+    match entry {
+        Entry::Task(task) => sim.submit(dev, q, task),
+        Entry::EventRecord(ev) => sim.record_event(dev, q, ev),
+        Entry::EventWait(ev) => {
+            let before = sim.submitted(dev, q)?;
+            sim.wait_event(dev, q, ev)?;
+            let after = sim.submitted(dev, q)?;
+            if after == before {
+                // Never recorded: nothing to wait for, but the SQE still takes its place.
+                sim.submit(dev, q, TaskDesc::Marker)
+            } else {
+                Ok(after)
+            }
+        }
+        Entry::EventReset(ev) => {
+            sim.reset_event(dev, q, ev)?;
+            sim.submitted(dev, q)
+        }
+        Entry::StopOnFailure(stop) => {
+            sim.set_stop_on_failure(dev, q, stop)?;
+            sim.submit(dev, q, TaskDesc::Marker)
+        }
+    }
+}
+
 /// The device side of a mapped queue's counters.
 #[derive(Debug, Default)]
 struct Service {
@@ -147,7 +177,7 @@ impl RingQueue {
             let mut image = [0u8; sqe::SQE_BYTES];
             sq.read((s.head % self.depth) as usize * sqe::SQE_BYTES, &mut image);
             let submitted = match sqe::decode(&image) {
-                Some(task) => sim.submit(self.dev, self.q, task),
+                Some(entry) => run_entry(sim, self.dev, self.q, entry),
                 None => Err(Error::new(ErrorKind::InvalidArgument, "unknown SQE")),
             };
             match submitted {
@@ -414,7 +444,10 @@ impl FakeKernel {
                 let (handle, info) = self.sim.import_share(&share_name(&p.name)?, dev).map_err(err)?;
                 let page = info.page_size.bytes();
                 let len = info.len_bytes.next_multiple_of(page);
-                let va = {
+                // The library chooses the VA (its own heaps) or leaves it to the driver (0).
+                let va = if p.vptr != 0 {
+                    p.vptr
+                } else {
                     let mut st = self.lock();
                     let next = st.ipc_next.entry(dev.0).or_insert_with(|| ipc_base(dev.0));
                     let va = next.next_multiple_of(page);
@@ -469,7 +502,15 @@ impl FakeKernel {
                 if self.lock().allocs.get(&(dev.0, p.ptr)).map(|a| a.0) != Some(p.count) {
                     return Err(Errno(libc::EINVAL));
                 }
-                if p.advise & abi::DV_ADVISE_POPULATE != 0 {
+                if p.advise & abi::DV_ADVISE_HOST != 0 {
+                    if window_of(p.ptr) != Window::PinnedHost {
+                        return Err(Errno(libc::EINVAL));
+                    }
+                    self.sim.back_host(r).map_err(err)?;
+                    if let Some(a) = self.lock().allocs.get_mut(&(dev.0, p.ptr)) {
+                        a.1 = true;
+                    }
+                } else if p.advise & abi::DV_ADVISE_POPULATE != 0 {
                     let mut attrs = MemAttr::CACHED;
                     attrs.set(MemAttr::READONLY, p.advise & abi::DV_ADVISE_READONLY != 0);
                     attrs.set(MemAttr::P2P, p.advise & abi::DV_ADVISE_P2P_HBM != 0);
@@ -484,7 +525,9 @@ impl FakeKernel {
             abi::DEVMM_SVM_FREE_PAGES => {
                 let p = arg.get::<devmm_free_pages_para>();
                 let (len, backed) = self.lock().allocs.remove(&(dev.0, p.va)).ok_or(Errno(libc::ENOENT))?;
-                if backed {
+                if backed && window_of(p.va) == Window::PinnedHost {
+                    self.sim.unback_host(range(p.va, len)?).map_err(err)?;
+                } else if backed {
                     self.sim.unback(dev, range(p.va, len)?).map_err(err)?;
                 }
                 Ok(0)
@@ -492,31 +535,128 @@ impl FakeKernel {
             abi::DEVMM_SVM_MEMCPY => {
                 let p = arg.get::<devmm_mem_copy_para>();
                 let len = usize::try_from(p.ByteCount).map_err(|_| Errno(libc::EINVAL))?;
-                match p.direction {
-                    abi::DEVMM_COPY_HOST_TO_DEVICE => {
+                let pinned = |a: u64| window_of(a) == Window::PinnedHost;
+                let host_dst =
+                    matches!(p.direction, abi::DEVMM_COPY_DEVICE_TO_HOST | abi::DEVMM_COPY_HOST_TO_HOST);
+                let host_src =
+                    matches!(p.direction, abi::DEVMM_COPY_HOST_TO_DEVICE | abi::DEVMM_COPY_HOST_TO_HOST);
+                if p.direction > abi::DEVMM_COPY_DEVICE_TO_DEVICE {
+                    return Err(Errno(libc::EINVAL));
+                }
+                let (user_dst, user_src) = (host_dst && !pinned(p.dst), host_src && !pinned(p.src));
+                match (user_dst, user_src) {
+                    (false, false) => match (window_of(p.dst), window_of(p.src)) {
+                        (Window::Device(a), Window::Device(b)) => self
+                            .sim
+                            .copy_device(
+                                DeviceId(a),
+                                DeviceAddr(p.dst),
+                                DeviceId(b),
+                                DeviceAddr(p.src),
+                                p.ByteCount,
+                            )
+                            .map_err(err)?,
+                        // Pinned host memory on either side: the DMA engine reaches it.
+                        _ => self
+                            .sim
+                            .copy_any(DeviceAddr(p.dst), DeviceAddr(p.src), p.ByteCount)
+                            .map_err(err)?,
+                    },
+                    (false, true) => {
                         // SAFETY: the caller's source is readable for `len` bytes for the call.
                         let src = unsafe { user::bytes(p.src, len) };
-                        self.sim.copy_to_device(dev, DeviceAddr(p.dst), src).map_err(err)?;
+                        match window_of(p.dst) {
+                            Window::PinnedHost => self.sim.write_host(DeviceAddr(p.dst), src),
+                            Window::Device(d) => self.sim.copy_to_device(DeviceId(d), DeviceAddr(p.dst), src),
+                            _ => return Err(Errno(libc::EFAULT)),
+                        }
+                        .map_err(err)?;
                     }
-                    abi::DEVMM_COPY_DEVICE_TO_HOST => {
+                    (true, false) => {
                         // SAFETY: the caller's destination is writable for `len` bytes, and
                         // nothing else touches it during the call.
                         let dst = unsafe { user::bytes_mut(p.dst, len) };
-                        self.sim.copy_from_device(dev, dst, DeviceAddr(p.src)).map_err(err)?;
+                        match window_of(p.src) {
+                            Window::PinnedHost => self.sim.read_host(dst, DeviceAddr(p.src)),
+                            Window::Device(d) => {
+                                self.sim.copy_from_device(DeviceId(d), dst, DeviceAddr(p.src))
+                            }
+                            _ => return Err(Errno(libc::EFAULT)),
+                        }
+                        .map_err(err)?;
                     }
-                    abi::DEVMM_COPY_DEVICE_TO_DEVICE => {
-                        self.sim
-                            .copy_device(dev, DeviceAddr(p.dst), dev, DeviceAddr(p.src), p.ByteCount)
-                            .map_err(err)?;
-                    }
-                    _ => return Err(Errno(libc::EINVAL)),
+                    (true, true) => return Err(Errno(libc::EINVAL)),
                 }
                 Ok(0)
             }
             abi::DEVMM_SVM_MEMSET8 => {
                 let p = arg.get::<devmm_mem_memset_para>();
                 // CAST: MEMSET8 uses the low byte.
-                self.sim.set_device(dev, DeviceAddr(p.dst), p.value as u8, p.count).map_err(err)?;
+                let value = p.value as u8;
+                match window_of(p.dst) {
+                    Window::PinnedHost => self.sim.set_any(DeviceAddr(p.dst), value, p.count),
+                    _ => self.sim.set_device(dev, DeviceAddr(p.dst), value, p.count),
+                }
+                .map_err(err)?;
+                Ok(0)
+            }
+            abi::DEVMM_SVM_QUERY_MEM_USEDINFO => {
+                let mut p = arg.get::<devmm_query_device_mem_usedinfo>();
+                let want = match p.mem_type {
+                    abi::MEM_INFO_TYPE_HBM_SIZE => MemoryKind::Hbm,
+                    abi::MEM_INFO_TYPE_DDR_SIZE => MemoryKind::Ddr,
+                    _ => return Err(Errno(libc::EINVAL)),
+                };
+                let info = self.sim.device_info(dev).map_err(err)?;
+                let q = devmm_query_device_mem_usedinfo { mem_type: p.mem_type, ..Default::default() };
+                p = if info.memory != want {
+                    q
+                } else if let Ok(m) = self.sim.memory_info(dev) {
+                    devmm_query_device_mem_usedinfo {
+                        normal_total_size: m.total_bytes,
+                        normal_free_size: m.free_bytes,
+                        huge_total_size: m.huge_total_bytes,
+                        huge_free_size: m.huge_free_bytes,
+                        giant_total_size: m.giant_total_bytes,
+                        giant_free_size: m.giant_free_bytes,
+                        ..q
+                    }
+                } else {
+                    // Not opened by this process yet: nothing of it is in use here.
+                    devmm_query_device_mem_usedinfo {
+                        normal_total_size: info.hbm_bytes,
+                        normal_free_size: info.hbm_bytes,
+                        huge_total_size: info.huge_budget_bytes,
+                        huge_free_size: info.huge_budget_bytes,
+                        giant_total_size: info.giant_budget_bytes,
+                        giant_free_size: info.giant_budget_bytes,
+                        ..q
+                    }
+                };
+                arg.put(&p);
+                Ok(0)
+            }
+            abi::DEVMM_SVM_IPC_MEM_QUERY => {
+                let mut p = arg.get::<devmm_mem_query_size_para>();
+                let info = self.sim.share_info(&share_name(&p.name)?).map_err(err)?;
+                p.len = info.len_bytes;
+                p.is_huge = i32::from(info.page_size != PageSize::Normal);
+                p.phy_devid = info.physical_device;
+                arg.put(&p);
+                Ok(0)
+            }
+            abi::DEVMM_SVM_IPC_MEM_SET_ATTR => {
+                let p = arg.get::<devmm_mem_ipc_set_attr_para>();
+                if p.type_ != abi::SHMEM_ATTR_TYPE_NO_WLIST_IN_SERVER || p.attr != abi::SHMEM_NO_WLIST_ENABLE
+                {
+                    return Err(Errno(libc::EOPNOTSUPP));
+                }
+                self.sim.disable_share_whitelist(&share_name(&p.name)?).map_err(err)?;
+                Ok(0)
+            }
+            abi::DEVMM_SVM_IPC_MEM_DESTROY => {
+                let p = arg.get::<devmm_mem_ipc_destroy_para>();
+                self.sim.destroy_share(&share_name(&p.name)?).map_err(err)?;
                 Ok(0)
             }
             abi::DEVMM_SVM_MEM_CREATE => {
@@ -586,6 +726,26 @@ impl FakeKernel {
                 unsafe { user::write(arg, info) };
                 Ok(0)
             }
+            abi::TRS_RES_ID_ALLOC => {
+                // SAFETY: the command's argument is a `trs_res_id_para`.
+                let mut p: trs_res_id_para = unsafe { user::read(arg) };
+                if p.res_type != abi::DRV_EVENT_ID {
+                    return Err(Errno(libc::EOPNOTSUPP));
+                }
+                p.id = self.sim.create_event(dev).map_err(err)?.0;
+                // SAFETY: as above, writable.
+                unsafe { user::write(arg, p) };
+                Ok(0)
+            }
+            abi::TRS_RES_ID_FREE => {
+                // SAFETY: the command's argument is a `trs_res_id_para`.
+                let p: trs_res_id_para = unsafe { user::read(arg) };
+                if p.res_type != abi::DRV_EVENT_ID {
+                    return Err(Errno(libc::EOPNOTSUPP));
+                }
+                self.sim.destroy_event(dev, EventId(p.id)).map_err(err)?;
+                Ok(0)
+            }
             abi::TRS_SQCQ_FREE => {
                 // SAFETY: the command's argument is a `halSqCqFreeInfo`.
                 let info: halSqCqFreeInfo = unsafe { user::read(arg) };
@@ -603,8 +763,8 @@ impl FakeKernel {
                 for chunk in bytes.chunks_exact(sqe::SQE_BYTES) {
                     let mut image = [0u8; sqe::SQE_BYTES];
                     image.copy_from_slice(chunk);
-                    let task = sqe::decode(&image).ok_or(Errno(libc::EINVAL))?;
-                    let seq = self.sim.submit(dev, QueueId(info.sqId), task).map_err(err)?;
+                    let entry = sqe::decode(&image).ok_or(Errno(libc::EINVAL))?;
+                    let seq = run_entry(&self.sim, dev, QueueId(info.sqId), entry).map_err(err)?;
                     first.get_or_insert(seq);
                 }
                 // CAST: the ring position wraps.

@@ -23,15 +23,17 @@
 //!   ring, the doorbell rung, CQEs read from a CQ ring). The SQE and CQE images and the CQ ring
 //!   are this crate's own ([`sqe`]): the firmware's formats are not public, so queues are only
 //!   meaningful against the fake kernel today.
-//! - IPC by name: `IPC_MEM_CREATE` and `IPC_MEM_SET_PID` behind `hal::Sharing`, and
-//!   [`Davinci::ipc_open`]/[`Davinci::ipc_close`] (`IPC_MEM_OPEN`/`IPC_MEM_CLOSE`).
+//! - IPC by name behind `hal::Sharing`: `IPC_MEM_CREATE`, `IPC_MEM_SET_PID`,
+//!   `IPC_MEM_SET_ATTR`, `IPC_MEM_QUERY`, `IPC_MEM_DESTROY`; an import is a handle whose
+//!   mapping is `IPC_MEM_OPEN` at the caller's VA and whose unmapping is `IPC_MEM_CLOSE`.
+//! - Queries (`QUERY_MEM_USEDINFO`), pinned host memory (`ADVISE(HOST)`, host-to-host
+//!   `MEMCPY`), events (ids from `TRS_RES_ID_ALLOC`, record/wait/reset SQEs, timestamps in a
+//!   table in the driver's part of the device window) and failure-mode SQEs.
 //!
 //! # What it does not do yet
 //!
-//! Events and stream order on the device, pinned host memory, handle-based sharing
-//! (`MEM_EXPORT`/`MEM_IMPORT`, so `Sharing::import_share`), shares without a whitelist, IPC
-//! destroy, device and memory queries: these return [`ErrorKind::NotSupported`]. Nothing here
-//! has run on real hardware.
+//! Handle-based sharing (`MEM_EXPORT`/`MEM_IMPORT`) returns [`ErrorKind::NotSupported`].
+//! Nothing here has run on real hardware.
 
 use core::ffi::c_void;
 use std::collections::HashMap;
@@ -45,14 +47,18 @@ use std::time::{Duration, Instant};
 use hal::davinci_abi::{
     self as abi, davinci_intf_open_arg, devmm_free_pages_para, devmm_get_mmap_para, devmm_ioctl_arg,
     devmm_mem_advise_para, devmm_mem_alloc_para, devmm_mem_copy_para, devmm_mem_create_para,
-    devmm_mem_ipc_close_para, devmm_mem_ipc_create_para, devmm_mem_ipc_open_para, devmm_mem_ipc_set_pid_para,
-    devmm_mem_map_para, devmm_mem_memset_para, devmm_mem_release_para, devmm_mem_unmap_para,
-    devmm_mmap_addr_seg, halReportRecvInfo, halSqCqFreeInfo, halSqCqInputInfo, halTaskSendInfo, trs_uio_info,
+    devmm_mem_ipc_close_para, devmm_mem_ipc_create_para, devmm_mem_ipc_destroy_para, devmm_mem_ipc_open_para,
+    devmm_mem_ipc_set_attr_para, devmm_mem_ipc_set_pid_para, devmm_mem_map_para, devmm_mem_memset_para,
+    devmm_mem_query_size_para, devmm_mem_release_para, devmm_mem_unmap_para, devmm_mmap_addr_seg,
+    devmm_query_device_mem_usedinfo, halReportRecvInfo, halSqCqFreeInfo, halSqCqInputInfo, halTaskSendInfo,
+    trs_res_id_para, trs_uio_info,
 };
+use hal::layout::{window_of, Window};
 use hal::{
     BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, DeviceInfo, Driver, Error, ErrorKind,
-    MemAttr, MemoryBacking, MemoryInfo, PageSize, PhysHandle, PhysicalMemory, PinnedHost, QueueId, Result,
-    ShareKind, ShareName, Sharing, TaskDesc, TaskQueue, TaskStatus, VaRange,
+    EventId, EventInfo, MemAttr, MemoryBacking, MemoryInfo, MemoryKind, PageSize, PhysHandle, PhysicalMemory,
+    PinnedHost, QueueId, Result, ShareInfo, ShareKind, ShareName, Sharing, SocProfile, TaskDesc, TaskQueue,
+    TaskStatus, VaRange,
 };
 
 #[cfg(feature = "fake-kernel")]
@@ -90,6 +96,24 @@ pub fn probe() -> std::result::Result<(), String> {
         return Err(format!("{MANAGER_NODE} is absent (no Ascend driver on this machine)"));
     }
     Davinci::new(LibcTransport, 1).map(drop).map_err(|e| e.to_string())
+}
+
+/// How many devices this machine shows: the `/dev/davinciN` nodes (at least 1 when the
+/// multiplexer exists, at most [`hal::layout::MAX_DEVICES`]).
+pub fn count_devices() -> u32 {
+    let n = std::fs::read_dir("/dev")
+        .map(|dir| {
+            dir.filter_map(|e| e.ok())
+                .filter(|e| {
+                    let name = e.file_name();
+                    let name = name.to_string_lossy();
+                    name.strip_prefix("davinci")
+                        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                })
+                .count()
+        })
+        .unwrap_or(0);
+    u32::try_from(n).unwrap_or(u32::MAX).clamp(1, hal::layout::MAX_DEVICES)
 }
 
 /// An `errno` value a system call failed with.
@@ -319,13 +343,53 @@ struct QueueState<T: Transport> {
     cq: u32,
     submitted: u64,
     rings: Option<Arc<Rings<T>>>,
+    /// In the kernel-send mode: the first failure a wait received that `completed` has not
+    /// reported yet (a CQE reports a failure once).
+    failure: Option<TaskStatus>,
 }
 
 impl<T: Transport> Clone for QueueState<T> {
     fn clone(&self) -> Self {
-        Self { cq: self.cq, submitted: self.submitted, rings: self.rings.clone() }
+        Self { cq: self.cq, submitted: self.submitted, rings: self.rings.clone(), failure: self.failure }
     }
 }
+
+/// Bytes at the top of each device's driver range that hold event timestamps (8 bytes each).
+const EVENT_TABLE_BYTES: u64 = 2 << 20;
+/// Bytes of one backed page of the event table.
+const EVENT_PAGE_BYTES: u64 = 4 << 10;
+
+/// Where device `dev`'s event timestamps live.
+fn event_table_base(dev: u32) -> u64 {
+    hal::layout::driver_reserved_base(dev) + hal::layout::DRIVER_RESERVED_BYTES - EVENT_TABLE_BYTES
+}
+
+/// One event: its timestamp slot and the point it was last recorded at (queue, the record's
+/// sequence; the timestamp task follows it).
+#[derive(Clone, Copy, Debug)]
+struct EventRec {
+    slot: u64,
+    point: Option<(QueueId, u64)>,
+}
+
+/// The events of every device, and the backed pages of their timestamp tables.
+#[derive(Debug, Default)]
+struct Events {
+    by_id: HashMap<(u32, u32), EventRec>,
+    free_slots: HashMap<u32, Vec<u64>>,
+    next_slot: HashMap<u32, u64>,
+    /// Backed table pages, per device (by page index).
+    pages: HashMap<u32, Vec<u64>>,
+    /// The newest event waits per device and waiting queue: (the wait's sequence, the queue
+    /// and sequence it waits for), for [`TaskQueue::is_ordered_before`].
+    edges: HashMap<u32, HashMap<u32, WaitEdges>>,
+}
+
+/// The event waits of one queue: (the wait's sequence, the queue and sequence it waits for).
+type WaitEdges = std::collections::VecDeque<(u64, u32, u64)>;
+
+/// Event waits remembered per queue (older ones only make the order answer conservative).
+const MAX_WAIT_EDGES: usize = 256;
 
 /// The mappings of one queue in the mapped-ring mode and the user's side of its counters.
 struct Rings<T: Transport> {
@@ -435,6 +499,29 @@ pub struct Davinci<T: Transport> {
     open: Mutex<HashMap<u32, DeviceFds<T>>>,
     /// VMM mappings: start VA to bytes (the unmap command reports but does not take a size).
     maps: Mutex<HashMap<u64, u64>>,
+    events: Mutex<Events>,
+    soc: SocProfile,
+    /// Shares this process exported by name, and their devices.
+    exported: Mutex<HashMap<ShareName, u32>>,
+    /// Imported IPC shares: handles not mapped yet, and where opened ones are mapped.
+    ipc: Mutex<IpcImports>,
+}
+
+/// Why handle-based sharing fails on this backend.
+const HANDLES_NOT_WIRED: &str =
+    "shareable handles on the davinci backend (MEM_EXPORT/MEM_IMPORT are mirrored, not wired yet)";
+
+/// The tag of handles that stand for an imported IPC share ([`Sharing::import_share`]).
+const IPC_HANDLE_BIT: u64 = 1 << 62;
+
+/// Imported IPC shares of this process.
+#[derive(Debug, Default)]
+struct IpcImports {
+    next: u64,
+    /// Handle to (share, device).
+    pending: HashMap<u64, (ShareName, u32)>,
+    /// Start VA of an opened share to its handle.
+    opened: HashMap<u64, u64>,
 }
 
 impl<T: Transport> fmt::Debug for Davinci<T> {
@@ -526,7 +613,20 @@ impl<T: Transport> Davinci<T> {
             _window: window,
             open: Mutex::new(HashMap::new()),
             maps: Mutex::new(HashMap::new()),
+            events: Mutex::new(Events::default()),
+            soc: SocProfile::A2,
+            exported: Mutex::new(HashMap::new()),
+            ipc: Mutex::new(IpcImports::default()),
         })
+    }
+
+    /// The same backend, reporting its devices as `soc`. The pinned SVM v2 ABI is that of the
+    /// 910B (A2) and 910_93 (A3); the default is A2. The device management module, which
+    /// would tell, is not mirrored.
+    #[must_use]
+    pub fn with_soc(mut self, soc: SocProfile) -> Self {
+        self.soc = soc;
+        self
     }
 
     /// How this backend's queues submit and complete.
@@ -687,7 +787,14 @@ impl<T: Transport> DeviceControl for Davinci<T> {
         if dev.0 >= self.devices {
             return Err(Error::new(ErrorKind::NoDevice, "no such device"));
         }
-        Err(not_supported("device info (the device management module is not mirrored yet)"))
+        let (memory, m) = self.query_memory(dev)?;
+        Ok(DeviceInfo {
+            soc: self.soc,
+            memory,
+            hbm_bytes: m.total_bytes,
+            huge_budget_bytes: m.huge_total_bytes,
+            giant_budget_bytes: m.giant_total_bytes,
+        })
     }
 
     fn open(&self, dev: DeviceId) -> Result<()> {
@@ -709,6 +816,7 @@ impl<T: Transport> DeviceControl for Davinci<T> {
         let tsdrv = bind(abi::MODULE_TSDRV)?;
         let tsdrv_mmap = bind(abi::MODULE_TSDRV_MMAP)?;
         open.insert(dev.0, DeviceFds { tsdrv, tsdrv_mmap, queues: HashMap::new() });
+        drop(open);
         Ok(())
     }
 
@@ -721,13 +829,14 @@ impl<T: Transport> DeviceControl for Davinci<T> {
         for q in queues {
             let _ = self.destroy_queue(dev, QueueId(q));
         }
+        self.drop_events(dev);
         self.opened().remove(&dev.0);
         Ok(())
     }
 
     fn memory_info(&self, dev: DeviceId) -> Result<MemoryInfo> {
         self.check_open(dev)?;
-        Err(not_supported("memory info (QUERY_MEM_USEDINFO is not mirrored yet)"))
+        self.query_memory(dev).map(|(_, m)| m)
     }
 }
 
@@ -787,6 +896,16 @@ impl<T: Transport> PhysicalMemory for Davinci<T> {
 
     fn free_physical(&self, dev: DeviceId, handle: PhysHandle) -> Result<()> {
         self.check_open(dev)?;
+        if handle.0 & IPC_HANDLE_BIT != 0 {
+            let mut ipc = self.ipc.lock().unwrap_or_else(|p| p.into_inner());
+            if ipc.opened.values().any(|&h| h == handle.0) {
+                return Err(Error::new(ErrorKind::Busy, "the imported share is still mapped"));
+            }
+            return match ipc.pending.remove(&handle.0) {
+                Some(_) => Ok(()),
+                None => Err(Error::new(ErrorKind::InvalidHandle, "unknown handle")),
+            };
+        }
         let id =
             i32::try_from(handle.0).map_err(|_| Error::new(ErrorKind::InvalidHandle, "unknown handle"))?;
         let mut arg =
@@ -798,6 +917,9 @@ impl<T: Transport> PhysicalMemory for Davinci<T> {
         self.check_open(dev)?;
         if offset != 0 {
             return Err(not_supported("mapping at an offset into a handle (halMemMap takes offset 0)"));
+        }
+        if handle.0 & IPC_HANDLE_BIT != 0 {
+            return self.ipc_map(dev, handle, range);
         }
         let id =
             i32::try_from(handle.0).map_err(|_| Error::new(ErrorKind::InvalidHandle, "unknown handle"))?;
@@ -816,6 +938,12 @@ impl<T: Transport> PhysicalMemory for Davinci<T> {
 
     fn unmap_physical(&self, dev: DeviceId, range: VaRange) -> Result<()> {
         self.check_open(dev)?;
+        let start = range.start().as_u64();
+        if self.ipc.lock().unwrap_or_else(|p| p.into_inner()).opened.contains_key(&start) {
+            self.ipc_close(dev, range.start())?;
+            self.ipc.lock().unwrap_or_else(|p| p.into_inner()).opened.remove(&start);
+            return Ok(());
+        }
         let mut arg = devmm_ioctl_arg::with(
             dev.0,
             &devmm_mem_unmap_para { va: range.start().as_u64(), ..Default::default() },
@@ -826,13 +954,70 @@ impl<T: Transport> PhysicalMemory for Davinci<T> {
     }
 }
 
+fn pinned_only(addr: DeviceAddr) -> Result<()> {
+    if window_of(addr.as_u64()) == Window::PinnedHost {
+        Ok(())
+    } else {
+        Err(Error::new(ErrorKind::InvalidHandle, "not a pinned-host address"))
+    }
+}
+
+/// Pinned host memory lives in the host part of the SVM window: announced with `ALLOC`,
+/// populated with `ADVISE(HOST | POPULATE)`, freed with `FREE_PAGES`; copies to and from it
+/// are `MEMCPY` in the host-to-host direction.
 impl<T: Transport> PinnedHost for Davinci<T> {
-    fn back_host(&self, _range: VaRange) -> Result<()> {
-        Err(not_supported("pinned host memory"))
+    fn back_host(&self, range: VaRange) -> Result<()> {
+        if window_of(range.start().as_u64()) != Window::PinnedHost {
+            return Err(Error::new(ErrorKind::InvalidArgument, "range outside the pinned-host window"));
+        }
+        let start = range.start().as_u64();
+        let mut arg = devmm_ioctl_arg::with(0, &devmm_mem_alloc_para { p: start, size: range.len_bytes() });
+        self.svm(DeviceId(0), abi::DEVMM_SVM_ALLOC, &mut arg, "announce host VA")?;
+        let advise = devmm_mem_advise_para {
+            ptr: start,
+            count: range.len_bytes(),
+            advise: abi::DV_ADVISE_HOST | abi::DV_ADVISE_POPULATE,
+        };
+        let mut arg = devmm_ioctl_arg::with(0, &advise);
+        if let Err(e) = self.svm(DeviceId(0), abi::DEVMM_SVM_ADVISE, &mut arg, "pin host pages") {
+            let mut arg = devmm_ioctl_arg::with(0, &devmm_free_pages_para { va: start });
+            let _ = self.svm(DeviceId(0), abi::DEVMM_SVM_FREE_PAGES, &mut arg, "free pages");
+            return Err(e);
+        }
+        Ok(())
     }
 
-    fn unback_host(&self, _range: VaRange) -> Result<()> {
-        Err(not_supported("pinned host memory"))
+    fn unback_host(&self, range: VaRange) -> Result<()> {
+        let mut arg = devmm_ioctl_arg::with(0, &devmm_free_pages_para { va: range.start().as_u64() });
+        self.svm(DeviceId(0), abi::DEVMM_SVM_FREE_PAGES, &mut arg, "free host pages")
+    }
+
+    fn write_host(&self, dst: DeviceAddr, src: &[u8]) -> Result<()> {
+        pinned_only(dst)?;
+        self.memcpy(
+            DeviceId(0),
+            devmm_mem_copy_para {
+                dst: dst.as_u64(),
+                src: sys::addr_of(src),
+                ByteCount: src.len() as u64,
+                direction: abi::DEVMM_COPY_HOST_TO_HOST,
+                ..Default::default()
+            },
+        )
+    }
+
+    fn read_host(&self, dst: &mut [u8], src: DeviceAddr) -> Result<()> {
+        pinned_only(src)?;
+        self.memcpy(
+            DeviceId(0),
+            devmm_mem_copy_para {
+                dst: sys::addr_of_mut(dst),
+                src: src.as_u64(),
+                ByteCount: dst.len() as u64,
+                direction: abi::DEVMM_COPY_HOST_TO_HOST,
+                ..Default::default()
+            },
+        )
     }
 }
 
@@ -885,9 +1070,7 @@ impl<T: Transport> CopyEngine for Davinci<T> {
         len_bytes: u64,
     ) -> Result<()> {
         self.check_open(dst_dev)?;
-        if src_dev != dst_dev {
-            return Err(not_supported("copies between devices"));
-        }
+        self.check_open(src_dev)?;
         self.memcpy(
             dst_dev,
             devmm_mem_copy_para {
@@ -910,6 +1093,51 @@ impl<T: Transport> CopyEngine for Davinci<T> {
         };
         let mut arg = devmm_ioctl_arg::with(dev.0, &para);
         self.svm(dev, abi::DEVMM_SVM_MEMSET8, &mut arg, "memset")
+    }
+
+    fn copy_any(&self, dst: DeviceAddr, src: DeviceAddr, len_bytes: u64) -> Result<()> {
+        let side = |a: DeviceAddr| match window_of(a.as_u64()) {
+            Window::Device(d) => Ok(Some(d)),
+            Window::PinnedHost => Ok(None),
+            _ => Err(Error::new(ErrorKind::InvalidHandle, "address outside the device and pinned windows")),
+        };
+        let (d, s) = (side(dst)?, side(src)?);
+        let direction = match (d, s) {
+            (Some(_), Some(_)) => abi::DEVMM_COPY_DEVICE_TO_DEVICE,
+            (Some(_), None) => abi::DEVMM_COPY_HOST_TO_DEVICE,
+            (None, Some(_)) => abi::DEVMM_COPY_DEVICE_TO_HOST,
+            (None, None) => abi::DEVMM_COPY_HOST_TO_HOST,
+        };
+        let dev = DeviceId(d.or(s).unwrap_or(0));
+        let para = devmm_mem_copy_para {
+            dst: dst.as_u64(),
+            src: src.as_u64(),
+            ByteCount: len_bytes,
+            direction,
+            ..Default::default()
+        };
+        self.memcpy(dev, para)
+    }
+
+    fn set_any(&self, dst: DeviceAddr, value: u8, len_bytes: u64) -> Result<()> {
+        let (dev, hostmapped) = match window_of(dst.as_u64()) {
+            Window::Device(d) => (d, 0),
+            Window::PinnedHost => (0, 1),
+            _ => {
+                return Err(Error::new(
+                    ErrorKind::InvalidHandle,
+                    "address outside the device and pinned windows",
+                ))
+            }
+        };
+        let para = devmm_mem_memset_para {
+            dst: dst.as_u64(),
+            value: u64::from(value),
+            count: len_bytes,
+            hostmapped,
+        };
+        let mut arg = devmm_ioctl_arg::with(dev, &para);
+        self.svm(DeviceId(dev), abi::DEVMM_SVM_MEMSET8, &mut arg, "memset")
     }
 }
 
@@ -936,7 +1164,7 @@ impl<T: Transport> TaskQueue for Davinci<T> {
         };
         let mut open = self.opened();
         let fds = open.get_mut(&dev.0).ok_or(Error::new(ErrorKind::NoDevice, "device not open"))?;
-        fds.queues.insert(info.sqId, QueueState { cq: info.cqId, submitted: 0, rings });
+        fds.queues.insert(info.sqId, QueueState { cq: info.cqId, submitted: 0, rings, failure: None });
         Ok(QueueId(info.sqId))
     }
 
@@ -952,29 +1180,7 @@ impl<T: Transport> TaskQueue for Davinci<T> {
 
     fn submit(&self, dev: DeviceId, queue: QueueId, task: TaskDesc) -> Result<u64> {
         let image = sqe::encode(&task).ok_or(not_supported("this task kind on the davinci backend"))?;
-        // Hold the device table while sending, so sequence numbers follow the send order.
-        let mut open = self.opened();
-        let fds = open.get_mut(&dev.0).ok_or(Error::new(ErrorKind::NoDevice, "device not open"))?;
-        let fd = fds.tsdrv.fd;
-        let state =
-            fds.queues.get_mut(&queue.0).ok_or(Error::new(ErrorKind::InvalidHandle, "unknown queue"))?;
-        if let Some(rings) = &state.rings {
-            rings.push(&image)?;
-            state.submitted += 1;
-            return Ok(state.submitted);
-        }
-        let mut info = halTaskSendInfo {
-            sqId: queue.0,
-            timeout: -1,
-            sqe_addr: sys::addr_of(&image),
-            sqe_num: 1,
-            ..Default::default()
-        };
-        // SAFETY: `image` is one readable SQE that outlives the call.
-        unsafe { sys::ioctl_with_ptrs(&*self.t, fd, abi::TRS_SQCQ_SEND, &mut info) }
-            .map_err(dev_err("send"))?;
-        state.submitted += 1;
-        Ok(state.submitted)
+        self.send(dev, queue, &image)
     }
 
     fn completed(&self, dev: DeviceId, queue: QueueId) -> Result<(u64, TaskStatus)> {
@@ -985,7 +1191,8 @@ impl<T: Transport> TaskQueue for Davinci<T> {
             return Ok((cq.last, status));
         }
         let cqe = self.recv(dev, state.cq, u32::MAX, 0)?;
-        Ok((cqe.seq, cqe.status))
+        let stashed = self.with_queue(dev, queue, |q| q.failure.take()).flatten();
+        Ok((cqe.seq, stashed.unwrap_or(cqe.status)))
     }
 
     fn wait(&self, dev: DeviceId, queue: QueueId, seq: u64, timeout_ms: Option<u32>) -> Result<()> {
@@ -1000,16 +1207,294 @@ impl<T: Transport> TaskQueue for Davinci<T> {
         // with them.
         let task_id = seq as u32;
         let timeout = timeout_ms.map_or(-1, |ms| i32::try_from(ms).unwrap_or(i32::MAX));
-        self.recv(dev, state.cq, task_id, timeout).map(drop)
+        let cqe = self.recv(dev, state.cq, task_id, timeout)?;
+        if cqe.status != TaskStatus::Ok {
+            // Keep it for `completed`: the CQE reported it once.
+            self.with_queue(dev, queue, |q| {
+                q.failure.get_or_insert(cqe.status);
+            });
+        }
+        Ok(())
     }
 
     fn submitted(&self, dev: DeviceId, queue: QueueId) -> Result<u64> {
         Ok(self.queue(dev, queue)?.submitted)
     }
+
+    /// An SQE that switches the queue's failure mode from its place on.
+    fn set_stop_on_failure(&self, dev: DeviceId, queue: QueueId, stop: bool) -> Result<()> {
+        let image = sqe::encode_event(sqe::Entry::StopOnFailure(stop))
+            .ok_or(Error::new(ErrorKind::Internal, "sqe"))?;
+        self.send(dev, queue, &image).map(drop)
+    }
+
+    /// Whether everything `later` runs from now on follows `(queue, seq)`: the same queue, or
+    /// a chain of event waits this backend queued leads back to it.
+    fn is_ordered_before(&self, dev: DeviceId, queue: QueueId, seq: u64, later: QueueId) -> Result<bool> {
+        self.check_open(dev)?;
+        if queue == later {
+            return Ok(true);
+        }
+        let ev = self.events_lock();
+        let Some(edges) = ev.edges.get(&dev.0) else { return Ok(false) };
+        // Points known to follow the target; walk the waits backwards from `later`.
+        let mut todo = vec![(later.0, u64::MAX)];
+        let mut seen = std::collections::HashSet::new();
+        while let Some((q, upto)) = todo.pop() {
+            if !seen.insert((q, upto)) {
+                continue;
+            }
+            for &(wait_seq, src_q, src_seq) in edges.get(&q).into_iter().flatten() {
+                if wait_seq > upto {
+                    continue;
+                }
+                if src_q == queue.0 && src_seq >= seq {
+                    return Ok(true);
+                }
+                todo.push((src_q, src_seq));
+            }
+        }
+        Ok(false)
+    }
+
+    fn create_event(&self, dev: DeviceId) -> Result<EventId> {
+        let mut p = trs_res_id_para { res_type: abi::DRV_EVENT_ID, ..Default::default() };
+        self.tsdrv(dev, abi::TRS_RES_ID_ALLOC, &mut p, "allocate an event id")?;
+        let ev = EventId(p.id);
+        match self.event_slot(dev) {
+            Ok(slot) => {
+                self.events_lock().by_id.insert((dev.0, ev.0), EventRec { slot, point: None });
+                Ok(ev)
+            }
+            Err(e) => {
+                let mut p = trs_res_id_para { res_type: abi::DRV_EVENT_ID, id: ev.0, ..Default::default() };
+                let _ = self.tsdrv(dev, abi::TRS_RES_ID_FREE, &mut p, "free an event id");
+                Err(e)
+            }
+        }
+    }
+
+    fn destroy_event(&self, dev: DeviceId, event: EventId) -> Result<()> {
+        let rec = self.event(dev, event)?;
+        let mut p = trs_res_id_para { res_type: abi::DRV_EVENT_ID, id: event.0, ..Default::default() };
+        self.tsdrv(dev, abi::TRS_RES_ID_FREE, &mut p, "free an event id")?;
+        let mut ev = self.events_lock();
+        ev.by_id.remove(&(dev.0, event.0));
+        ev.free_slots.entry(dev.0).or_default().push(rec.slot);
+        Ok(())
+    }
+
+    /// A record is two SQEs: the event record, then a timestamp into the event's slot.
+    fn record_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<u64> {
+        let rec = self.event(dev, event)?;
+        let image = sqe::encode_event(sqe::Entry::EventRecord(event))
+            .ok_or(Error::new(ErrorKind::Internal, "sqe"))?;
+        let seq = self.send(dev, queue, &image)?;
+        let stamp = TaskDesc::Timestamp { dst: DeviceAddr(event_table_base(dev.0) + rec.slot * 8) };
+        let image = sqe::encode(&stamp).ok_or(Error::new(ErrorKind::Internal, "sqe"))?;
+        // A record whose timestamp could not be queued still orders waits; `event_info` then
+        // reports no time (the next sequence is not its timestamp).
+        let _ = self.send(dev, queue, &image);
+        if let Some(r) = self.events_lock().by_id.get_mut(&(dev.0, event.0)) {
+            r.point = Some((queue, seq));
+        }
+        Ok(seq)
+    }
+
+    fn wait_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<()> {
+        let rec = self.event(dev, event)?;
+        let image =
+            sqe::encode_event(sqe::Entry::EventWait(event)).ok_or(Error::new(ErrorKind::Internal, "sqe"))?;
+        let seq = self.send(dev, queue, &image)?;
+        if let Some((src_q, src_seq)) = rec.point {
+            let mut ev = self.events_lock();
+            let list = ev.edges.entry(dev.0).or_default().entry(queue.0).or_default();
+            if list.len() == MAX_WAIT_EDGES {
+                list.pop_front();
+            }
+            list.push_back((seq, src_q.0, src_seq));
+        }
+        Ok(())
+    }
+
+    fn reset_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<()> {
+        self.event(dev, event)?;
+        let image =
+            sqe::encode_event(sqe::Entry::EventReset(event)).ok_or(Error::new(ErrorKind::Internal, "sqe"))?;
+        self.send(dev, queue, &image)?;
+        if let Some(r) = self.events_lock().by_id.get_mut(&(dev.0, event.0)) {
+            r.point = None;
+        }
+        Ok(())
+    }
+
+    fn event_info(&self, dev: DeviceId, event: EventId) -> Result<EventInfo> {
+        let rec = self.event(dev, event)?;
+        let Some((q, seq)) = rec.point else {
+            return Ok(EventInfo { point: None, is_complete: false, timestamp_ns: None });
+        };
+        // Complete once the timestamp after the record has run.
+        let stamp_seq = (seq + 1).min(self.queue(dev, q)?.submitted);
+        let is_complete = match self.wait(dev, q, stamp_seq, Some(0)) {
+            Ok(()) => true,
+            Err(e) if e.kind() == ErrorKind::Timeout || e.kind() == ErrorKind::Busy => false,
+            Err(e) => return Err(e),
+        };
+        let mut timestamp_ns = None;
+        if is_complete && stamp_seq > seq {
+            let mut b = [0u8; 8];
+            self.copy_from_device(dev, &mut b, DeviceAddr(event_table_base(dev.0) + rec.slot * 8))?;
+            timestamp_ns = Some(u64::from_ne_bytes(b));
+        }
+        Ok(EventInfo { point: Some((q, seq)), is_complete, timestamp_ns })
+    }
+}
+
+impl<T: Transport> Davinci<T> {
+    /// Sends one SQE image; its sequence number.
+    fn send(&self, dev: DeviceId, queue: QueueId, image: &[u8; sqe::SQE_BYTES]) -> Result<u64> {
+        // Hold the device table while sending, so sequence numbers follow the send order.
+        let mut open = self.opened();
+        let fds = open.get_mut(&dev.0).ok_or(Error::new(ErrorKind::NoDevice, "device not open"))?;
+        let fd = fds.tsdrv.fd;
+        let state =
+            fds.queues.get_mut(&queue.0).ok_or(Error::new(ErrorKind::InvalidHandle, "unknown queue"))?;
+        if let Some(rings) = &state.rings {
+            rings.push(image)?;
+            state.submitted += 1;
+            return Ok(state.submitted);
+        }
+        let mut info = halTaskSendInfo {
+            sqId: queue.0,
+            timeout: -1,
+            sqe_addr: sys::addr_of(&image[..]),
+            sqe_num: 1,
+            ..Default::default()
+        };
+        // SAFETY: `image` is one readable SQE that outlives the call.
+        unsafe { sys::ioctl_with_ptrs(&*self.t, fd, abi::TRS_SQCQ_SEND, &mut info) }
+            .map_err(dev_err("send"))?;
+        state.submitted += 1;
+        Ok(state.submitted)
+    }
+
+    fn with_queue<R>(
+        &self,
+        dev: DeviceId,
+        queue: QueueId,
+        f: impl FnOnce(&mut QueueState<T>) -> R,
+    ) -> Option<R> {
+        self.opened().get_mut(&dev.0)?.queues.get_mut(&queue.0).map(f)
+    }
+
+    fn events_lock(&self) -> MutexGuard<'_, Events> {
+        self.events.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn event(&self, dev: DeviceId, event: EventId) -> Result<EventRec> {
+        self.check_open(dev)?;
+        self.events_lock()
+            .by_id
+            .get(&(dev.0, event.0))
+            .copied()
+            .ok_or(Error::new(ErrorKind::InvalidHandle, "unknown event"))
+    }
+
+    /// A free timestamp slot of `dev`'s event table, its page backed.
+    fn event_slot(&self, dev: DeviceId) -> Result<u64> {
+        let mut ev = self.events_lock();
+        if let Some(slot) = ev.free_slots.get_mut(&dev.0).and_then(Vec::pop) {
+            return Ok(slot);
+        }
+        let slot = ev.next_slot.get(&dev.0).copied().unwrap_or(0);
+        if slot >= EVENT_TABLE_BYTES / 8 {
+            return Err(Error::new(ErrorKind::OutOfMemory, "no event slots left"));
+        }
+        let page = slot * 8 / EVENT_PAGE_BYTES;
+        if !ev.pages.get(&dev.0).is_some_and(|p| p.contains(&page)) {
+            let start = DeviceAddr(event_table_base(dev.0) + page * EVENT_PAGE_BYTES);
+            let range = VaRange::try_new(start, EVENT_PAGE_BYTES)?;
+            self.back(dev, &BackRequest { range, page_size: PageSize::Normal, attrs: MemAttr::CACHED })?;
+            ev.pages.entry(dev.0).or_default().push(page);
+        }
+        ev.next_slot.insert(dev.0, slot + 1);
+        Ok(slot)
+    }
+
+    /// Forgets `dev`'s events and frees its event table (the device is closing).
+    fn drop_events(&self, dev: DeviceId) {
+        let pages = {
+            let mut ev = self.events_lock();
+            ev.by_id.retain(|&(d, _), _| d != dev.0);
+            ev.free_slots.remove(&dev.0);
+            ev.next_slot.remove(&dev.0);
+            ev.edges.remove(&dev.0);
+            ev.pages.remove(&dev.0).unwrap_or_default()
+        };
+        for page in pages {
+            let start = DeviceAddr(event_table_base(dev.0) + page * EVENT_PAGE_BYTES);
+            if let Ok(range) = VaRange::try_new(start, EVENT_PAGE_BYTES) {
+                let _ = self.unback(dev, range);
+            }
+        }
+    }
+
+    /// The device's memory by page class, from `QUERY_MEM_USEDINFO`: HBM, or DDR on a device
+    /// without HBM.
+    fn query_memory(&self, dev: DeviceId) -> Result<(MemoryKind, MemoryInfo)> {
+        for (kind, mem_type) in
+            [(MemoryKind::Hbm, abi::MEM_INFO_TYPE_HBM_SIZE), (MemoryKind::Ddr, abi::MEM_INFO_TYPE_DDR_SIZE)]
+        {
+            let para = devmm_query_device_mem_usedinfo { mem_type, ..Default::default() };
+            let mut arg = devmm_ioctl_arg::with(dev.0, &para);
+            self.svm(dev, abi::DEVMM_SVM_QUERY_MEM_USEDINFO, &mut arg, "query device memory")?;
+            let q = arg.get::<devmm_query_device_mem_usedinfo>();
+            if q.normal_total_size > 0 {
+                return Ok((
+                    kind,
+                    MemoryInfo {
+                        total_bytes: q.normal_total_size,
+                        free_bytes: q.normal_free_size,
+                        huge_total_bytes: q.huge_total_size,
+                        huge_free_bytes: q.huge_free_size,
+                        giant_total_bytes: q.giant_total_size,
+                        giant_free_bytes: q.giant_free_size,
+                    },
+                ));
+            }
+        }
+        Err(Error::new(ErrorKind::NoDevice, "the device reports no memory"))
+    }
 }
 
 /// IPC by name through the SVM commands (what `halShmem*` does).
 impl<T: Transport> Davinci<T> {
+    /// Maps an imported share's handle at `range`: `IPC_MEM_OPEN` at that VA.
+    fn ipc_map(&self, dev: DeviceId, handle: PhysHandle, range: VaRange) -> Result<()> {
+        let (name, d) = *self
+            .ipc
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pending
+            .get(&handle.0)
+            .ok_or(Error::new(ErrorKind::InvalidHandle, "unknown handle"))?;
+        if d != dev.0 {
+            return Err(Error::new(ErrorKind::InvalidArgument, "the share was imported on another device"));
+        }
+        let para = devmm_mem_ipc_open_para {
+            vptr: range.start().as_u64(),
+            name: abi::ipc_name(name.as_bytes()).ok_or(Error::new(ErrorKind::InvalidArgument, "name"))?,
+        };
+        let mut arg = devmm_ioctl_arg::with(dev.0, &para);
+        self.svm(dev, abi::DEVMM_SVM_IPC_MEM_OPEN, &mut arg, "open an IPC share")?;
+        if arg.get::<devmm_mem_ipc_open_para>().vptr != range.start().as_u64() {
+            let _ = self.ipc_close(dev, DeviceAddr(arg.get::<devmm_mem_ipc_open_para>().vptr));
+            return Err(Error::new(ErrorKind::Internal, "the driver mapped the share elsewhere"));
+        }
+        self.ipc.lock().unwrap_or_else(|p| p.into_inner()).opened.insert(range.start().as_u64(), handle.0);
+        Ok(())
+    }
+
     /// `IPC_MEM_OPEN`: maps share `name` into this process on `dev`, where the driver chooses.
     ///
     /// # Errors
@@ -1056,10 +1541,7 @@ impl<T: Transport> Sharing for Davinci<T> {
     ) -> Result<ShareName> {
         self.check_open(dev)?;
         if kind != ShareKind::Key {
-            return Err(not_supported("shareable handles (MEM_EXPORT is not wired yet)"));
-        }
-        if no_whitelist {
-            return Err(not_supported("shares without a whitelist (IPC_MEM_SET_ATTR is not wired yet)"));
+            return Err(not_supported(HANDLES_NOT_WIRED));
         }
         let para = devmm_mem_ipc_create_para {
             vptr: range.start().as_u64(),
@@ -1069,8 +1551,74 @@ impl<T: Transport> Sharing for Davinci<T> {
         let mut arg = devmm_ioctl_arg::with(dev.0, &para);
         self.svm(dev, abi::DEVMM_SVM_IPC_MEM_CREATE, &mut arg, "create an IPC share")?;
         let out = arg.get::<devmm_mem_ipc_create_para>();
-        ShareName::try_new(abi::ipc_name_bytes(&out.name))
-            .ok_or(Error::new(ErrorKind::Internal, "the driver returned a malformed IPC name"))
+        let name = ShareName::try_new(abi::ipc_name_bytes(&out.name))
+            .ok_or(Error::new(ErrorKind::Internal, "the driver returned a malformed IPC name"))?;
+        if no_whitelist {
+            let para = devmm_mem_ipc_set_attr_para {
+                type_: abi::SHMEM_ATTR_TYPE_NO_WLIST_IN_SERVER,
+                attr: abi::SHMEM_NO_WLIST_ENABLE,
+                name: out.name,
+            };
+            let mut arg = devmm_ioctl_arg::with(dev.0, &para);
+            if let Err(e) = self.svm(dev, abi::DEVMM_SVM_IPC_MEM_SET_ATTR, &mut arg, "drop the whitelist") {
+                let _ = self.destroy_share(&name);
+                return Err(e);
+            }
+        }
+        self.exported.lock().unwrap_or_else(|p| p.into_inner()).insert(name, dev.0);
+        Ok(name)
+    }
+
+    fn export_physical(
+        &self,
+        dev: DeviceId,
+        _handle: PhysHandle,
+        _kind: ShareKind,
+        _no_whitelist: bool,
+    ) -> Result<ShareName> {
+        self.check_open(dev)?;
+        Err(not_supported(HANDLES_NOT_WIRED))
+    }
+
+    /// `IPC_MEM_QUERY`; the exporter is known only when it is this process.
+    fn share_info(&self, name: &ShareName) -> Result<ShareInfo> {
+        let para = devmm_mem_query_size_para {
+            name: abi::ipc_name(name.as_bytes()).ok_or(Error::new(ErrorKind::InvalidArgument, "name"))?,
+            ..Default::default()
+        };
+        let mut arg = devmm_ioctl_arg::with(0, &para);
+        self.svm(DeviceId(0), abi::DEVMM_SVM_IPC_MEM_QUERY, &mut arg, "query an IPC share")?;
+        let q = arg.get::<devmm_mem_query_size_para>();
+        let mine = self.exported.lock().unwrap_or_else(|p| p.into_inner()).contains_key(name);
+        Ok(ShareInfo {
+            physical_device: q.phy_devid,
+            len_bytes: q.len,
+            page_size: if q.is_huge != 0 { PageSize::Huge } else { PageSize::Normal },
+            exporter_pid: if mine { std::process::id() } else { 0 },
+        })
+    }
+
+    /// A handle that stands for share `name` until it is mapped: mapping it is
+    /// `IPC_MEM_OPEN` at the chosen VA, unmapping `IPC_MEM_CLOSE`.
+    fn import_share(&self, name: &ShareName, dev: DeviceId) -> Result<(PhysHandle, ShareInfo)> {
+        self.check_open(dev)?;
+        let info = self.share_info(name)?;
+        let mut ipc = self.ipc.lock().unwrap_or_else(|p| p.into_inner());
+        ipc.next += 1;
+        let handle = PhysHandle(IPC_HANDLE_BIT | ipc.next);
+        ipc.pending.insert(handle.0, (*name, dev.0));
+        Ok((handle, info))
+    }
+
+    /// `IPC_MEM_DESTROY`.
+    fn destroy_share(&self, name: &ShareName) -> Result<()> {
+        let para = devmm_mem_ipc_destroy_para {
+            name: abi::ipc_name(name.as_bytes()).ok_or(Error::new(ErrorKind::InvalidArgument, "name"))?,
+        };
+        let mut arg = devmm_ioctl_arg::with(0, &para);
+        self.svm(DeviceId(0), abi::DEVMM_SVM_IPC_MEM_DESTROY, &mut arg, "destroy an IPC share")?;
+        self.exported.lock().unwrap_or_else(|p| p.into_inner()).remove(name);
+        Ok(())
     }
 
     fn set_share_pids(&self, name: &ShareName, pids: &[u32]) -> Result<()> {

@@ -5,7 +5,10 @@
 //! Only the fake kernel understands them; a real device would not.
 //!
 //! SQE: byte 0 the kind, byte 1 the comparison of a value wait, then seven native-endian `u64`
-//! words from byte 8. CQE: the sequence number (`u64`), a status kind (`u32`: 0 ok, 1 failed
+//! words from byte 8. Besides the `hal` tasks there are event SQEs (record, wait, reset of an
+//! event id from `TRS_RES_ID_ALLOC`), as on the real STARS queues. Kernel, host-call and
+//! batch-copy SQEs carry tickets the device's loader handed out (on the fake kernel: the
+//! software NPU's staged tickets). CQE: the sequence number (`u64`), a status kind (`u32`: 0 ok, 1 failed
 //! with a `hal` error kind, 2 device fault) and a code (`i32`).
 
 /// The mapped-ring mode's memory layout beyond what the driver ABI fixes.
@@ -34,7 +37,7 @@ pub mod uio {
     pub const SHR_INFO_BYTES: usize = CQ_RING + CQ_ENTRIES as usize * super::CQE_BYTES;
 }
 
-use hal::{DeviceAddr, ErrorKind, TaskDesc, TaskStatus, WaitCompare};
+use hal::{DeviceAddr, ErrorKind, EventId, TaskDesc, TaskStatus, WaitCompare};
 
 /// Bytes of an SQE.
 pub const SQE_BYTES: usize = 64;
@@ -48,6 +51,45 @@ const MEMSET32: u8 = 4;
 const VALUE_WRITE: u8 = 5;
 const VALUE_WAIT: u8 = 6;
 const MARKER: u8 = 7;
+const EVENT_RECORD: u8 = 8;
+const EVENT_WAIT: u8 = 9;
+const EVENT_RESET: u8 = 10;
+const TIMESTAMP: u8 = 11;
+const KERNEL: u8 = 12;
+const HOST_FUNC: u8 = 13;
+const COPY_BATCH: u8 = 14;
+const FAILURE_MODE: u8 = 15;
+
+/// What an SQE asks the device to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entry {
+    /// A `hal` task.
+    Task(TaskDesc),
+    /// Record the event: it stands for this point of the queue.
+    EventRecord(EventId),
+    /// Hold the queue until the event's recorded point has completed (nothing when it was
+    /// never recorded).
+    EventWait(EventId),
+    /// Forget the event's point, in queue order.
+    EventReset(EventId),
+    /// From here on, stop the queue at its first failure (`true`) or run on (`false`).
+    StopOnFailure(bool),
+}
+
+/// The SQE of an event operation or a failure-mode change.
+pub fn encode_event(entry: Entry) -> Option<[u8; SQE_BYTES]> {
+    let mut s = [0u8; SQE_BYTES];
+    let (kind, ev) = match entry {
+        Entry::EventRecord(e) => (EVENT_RECORD, e),
+        Entry::EventWait(e) => (EVENT_WAIT, e),
+        Entry::EventReset(e) => (EVENT_RESET, e),
+        Entry::StopOnFailure(stop) => (FAILURE_MODE, EventId(u32::from(stop))),
+        Entry::Task(t) => return encode(&t),
+    };
+    s[0] = kind;
+    put(&mut s, 0, u64::from(ev.0));
+    Some(s)
+}
 
 fn put(out: &mut [u8; SQE_BYTES], word: usize, v: u64) {
     out[8 + word * 8..16 + word * 8].copy_from_slice(&v.to_ne_bytes());
@@ -59,8 +101,7 @@ fn get(b: &[u8; SQE_BYTES], word: usize) -> u64 {
     u64::from_ne_bytes(w)
 }
 
-/// The SQE of `task`; `None` for kinds that need the backend's tickets (batches, kernels,
-/// host calls).
+/// The SQE of `task`.
 pub fn encode(task: &TaskDesc) -> Option<[u8; SQE_BYTES]> {
     let mut s = [0u8; SQE_BYTES];
     match *task {
@@ -105,13 +146,41 @@ pub fn encode(task: &TaskDesc) -> Option<[u8; SQE_BYTES]> {
             put(&mut s, 1, value);
         }
         TaskDesc::Marker => s[0] = MARKER,
-        TaskDesc::CopyBatch { .. } | TaskDesc::Kernel { .. } | TaskDesc::HostFunc { .. } => return None,
+        TaskDesc::Timestamp { dst } => {
+            s[0] = TIMESTAMP;
+            put(&mut s, 0, dst.0);
+        }
+        TaskDesc::Kernel { func, blocks, args, timeout_us } => {
+            s[0] = KERNEL;
+            for (i, v) in [func, u64::from(blocks), args, timeout_us].into_iter().enumerate() {
+                put(&mut s, i, v);
+            }
+        }
+        TaskDesc::HostFunc { call } => {
+            s[0] = HOST_FUNC;
+            put(&mut s, 0, call);
+        }
+        TaskDesc::CopyBatch { batch } => {
+            s[0] = COPY_BATCH;
+            put(&mut s, 0, batch);
+        }
     }
     Some(s)
 }
 
-/// The task an SQE stands for; `None` for an unknown image.
-pub fn decode(s: &[u8; SQE_BYTES]) -> Option<TaskDesc> {
+/// What an SQE stands for; `None` for an unknown image.
+pub fn decode(s: &[u8; SQE_BYTES]) -> Option<Entry> {
+    let event = || u32::try_from(get(s, 0)).ok().map(EventId);
+    Some(match s[0] {
+        EVENT_RECORD => Entry::EventRecord(event()?),
+        EVENT_WAIT => Entry::EventWait(event()?),
+        EVENT_RESET => Entry::EventReset(event()?),
+        FAILURE_MODE => Entry::StopOnFailure(get(s, 0) != 0),
+        _ => Entry::Task(decode_task(s)?),
+    })
+}
+
+fn decode_task(s: &[u8; SQE_BYTES]) -> Option<TaskDesc> {
     Some(match s[0] {
         COPY => {
             TaskDesc::Copy { dst: DeviceAddr(get(s, 0)), src: DeviceAddr(get(s, 1)), len_bytes: get(s, 2) }
@@ -145,6 +214,15 @@ pub fn decode(s: &[u8; SQE_BYTES]) -> Option<TaskDesc> {
             },
         },
         MARKER => TaskDesc::Marker,
+        TIMESTAMP => TaskDesc::Timestamp { dst: DeviceAddr(get(s, 0)) },
+        KERNEL => TaskDesc::Kernel {
+            func: get(s, 0),
+            blocks: u32::try_from(get(s, 1)).ok()?,
+            args: get(s, 2),
+            timeout_us: get(s, 3),
+        },
+        HOST_FUNC => TaskDesc::HostFunc { call: get(s, 0) },
+        COPY_BATCH => TaskDesc::CopyBatch { batch: get(s, 0) },
         _ => return None,
     })
 }
@@ -231,11 +309,24 @@ mod tests {
             TaskDesc::ValueWrite { dst: DeviceAddr(16), value: u64::MAX },
             TaskDesc::ValueWait { addr: DeviceAddr(24), value: 5, compare: WaitCompare::Nor },
             TaskDesc::Marker,
+            TaskDesc::Timestamp { dst: DeviceAddr(32) },
+            TaskDesc::Kernel { func: 7, blocks: 48, args: 9, timeout_us: 1000 },
+            TaskDesc::HostFunc { call: 11 },
+            TaskDesc::CopyBatch { batch: 12 },
         ];
         for t in tasks {
-            assert_eq!(decode(&encode(&t).unwrap()), Some(t));
+            assert_eq!(decode(&encode(&t).unwrap()), Some(Entry::Task(t)));
         }
-        assert!(encode(&TaskDesc::HostFunc { call: 1 }).is_none());
+        for e in [
+            Entry::EventRecord(EventId(3)),
+            Entry::EventWait(EventId(4)),
+            Entry::EventReset(EventId(5)),
+            Entry::StopOnFailure(true),
+            Entry::StopOnFailure(false),
+        ] {
+            assert_eq!(decode(&encode_event(e).unwrap()), Some(e));
+        }
+        assert_eq!(decode(&[0xee; SQE_BYTES]), None);
     }
 
     #[test]

@@ -154,6 +154,7 @@ impl Fabric {
             TaskDesc::HostFunc { call } => return kernel::host_call(call),
             TaskDesc::ValueWrite { dst, value } => self.write(dst, &value.to_le_bytes()),
             TaskDesc::ValueWait { addr, .. } => self.read(&mut [0u8; 8], addr),
+            TaskDesc::Timestamp { dst } => self.write(dst, &crate::scheduler::clock_ns().to_le_bytes()),
             TaskDesc::Marker => Ok(()),
         };
         match r {

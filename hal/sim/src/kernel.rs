@@ -219,6 +219,40 @@ impl Sim {
         })
     }
 
+    /// Stages a launch's argument bytes for a [`TaskDesc::Kernel`] submitted later (through
+    /// any transport that reaches this device, such as the davinci fake kernel); returns the
+    /// ticket the task names.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::NoDevice`] for a device not open.
+    pub fn stage_args(&self, dev: DeviceId, args: Vec<u8>) -> Result<u64> {
+        Ok(self.slot(dev)?.scheduler.stage(Ticket::Args(args)))
+    }
+
+    /// Stages a batch's (destination, source, length) entries for a [`TaskDesc::CopyBatch`]
+    /// submitted later; returns the ticket the task names.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::NoDevice`] for a device not open.
+    pub fn stage_batch(&self, dev: DeviceId, entries: Vec<(u64, u64, u64)>) -> Result<u64> {
+        Ok(self.slot(dev)?.scheduler.stage(Ticket::Batch(entries)))
+    }
+
+    /// Drops a staged ticket whose task was never submitted.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`] when `ticket` is not staged on `dev`.
+    pub fn unstage(&self, dev: DeviceId, ticket: u64) -> Result<()> {
+        if self.slot(dev)?.scheduler.unstage(ticket) {
+            Ok(())
+        } else {
+            Err(Error::new(ErrorKind::InvalidHandle, "ticket not staged"))
+        }
+    }
+
     /// Queues a batch of (destination, source, length) copies as one task.
     ///
     /// # Errors

@@ -418,6 +418,14 @@ impl PinnedHost for Sim {
             .unmap(range.start().as_u64() - base, range.len_bytes())
             .map_err(|_| Error::new(ErrorKind::InvalidHandle, "pinned-host range not backed"))
     }
+
+    fn write_host(&self, dst: DeviceAddr, src: &[u8]) -> Result<()> {
+        self.write_pinned(dst, src)
+    }
+
+    fn read_host(&self, dst: &mut [u8], src: DeviceAddr) -> Result<()> {
+        self.read_pinned(dst, src)
+    }
 }
 
 impl CopyEngine for Sim {
@@ -448,9 +456,28 @@ impl CopyEngine for Sim {
         let _d = self.check_owned(dev, dst)?;
         self.fabric.fill(dst, value, len_bytes)
     }
+
+    fn copy_any(&self, dst: DeviceAddr, src: DeviceAddr, len_bytes: u64) -> Result<()> {
+        self.dma_copy(dst, src, len_bytes)
+    }
+
+    fn set_any(&self, dst: DeviceAddr, value: u8, len_bytes: u64) -> Result<()> {
+        self.dma_fill(dst, value, len_bytes)
+    }
 }
 
 impl Sim {
+    /// Lets any process import share `name` of this process (what the driver's
+    /// `SHMEM_ATTR_TYPE_NO_WLIST_IN_SERVER` attribute does).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::PermissionDenied`] when this process did not export `name` or already
+    /// whitelisted pids; [`ErrorKind::InvalidArgument`] for an unknown share.
+    pub fn disable_share_whitelist(&self, name: &ShareName) -> Result<()> {
+        self.registry().map_err(|e| Error::from(&e))?.disable_whitelist(name)
+    }
+
     /// Copies host bytes into pinned host memory at `dst` (the DMA engine's host side).
     ///
     /// # Errors

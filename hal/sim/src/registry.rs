@@ -450,6 +450,14 @@ impl Registry {
         })
     }
 
+    /// Drops the whitelist of a share of this process: any process may import it.
+    pub(crate) fn disable_whitelist(&self, name: &ShareName) -> Result<()> {
+        self.with(|c, me| {
+            c.state.shares.disable_whitelist(name, me).map_err(ipc_error)?;
+            Ok(((), true))
+        })
+    }
+
     /// Adds `pids` to the whitelist of a share of this process.
     pub(crate) fn set_pids(&self, name: &ShareName, pids: &[u32]) -> Result<()> {
         self.with(|c, me| {

@@ -41,6 +41,9 @@ pub(crate) enum Ticket {
     Batch(Vec<(u64, u64, u64)>),
 }
 
+/// The queue of a staged ticket: held for a task not submitted yet.
+const STAGED: u32 = u32::MAX;
+
 /// A ticket and the task that owns it.
 #[derive(Debug)]
 struct Held {
@@ -196,7 +199,41 @@ impl Scheduler {
 
     pub(crate) fn submit(&self, q: QueueId, task: TaskDesc) -> Result<u64> {
         let st = self.lock();
-        self.push(st, q, task).map(|(_, seq)| seq)
+        let staged = match task {
+            TaskDesc::Kernel { args: t, .. } | TaskDesc::CopyBatch { batch: t } => Some(t),
+            _ => None,
+        };
+        let Some(t) = staged else { return self.push(st, q, task).map(|(_, seq)| seq) };
+        // A task that names a ticket must name one staged for it, and takes it over.
+        if st.tickets.get(&t).is_none_or(|h| h.queue != STAGED) {
+            return Err(Error::new(ErrorKind::InvalidHandle, "the task's ticket was not staged"));
+        }
+        let (mut st, seq) = self.push(st, q, task)?;
+        if let Some(h) = st.tickets.get_mut(&t) {
+            h.queue = q.0;
+            h.seq = seq;
+        }
+        Ok(seq)
+    }
+
+    /// Holds `ticket` until a task naming it is submitted ([`Self::submit`]) or it is
+    /// [unstaged](Self::unstage); returns its number.
+    pub(crate) fn stage(&self, ticket: Ticket) -> u64 {
+        let mut st = self.lock();
+        let id = st.next_ticket;
+        st.next_ticket += 1;
+        st.tickets.insert(id, Held { queue: STAGED, seq: u64::MAX, ticket: Some(ticket) });
+        id
+    }
+
+    /// Drops a staged ticket no task took over; `false` when `id` is not staged.
+    pub(crate) fn unstage(&self, id: u64) -> bool {
+        let mut st = self.lock();
+        if st.tickets.get(&id).is_some_and(|h| h.queue == STAGED) {
+            st.tickets.remove(&id);
+            return true;
+        }
+        false
     }
 
     /// Submits the task `make(ticket)` that owns `ticket`; the ticket is dropped when the task

@@ -145,17 +145,29 @@ fn davinci_fake_ipc() {
         drv.export_range(d0, r, ShareKind::Handle, false).unwrap_err().kind(),
         ErrorKind::NotSupported
     );
-    assert_eq!(drv.import_share(&name, d0).unwrap_err().kind(), ErrorKind::NotSupported);
+    // Importing names the share (IPC_MEM_QUERY); mapping it is the open, which the
+    // whitelist refuses to the exporter itself.
+    let (h, info) = drv.import_share(&name, d0).expect("IPC_MEM_QUERY");
+    assert_eq!((info.len_bytes, info.exporter_pid), (2 << 20, drv.process_id()));
+    let at = VaRange::try_new(DeviceAddr(base + (64 << 20)), 2 << 20).expect("range");
+    assert_eq!(
+        hal::PhysicalMemory::map_physical(&drv, d0, h, 0, at).unwrap_err().kind(),
+        ErrorKind::PermissionDenied
+    );
+    hal::PhysicalMemory::free_physical(&drv, d0, h).expect("forget the import");
+    drv.destroy_share(&name).expect("IPC_MEM_DESTROY");
+    assert_eq!(drv.share_info(&name).unwrap_err().kind(), ErrorKind::InvalidHandle);
     let k = drv.transport();
     for cmd in [
         abi::DEVMM_SVM_IPC_MEM_CREATE,
         abi::DEVMM_SVM_IPC_MEM_SET_PID,
         abi::DEVMM_SVM_IPC_MEM_OPEN,
         abi::DEVMM_SVM_IPC_MEM_CLOSE,
+        abi::DEVMM_SVM_IPC_MEM_QUERY,
+        abi::DEVMM_SVM_IPC_MEM_DESTROY,
     ] {
         assert!(k.served(cmd) > 0, "command {cmd:#010x} never reached the fake kernel");
     }
-    k.sim().destroy_share(&name).expect("destroy");
     drv.unback(d0, r).expect("unback");
 }
 

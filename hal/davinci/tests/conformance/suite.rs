@@ -1,9 +1,10 @@
 //! The conformance suite of the `hal` driver traits: one body of checks any backend must pass.
 //!
-//! It takes `&dyn Driver` with device 0 open, and uses only what every backend must offer:
-//! backing and unbacking VA, VMM create/map/unmap/free, synchronous copies and sets, and task
-//! queues with copies, sets, value writes and waits. Device and memory queries may answer
-//! `NotSupported` (the davinci backend does not mirror them yet); anything else must work.
+//! It takes `&dyn Driver` with device 0 open, and uses what every backend must offer: device
+//! and memory queries, backing and unbacking VA, VMM create/map/unmap/free, pinned host memory,
+//! synchronous copies and sets, task queues with copies, sets, value writes and waits,
+//! and events (record, wait, order, timestamps). (Failure modes are checked through the C
+//! programs, which `cargo xtask hwtest` runs on the same backend.)
 
 use hal::layout::device_window_base;
 use hal::{
@@ -35,7 +36,9 @@ pub(crate) fn run_suite(drv: &dyn Driver) {
     control(drv);
     memory(drv);
     vmm(drv);
+    pinned(drv);
     queues(drv);
+    events(drv);
 }
 
 fn control(drv: &dyn Driver) {
@@ -43,11 +46,87 @@ fn control(drv: &dyn Driver) {
     drv.open(D0).expect("opening an open device does nothing");
     let past = DeviceId(drv.device_count());
     assert_eq!(drv.open(past).unwrap_err().kind(), ErrorKind::NoDevice);
-    for r in [drv.device_info(D0).map(drop), drv.memory_info(D0).map(drop)] {
-        if let Err(e) = r {
-            assert_eq!(e.kind(), ErrorKind::NotSupported, "{e}");
-        }
+    let info = drv.device_info(D0).expect("device info");
+    let mem = drv.memory_info(D0).expect("memory info");
+    assert!(info.hbm_bytes > 0 && info.hbm_bytes == mem.total_bytes, "{info:?} {mem:?}");
+    assert!(mem.free_bytes <= mem.total_bytes && mem.huge_free_bytes <= mem.huge_total_bytes);
+    // Backing memory moves the free figure by exactly its size.
+    let r = range(0, 2 * MIB);
+    back(drv, r, PageSize::Huge);
+    assert_eq!(drv.memory_info(D0).expect("memory info").free_bytes, mem.free_bytes - 2 * MIB);
+    drv.unback(D0, r).expect("unback");
+    assert_eq!(drv.memory_info(D0).expect("memory info").free_bytes, mem.free_bytes);
+}
+
+fn pinned(drv: &dyn Driver) {
+    let host =
+        VaRange::try_new(DeviceAddr(hal::layout::HOST_WINDOW_BASE + (64 << 20)), 64 << 10).expect("range");
+    drv.back_host(host).expect("pin host memory");
+    let data = pattern(8192, 3);
+    drv.write_host(host.start(), &data).expect("write pinned");
+    let mut out = vec![0u8; data.len()];
+    drv.read_host(&mut out, host.start()).expect("read pinned");
+    assert_eq!(out, data);
+    // Pinned to device and back, and a fill of pinned memory, on the copy engine.
+    let r = range(0, 2 * MIB);
+    back(drv, r, PageSize::Huge);
+    drv.copy_any(va(0), host.start(), 8192).expect("pinned to device");
+    drv.set_any(host.start(), 0x5a, 8192).expect("fill pinned");
+    drv.copy_any(DeviceAddr(host.start().as_u64() + 8192), va(0), 8192).expect("device to pinned");
+    drv.read_host(&mut out, DeviceAddr(host.start().as_u64() + 8192)).expect("read pinned");
+    assert_eq!(out, data);
+    drv.read_host(&mut out, host.start()).expect("read pinned");
+    assert!(out.iter().all(|&b| b == 0x5a));
+    assert_eq!(drv.write_host(DeviceAddr(1 << 20), &data).unwrap_err().kind(), ErrorKind::InvalidHandle);
+    drv.unback(D0, r).expect("unback");
+    drv.unback_host(host).expect("unpin");
+}
+
+fn events(drv: &dyn Driver) {
+    let r = range(0, 2 * MIB);
+    back(drv, r, PageSize::Huge);
+    let (a, b) = (drv.create_queue(D0, 64).expect("queue"), drv.create_queue(D0, 64).expect("queue"));
+    let ev = drv.create_event(D0).expect("event");
+    let info = drv.event_info(D0, ev).expect("info");
+    assert!(info.point.is_none() && !info.is_complete);
+    // B waits on a flag only A's later write sets, ordered through the event.
+    drv.set_device(D0, va(0), 0, 16).expect("clear");
+    drv.submit(D0, a, TaskDesc::ValueWait { addr: va(8), value: 1, compare: WaitCompare::GreaterOrEqual })
+        .expect("hold A");
+    drv.submit(D0, a, TaskDesc::ValueWrite { dst: va(0), value: 7 }).expect("write");
+    let rec = drv.record_event(D0, a, ev).expect("record");
+    drv.wait_event(D0, b, ev).expect("wait");
+    assert!(drv.is_ordered_before(D0, a, rec, b).expect("order"), "B follows A's record");
+    assert!(!drv.is_ordered_before(D0, b, 1, a).expect("order"), "A does not follow B");
+    let after = drv.submit(D0, b, TaskDesc::Copy { dst: va(16), src: va(0), len_bytes: 8 }).expect("copy");
+    assert!(!drv.event_info(D0, ev).expect("info").is_complete, "A is held");
+    drv.copy_to_device(D0, va(8), &1u64.to_le_bytes()).expect("release A");
+    drv.wait(D0, b, after, Some(10_000)).expect("B ran");
+    let mut w = [0u8; 8];
+    drv.copy_from_device(D0, &mut w, va(16)).expect("read");
+    assert_eq!(u64::from_le_bytes(w), 7, "B's copy ran after A's write");
+    drv.wait(D0, a, drv.submitted(D0, a).expect("submitted"), Some(10_000)).expect("A ran");
+    let first = drv.event_info(D0, ev).expect("info");
+    assert!(first.is_complete && first.point == Some((a, rec)));
+    let t1 = first.timestamp_ns.expect("a completed record has a timestamp");
+    let rec2 = drv.record_event(D0, a, ev).expect("record again");
+    drv.wait(D0, a, drv.submitted(D0, a).expect("submitted"), Some(10_000)).expect("A ran");
+    let second = drv.event_info(D0, ev).expect("info");
+    assert_eq!(second.point, Some((a, rec2)));
+    assert!(second.timestamp_ns.expect("timestamp") >= t1, "device time runs forward");
+    drv.reset_event(D0, a, ev).expect("reset");
+    drv.wait(D0, a, drv.submitted(D0, a).expect("submitted"), Some(10_000)).expect("the reset ran");
+    assert!(drv.event_info(D0, ev).expect("info").point.is_none());
+    // A wait on an event that is not recorded holds nothing.
+    drv.wait_event(D0, b, ev).expect("wait on nothing");
+    let m = drv.submit(D0, b, TaskDesc::Marker).expect("marker");
+    drv.wait(D0, b, m, Some(10_000)).expect("B is not held");
+    drv.destroy_event(D0, ev).expect("destroy");
+    assert_eq!(drv.event_info(D0, ev).unwrap_err().kind(), ErrorKind::InvalidHandle);
+    for q in [a, b] {
+        drv.destroy_queue(D0, q).expect("destroy");
     }
+    drv.unback(D0, r).expect("unback");
 }
 
 fn memory(drv: &dyn Driver) {
