@@ -370,6 +370,9 @@ fn event_table_base(dev: u32) -> u64 {
 struct EventRec {
     slot: u64,
     point: Option<(QueueId, u64)>,
+    /// Whether the timestamp SQE after the latest record was queued (its sequence is the
+    /// record's plus one).
+    stamped: bool,
 }
 
 /// The events of every device, and the backed pages of their timestamp tables.
@@ -1263,7 +1266,9 @@ impl<T: Transport> TaskQueue for Davinci<T> {
         let ev = EventId(p.id);
         match self.event_slot(dev) {
             Ok(slot) => {
-                self.events_lock().by_id.insert((dev.0, ev.0), EventRec { slot, point: None });
+                self.events_lock()
+                    .by_id
+                    .insert((dev.0, ev.0), EventRec { slot, point: None, stamped: false });
                 Ok(ev)
             }
             Err(e) => {
@@ -1294,9 +1299,10 @@ impl<T: Transport> TaskQueue for Davinci<T> {
         let image = sqe::encode(&stamp).ok_or(Error::new(ErrorKind::Internal, "sqe"))?;
         // A record whose timestamp could not be queued still orders waits; `event_info` then
         // reports no time (the next sequence is not its timestamp).
-        let _ = self.send(dev, queue, &image);
+        let stamped = self.send(dev, queue, &image).is_ok();
         if let Some(r) = self.events_lock().by_id.get_mut(&(dev.0, event.0)) {
             r.point = Some((queue, seq));
+            r.stamped = stamped;
         }
         Ok(seq)
     }
@@ -1334,14 +1340,14 @@ impl<T: Transport> TaskQueue for Davinci<T> {
             return Ok(EventInfo { point: None, is_complete: false, timestamp_ns: None });
         };
         // Complete once the timestamp after the record has run.
-        let stamp_seq = (seq + 1).min(self.queue(dev, q)?.submitted);
+        let stamp_seq = if rec.stamped { seq + 1 } else { seq };
         let is_complete = match self.wait(dev, q, stamp_seq, Some(0)) {
             Ok(()) => true,
             Err(e) if e.kind() == ErrorKind::Timeout || e.kind() == ErrorKind::Busy => false,
             Err(e) => return Err(e),
         };
         let mut timestamp_ns = None;
-        if is_complete && stamp_seq > seq {
+        if is_complete && rec.stamped {
             let mut b = [0u8; 8];
             self.copy_from_device(dev, &mut b, DeviceAddr(event_table_base(dev.0) + rec.slot * 8))?;
             timestamp_ns = Some(u64::from_ne_bytes(b));
