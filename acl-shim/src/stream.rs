@@ -739,9 +739,15 @@ impl Runtime {
         tables().calls.remove(&ticket)
     }
 
-    /// The report queue of subscribed thread `thread`.
-    pub(crate) fn report_queue(thread: u64) -> Option<Arc<ReportQueue>> {
-        tables().subscribers.get(&thread).map(|(_, q)| Arc::clone(q))
+    /// Queues `report` for subscribed thread `thread` and wakes it; the report back when the
+    /// thread is not subscribed. Done under the tables' lock, so an unsubscribe either sees the
+    /// report (and keeps the thread's queue until it is processed) or came first.
+    pub(crate) fn post_report(thread: u64, report: Report) -> std::result::Result<(), Report> {
+        let t = tables();
+        let Some((_, q)) = t.subscribers.get(&thread) else { return Err(report) };
+        q.queue.lock().unwrap_or_else(|p| p.into_inner()).push_back(report);
+        q.ready.notify_all();
+        Ok(())
     }
 
     /// `aclrtSubscribeReport(threadId, stream)`.
@@ -794,10 +800,25 @@ impl Runtime {
             ));
         }
         t.stream_subscriber.remove(&h);
-        if !t.stream_subscriber.values().any(|&th| th == thread) {
+        Self::retire_idle_subscriber(&mut t, thread);
+        Ok(())
+    }
+
+    /// Forgets `thread` as a callback thread once it serves no stream and has no callback
+    /// left to process: a callback that already reached its queue (a `NO_BLOCK` one can still
+    /// be there after the stream synchronised) stays deliverable by `aclrtProcessReport`, and a
+    /// `BLOCK` one is never dropped with its stream still waiting on it.
+    fn retire_idle_subscriber(t: &mut Tables, thread: u64) {
+        if t.stream_subscriber.values().any(|&th| th == thread) {
+            return;
+        }
+        let idle = t
+            .subscribers
+            .get(&thread)
+            .is_some_and(|(_, q)| q.queue.lock().unwrap_or_else(|p| p.into_inner()).is_empty());
+        if idle {
             t.subscribers.remove(&thread);
         }
-        Ok(())
     }
 
     /// Waits for a callback for `thread` (`aclrtProcessReport`) and returns it.
@@ -822,6 +843,9 @@ impl Runtime {
         let mut g = q.queue.lock().unwrap_or_else(|p| p.into_inner());
         loop {
             if let Some(r) = g.pop_front() {
+                drop(g);
+                // The last callback of a thread that was unsubscribed meanwhile.
+                Self::retire_idle_subscriber(&mut tables_for(self), thread);
                 return Ok(r);
             }
             g = match deadline {

@@ -23,6 +23,14 @@
 //! and 20 `{ptr, len}` pairs, `MEM_REPAIR_MAX_CNT` = 20); that figure is our derivation (inferred), not
 //! a number the spec states, and is the first thing to check against a real release.
 //!
+//! Every mirrored struct, constant and command here was re-checked against the headers at
+//! that commit (structs compiled with gcc on x86_64, sizes and numbers compared). The spec's
+//! ordinal list follows a later `hicann/driver` HEAD (`ef377e9`), where the pre-init commands
+//! moved to 101..104 (`ALLOC_PROC_STRUCT` 101, `GET_MMAP_INFO` 104) and stream-ordered pool
+//! commands were added; at the pinned commit they are 67 and 70. A driver of that later
+//! release refuses our start-up ioctl with `ENOTTY`, and the backend says so (see
+//! `hal-davinci`'s `StartError::Abi`) rather than guessing.
+//!
 //! To move to another release: re-read those headers, update the mirrors, let the assertions
 //! and the golden tests say which numbers moved, and bump [`PINNED_RELEASE`].
 #![expect(non_camel_case_types, reason = "the uAPI structs keep their C names")]
@@ -164,8 +172,10 @@ pub const DEVMM_MAX_NAME_SIZE: usize = 65;
 pub const DEVMM_SECONDARY_PROCESS_NUM: usize = 32;
 /// Most `{ptr, len}` pairs of a memory-repair call (sizes the union in this release).
 pub const MEM_REPAIR_MAX_CNT: usize = 20;
-/// Most segments `DEVMM_SVM_GET_MMAP_INFO` reports.
-pub const DEVMM_MAX_VMA_NUM: usize = 8;
+/// Most segments `DEVMM_SVM_GET_MMAP_INFO` reports: `DEVMM_NORMAL_MAX_VMA_NUM * 2`, where
+/// `DEVMM_NORMAL_MAX_VMA_NUM` is `DEVMM_MAX_PHY_DEVICE_NUM` (64) + 4. The kernel refuses a
+/// buffer of fewer segments than it would report.
+pub const DEVMM_MAX_VMA_NUM: usize = 136;
 
 /// Advise bit: DDR memory.
 pub const DV_ADVISE_DDR: u32 = 0x1;
@@ -523,6 +533,73 @@ impl Default for devmm_mem_ipc_set_attr_para {
     }
 }
 
+/// `enum ShareHandleAttrType`: whether importers of a shareable handle are checked against its
+/// whitelist.
+pub const SHR_HANDLE_ATTR_NO_WLIST_IN_SERVER: u32 = 0;
+/// `SHR_HANDLE_NO_WLIST_ENABLE`: any process may import the handle.
+pub const SHR_HANDLE_NO_WLIST_ENABLE: u32 = 1;
+/// `drv_mem_handle_type` `MEM_HANDLE_TYPE_NONE`: a handle shared inside one server.
+pub const MEM_HANDLE_TYPE_NONE: u32 = 0;
+/// `SVM_SHARE_MEM_MAX_PID_CNT`: most pids one `MEM_SET_PID` may whitelist.
+pub const SVM_SHARE_MEM_MAX_PID_CNT: usize = 65_535;
+
+/// `struct devmm_mem_set_pid_para` (`DEVMM_SVM_MEM_SET_PID`): whitelists the pids at the
+/// user address `pid_list` for a shared VMM handle.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct devmm_mem_set_pid_para {
+    /// The share (from `MEM_EXPORT`).
+    pub share_id: i32,
+    /// How many pids `pid_list` holds.
+    pub pid_num: u32,
+    /// User address of `pid_num` `int`s.
+    pub pid_list: u64,
+}
+
+/// `struct ShareHandleAttr`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShareHandleAttr {
+    /// `SHR_HANDLE_WLIST_ENABLE` (0) or `SHR_HANDLE_NO_WLIST_ENABLE` (1).
+    pub enableFlag: u32,
+    /// Reserved.
+    pub rsv: [u32; 8],
+}
+
+/// `struct devmm_mem_set_attr_para` (`DEVMM_SVM_MEM_SET_ATTR`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct devmm_mem_set_attr_para {
+    /// The share (in).
+    pub share_id: i32,
+    /// `ShareHandleAttrType` (in).
+    pub type_: u32,
+    /// The attribute (in).
+    pub attr: ShareHandleAttr,
+}
+
+/// `struct ShareHandleGetInfo`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShareHandleGetInfo {
+    /// The physical device whose memory the share holds.
+    pub phyDevid: u32,
+    /// Reserved.
+    pub reserve: [u32; 8],
+}
+
+/// `struct devmm_mem_get_info_para` (`DEVMM_SVM_MEM_GET_INFO`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct devmm_mem_get_info_para {
+    /// The share (in).
+    pub share_id: i32,
+    /// The device the share was exported from (in).
+    pub share_devid: u32,
+    /// What the share holds (out).
+    pub info: ShareHandleGetInfo,
+}
+
 /// `halMemGetInfo` type: DDR sizes (the `mem_type` of a memory query).
 pub const MEM_INFO_TYPE_DDR_SIZE: u32 = 1;
 /// `halMemGetInfo` type: HBM sizes.
@@ -672,6 +749,12 @@ macro_rules! devmm_para {
             put_u32($out, $at + 4 * i, *x as u32);
         }
     };
+    (@put u32s, $out:ident, $at:expr, $v:expr) => {
+        for (i, x) in $v.iter().enumerate() {
+            put_u32($out, $at + 4 * i, *x);
+        }
+    };
+    (@put para, $out:ident, $at:expr, $v:expr) => { $v.encode(&mut $out[$at..]) };
     (@get u64, $b:ident, $at:expr, $dst:expr) => { $dst = get_u64($b, $at) };
     (@get u32, $b:ident, $at:expr, $dst:expr) => { $dst = get_u32($b, $at) };
     // CAST: i32 and u32 share their bit image.
@@ -687,6 +770,12 @@ macro_rules! devmm_para {
             *x = get_u32($b, $at + 4 * i) as i32;
         }
     };
+    (@get u32s, $b:ident, $at:expr, $dst:expr) => {
+        for (i, x) in $dst.iter_mut().enumerate() {
+            *x = get_u32($b, $at + 4 * i);
+        }
+    };
+    (@get para, $b:ident, $at:expr, $dst:expr) => { $dst = DevmmPara::decode(&$b[$at..]) };
 }
 
 devmm_para!(devmm_mem_alloc_para { p: u64, size: u64 });
@@ -735,6 +824,11 @@ devmm_para!(devmm_mem_import_para {
     pg_type: u32,
     pg_num: u64,
 });
+devmm_para!(devmm_mem_set_pid_para { share_id: i32, pid_num: u32, pid_list: u64 });
+devmm_para!(ShareHandleAttr { enableFlag: u32, rsv: u32s });
+devmm_para!(devmm_mem_set_attr_para { share_id: i32, type_: u32, attr: para });
+devmm_para!(ShareHandleGetInfo { phyDevid: u32, reserve: u32s });
+devmm_para!(devmm_mem_get_info_para { share_id: i32, share_devid: u32, info: para });
 devmm_para!(devmm_mem_ipc_close_para { vptr: u64 });
 devmm_para!(devmm_mem_ipc_create_para { vptr: u64, len: u64, name: bytes, name_len: u32 });
 devmm_para!(devmm_mem_ipc_open_para { vptr: u64, name: bytes });
@@ -811,6 +905,14 @@ const_assert_eq!(size_of::<devmm_mem_unmap_para>(), 24);
 const_assert_eq!(size_of::<devmm_mem_export_para>(), 12);
 const_assert_eq!(size_of::<devmm_mem_import_para>(), 48);
 const_assert_eq!(offset_of!(devmm_mem_import_para, pg_num), 40);
+const_assert_eq!(size_of::<devmm_mem_set_pid_para>(), 16);
+const_assert_eq!(offset_of!(devmm_mem_set_pid_para, pid_list), 8);
+const_assert_eq!(size_of::<ShareHandleAttr>(), 36);
+const_assert_eq!(size_of::<devmm_mem_set_attr_para>(), 44);
+const_assert_eq!(offset_of!(devmm_mem_set_attr_para, attr), 8);
+const_assert_eq!(size_of::<ShareHandleGetInfo>(), 36);
+const_assert_eq!(size_of::<devmm_mem_get_info_para>(), 44);
+const_assert_eq!(offset_of!(devmm_mem_get_info_para, info), 8);
 const_assert_eq!(size_of::<devmm_mem_ipc_create_para>(), 88);
 const_assert_eq!(offset_of!(devmm_mem_ipc_create_para, name), 16);
 const_assert_eq!(offset_of!(devmm_mem_ipc_create_para, name_len), 84);
@@ -857,10 +959,10 @@ pub const DEVMM_SVM_FREE_PAGES: u32 = iow(DEVMM_SVM_MAGIC, 4, DEVMM_ARG);
 pub const DEVMM_SVM_MEMCPY: u32 = iowr(DEVMM_SVM_MAGIC, 5, DEVMM_ARG);
 /// Advise (populate) pages (`_IOW('M', 13)`).
 pub const DEVMM_SVM_ADVISE: u32 = iow(DEVMM_SVM_MAGIC, 13, DEVMM_ARG);
-/// Byte memset (`_IOW('M', 15)`).
-pub const DEVMM_SVM_MEMSET8: u32 = iow(DEVMM_SVM_MAGIC, 15, DEVMM_ARG);
-/// Opens an IPC share by name (`_IOWR('M', 21)`).
-pub const DEVMM_SVM_IPC_MEM_OPEN: u32 = iowr(DEVMM_SVM_MAGIC, 21, DEVMM_ARG);
+/// Byte memset (`_IOWR('M', 15)`).
+pub const DEVMM_SVM_MEMSET8: u32 = iowr(DEVMM_SVM_MAGIC, 15, DEVMM_ARG);
+/// Opens an IPC share by name at the VA the caller chose (`_IOW('M', 21)`: nothing comes back).
+pub const DEVMM_SVM_IPC_MEM_OPEN: u32 = iow(DEVMM_SVM_MAGIC, 21, DEVMM_ARG);
 /// Closes an opened IPC share (`_IOW('M', 22)`).
 pub const DEVMM_SVM_IPC_MEM_CLOSE: u32 = iow(DEVMM_SVM_MAGIC, 22, DEVMM_ARG);
 /// Creates an IPC share (`_IOWR('M', 27)`).
@@ -869,8 +971,8 @@ pub const DEVMM_SVM_IPC_MEM_CREATE: u32 = iowr(DEVMM_SVM_MAGIC, 27, DEVMM_ARG);
 pub const DEVMM_SVM_IPC_MEM_SET_PID: u32 = iow(DEVMM_SVM_MAGIC, 32, DEVMM_ARG);
 /// Creates a VMM physical handle (`_IOWR('M', 50)`).
 pub const DEVMM_SVM_MEM_CREATE: u32 = iowr(DEVMM_SVM_MAGIC, 50, DEVMM_ARG);
-/// Releases a VMM physical handle (`_IOW('M', 51)`).
-pub const DEVMM_SVM_MEM_RELEASE: u32 = iow(DEVMM_SVM_MAGIC, 51, DEVMM_ARG);
+/// Releases a VMM physical handle (`_IOWR('M', 51)`).
+pub const DEVMM_SVM_MEM_RELEASE: u32 = iowr(DEVMM_SVM_MAGIC, 51, DEVMM_ARG);
 /// Maps a VMM handle at a VA (`_IOW('M', 52)`).
 pub const DEVMM_SVM_MEM_MAP: u32 = iow(DEVMM_SVM_MAGIC, 52, DEVMM_ARG);
 /// Unmaps a VMM mapping (`_IOWR('M', 53)`).
@@ -879,10 +981,17 @@ pub const DEVMM_SVM_MEM_UNMAP: u32 = iowr(DEVMM_SVM_MAGIC, 53, DEVMM_ARG);
 pub const DEVMM_SVM_MEM_EXPORT: u32 = iowr(DEVMM_SVM_MAGIC, 54, DEVMM_ARG);
 /// Imports a VMM share (`_IOWR('M', 55)`).
 pub const DEVMM_SVM_MEM_IMPORT: u32 = iowr(DEVMM_SVM_MAGIC, 55, DEVMM_ARG);
-/// Creates the process's SVM state (`_IOW('M', 101)`; allowed before init).
-pub const DEVMM_SVM_ALLOC_PROC_STRUCT: u32 = iow(DEVMM_SVM_MAGIC, 101, DEVMM_ARG);
-/// Reports the SVM window segments to mmap (`_IOWR('M', 104)`; allowed before init).
-pub const DEVMM_SVM_GET_MMAP_INFO: u32 = iowr(DEVMM_SVM_MAGIC, 104, DEVMM_ARG);
+/// Whitelists pids for a shared VMM handle (`_IOW('M', 56)`).
+pub const DEVMM_SVM_MEM_SET_PID: u32 = iow(DEVMM_SVM_MAGIC, 56, DEVMM_ARG);
+/// Sets an attribute of a shared VMM handle (`_IOW('M', 57)`).
+pub const DEVMM_SVM_MEM_SET_ATTR: u32 = iow(DEVMM_SVM_MAGIC, 57, DEVMM_ARG);
+/// Reports what a shared VMM handle holds (`_IOWR('M', 59)`).
+pub const DEVMM_SVM_MEM_GET_INFO: u32 = iowr(DEVMM_SVM_MAGIC, 59, DEVMM_ARG);
+/// Creates the process's SVM state (`_IOW('M', 67)`; above `DEVMM_SVM_CMD_USE_PRIVATE_MAX_CMD`
+/// (66), so allowed before init).
+pub const DEVMM_SVM_ALLOC_PROC_STRUCT: u32 = iow(DEVMM_SVM_MAGIC, 67, DEVMM_ARG);
+/// Reports the SVM window segments to mmap (`_IOWR('M', 70)`; allowed before init).
+pub const DEVMM_SVM_GET_MMAP_INFO: u32 = iowr(DEVMM_SVM_MAGIC, 70, DEVMM_ARG);
 
 // ---------------------------------------------------------------------------------------------
 // TRS task queues ('X').
@@ -1145,8 +1254,8 @@ mod tests {
         assert_eq!(DEVMM_SVM_FREE_PAGES, 0x4158_4D04);
         assert_eq!(DEVMM_SVM_MEMCPY, 0xC158_4D05);
         assert_eq!(DEVMM_SVM_ADVISE, 0x4158_4D0D);
-        assert_eq!(DEVMM_SVM_MEMSET8, 0x4158_4D0F);
-        assert_eq!(DEVMM_SVM_IPC_MEM_OPEN, 0xC158_4D15);
+        assert_eq!(DEVMM_SVM_MEMSET8, 0xC158_4D0F);
+        assert_eq!(DEVMM_SVM_IPC_MEM_OPEN, 0x4158_4D15);
         assert_eq!(DEVMM_SVM_IPC_MEM_CLOSE, 0x4158_4D16);
         assert_eq!(DEVMM_SVM_IPC_MEM_CREATE, 0xC158_4D1B);
         assert_eq!(DEVMM_SVM_IPC_MEM_SET_PID, 0x4158_4D20);
@@ -1155,13 +1264,16 @@ mod tests {
         assert_eq!(DEVMM_SVM_IPC_MEM_SET_ATTR, 0x4158_4D22);
         assert_eq!(DEVMM_SVM_QUERY_MEM_USEDINFO, 0xC158_4D2F);
         assert_eq!(DEVMM_SVM_MEM_CREATE, 0xC158_4D32);
-        assert_eq!(DEVMM_SVM_MEM_RELEASE, 0x4158_4D33);
+        assert_eq!(DEVMM_SVM_MEM_RELEASE, 0xC158_4D33);
         assert_eq!(DEVMM_SVM_MEM_MAP, 0x4158_4D34);
         assert_eq!(DEVMM_SVM_MEM_UNMAP, 0xC158_4D35);
         assert_eq!(DEVMM_SVM_MEM_EXPORT, 0xC158_4D36);
         assert_eq!(DEVMM_SVM_MEM_IMPORT, 0xC158_4D37);
-        assert_eq!(DEVMM_SVM_ALLOC_PROC_STRUCT, 0x4158_4D65);
-        assert_eq!(DEVMM_SVM_GET_MMAP_INFO, 0xC158_4D68);
+        assert_eq!(DEVMM_SVM_MEM_SET_PID, 0x4158_4D38);
+        assert_eq!(DEVMM_SVM_MEM_SET_ATTR, 0x4158_4D39);
+        assert_eq!(DEVMM_SVM_MEM_GET_INFO, 0xC158_4D3B);
+        assert_eq!(DEVMM_SVM_ALLOC_PROC_STRUCT, 0x4158_4D43);
+        assert_eq!(DEVMM_SVM_GET_MMAP_INFO, 0xC158_4D46);
     }
 
     #[test]

@@ -12,6 +12,14 @@
  *   close <key>              -> "rc <code>"  aclrtIpcMemClose
  *   free <slot>              -> "rc <code>"  aclrtFree
  *   mem                      -> "free <bytes>" (aclrtGetMemInfo, ACL_HBM_MEM)
+ *
+ * Shareable handles (VMM):
+ *   palloc <MiB> <byte>      -> "ok <slot>"   aclrtMallocPhysical (2 MiB pages), reserve, map, memset
+ *   hexport <slot> <flags>   -> "handle <u64>" aclrtMemExportToShareableHandle (or "rc <code>")
+ *   hallow <u64> <pid>       -> "rc <code>"  aclrtMemSetPidToShareableHandle
+ *   himport <u64> <MiB>      -> "ok <slot>"  aclrtMemImportFromShareableHandle, reserve, map
+ *                               (or "rc <code>")
+ *   hfree <slot>             -> "rc <code>"  aclrtUnmapMem, aclrtFreePhysical, aclrtReleaseMemAddress
  *   quit                     -> exits 0 after aclrtResetDevice and aclFinalize
  */
 #include <stdio.h>
@@ -24,6 +32,7 @@
 
 static void *slot_ptr[SLOTS];
 static size_t slot_len[SLOTS];
+static aclrtDrvMemHandle slot_handle[SLOTS];
 static int slots_used = 0;
 
 static int add_slot(void *p, size_t len)
@@ -33,7 +42,34 @@ static int add_slot(void *p, size_t len)
     }
     slot_ptr[slots_used] = p;
     slot_len[slots_used] = len;
+    slot_handle[slots_used] = NULL;
     return slots_used++;
+}
+
+/* Reserves `len` bytes of VA and maps `h` there; on failure nothing stays reserved. */
+static aclError map_handle(aclrtDrvMemHandle h, size_t len, void **va)
+{
+    aclError rc = aclrtReserveMemAddress(va, len, 0, NULL, 0);
+    if (rc != ACL_SUCCESS) {
+        return rc;
+    }
+    rc = aclrtMapMem(*va, len, 0, h, 0);
+    if (rc != ACL_SUCCESS) {
+        (void)aclrtReleaseMemAddress(*va);
+    }
+    return rc;
+}
+
+static aclrtPhysicalMemProp device_prop(void)
+{
+    aclrtPhysicalMemProp p;
+    memset(&p, 0, sizeof p);
+    p.handleType = ACL_MEM_HANDLE_TYPE_NONE;
+    p.allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
+    p.memAttr = ACL_HBM_MEM_HUGE;
+    p.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
+    p.location.id = 0;
+    return p;
 }
 
 static int check_bytes(int slot, unsigned value)
@@ -70,6 +106,7 @@ int main(void)
     while (fgets(line, sizeof line, stdin) != NULL) {
         char cmd[32] = {0}, key[80] = {0};
         unsigned a = 0, b = 0;
+        unsigned long long sh_arg = 0;
         if (sscanf(line, "%31s", cmd) != 1) {
             continue;
         }
@@ -129,6 +166,66 @@ int main(void)
             } else {
                 printf("free %zu\n", free_b);
             }
+        } else if (strcmp(cmd, "palloc") == 0 && sscanf(line, "%*s %u %u", &a, &b) == 2) {
+            aclrtPhysicalMemProp prop = device_prop();
+            aclrtDrvMemHandle h = NULL;
+            void *va = NULL;
+            size_t len = (size_t)a << 20;
+            aclError rc = aclrtMallocPhysical(&h, len, &prop, 0);
+            if (rc == ACL_SUCCESS) {
+                rc = map_handle(h, len, &va);
+                if (rc != ACL_SUCCESS) {
+                    (void)aclrtFreePhysical(h);
+                }
+            }
+            if (rc == ACL_SUCCESS) {
+                rc = aclrtMemset(va, len, (int32_t)b, len);
+            }
+            if (rc != ACL_SUCCESS) {
+                printf("rc %d\n", rc);
+            } else {
+                int slot = add_slot(va, len);
+                slot_handle[slot] = h;
+                printf("ok %d\n", slot);
+            }
+        } else if (strcmp(cmd, "hexport") == 0 && sscanf(line, "%*s %u %u", &a, &b) == 2) {
+            uint64_t sh = 0;
+            aclError rc = aclrtMemExportToShareableHandle(slot_handle[a], ACL_MEM_HANDLE_TYPE_NONE, b, &sh);
+            if (rc == ACL_SUCCESS) {
+                printf("handle %llu\n", (unsigned long long)sh);
+            } else {
+                printf("rc %d\n", rc);
+            }
+        } else if (strcmp(cmd, "hallow") == 0 && sscanf(line, "%*s %llu %u", &sh_arg, &a) == 2) {
+            int32_t pid = (int32_t)a;
+            printf("rc %d\n", aclrtMemSetPidToShareableHandle((uint64_t)sh_arg, &pid, 1));
+        } else if (strcmp(cmd, "himport") == 0 && sscanf(line, "%*s %llu %u", &sh_arg, &a) == 2) {
+            aclrtDrvMemHandle h = NULL;
+            void *va = NULL;
+            size_t len = (size_t)a << 20;
+            aclError rc = aclrtMemImportFromShareableHandle((uint64_t)sh_arg, 0, &h);
+            if (rc == ACL_SUCCESS) {
+                rc = map_handle(h, len, &va);
+                if (rc != ACL_SUCCESS) {
+                    (void)aclrtFreePhysical(h);
+                }
+            }
+            if (rc != ACL_SUCCESS) {
+                printf("rc %d\n", rc);
+            } else {
+                int slot = add_slot(va, len);
+                slot_handle[slot] = h;
+                printf("ok %d\n", slot);
+            }
+        } else if (strcmp(cmd, "hfree") == 0 && sscanf(line, "%*s %u", &a) == 1) {
+            aclError rc = aclrtUnmapMem(slot_ptr[a]);
+            if (rc == ACL_SUCCESS) {
+                rc = aclrtFreePhysical(slot_handle[a]);
+            }
+            if (rc == ACL_SUCCESS) {
+                rc = aclrtReleaseMemAddress(slot_ptr[a]);
+            }
+            printf("rc %d\n", rc);
         } else if (strcmp(cmd, "quit") == 0) {
             break;
         } else {

@@ -168,23 +168,14 @@ static void bad_arguments(void)
     CHECK_FAIL(aclrtMemExportToShareableHandle(h, ACL_MEM_HANDLE_TYPE_NONE, 2, &sh), ACL_ERROR_INVALID_PARAM);
     CHECK_FAIL(aclrtMemExportToShareableHandleV2(h, 30, ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT, &sh),
                ACL_ERROR_INVALID_PARAM);
-    const char *backend = getenv("ACLRS_BACKEND");
     aclrtDrvMemHandle imp = NULL;
-    if (backend != NULL && strncmp(backend, "davinci", 7) == 0) {
-        /* The davinci backend does not export handles yet (README): it says so, and nothing changes. */
-        CHECK_FAIL(aclrtMemExportToShareableHandle(h, ACL_MEM_HANDLE_TYPE_NONE, 0, &sh),
-                   ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
-        CHECK(sh == 0);
-        CHECK(strstr(aclGetRecentErrMsg(), "shareable handles") != NULL);
-    } else {
-        CHECK_OK(aclrtMemExportToShareableHandle(h, ACL_MEM_HANDLE_TYPE_NONE, 0, &sh));
-        CHECK(sh != 0);
-        CHECK_FAIL(aclrtMemExportToShareableHandle(h, ACL_MEM_HANDLE_TYPE_NONE, 0, &sh), ACL_ERROR_RT_PARAM_INVALID);
-        CHECK_FAIL(aclrtMemSetPidToShareableHandle(sh, &pid, 0), ACL_ERROR_INVALID_PARAM);
-        CHECK_FAIL(aclrtMemSetPidToShareableHandle(sh, NULL, 1), ACL_ERROR_INVALID_PARAM);
-        CHECK_OK(aclrtMemSetPidToShareableHandle(sh, &pid, 1));
-        CHECK_FAIL(aclrtMemImportFromShareableHandle(sh, 0, &imp), ACL_ERROR_RT_FEATURE_NOT_SUPPORT); /* same process */
-    }
+    CHECK_OK(aclrtMemExportToShareableHandle(h, ACL_MEM_HANDLE_TYPE_NONE, 0, &sh));
+    CHECK(sh != 0);
+    CHECK_FAIL(aclrtMemExportToShareableHandle(h, ACL_MEM_HANDLE_TYPE_NONE, 0, &sh), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_FAIL(aclrtMemSetPidToShareableHandle(sh, &pid, 0), ACL_ERROR_INVALID_PARAM);
+    CHECK_FAIL(aclrtMemSetPidToShareableHandle(sh, NULL, 1), ACL_ERROR_INVALID_PARAM);
+    CHECK_OK(aclrtMemSetPidToShareableHandle(sh, &pid, 1));
+    CHECK_FAIL(aclrtMemImportFromShareableHandle(sh, 0, &imp), ACL_ERROR_RT_FEATURE_NOT_SUPPORT); /* same process */
     CHECK_FAIL(aclrtMemSetPidToShareableHandleV2(NULL, ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT, &pid, 1),
                ACL_ERROR_INVALID_PARAM);
     CHECK_FAIL(aclrtMemImportFromShareableHandleV2(&sh, ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT, 0, NULL),

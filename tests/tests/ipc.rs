@@ -178,6 +178,58 @@ fn two_processes_share_memory_by_key_and_a_third_is_refused() {
 }
 
 #[test]
+fn two_processes_share_physical_memory_by_shareable_handle() {
+    let exe = agent_exe();
+    let inst = instance("handle");
+    let mut a = Agent::start(&exe, &inst, "A");
+    let mut b = Agent::start(&exe, &inst, "B");
+    let mut c = Agent::start(&exe, &inst, "C");
+    let free0 = a.free();
+    let b_pid = b.pid();
+
+    // A makes 4 MiB of physical memory, maps it, writes it and exports a shareable handle.
+    assert_eq!(a.cmd("palloc 4 77"), "ok 0");
+    let h = a.cmd("hexport 0 0");
+    let h = h.strip_prefix("handle ").unwrap_or_else(|| panic!("export: {h}")).to_owned();
+    assert_ne!(h, "0");
+    assert_eq!(a.cmd("hexport 0 0"), "rc 107000", "a handle exports once");
+
+    // The whitelist: B is refused until A lets it in; C stays out; A never imports its own.
+    assert_eq!(b.cmd(&format!("himport {h} 4")), "rc 207006");
+    assert_eq!(b.cmd(&format!("hallow {h} {b_pid}")), "rc 207006", "only the exporter sets pids");
+    assert_eq!(a.cmd(&format!("hallow {h} {b_pid}")), "rc 0");
+    assert_eq!(b.cmd(&format!("himport {h} 4")), "ok 0");
+    assert_eq!(c.cmd(&format!("himport {h} 4")), "rc 207006", "C is not on the whitelist");
+    assert_eq!(a.cmd(&format!("himport {h} 4")), "rc 207000");
+
+    // Both see the same bytes.
+    assert_eq!(b.cmd("check 0 77"), "rc 0");
+    assert_eq!(b.cmd("fill 0 12"), "rc 0");
+    assert_eq!(a.cmd("check 0 12"), "rc 0");
+
+    // The memory lives while either holds it: A lets go first, B still reads it.
+    assert_eq!(a.cmd("hfree 0"), "rc 0");
+    assert!(c.free() < free0, "B still holds the memory");
+    assert_eq!(b.cmd("check 0 12"), "rc 0");
+    assert_eq!(b.cmd("hfree 0"), "rc 0");
+    assert_eq!(c.free(), free0, "all memory is back");
+
+    // Without a whitelist (DISABLE_PID_VALIDATION) anyone may import.
+    assert_eq!(a.cmd("palloc 2 5"), "ok 1");
+    let open = a.cmd("hexport 1 1");
+    let open = open.strip_prefix("handle ").unwrap_or_else(|| panic!("export: {open}")).to_owned();
+    assert_eq!(c.cmd(&format!("himport {open} 2")), "ok 0");
+    assert_eq!(c.cmd("check 0 5"), "rc 0");
+    assert_eq!(c.cmd("hfree 0"), "rc 0");
+    assert_eq!(a.cmd("hfree 1"), "rc 0");
+    assert_eq!(b.cmd(&format!("himport {open} 2")), "rc 107000", "a released handle imports nothing");
+    assert_eq!(b.free(), free0);
+    a.quit();
+    b.quit();
+    c.quit();
+}
+
+#[test]
 fn a_killed_process_gives_its_memory_back() {
     let exe = agent_exe();
     let inst = instance("kill");
@@ -226,11 +278,6 @@ fn the_last_process_removes_the_machine() {
 
 #[test]
 fn vmm_host_registration_and_peer_copies_in_one_process() {
-    if aclrs_tests::test_backend().is_some_and(|b| b.starts_with("davinci")) {
-        // Known bug (issue 7, README): vmm.c crashes now and then on davinci-fake.
-        eprintln!("vmm.c: skipped on the davinci backend (intermittent SIGSEGV under investigation)");
-        return;
-    }
     let exe = compile_c("vmm", Link::Shared);
     let out = aclrs_tests::run_ok(&exe, "vmm", &[]);
     assert!(out.contains("vmm"), "{out}");

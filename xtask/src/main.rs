@@ -218,7 +218,8 @@ fn hwtest(backend: &str) -> Result {
     cmd.args(["test", "-p", "hal-davinci", "--features", "fake-kernel", "--test", "conformance", "--"]);
     match backend {
         "sim" => cmd.args(["--exact", "sim"]),
-        "davinci-fake" => cmd.args(["--exact", "davinci_fake"]),
+        // Every davinci-fake test: the suite in both queue modes, IPC, shareable handles, ...
+        "davinci-fake" => cmd.arg("davinci_fake"),
         _ => {
             if !Path::new("/dev/davinci_manager").exists() {
                 eprintln!(
@@ -237,10 +238,27 @@ fn hwtest(backend: &str) -> Result {
         );
         return Ok(());
     }
-    run(
-        &format!("hwtest --backend {backend} (the C programs against libascendcl, ACLRS_BACKEND={backend})"),
-        cargo().env("ACLRS_TEST_BACKEND", backend).args(["test", "-p", "aclrs-tests"]),
-    )
+    if backend == "sim" {
+        return run(
+            "hwtest --backend sim (the C programs against libascendcl, ACLRS_BACKEND=sim)",
+            cargo().env("ACLRS_TEST_BACKEND", backend).args(["test", "-p", "aclrs-tests"]),
+        );
+    }
+    // Both queue modes of the davinci backend: SQEs through the kernel, and the mapped ring.
+    for queues in ["kernel", "ring"] {
+        run(
+            &format!(
+                "hwtest --backend {backend} (the C programs against libascendcl, ACLRS_BACKEND={backend}, \
+                 ACLRS_DAVINCI_QUEUES={queues})"
+            ),
+            cargo().env("ACLRS_TEST_BACKEND", backend).env("ACLRS_DAVINCI_QUEUES", queues).args([
+                "test",
+                "-p",
+                "aclrs-tests",
+            ]),
+        )?;
+    }
+    Ok(())
 }
 
 fn miri(install: bool) -> Result {

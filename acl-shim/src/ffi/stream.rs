@@ -63,15 +63,10 @@ fn run_host_call(ticket: u64) -> i32 {
             0
         }
         Some((thread, block)) => {
-            let Some(q) = Runtime::report_queue(thread) else {
-                return crate::stream::ACL_ERROR_RT_STREAM_NO_CB_REG;
-            };
             let done = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
-            q.queue
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push_back(Report { call, done: Arc::clone(&done) });
-            q.ready.notify_all();
+            if Runtime::post_report(thread, Report { call, done: Arc::clone(&done) }).is_err() {
+                return crate::stream::ACL_ERROR_RT_STREAM_NO_CB_REG;
+            }
             if block {
                 let (m, cv) = &*done;
                 let mut finished = m.lock().unwrap_or_else(|p| p.into_inner());

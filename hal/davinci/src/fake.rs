@@ -3,8 +3,10 @@
 //!
 //! It plays the driver's part of the protocol the backend speaks — the multiplexer's module
 //! binding, the SVM commands (process setup, window segments, alloc/advise/free pages, copies,
-//! memset, VMM create/map/unmap/release) and the TRS commands of the kernel-send mode — and
-//! answers anything else with `ENOTTY`, as a kernel does for an unknown command. SVM window
+//! memset, queries, VMM create/map/unmap/release, IPC by name, shareable handles) and the TRS
+//! commands (queues, event ids) — and answers anything else with `ENOTTY`, as a kernel does for
+//! an unknown command. Like the driver, it copies an SVM argument back only for commands that
+//! read (`_IOR`/`_IOWR`). SVM window
 //! mappings are bookkeeping only: the window is never touched through host loads and stores.
 //!
 //! The mapped-ring mode is served for real: an mmap of a `TSDRV_MMAP` fd gets fresh anonymous
@@ -68,17 +70,27 @@ struct State {
     mappings: HashMap<usize, usize>,
     /// Counts of every command number served, for tests.
     served: HashMap<u32, u64>,
+    /// Module binds still to refuse with `EBUSY` (a driver still releasing an old user).
+    busy_binds: u32,
     /// Pages behind the `TSDRV_MMAP` mappings the user holds, by start address.
     ring_maps: HashMap<usize, Arc<Anon>>,
-    /// IPC shares this process opened: where the driver mapped them (the handle and bytes).
+    /// IPC shares this process opened: where they are mapped (the handle and bytes).
     ipc_opens: HashMap<(u32, u64), (PhysHandle, u64)>,
-    /// The next VA the fake maps an opened IPC share at, per device.
-    ipc_next: HashMap<u32, u64>,
 }
 
-/// Where the fake maps opened IPC shares: the driver's part of the device's window.
-fn ipc_base(dev: u32) -> u64 {
-    hal::layout::driver_reserved_base(dev)
+/// The share id the fake driver reports for a shareable-handle share of the software NPU
+/// (whose handle names are 16 hex digits below 2^31).
+fn share_id_of(name: &ShareName) -> Result<i32, Errno> {
+    u64::from_str_radix(name.as_str(), 16)
+        .ok()
+        .and_then(|v| i32::try_from(v).ok())
+        .ok_or(Errno(libc::EOVERFLOW))
+}
+
+/// The software NPU's name of share id `id`.
+fn share_of_id(id: i32) -> Result<ShareName, Errno> {
+    let id = u32::try_from(id).map_err(|_| Errno(libc::EINVAL))?;
+    ShareName::try_new(format!("{id:016x}").as_bytes()).ok_or(Errno(libc::EINVAL))
 }
 
 fn share_name(buf: &[u8; abi::DEVMM_MAX_NAME_SIZE]) -> Result<ShareName, Errno> {
@@ -311,6 +323,12 @@ impl FakeKernel {
         &self.sim
     }
 
+    /// Makes the next `n` module binds fail with `EBUSY`, as a driver does while a previous
+    /// user of the module is still being released.
+    pub fn refuse_binds_busy(&self, n: u32) {
+        self.lock().busy_binds = n;
+    }
+
     /// How many times command `cmd` was served.
     pub fn served(&self, cmd: u32) -> u64 {
         self.lock().served.get(&cmd).copied().unwrap_or(0)
@@ -394,6 +412,13 @@ impl FakeKernel {
             abi::MODULE_TSDRV_MMAP => Binding::TsdrvMmap(dev),
             _ => return Err(Errno(libc::ENODEV)),
         };
+        {
+            let mut st = self.lock();
+            if st.busy_binds > 0 {
+                st.busy_binds -= 1;
+                return Err(Errno(libc::EBUSY));
+            }
+        }
         if let Binding::Tsdrv(d) = binding {
             self.sim.open(DeviceId(d)).map_err(err)?;
             *self.lock().device_users.entry(d).or_default() += 1;
@@ -440,27 +465,20 @@ impl FakeKernel {
                 Ok(0)
             }
             abi::DEVMM_SVM_IPC_MEM_OPEN => {
-                let mut p = arg.get::<devmm_mem_ipc_open_para>();
+                let p = arg.get::<devmm_mem_ipc_open_para>();
+                // The library chooses the VA (in its own heaps); the command returns nothing.
+                if p.vptr == 0 {
+                    return Err(Errno(libc::EINVAL));
+                }
                 let (handle, info) = self.sim.import_share(&share_name(&p.name)?, dev).map_err(err)?;
                 let page = info.page_size.bytes();
                 let len = info.len_bytes.next_multiple_of(page);
-                // The library chooses the VA (its own heaps) or leaves it to the driver (0).
-                let va = if p.vptr != 0 {
-                    p.vptr
-                } else {
-                    let mut st = self.lock();
-                    let next = st.ipc_next.entry(dev.0).or_insert_with(|| ipc_base(dev.0));
-                    let va = next.next_multiple_of(page);
-                    *next = va + len;
-                    va
-                };
+                let va = p.vptr;
                 if let Err(e) = self.sim.map_physical(dev, handle, 0, range(va, len)?) {
                     let _ = self.sim.free_physical(dev, handle);
                     return Err(err(e));
                 }
                 self.lock().ipc_opens.insert((dev.0, va), (handle, len));
-                p.vptr = va;
-                arg.put(&p);
                 Ok(0)
             }
             abi::DEVMM_SVM_IPC_MEM_CLOSE => {
@@ -695,6 +713,65 @@ impl FakeKernel {
                 arg.put(&p);
                 Ok(0)
             }
+            abi::DEVMM_SVM_MEM_EXPORT => {
+                let mut p = arg.get::<abi::devmm_mem_export_para>();
+                // CAST: ids are non-negative.
+                let name = self
+                    .sim
+                    .export_physical(dev, PhysHandle(p.id as u32 as u64), ShareKind::Handle, false)
+                    .map_err(err)?;
+                p.share_id = share_id_of(&name)?;
+                arg.put(&p);
+                Ok(0)
+            }
+            abi::DEVMM_SVM_MEM_SET_ATTR => {
+                let p = arg.get::<abi::devmm_mem_set_attr_para>();
+                if p.type_ != abi::SHR_HANDLE_ATTR_NO_WLIST_IN_SERVER
+                    || p.attr.enableFlag != abi::SHR_HANDLE_NO_WLIST_ENABLE
+                {
+                    return Err(Errno(libc::EOPNOTSUPP));
+                }
+                self.sim.disable_share_whitelist(&share_of_id(p.share_id)?).map_err(err)?;
+                Ok(0)
+            }
+            abi::DEVMM_SVM_MEM_SET_PID => {
+                let p = arg.get::<abi::devmm_mem_set_pid_para>();
+                let n = p.pid_num as usize;
+                if n == 0 || n > abi::SVM_SHARE_MEM_MAX_PID_CNT || p.pid_list == 0 {
+                    return Err(Errno(libc::EINVAL));
+                }
+                // SAFETY: the caller of `ioctl` vouches that `pid_list` holds `pid_num` ints
+                // for the call (the transport's contract); they are only read here.
+                let raw = unsafe { user::bytes(p.pid_list, n * 4) };
+                let pids: Vec<u32> = raw
+                    .chunks_exact(4)
+                    .map(|c| i32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+                    .map(u32::try_from)
+                    .collect::<Result<_, _>>()
+                    .map_err(|_| Errno(libc::EINVAL))?;
+                self.sim.set_share_pids(&share_of_id(p.share_id)?, &pids).map_err(err)?;
+                Ok(0)
+            }
+            abi::DEVMM_SVM_MEM_GET_INFO => {
+                let mut p = arg.get::<abi::devmm_mem_get_info_para>();
+                let info = self.sim.share_info(&share_of_id(p.share_id)?).map_err(err)?;
+                p.info.phyDevid = info.physical_device;
+                arg.put(&p);
+                Ok(0)
+            }
+            abi::DEVMM_SVM_MEM_IMPORT => {
+                let mut p = arg.get::<abi::devmm_mem_import_para>();
+                if p.handle_type != abi::MEM_HANDLE_TYPE_NONE {
+                    return Err(Errno(libc::EOPNOTSUPP));
+                }
+                let (h, info) = self.sim.import_share(&share_of_id(p.share_id)?, dev).map_err(err)?;
+                p.id = i32::try_from(h.0).map_err(|_| Errno(libc::ENOSPC))?;
+                p.side = 1;
+                p.pg_type = crate::pg_type(info.page_size);
+                p.pg_num = info.len_bytes / info.page_size.bytes();
+                arg.put(&p);
+                Ok(0)
+            }
             _ => Err(Errno(libc::ENOTTY)),
         }
     }
@@ -852,8 +929,12 @@ impl Transport for FakeKernel {
                 let mut a: devmm_ioctl_arg = unsafe { user::read(arg) };
                 // SAFETY: the caller's contract covers the addresses inside.
                 let rc = unsafe { self.svm(cmd, &mut a) }?;
-                // SAFETY: as above, writable.
-                unsafe { user::write(arg, a) };
+                // Like the real driver, copy the argument back only for commands that read
+                // (`_IOR`/`_IOWR`): a caller that expects output from an `_IOW` is caught.
+                if abi::ioc_dir(cmd) & abi::IOC_READ != 0 {
+                    // SAFETY: as above, writable.
+                    unsafe { user::write(arg, a) };
+                }
                 Ok(rc)
             }
             // SAFETY: the caller's contract covers the argument and its addresses.

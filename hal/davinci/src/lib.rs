@@ -11,7 +11,8 @@
 //! - Start-up ([`Davinci::new`]): open the multiplexer, bind an fd to `"SVM"`, create the
 //!   process's SVM state (`ALLOC_PROC_STRUCT`), ask for the SVM window (`GET_MMAP_INFO`) and
 //!   mmap each segment at its address. A driver that rejects these commands with `ENOTTY` or
-//!   `EINVAL` is refused as speaking another ABI than [`hal::davinci_abi::PINNED_RELEASE`].
+//!   `EINVAL` is refused as speaking another ABI than [`hal::davinci_abi::PINNED_RELEASE`]. A
+//!   module bind answered with `EBUSY` is retried every 100 ms, up to 2400 times.
 //! - Device open: two more fds bound to `"TSDRV"` (ioctls) and `"TSDRV_MMAP"`.
 //! - Memory: the caller chooses the VA (as `mm` does); [`MemoryBacking::back`] announces it
 //!   with `ALLOC` and populates it with `ADVISE`; `unback` is `FREE_PAGES`. VMM is
@@ -26,14 +27,18 @@
 //! - IPC by name behind `hal::Sharing`: `IPC_MEM_CREATE`, `IPC_MEM_SET_PID`,
 //!   `IPC_MEM_SET_ATTR`, `IPC_MEM_QUERY`, `IPC_MEM_DESTROY`; an import is a handle whose
 //!   mapping is `IPC_MEM_OPEN` at the caller's VA and whose unmapping is `IPC_MEM_CLOSE`.
+//! - Shareable handles of VMM memory behind the same trait: `MEM_EXPORT` (and `MEM_SET_ATTR`
+//!   without a whitelist), `MEM_SET_PID`, `MEM_GET_INFO`, `MEM_IMPORT`; the share ends with the
+//!   exporter's `MEM_RELEASE`.
 //! - Queries (`QUERY_MEM_USEDINFO`), pinned host memory (`ADVISE(HOST)`, host-to-host
-//!   `MEMCPY`), events (ids from `TRS_RES_ID_ALLOC`, record/wait/reset SQEs, timestamps in a
-//!   table in the driver's part of the device window) and failure-mode SQEs.
+//!   `MEMCPY`), events (ids from `TRS_RES_ID_ALLOC`, timestamp-then-record, wait and reset
+//!   SQEs, timestamps in a table in the driver's part of the device window, ids given back
+//!   only after the SQEs naming them ran) and failure-mode SQEs.
 //!
-//! # What it does not do yet
+//! # What it does not do
 //!
-//! Handle-based sharing (`MEM_EXPORT`/`MEM_IMPORT`) returns [`ErrorKind::NotSupported`].
-//! Nothing here has run on real hardware.
+//! Kernels, host calls and batch copies need a device-side loader whose formats are not
+//! public: they work only over the fake kernel. Nothing here has run on real hardware.
 
 use core::ffi::c_void;
 use std::collections::HashMap;
@@ -286,6 +291,11 @@ struct ModuleFd<T: Transport> {
     fd: RawFd,
 }
 
+/// How many times a module bind is tried while the driver answers `EBUSY`.
+const MODULE_OPEN_TRIES: u32 = 2400;
+/// The pause between those tries.
+const MODULE_OPEN_PAUSE: Duration = Duration::from_millis(100);
+
 impl<T: Transport> ModuleFd<T> {
     /// Opens the multiplexer and binds the fd to `module` for `device`.
     fn open(t: &Arc<T>, module: &'static str, device: u32) -> std::result::Result<Self, StartError> {
@@ -297,9 +307,19 @@ impl<T: Transport> ModuleFd<T> {
         // CAST: device ids are below 64.
         let mut arg = davinci_intf_open_arg::new(module, device as i32)
             .ok_or(StartError::Step { step: "module name", errno: Errno(libc::EINVAL) })?;
-        sys::ioctl_mut(&**t, fd, abi::DAVINCI_INTF_IOCTL_OPEN, &mut arg)
-            .map_err(|errno| StartError::Step { step: "bind module", errno })?;
-        Ok(this)
+        // A module still releasing its previous user answers EBUSY; the driver's library
+        // retries every 100 ms, up to 2400 times (four minutes), and so does this.
+        let mut tries = 1;
+        loop {
+            match sys::ioctl_mut(&**t, fd, abi::DAVINCI_INTF_IOCTL_OPEN, &mut arg) {
+                Ok(_) => return Ok(this),
+                Err(Errno(libc::EBUSY)) if tries < MODULE_OPEN_TRIES => {
+                    tries += 1;
+                    std::thread::sleep(MODULE_OPEN_PAUSE);
+                }
+                Err(errno) => return Err(StartError::Step { step: "bind module", errno }),
+            }
+        }
     }
 }
 
@@ -365,20 +385,46 @@ fn event_table_base(dev: u32) -> u64 {
 }
 
 /// One event: its timestamp slot and the point it was last recorded at (queue, the record's
-/// sequence; the timestamp task follows it).
-#[derive(Clone, Copy, Debug)]
+/// sequence). A record is two SQEs: the timestamp into the slot, then the record itself, so
+/// a completed record implies its timestamp was written.
+#[derive(Clone, Debug)]
 struct EventRec {
     slot: u64,
     point: Option<(QueueId, u64)>,
-    /// Whether the timestamp SQE after the latest record was queued (its sequence is the
-    /// record's plus one).
+    /// Whether the slot holds the time of the latest record (its timestamp SQE was queued
+    /// right before it, and no later failed record overwrote the slot).
     stamped: bool,
+    /// A reset queued after the latest record: the event reads as recorded until it runs.
+    reset: Option<(QueueId, u64)>,
+    /// The newest SQE per queue that names this event: its id must stay allocated until they
+    /// have run (the device reads them after the call that queued them returned).
+    uses: Vec<(QueueId, u64)>,
+}
+
+impl EventRec {
+    fn note_use(&mut self, queue: QueueId, seq: u64) {
+        match self.uses.iter_mut().find(|(q, _)| *q == queue) {
+            Some(u) => u.1 = seq,
+            None => self.uses.push((queue, seq)),
+        }
+    }
+}
+
+/// A destroyed event whose id and slot wait for queued SQEs that name it.
+#[derive(Debug)]
+struct Retired {
+    dev: u32,
+    id: u32,
+    slot: u64,
+    uses: Vec<(QueueId, u64)>,
 }
 
 /// The events of every device, and the backed pages of their timestamp tables.
 #[derive(Debug, Default)]
 struct Events {
     by_id: HashMap<(u32, u32), EventRec>,
+    /// Destroyed events not yet given back ([`Retired`]).
+    retired: Vec<Retired>,
     free_slots: HashMap<u32, Vec<u64>>,
     next_slot: HashMap<u32, u64>,
     /// Backed table pages, per device (by page index).
@@ -506,13 +552,51 @@ pub struct Davinci<T: Transport> {
     soc: SocProfile,
     /// Shares this process exported by name, and their devices.
     exported: Mutex<HashMap<ShareName, u32>>,
+    /// Physical handles (VMM) of this process, created or imported, by `(device, id)`.
+    phys: Mutex<HashMap<(u32, i32), PhysRec>>,
     /// Imported IPC shares: handles not mapped yet, and where opened ones are mapped.
     ipc: Mutex<IpcImports>,
 }
 
-/// Why handle-based sharing fails on this backend.
-const HANDLES_NOT_WIRED: &str =
-    "shareable handles on the davinci backend (MEM_EXPORT/MEM_IMPORT are mirrored, not wired yet)";
+/// The tag in the top 16 bits of the shareable handles this backend hands out ("SH").
+///
+/// The pinned driver names a shared VMM handle by `(exporting device, share_id)`; the library
+/// packs both into the `uint64_t` a user passes around: tag `<< 48 | device << 32 | share_id`.
+/// The tag keeps the value non-zero and tells it from an IPC key.
+const SHARE_HANDLE_TAG: u64 = 0x5348 << 48;
+
+/// The share name of handle share `share_id` exported from `dev`.
+fn handle_share_name(dev: u32, share_id: i32) -> Result<ShareName> {
+    let dev = u64::from(u16::try_from(dev).map_err(|_| Error::new(ErrorKind::InvalidArgument, "device"))?);
+    // CAST: share ids are non-negative 31-bit numbers; their bit image is kept.
+    let value = SHARE_HANDLE_TAG | dev << 32 | u64::from(share_id as u32);
+    ShareName::try_new(format!("{value:016x}").as_bytes())
+        .ok_or(Error::new(ErrorKind::Internal, "share name"))
+}
+
+/// `(device, share_id)` of a handle share name, or `None` for an IPC key.
+fn parse_handle_share(name: &ShareName) -> Option<(u32, i32)> {
+    let text = name.as_str();
+    if text.len() != 16 {
+        return None;
+    }
+    let value = u64::from_str_radix(text, 16).ok()?;
+    if value & (0xFFFF << 48) != SHARE_HANDLE_TAG {
+        return None;
+    }
+    // CAST: 16 and 32 bits taken apart from a value built by `handle_share_name`.
+    Some(((value >> 32 & 0xFFFF) as u32, (value & 0xFFFF_FFFF) as u32 as i32))
+}
+
+/// A physical handle of this process: its device, bytes and page size (what the real
+/// library's `drv_mem_handle_t` keeps).
+#[derive(Clone, Copy, Debug)]
+struct PhysRec {
+    len_bytes: u64,
+    page_size: PageSize,
+    /// Its share, once exported.
+    export: Option<ShareName>,
+}
 
 /// The tag of handles that stand for an imported IPC share ([`Sharing::import_share`]).
 const IPC_HANDLE_BIT: u64 = 1 << 62;
@@ -619,6 +703,7 @@ impl<T: Transport> Davinci<T> {
             events: Mutex::new(Events::default()),
             soc: SocProfile::A2,
             exported: Mutex::new(HashMap::new()),
+            phys: Mutex::new(HashMap::new()),
             ipc: Mutex::new(IpcImports::default()),
         })
     }
@@ -657,6 +742,10 @@ impl<T: Transport> Davinci<T> {
     fn svm(&self, dev: DeviceId, cmd: u32, arg: &mut devmm_ioctl_arg, what: &'static str) -> Result<()> {
         arg.head.logical_devid = dev.0;
         sys::ioctl_mut(&*self.t, self.svm.fd, cmd, arg).map(drop).map_err(dev_err(what))
+    }
+
+    fn phys_recs(&self) -> std::sync::MutexGuard<'_, HashMap<(u32, i32), PhysRec>> {
+        self.phys.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn tsdrv<A>(&self, dev: DeviceId, cmd: u32, arg: &mut A, what: &'static str) -> Result<()> {
@@ -833,6 +922,18 @@ impl<T: Transport> DeviceControl for Davinci<T> {
             let _ = self.destroy_queue(dev, QueueId(q));
         }
         self.drop_events(dev);
+        // The driver releases what the closing device held; forget the handles and their shares.
+        let shares: Vec<ShareName> = {
+            let mut phys = self.phys_recs();
+            let gone = phys.iter().filter(|(k, _)| k.0 == dev.0).filter_map(|(_, r)| r.export).collect();
+            phys.retain(|k, _| k.0 != dev.0);
+            gone
+        };
+        let mut exported = self.exported.lock().unwrap_or_else(|p| p.into_inner());
+        for name in shares {
+            exported.remove(&name);
+        }
+        drop(exported);
         self.opened().remove(&dev.0);
         Ok(())
     }
@@ -893,6 +994,7 @@ impl<T: Transport> PhysicalMemory for Davinci<T> {
         let mut arg = devmm_ioctl_arg::with(dev.0, &para);
         self.svm(dev, abi::DEVMM_SVM_MEM_CREATE, &mut arg, "create physical memory")?;
         let out = arg.get::<devmm_mem_create_para>();
+        self.phys_recs().insert((dev.0, out.id), PhysRec { len_bytes, page_size, export: None });
         // CAST: handle ids are non-negative.
         Ok(PhysHandle(out.id as u32 as u64))
     }
@@ -913,7 +1015,12 @@ impl<T: Transport> PhysicalMemory for Davinci<T> {
             i32::try_from(handle.0).map_err(|_| Error::new(ErrorKind::InvalidHandle, "unknown handle"))?;
         let mut arg =
             devmm_ioctl_arg::with(dev.0, &devmm_mem_release_para { id, side: 1, ..Default::default() });
-        self.svm(dev, abi::DEVMM_SVM_MEM_RELEASE, &mut arg, "release physical memory")
+        self.svm(dev, abi::DEVMM_SVM_MEM_RELEASE, &mut arg, "release physical memory")?;
+        // The driver ends a handle's share with the handle.
+        if let Some(name) = self.phys_recs().remove(&(dev.0, id)).and_then(|r| r.export) {
+            self.exported.lock().unwrap_or_else(|p| p.into_inner()).remove(&name);
+        }
+        Ok(())
     }
 
     fn map_physical(&self, dev: DeviceId, handle: PhysHandle, offset: u64, range: VaRange) -> Result<()> {
@@ -1261,14 +1368,16 @@ impl<T: Transport> TaskQueue for Davinci<T> {
     }
 
     fn create_event(&self, dev: DeviceId) -> Result<EventId> {
+        self.reap_events(dev);
         let mut p = trs_res_id_para { res_type: abi::DRV_EVENT_ID, ..Default::default() };
         self.tsdrv(dev, abi::TRS_RES_ID_ALLOC, &mut p, "allocate an event id")?;
         let ev = EventId(p.id);
         match self.event_slot(dev) {
             Ok(slot) => {
-                self.events_lock()
-                    .by_id
-                    .insert((dev.0, ev.0), EventRec { slot, point: None, stamped: false });
+                self.events_lock().by_id.insert(
+                    (dev.0, ev.0),
+                    EventRec { slot, point: None, stamped: false, reset: None, uses: Vec::new() },
+                );
                 Ok(ev)
             }
             Err(e) => {
@@ -1279,30 +1388,45 @@ impl<T: Transport> TaskQueue for Davinci<T> {
         }
     }
 
+    /// The handle dies at once; the id and the timestamp slot go back once every queued SQE
+    /// that names the event has run (as CANN defers the destruction of a recorded event).
     fn destroy_event(&self, dev: DeviceId, event: EventId) -> Result<()> {
-        let rec = self.event(dev, event)?;
-        let mut p = trs_res_id_para { res_type: abi::DRV_EVENT_ID, id: event.0, ..Default::default() };
-        self.tsdrv(dev, abi::TRS_RES_ID_FREE, &mut p, "free an event id")?;
-        let mut ev = self.events_lock();
-        ev.by_id.remove(&(dev.0, event.0));
-        ev.free_slots.entry(dev.0).or_default().push(rec.slot);
+        let rec = self
+            .events_lock()
+            .by_id
+            .remove(&(dev.0, event.0))
+            .ok_or(Error::new(ErrorKind::InvalidHandle, "unknown event"))?;
+        self.events_lock().retired.push(Retired { dev: dev.0, id: event.0, slot: rec.slot, uses: rec.uses });
+        self.reap_events(dev);
         Ok(())
     }
 
-    /// A record is two SQEs: the event record, then a timestamp into the event's slot.
+    /// A record is two SQEs: a timestamp into the event's slot, then the event record.
     fn record_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<u64> {
         let rec = self.event(dev, event)?;
         let image = sqe::encode_event(sqe::Entry::EventRecord(event))
             .ok_or(Error::new(ErrorKind::Internal, "sqe"))?;
-        let seq = self.send(dev, queue, &image)?;
         let stamp = TaskDesc::Timestamp { dst: DeviceAddr(event_table_base(dev.0) + rec.slot * 8) };
-        let image = sqe::encode(&stamp).ok_or(Error::new(ErrorKind::Internal, "sqe"))?;
-        // A record whose timestamp could not be queued still orders waits; `event_info` then
-        // reports no time (the next sequence is not its timestamp).
-        let stamped = self.send(dev, queue, &image).is_ok();
+        let stamp = sqe::encode(&stamp).ok_or(Error::new(ErrorKind::Internal, "sqe"))?;
+        // The timestamp goes first, so whoever sees the record complete (a wait on another
+        // queue, `event_info`, a synchronisation) also sees its time. A record whose timestamp
+        // could not be queued still orders waits; `event_info` then reports no time.
+        let stamped = self.send(dev, queue, &stamp).is_ok();
+        let seq = match self.send(dev, queue, &image) {
+            Ok(seq) => seq,
+            Err(e) => {
+                // The slot now holds a time that is not the previous record's.
+                if let Some(r) = self.events_lock().by_id.get_mut(&(dev.0, event.0)) {
+                    r.stamped &= !stamped;
+                }
+                return Err(e);
+            }
+        };
         if let Some(r) = self.events_lock().by_id.get_mut(&(dev.0, event.0)) {
             r.point = Some((queue, seq));
             r.stamped = stamped;
+            r.reset = None;
+            r.note_use(queue, seq);
         }
         Ok(seq)
     }
@@ -1312,6 +1436,9 @@ impl<T: Transport> TaskQueue for Davinci<T> {
         let image =
             sqe::encode_event(sqe::Entry::EventWait(event)).ok_or(Error::new(ErrorKind::Internal, "sqe"))?;
         let seq = self.send(dev, queue, &image)?;
+        if let Some(r) = self.events_lock().by_id.get_mut(&(dev.0, event.0)) {
+            r.note_use(queue, seq);
+        }
         if let Some((src_q, src_seq)) = rec.point {
             let mut ev = self.events_lock();
             let list = ev.edges.entry(dev.0).or_default().entry(queue.0).or_default();
@@ -1327,21 +1454,44 @@ impl<T: Transport> TaskQueue for Davinci<T> {
         self.event(dev, event)?;
         let image =
             sqe::encode_event(sqe::Entry::EventReset(event)).ok_or(Error::new(ErrorKind::Internal, "sqe"))?;
-        self.send(dev, queue, &image)?;
+        let seq = self.send(dev, queue, &image)?;
+        // The reset takes effect when it runs, in its stream's order (`event_info`).
         if let Some(r) = self.events_lock().by_id.get_mut(&(dev.0, event.0)) {
-            r.point = None;
+            if r.point.is_some() {
+                r.reset = Some((queue, seq));
+            }
+            r.note_use(queue, seq);
         }
         Ok(())
     }
 
     fn event_info(&self, dev: DeviceId, event: EventId) -> Result<EventInfo> {
-        let rec = self.event(dev, event)?;
+        let mut rec = self.event(dev, event)?;
+        if let Some((rq, rseq)) = rec.reset {
+            let done = match self.wait(dev, rq, rseq, Some(0)) {
+                Ok(()) => true,
+                Err(e) if e.kind() == ErrorKind::Timeout || e.kind() == ErrorKind::Busy => false,
+                // The resetting queue is gone: it ran everything it held.
+                Err(e) if e.kind() == ErrorKind::InvalidHandle => true,
+                Err(e) => return Err(e),
+            };
+            if done {
+                let mut ev = self.events_lock();
+                if let Some(r) = ev.by_id.get_mut(&(dev.0, event.0)) {
+                    // Unless a record came in meanwhile.
+                    if r.reset == Some((rq, rseq)) {
+                        r.point = None;
+                        r.reset = None;
+                    }
+                    rec = r.clone();
+                }
+            }
+        }
         let Some((q, seq)) = rec.point else {
             return Ok(EventInfo { point: None, is_complete: false, timestamp_ns: None });
         };
-        // Complete once the timestamp after the record has run.
-        let stamp_seq = if rec.stamped { seq + 1 } else { seq };
-        let is_complete = match self.wait(dev, q, stamp_seq, Some(0)) {
+        // The record's timestamp ran before it on the same queue.
+        let is_complete = match self.wait(dev, q, seq, Some(0)) {
             Ok(()) => true,
             Err(e) if e.kind() == ErrorKind::Timeout || e.kind() == ErrorKind::Busy => false,
             Err(e) => return Err(e),
@@ -1402,7 +1552,7 @@ impl<T: Transport> Davinci<T> {
         self.events_lock()
             .by_id
             .get(&(dev.0, event.0))
-            .copied()
+            .cloned()
             .ok_or(Error::new(ErrorKind::InvalidHandle, "unknown event"))
     }
 
@@ -1427,11 +1577,41 @@ impl<T: Transport> Davinci<T> {
         Ok(slot)
     }
 
+    /// Gives back the ids and slots of destroyed events of `dev` whose SQEs have all run.
+    fn reap_events(&self, dev: DeviceId) {
+        let candidates: Vec<Retired> = {
+            let mut ev = self.events_lock();
+            let (mine, rest) = std::mem::take(&mut ev.retired).into_iter().partition(|r| r.dev == dev.0);
+            ev.retired = rest;
+            mine
+        };
+        let mut keep = Vec::new();
+        for r in candidates {
+            let done = r.uses.iter().all(|&(q, seq)| match self.wait(dev, q, seq, Some(0)) {
+                Ok(()) => true,
+                // The queue is gone: nothing of it will run.
+                Err(e) => e.kind() == ErrorKind::InvalidHandle,
+            });
+            if !done {
+                keep.push(r);
+                continue;
+            }
+            let mut p = trs_res_id_para { res_type: abi::DRV_EVENT_ID, id: r.id, ..Default::default() };
+            if self.tsdrv(dev, abi::TRS_RES_ID_FREE, &mut p, "free an event id").is_err() {
+                keep.push(r);
+                continue;
+            }
+            self.events_lock().free_slots.entry(dev.0).or_default().push(r.slot);
+        }
+        self.events_lock().retired.extend(keep);
+    }
+
     /// Forgets `dev`'s events and frees its event table (the device is closing).
     fn drop_events(&self, dev: DeviceId) {
         let pages = {
             let mut ev = self.events_lock();
             ev.by_id.retain(|&(d, _), _| d != dev.0);
+            ev.retired.retain(|r| r.dev != dev.0);
             ev.free_slots.remove(&dev.0);
             ev.next_slot.remove(&dev.0);
             ev.edges.remove(&dev.0);
@@ -1487,35 +1667,26 @@ impl<T: Transport> Davinci<T> {
         if d != dev.0 {
             return Err(Error::new(ErrorKind::InvalidArgument, "the share was imported on another device"));
         }
-        let para = devmm_mem_ipc_open_para {
-            vptr: range.start().as_u64(),
-            name: abi::ipc_name(name.as_bytes()).ok_or(Error::new(ErrorKind::InvalidArgument, "name"))?,
-        };
-        let mut arg = devmm_ioctl_arg::with(dev.0, &para);
-        self.svm(dev, abi::DEVMM_SVM_IPC_MEM_OPEN, &mut arg, "open an IPC share")?;
-        if arg.get::<devmm_mem_ipc_open_para>().vptr != range.start().as_u64() {
-            let _ = self.ipc_close(dev, DeviceAddr(arg.get::<devmm_mem_ipc_open_para>().vptr));
-            return Err(Error::new(ErrorKind::Internal, "the driver mapped the share elsewhere"));
-        }
+        self.ipc_open(dev, &name, range.start())?;
         self.ipc.lock().unwrap_or_else(|p| p.into_inner()).opened.insert(range.start().as_u64(), handle.0);
         Ok(())
     }
 
-    /// `IPC_MEM_OPEN`: maps share `name` into this process on `dev`, where the driver chooses.
+    /// `IPC_MEM_OPEN`: maps share `name` into this process on `dev` at `at`, a VA the caller
+    /// chose (as the real library does, in its own heaps).
     ///
     /// # Errors
     ///
     /// As the driver reports: an unknown name, a process not on the whitelist (or the
-    /// exporter itself).
-    pub fn ipc_open(&self, dev: DeviceId, name: &ShareName) -> Result<DeviceAddr> {
+    /// exporter itself), a VA already in use.
+    pub fn ipc_open(&self, dev: DeviceId, name: &ShareName, at: DeviceAddr) -> Result<()> {
         self.check_open(dev)?;
         let para = devmm_mem_ipc_open_para {
+            vptr: at.as_u64(),
             name: abi::ipc_name(name.as_bytes()).ok_or(Error::new(ErrorKind::InvalidArgument, "name"))?,
-            ..Default::default()
         };
         let mut arg = devmm_ioctl_arg::with(dev.0, &para);
-        self.svm(dev, abi::DEVMM_SVM_IPC_MEM_OPEN, &mut arg, "open an IPC share")?;
-        Ok(DeviceAddr(arg.get::<devmm_mem_ipc_open_para>().vptr))
+        self.svm(dev, abi::DEVMM_SVM_IPC_MEM_OPEN, &mut arg, "open an IPC share")
     }
 
     /// `IPC_MEM_CLOSE`: unmaps a share [`Self::ipc_open`] mapped at `addr`.
@@ -1530,9 +1701,12 @@ impl<T: Transport> Davinci<T> {
     }
 }
 
-/// Name-based IPC: `export_range` is `IPC_MEM_CREATE`, `set_share_pids` is
-/// `IPC_MEM_SET_PID`. Importing as a physical handle needs the handle-based commands
-/// (`MEM_EXPORT`/`MEM_IMPORT`), not wired yet; [`Davinci::ipc_open`] opens by name instead.
+/// Sharing over the driver's two schemes. Name-based IPC (keys): `export_range` is
+/// `IPC_MEM_CREATE`, `set_share_pids` is `IPC_MEM_SET_PID`, and an import is a tagged handle
+/// that `IPC_MEM_OPEN` maps at the runtime's VA. Handle-based (shareable handles of VMM
+/// memory): `export_physical` is `MEM_EXPORT` (plus `MEM_SET_ATTR` without a whitelist),
+/// `set_share_pids` is `MEM_SET_PID`, `share_info` is `MEM_GET_INFO`, and `import_share` is
+/// `MEM_IMPORT`, whose handle maps and releases like one this process created.
 impl<T: Transport> Sharing for Davinci<T> {
     fn process_id(&self) -> u32 {
         std::process::id()
@@ -1547,7 +1721,9 @@ impl<T: Transport> Sharing for Davinci<T> {
     ) -> Result<ShareName> {
         self.check_open(dev)?;
         if kind != ShareKind::Key {
-            return Err(not_supported(HANDLES_NOT_WIRED));
+            return Err(not_supported(
+                "shareable handles name physical handles; VA ranges export as IPC keys",
+            ));
         }
         let para = devmm_mem_ipc_create_para {
             vptr: range.start().as_u64(),
@@ -1578,16 +1754,64 @@ impl<T: Transport> Sharing for Davinci<T> {
     fn export_physical(
         &self,
         dev: DeviceId,
-        _handle: PhysHandle,
-        _kind: ShareKind,
-        _no_whitelist: bool,
+        handle: PhysHandle,
+        kind: ShareKind,
+        no_whitelist: bool,
     ) -> Result<ShareName> {
         self.check_open(dev)?;
-        Err(not_supported(HANDLES_NOT_WIRED))
+        if kind != ShareKind::Handle {
+            return Err(not_supported(
+                "IPC keys name VA ranges; physical handles export as shareable handles",
+            ));
+        }
+        let id = i32::try_from(handle.0)
+            .ok()
+            .filter(|id| self.phys_recs().contains_key(&(dev.0, *id)))
+            .ok_or(Error::new(ErrorKind::InvalidHandle, "not a physical handle of this process"))?;
+        let mut arg = devmm_ioctl_arg::with(dev.0, &abi::devmm_mem_export_para { side: 1, id, share_id: 0 });
+        self.svm(dev, abi::DEVMM_SVM_MEM_EXPORT, &mut arg, "export a physical handle")?;
+        let share_id = arg.get::<abi::devmm_mem_export_para>().share_id;
+        if share_id < 0 {
+            return Err(Error::new(ErrorKind::Internal, "the driver returned a negative share id"));
+        }
+        if no_whitelist {
+            let para = abi::devmm_mem_set_attr_para {
+                share_id,
+                type_: abi::SHR_HANDLE_ATTR_NO_WLIST_IN_SERVER,
+                attr: abi::ShareHandleAttr { enableFlag: abi::SHR_HANDLE_NO_WLIST_ENABLE, rsv: [0; 8] },
+            };
+            let mut arg = devmm_ioctl_arg::with(dev.0, &para);
+            // The share stays until the handle is released (the driver has no un-export).
+            self.svm(dev, abi::DEVMM_SVM_MEM_SET_ATTR, &mut arg, "drop the whitelist")?;
+        }
+        let name = handle_share_name(dev.0, share_id)?;
+        if let Some(rec) = self.phys_recs().get_mut(&(dev.0, id)) {
+            rec.export = Some(name);
+        }
+        self.exported.lock().unwrap_or_else(|p| p.into_inner()).insert(name, dev.0);
+        Ok(name)
     }
 
-    /// `IPC_MEM_QUERY`; the exporter is known only when it is this process.
+    /// `IPC_MEM_QUERY` for a key, `MEM_GET_INFO` for a shareable handle. The exporter is known
+    /// only when it is this process; the pinned driver reports only the device of a handle
+    /// share, so its size and page size are known here only to its exporter (an importer
+    /// learns them from [`Sharing::import_share`]) and read as 0 and normal pages otherwise.
     fn share_info(&self, name: &ShareName) -> Result<ShareInfo> {
+        let mine = self.exported.lock().unwrap_or_else(|p| p.into_inner()).contains_key(name);
+        let exporter_pid = if mine { std::process::id() } else { 0 };
+        if let Some((dev, share_id)) = parse_handle_share(name) {
+            let para = abi::devmm_mem_get_info_para { share_id, share_devid: dev, ..Default::default() };
+            let mut arg = devmm_ioctl_arg::with(dev, &para);
+            self.svm(DeviceId(dev), abi::DEVMM_SVM_MEM_GET_INFO, &mut arg, "query a shareable handle")?;
+            let info = arg.get::<abi::devmm_mem_get_info_para>().info;
+            let own = self.phys_recs().values().find(|r| r.export == Some(*name)).copied();
+            return Ok(ShareInfo {
+                physical_device: info.phyDevid,
+                len_bytes: own.map_or(0, |r| r.len_bytes),
+                page_size: own.map_or(PageSize::Normal, |r| r.page_size),
+                exporter_pid,
+            });
+        }
         let para = devmm_mem_query_size_para {
             name: abi::ipc_name(name.as_bytes()).ok_or(Error::new(ErrorKind::InvalidArgument, "name"))?,
             ..Default::default()
@@ -1595,19 +1819,43 @@ impl<T: Transport> Sharing for Davinci<T> {
         let mut arg = devmm_ioctl_arg::with(0, &para);
         self.svm(DeviceId(0), abi::DEVMM_SVM_IPC_MEM_QUERY, &mut arg, "query an IPC share")?;
         let q = arg.get::<devmm_mem_query_size_para>();
-        let mine = self.exported.lock().unwrap_or_else(|p| p.into_inner()).contains_key(name);
         Ok(ShareInfo {
             physical_device: q.phy_devid,
             len_bytes: q.len,
             page_size: if q.is_huge != 0 { PageSize::Huge } else { PageSize::Normal },
-            exporter_pid: if mine { std::process::id() } else { 0 },
+            exporter_pid,
         })
     }
 
     /// A handle that stands for share `name` until it is mapped: mapping it is
     /// `IPC_MEM_OPEN` at the chosen VA, unmapping `IPC_MEM_CLOSE`.
+    ///
+    /// A shareable handle imports with `MEM_IMPORT` as a physical handle of this process.
     fn import_share(&self, name: &ShareName, dev: DeviceId) -> Result<(PhysHandle, ShareInfo)> {
         self.check_open(dev)?;
+        if let Some((share_dev, share_id)) = parse_handle_share(name) {
+            let para = abi::devmm_mem_import_para {
+                share_id,
+                share_devid: share_dev,
+                share_phy_devid: share_dev,
+                handle_type: abi::MEM_HANDLE_TYPE_NONE,
+                ..Default::default()
+            };
+            let mut arg = devmm_ioctl_arg::with(dev.0, &para);
+            self.svm(dev, abi::DEVMM_SVM_MEM_IMPORT, &mut arg, "import a shareable handle")?;
+            let out = arg.get::<abi::devmm_mem_import_para>();
+            let page_size = match out.pg_type {
+                0 => PageSize::Normal,
+                1 => PageSize::Huge,
+                2 => PageSize::Giant,
+                _ => return Err(Error::new(ErrorKind::Internal, "the driver reported an unknown page type")),
+            };
+            let len_bytes = out.pg_num * page_size.bytes();
+            self.phys_recs().insert((dev.0, out.id), PhysRec { len_bytes, page_size, export: None });
+            let info = ShareInfo { physical_device: share_dev, len_bytes, page_size, exporter_pid: 0 };
+            // CAST: handle ids are non-negative.
+            return Ok((PhysHandle(out.id as u32 as u64), info));
+        }
         let info = self.share_info(name)?;
         let mut ipc = self.ipc.lock().unwrap_or_else(|p| p.into_inner());
         ipc.next += 1;
@@ -1616,8 +1864,12 @@ impl<T: Transport> Sharing for Davinci<T> {
         Ok((handle, info))
     }
 
-    /// `IPC_MEM_DESTROY`.
+    /// `IPC_MEM_DESTROY`. A shareable handle has no destroy command in the pinned driver: its
+    /// share ends when the handle is released.
     fn destroy_share(&self, name: &ShareName) -> Result<()> {
+        if parse_handle_share(name).is_some() {
+            return Err(not_supported("destroying a shareable handle (it ends when the handle is released)"));
+        }
         let para = devmm_mem_ipc_destroy_para {
             name: abi::ipc_name(name.as_bytes()).ok_or(Error::new(ErrorKind::InvalidArgument, "name"))?,
         };
@@ -1628,6 +1880,30 @@ impl<T: Transport> Sharing for Davinci<T> {
     }
 
     fn set_share_pids(&self, name: &ShareName, pids: &[u32]) -> Result<()> {
+        if let Some((dev, share_id)) = parse_handle_share(name) {
+            if pids.is_empty() || pids.len() > abi::SVM_SHARE_MEM_MAX_PID_CNT {
+                return Err(Error::new(ErrorKind::InvalidArgument, "1 to 65535 pids per call"));
+            }
+            let list: Vec<i32> = pids
+                .iter()
+                .map(|&p| i32::try_from(p))
+                .collect::<std::result::Result<_, _>>()
+                .map_err(|_| Error::new(ErrorKind::InvalidArgument, "pid"))?;
+            let para = abi::devmm_mem_set_pid_para {
+                share_id,
+                // CAST: at most 65535.
+                pid_num: list.len() as u32,
+                // CAST: the list's address, as the kernel ABI carries it.
+                pid_list: list.as_ptr() as u64,
+            };
+            let mut arg = devmm_ioctl_arg::with(dev, &para);
+            let fd = self.svm.fd;
+            // SAFETY: `pid_list` points at `pid_num` initialised `i32`s in `list`, which lives
+            // until after the call; the driver only reads them and keeps no pointer.
+            return unsafe { sys::ioctl_with_ptrs(&*self.t, fd, abi::DEVMM_SVM_MEM_SET_PID, &mut arg) }
+                .map(drop)
+                .map_err(dev_err("whitelist pids of a shareable handle"));
+        }
         if pids.len() > abi::DEVMM_SECONDARY_PROCESS_NUM {
             return Err(Error::new(ErrorKind::InvalidArgument, "at most 32 pids per call"));
         }

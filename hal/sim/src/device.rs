@@ -42,6 +42,8 @@ struct PhysAlloc {
     ids: Vec<u64>,
     /// The share it was imported from.
     imported: Option<ShareName>,
+    /// Shares made of it ([`Device::export_physical`]); they end when it is freed.
+    exports: Vec<ShareName>,
 }
 
 /// A mapping of part of a physical allocation at some VA.
@@ -238,6 +240,7 @@ impl Device {
                 map_count: 0,
                 ids: vec![rid],
                 imported: None,
+                exports: Vec::new(),
             },
         );
         Ok(PhysHandle(id))
@@ -253,6 +256,10 @@ impl Device {
         let p = st.handles.remove(&handle.0).ok_or(err(ErrorKind::Internal, "handle vanished"))?;
         if let Some(name) = p.imported {
             self.registry.close_import(&name)?;
+        }
+        // A handle's shares end with it; importers keep what they imported.
+        for name in &p.exports {
+            let _ = self.registry.destroy(name);
         }
         self.registry.release(&p.ids)
     }
@@ -346,7 +353,16 @@ impl Device {
         }
         let (ids, runs, page) = (p.ids.clone(), p.runs.clone(), p.page_size);
         drop(st);
-        self.registry.export(kind, self.physical, page, ids, runs, no_whitelist)
+        let name = self.registry.export(kind, self.physical, page, ids, runs, no_whitelist)?;
+        match self.lock().handles.get_mut(&handle.0) {
+            Some(p) => p.exports.push(name),
+            // Freed meanwhile by another thread: the share must not outlive it.
+            None => {
+                let _ = self.registry.destroy(&name);
+                return Err(err(ErrorKind::InvalidHandle, "the physical handle was freed during the export"));
+            }
+        }
+        Ok(name)
     }
 
     /// Imports share `name` as a physical handle of this device.
@@ -372,6 +388,7 @@ impl Device {
                 map_count: 0,
                 ids: share.allocs.clone(),
                 imported: Some(*name),
+                exports: Vec::new(),
             },
         );
         Ok((PhysHandle(id), share_info(&share)))

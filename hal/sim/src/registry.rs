@@ -559,7 +559,8 @@ fn fresh_name(kind: ShareKind, counter: u64) -> ShareName {
         z ^ (z >> 31)
     };
     let text = match kind {
-        ShareKind::Handle => format!("{:016x}", next() | 1),
+        // Below 2^31, as a driver's share ids are (the davinci fake reports them as `int`).
+        ShareKind::Handle => format!("{:016x}", (next() & 0x7FFF_FFFF) | 1),
         ShareKind::Key => format!("aclrs-ipc-{:016x}{:016x}{:016x}", next(), next(), next()),
     };
     ShareName::try_new(text.as_bytes())
@@ -627,7 +628,8 @@ mod tests {
     fn fresh_names_have_their_kind_shape() {
         let h = fresh_name(ShareKind::Handle, 1);
         assert_eq!(h.as_bytes().len(), 16);
-        assert!(u64::from_str_radix(h.as_str(), 16).unwrap() != 0);
+        let v = u64::from_str_radix(h.as_str(), 16).unwrap();
+        assert!(v != 0 && v < 1 << 31, "{v:#x}");
         let k = fresh_name(ShareKind::Key, 1);
         assert!(k.as_bytes().len() <= 64 && k.as_str().starts_with("aclrs-ipc-"));
         assert_ne!(fresh_name(ShareKind::Key, 1), fresh_name(ShareKind::Key, 2));

@@ -139,7 +139,10 @@ fn davinci_fake_ipc() {
     let name = drv.export_range(d0, r, ShareKind::Key, false).expect("IPC_MEM_CREATE");
     assert_eq!(drv.transport().sim().share_info(&name).expect("the share exists").len_bytes, 2 << 20);
     drv.set_share_pids(&name, &[drv.process_id() + 1]).expect("IPC_MEM_SET_PID");
-    assert_eq!(drv.ipc_open(d0, &name).unwrap_err().kind(), ErrorKind::PermissionDenied);
+    assert_eq!(
+        drv.ipc_open(d0, &name, DeviceAddr(base + (32 << 20))).unwrap_err().kind(),
+        ErrorKind::PermissionDenied
+    );
     assert_eq!(drv.ipc_close(d0, DeviceAddr(base)).unwrap_err().kind(), ErrorKind::InvalidHandle);
     assert_eq!(
         drv.export_range(d0, r, ShareKind::Handle, false).unwrap_err().kind(),
@@ -169,6 +172,76 @@ fn davinci_fake_ipc() {
         assert!(k.served(cmd) > 0, "command {cmd:#010x} never reached the fake kernel");
     }
     drv.unback(d0, r).expect("unback");
+}
+
+/// Handle-based sharing through the VMM commands: export (`MEM_EXPORT`, and `MEM_SET_ATTR`
+/// without a whitelist), whitelist (`MEM_SET_PID`, the pids read from user memory), query
+/// (`MEM_GET_INFO`), the exporter's own import refused, and the share ending with its handle
+/// (`MEM_RELEASE`). An import by a second process runs in `tests/tests/ipc.rs`.
+#[test]
+fn davinci_fake_shareable_handles() {
+    use hal::{ErrorKind, MemAttr, PageSize, PhysicalMemory, ShareKind, Sharing};
+    let _g = lock();
+    let drv = Davinci::new(FakeKernel::new(start_sim("handles")), 1).expect("open sequence");
+    let d0 = DeviceId(0);
+    drv.open(d0).expect("open");
+    let h = drv.alloc_physical(d0, 4 << 20, PageSize::Huge, MemAttr::CACHED).expect("MEM_CREATE");
+    let name = drv.export_physical(d0, h, ShareKind::Handle, false).expect("MEM_EXPORT");
+    let value = u64::from_str_radix(name.as_str(), 16).expect("16 hex digits");
+    assert_eq!(value >> 48, 0x5348, "tagged: {value:#x}");
+    assert_eq!(
+        drv.export_physical(d0, h, ShareKind::Handle, false).unwrap_err().kind(),
+        ErrorKind::Busy,
+        "a handle exports once"
+    );
+    assert_eq!(
+        drv.export_physical(d0, hal::PhysHandle(999), ShareKind::Handle, false).unwrap_err().kind(),
+        ErrorKind::InvalidHandle
+    );
+    let info = drv.share_info(&name).expect("MEM_GET_INFO");
+    assert_eq!((info.physical_device, info.len_bytes, info.page_size), (0, 4 << 20, PageSize::Huge));
+    assert_eq!(info.exporter_pid, drv.process_id());
+    drv.set_share_pids(&name, &[drv.process_id() + 1, drv.process_id() + 2]).expect("MEM_SET_PID");
+    // The fake kernel read both pids from user memory into the software NPU's whitelist.
+    let sim_name = hal::ShareName::try_new(format!("{:016x}", value & 0xFFFF_FFFF).as_bytes()).expect("name");
+    let sim = drv.transport().sim();
+    assert_eq!(sim.share_info(&sim_name).expect("the sim's share").len_bytes, 4 << 20);
+    assert_eq!(drv.set_share_pids(&name, &[]).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(drv.import_share(&name, d0).unwrap_err().kind(), ErrorKind::PermissionDenied);
+    assert_eq!(drv.destroy_share(&name).unwrap_err().kind(), ErrorKind::NotSupported);
+
+    // Without a whitelist: MEM_SET_ATTR; the share ends with the handle.
+    let h2 = drv.alloc_physical(d0, 2 << 20, PageSize::Huge, MemAttr::CACHED).expect("MEM_CREATE");
+    let open = drv.export_physical(d0, h2, ShareKind::Handle, true).expect("MEM_EXPORT + MEM_SET_ATTR");
+    drv.free_physical(d0, h2).expect("MEM_RELEASE");
+    assert_eq!(drv.share_info(&open).unwrap_err().kind(), ErrorKind::InvalidHandle);
+    drv.free_physical(d0, h).expect("MEM_RELEASE");
+    assert_eq!(drv.share_info(&name).unwrap_err().kind(), ErrorKind::InvalidHandle);
+    let k = drv.transport();
+    for cmd in [
+        abi::DEVMM_SVM_MEM_EXPORT,
+        abi::DEVMM_SVM_MEM_SET_ATTR,
+        abi::DEVMM_SVM_MEM_SET_PID,
+        abi::DEVMM_SVM_MEM_GET_INFO,
+        abi::DEVMM_SVM_MEM_IMPORT,
+        abi::DEVMM_SVM_MEM_RELEASE,
+    ] {
+        assert!(k.served(cmd) > 0, "command {cmd:#010x} never reached the fake kernel");
+    }
+}
+
+/// A module that is still busy (`EBUSY` on bind) is retried every 100 ms, as the driver's
+/// library does, and the open sequence then succeeds.
+#[test]
+fn davinci_fake_module_busy_is_retried() {
+    let _g = lock();
+    let kernel = FakeKernel::new(start_sim("busy"));
+    kernel.refuse_binds_busy(3);
+    let started = std::time::Instant::now();
+    let drv = Davinci::new(kernel, 1).expect("the open sequence outlasts a busy module");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(300), "three pauses");
+    assert_eq!(drv.transport().served(abi::DAVINCI_INTF_IOCTL_OPEN), 4, "three refusals, one bind");
+    drv.open(DeviceId(0)).expect("open");
 }
 
 /// A driver of another release (here: a kernel that does not know the pinned commands) is

@@ -114,7 +114,15 @@ fn events(drv: &dyn Driver) {
     let second = drv.event_info(D0, ev).expect("info");
     assert_eq!(second.point, Some((a, rec2)));
     assert!(second.timestamp_ns.expect("timestamp") >= t1, "device time runs forward");
+    // A reset takes effect when it runs, in its queue's order: behind a held task the event
+    // still reads as recorded.
+    drv.set_device(D0, va(8), 0, 8).expect("re-arm the hold");
+    drv.submit(D0, a, TaskDesc::ValueWait { addr: va(8), value: 1, compare: WaitCompare::GreaterOrEqual })
+        .expect("hold A");
     drv.reset_event(D0, a, ev).expect("reset");
+    let held = drv.event_info(D0, ev).expect("info");
+    assert!(held.is_complete && held.point == Some((a, rec2)), "the reset has not run: {held:?}");
+    drv.copy_to_device(D0, va(8), &1u64.to_le_bytes()).expect("release A");
     drv.wait(D0, a, drv.submitted(D0, a).expect("submitted"), Some(10_000)).expect("the reset ran");
     assert!(drv.event_info(D0, ev).expect("info").point.is_none());
     // A wait on an event that is not recorded holds nothing.
@@ -123,6 +131,26 @@ fn events(drv: &dyn Driver) {
     drv.wait(D0, b, m, Some(10_000)).expect("B is not held");
     drv.destroy_event(D0, ev).expect("destroy");
     assert_eq!(drv.event_info(D0, ev).unwrap_err().kind(), ErrorKind::InvalidHandle);
+    // An event destroyed while a queued record and wait still name it: the handle dies at
+    // once, the queues run on untroubled (the device reads those tasks later).
+    let ev2 = drv.create_event(D0).expect("event");
+    drv.set_device(D0, va(8), 0, 8).expect("re-arm the hold");
+    drv.submit(D0, a, TaskDesc::ValueWait { addr: va(8), value: 1, compare: WaitCompare::GreaterOrEqual })
+        .expect("hold A");
+    drv.record_event(D0, a, ev2).expect("record");
+    drv.wait_event(D0, b, ev2).expect("wait");
+    let b_after = drv.submit(D0, b, TaskDesc::Marker).expect("marker");
+    drv.destroy_event(D0, ev2).expect("destroy while queued");
+    assert_eq!(drv.event_info(D0, ev2).unwrap_err().kind(), ErrorKind::InvalidHandle);
+    assert_eq!(drv.record_event(D0, a, ev2).unwrap_err().kind(), ErrorKind::InvalidHandle);
+    let other = drv.create_event(D0).expect("another event meanwhile");
+    drv.copy_to_device(D0, va(8), &1u64.to_le_bytes()).expect("release A");
+    drv.wait(D0, b, b_after, Some(10_000)).expect("B ran after A's record");
+    let a_last = drv.submitted(D0, a).expect("submitted");
+    drv.wait(D0, a, a_last, Some(10_000)).expect("A ran");
+    assert_eq!(drv.completed(D0, a).expect("status"), (a_last, TaskStatus::Ok));
+    assert_eq!(drv.completed(D0, b).expect("status").1, TaskStatus::Ok);
+    drv.destroy_event(D0, other).expect("destroy");
     for q in [a, b] {
         drv.destroy_queue(D0, q).expect("destroy");
     }
