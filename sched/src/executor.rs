@@ -415,6 +415,16 @@ impl<T> Executor<T> {
         Ok(self.stream(id)?.completed())
     }
 
+    /// Whether stream `id` takes one more item now (a task, a wait, an event record or reset)
+    /// instead of answering [`Error::Full`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchStream`] for an unknown id.
+    pub fn has_room(&self, id: StreamId) -> Result<bool> {
+        Ok(self.stream(id)?.has_room())
+    }
+
     /// The highest sequence number handed out on stream `id` (0 before any).
     ///
     /// # Errors
@@ -661,12 +671,15 @@ mod tests {
         let mut ex = Executor::new(1);
         let s = ex.create_stream(2).unwrap();
         assert_eq!(ex.submit(s, 1), Ok(1));
+        assert_eq!(ex.has_room(s), Ok(true));
         assert_eq!(ex.submit(s, 2), Ok(2));
+        assert_eq!(ex.has_room(s), Ok(false));
         assert_eq!(ex.submit(s, 3), Err(Error::Full));
         // A running task still occupies its slot.
         let (_, seq, _) = ex.take_ready().unwrap();
         assert_eq!(ex.submit(s, 3), Err(Error::Full));
         ex.finish(s, seq, TaskStatus::Ok).unwrap();
+        assert_eq!(ex.has_room(s), Ok(true));
         assert_eq!(ex.submit(s, 3), Ok(3));
         assert_eq!(ex.submitted_seq(s), Ok(3));
         assert_eq!(ex.completed_seq(s), Ok(1));

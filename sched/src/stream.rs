@@ -89,6 +89,11 @@ impl<T> Stream<T> {
         self.running.is_none() && !self.queued.is_empty()
     }
 
+    /// Whether [`Self::push`] would take one more task now.
+    pub(crate) fn has_room(&self) -> bool {
+        self.unfinished() < self.capacity
+    }
+
     /// Appends `task` and returns its sequence number.
     ///
     /// # Errors

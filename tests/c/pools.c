@@ -402,6 +402,7 @@ static void *worker(void *arg)
 
     if (aclrtSetDevice(0) != ACL_SUCCESS || aclrtCreateStream(&s[0]) != ACL_SUCCESS ||
         aclrtCreateStream(&s[1]) != ACL_SUCCESS || host == NULL) {
+        printf("        worker %d: set-up failed: %s\n", w->id, aclGetRecentErrMsg());
         w->failures++;
         free(host);
         return NULL;
@@ -413,15 +414,20 @@ static void *worker(void *arg)
         void *p = NULL;
         size_t k;
         if (aclrtMemPoolMallocAsync(&p, size, w->pool, st) != ACL_SUCCESS) {
+            printf("        worker %d, block %d: malloc failed: %s\n", w->id, i, aclGetRecentErrMsg());
             w->failures++;
             continue;
         }
-        aclrtMemsetAsync(p, size, tag, size, st);
-        /* Another stream's work in between makes interleavings likely. */
-        aclrtMemcpyAsync(host, size, p, size, ACL_MEMCPY_DEVICE_TO_HOST, st);
-        aclrtSynchronizeStream(st);
+        if (aclrtMemsetAsync(p, size, tag, size, st) != ACL_SUCCESS ||
+            aclrtMemcpyAsync(host, size, p, size, ACL_MEMCPY_DEVICE_TO_HOST, st) != ACL_SUCCESS ||
+            aclrtSynchronizeStream(st) != ACL_SUCCESS) {
+            printf("        worker %d, block %d: %s\n", w->id, i, aclGetRecentErrMsg());
+            w->failures++;
+        }
         for (k = 0; k < size; k++) {
             if (host[k] != tag) {
+                printf("        worker %d, block %d at %p (%zu B): byte %zu is %u, not %u\n", w->id, i, p,
+                       size, k, host[k], tag);
                 w->failures++;
                 break;
             }

@@ -138,17 +138,9 @@ fn run_entry(sim: &Sim, dev: DeviceId, q: QueueId, entry: Entry) -> hal::Result<
     match entry {
         Entry::Task(task) => sim.submit(dev, q, task),
         Entry::EventRecord(ev) => sim.record_event(dev, q, ev),
-        Entry::EventWait(ev) => {
-            let before = sim.submitted(dev, q)?;
-            sim.wait_event(dev, q, ev)?;
-            let after = sim.submitted(dev, q)?;
-            if after == before {
-                // Never recorded: nothing to wait for, but the SQE still takes its place.
-                sim.submit(dev, q, TaskDesc::Marker)
-            } else {
-                Ok(after)
-            }
-        }
+        // Never recorded: nothing to wait for, but the SQE still takes its place.
+        Entry::EventWait { record: None, .. } => sim.submit(dev, q, TaskDesc::Marker),
+        Entry::EventWait { record: Some((queue, seq)), .. } => sim.wait_point(dev, q, QueueId(queue), seq),
         Entry::EventReset(ev) => {
             sim.reset_event(dev, q, ev)?;
             sim.submitted(dev, q)
@@ -186,6 +178,11 @@ impl RingQueue {
         let mut busy = false;
         let tail = db.load_u32(0);
         while s.head != tail && tail.wrapping_sub(s.head) <= self.depth {
+            // A full device queue keeps its SQEs in the ring; this thread serves every ring
+            // and must not block on one (a task in another ring may be what frees this one).
+            if !sim.has_room(self.dev, self.q).unwrap_or(false) {
+                break;
+            }
             let mut image = [0u8; sqe::SQE_BYTES];
             sq.read((s.head % self.depth) as usize * sqe::SQE_BYTES, &mut image);
             let submitted = match sqe::decode(&image) {

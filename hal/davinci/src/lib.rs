@@ -1432,9 +1432,10 @@ impl<T: Transport> TaskQueue for Davinci<T> {
     }
 
     fn wait_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<()> {
-        let rec = self.event(dev, event)?;
-        let image =
-            sqe::encode_event(sqe::Entry::EventWait(event)).ok_or(Error::new(ErrorKind::Internal, "sqe"))?;
+        let rec = self.settled_event(dev, event)?;
+        let record = rec.point.map(|(q, seq)| (q.0, seq));
+        let image = sqe::encode_event(sqe::Entry::EventWait { event, record })
+            .ok_or(Error::new(ErrorKind::Internal, "sqe"))?;
         let seq = self.send(dev, queue, &image)?;
         if let Some(r) = self.events_lock().by_id.get_mut(&(dev.0, event.0)) {
             r.note_use(queue, seq);
@@ -1466,27 +1467,7 @@ impl<T: Transport> TaskQueue for Davinci<T> {
     }
 
     fn event_info(&self, dev: DeviceId, event: EventId) -> Result<EventInfo> {
-        let mut rec = self.event(dev, event)?;
-        if let Some((rq, rseq)) = rec.reset {
-            let done = match self.wait(dev, rq, rseq, Some(0)) {
-                Ok(()) => true,
-                Err(e) if e.kind() == ErrorKind::Timeout || e.kind() == ErrorKind::Busy => false,
-                // The resetting queue is gone: it ran everything it held.
-                Err(e) if e.kind() == ErrorKind::InvalidHandle => true,
-                Err(e) => return Err(e),
-            };
-            if done {
-                let mut ev = self.events_lock();
-                if let Some(r) = ev.by_id.get_mut(&(dev.0, event.0)) {
-                    // Unless a record came in meanwhile.
-                    if r.reset == Some((rq, rseq)) {
-                        r.point = None;
-                        r.reset = None;
-                    }
-                    rec = r.clone();
-                }
-            }
-        }
+        let rec = self.settled_event(dev, event)?;
         let Some((q, seq)) = rec.point else {
             return Ok(EventInfo { point: None, is_complete: false, timestamp_ns: None });
         };
@@ -1575,6 +1556,33 @@ impl<T: Transport> Davinci<T> {
         }
         ev.next_slot.insert(dev.0, slot + 1);
         Ok(slot)
+    }
+
+    /// The event as it stands now: a queued reset that has run clears its point.
+    fn settled_event(&self, dev: DeviceId, event: EventId) -> Result<EventRec> {
+        let mut rec = self.event(dev, event)?;
+        if let Some((rq, rseq)) = rec.reset {
+            let done = match self.wait(dev, rq, rseq, Some(0)) {
+                Ok(()) => true,
+                Err(e) if e.kind() == ErrorKind::Timeout || e.kind() == ErrorKind::Busy => false,
+                // The resetting queue is gone: it ran everything it held.
+                Err(e) if e.kind() == ErrorKind::InvalidHandle => true,
+                // A failed queue may never reach the reset: the record stands.
+                Err(_) => false,
+            };
+            if done {
+                let mut ev = self.events_lock();
+                if let Some(r) = ev.by_id.get_mut(&(dev.0, event.0)) {
+                    // Unless a record came in meanwhile.
+                    if r.reset == Some((rq, rseq)) {
+                        r.point = None;
+                        r.reset = None;
+                    }
+                    rec = r.clone();
+                }
+            }
+        }
+        Ok(rec)
     }
 
     /// Gives back the ids and slots of destroyed events of `dev` whose SQEs have all run.

@@ -67,9 +67,16 @@ pub enum Entry {
     Task(TaskDesc),
     /// Record the event: it stands for this point of the queue.
     EventRecord(EventId),
-    /// Hold the queue until the event's recorded point has completed (nothing when it was
-    /// never recorded).
-    EventWait(EventId),
+    /// Hold the queue until the event's record has completed: the record the host saw when it
+    /// queued the wait, named by its queue and sequence (`None`: never recorded, nothing to
+    /// wait for). Naming the record keeps the wait exact when the device takes the record's
+    /// SQE after this one (several mapped rings) or the event is recorded again meanwhile.
+    EventWait {
+        /// The event.
+        event: EventId,
+        /// The record's queue and sequence.
+        record: Option<(u32, u64)>,
+    },
     /// Forget the event's point, in queue order.
     EventReset(EventId),
     /// From here on, stop the queue at its first failure (`true`) or run on (`false`).
@@ -81,7 +88,16 @@ pub fn encode_event(entry: Entry) -> Option<[u8; SQE_BYTES]> {
     let mut s = [0u8; SQE_BYTES];
     let (kind, ev) = match entry {
         Entry::EventRecord(e) => (EVENT_RECORD, e),
-        Entry::EventWait(e) => (EVENT_WAIT, e),
+        Entry::EventWait { event, record } => {
+            s[0] = EVENT_WAIT;
+            put(&mut s, 0, u64::from(event.0));
+            if let Some((queue, seq)) = record {
+                put(&mut s, 1, 1);
+                put(&mut s, 2, u64::from(queue));
+                put(&mut s, 3, seq);
+            }
+            return Some(s);
+        }
         Entry::EventReset(e) => (EVENT_RESET, e),
         Entry::StopOnFailure(stop) => (FAILURE_MODE, EventId(u32::from(stop))),
         Entry::Task(t) => return encode(&t),
@@ -173,7 +189,14 @@ pub fn decode(s: &[u8; SQE_BYTES]) -> Option<Entry> {
     let event = || u32::try_from(get(s, 0)).ok().map(EventId);
     Some(match s[0] {
         EVENT_RECORD => Entry::EventRecord(event()?),
-        EVENT_WAIT => Entry::EventWait(event()?),
+        EVENT_WAIT => Entry::EventWait {
+            event: event()?,
+            record: match get(s, 1) {
+                0 => None,
+                1 => Some((u32::try_from(get(s, 2)).ok()?, get(s, 3))),
+                _ => return None,
+            },
+        },
         EVENT_RESET => Entry::EventReset(event()?),
         FAILURE_MODE => Entry::StopOnFailure(get(s, 0) != 0),
         _ => Entry::Task(decode_task(s)?),
@@ -319,7 +342,8 @@ mod tests {
         }
         for e in [
             Entry::EventRecord(EventId(3)),
-            Entry::EventWait(EventId(4)),
+            Entry::EventWait { event: EventId(4), record: None },
+            Entry::EventWait { event: EventId(4), record: Some((7, 1 << 40)) },
             Entry::EventReset(EventId(5)),
             Entry::StopOnFailure(true),
             Entry::StopOnFailure(false),

@@ -467,6 +467,34 @@ impl CopyEngine for Sim {
 }
 
 impl Sim {
+    /// Makes `queue` wait, after everything submitted to it so far, until `target_queue` has
+    /// completed its task `target_seq`, which may not have been submitted yet (a device that
+    /// takes SQEs from several rings sees a wait before the record it names). Returns the
+    /// wait's sequence number.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`] for an unknown `queue`; [`ErrorKind::QueueFull`].
+    pub fn wait_point(
+        &self,
+        dev: DeviceId,
+        queue: QueueId,
+        target_queue: QueueId,
+        target_seq: u64,
+    ) -> Result<u64> {
+        self.slot(dev)?.scheduler.wait_point(queue, target_queue, target_seq)
+    }
+
+    /// Whether `queue` takes one more task now; a submission to a full queue waits for room,
+    /// which a device model that feeds several queues from one thread must not do.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`] for an unknown queue.
+    pub fn has_room(&self, dev: DeviceId, queue: QueueId) -> Result<bool> {
+        self.slot(dev)?.scheduler.has_room(queue)
+    }
+
     /// Lets any process import share `name` of this process (what the driver's
     /// `SHMEM_ATTR_TYPE_NO_WLIST_IN_SERVER` attribute does).
     ///

@@ -281,6 +281,10 @@ impl Scheduler {
         Ok((seq, status))
     }
 
+    pub(crate) fn has_room(&self, q: QueueId) -> Result<bool> {
+        self.lock().exec.has_room(StreamId(q.0)).map_err(sched_err)
+    }
+
     pub(crate) fn submitted(&self, q: QueueId) -> Result<u64> {
         self.lock().exec.submitted_seq(StreamId(q.0)).map_err(sched_err)
     }
@@ -342,6 +346,14 @@ impl Scheduler {
         st.exec.wait_event(StreamId(q.0), sched::EventId(ev.0)).map_err(sched_err)?;
         self.wake_worker(&st);
         Ok(())
+    }
+
+    pub(crate) fn wait_point(&self, q: QueueId, target: QueueId, seq: u64) -> Result<u64> {
+        let mut st = self.lock();
+        let at =
+            st.exec.submit_wait(StreamId(q.0), StreamPoint { stream: target.0, seq }).map_err(sched_err)?;
+        self.wake_worker(&st);
+        Ok(at)
     }
 
     pub(crate) fn reset_event(&self, q: QueueId, ev: EventId) -> Result<()> {

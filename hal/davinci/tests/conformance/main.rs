@@ -118,7 +118,72 @@ fn mapped_ring_extras(drv: &Davinci<FakeKernel>) {
     hal::CopyEngine::copy_from_device(drv, d0, &mut word, DeviceAddr(base + 8 * (199 % 64))).expect("read");
     assert_eq!(u64::from_ne_bytes(word), 199);
     drv.destroy_queue(d0, q).expect("destroy");
+    wait_before_its_record_reaches_the_device(drv, base);
     hal::MemoryBacking::unback(drv, d0, r).expect("unback");
+}
+
+/// With several rings the device may take a queue's event wait before the record it names
+/// (the recording queue's SQEs still sit in its ring): the wait must hold all the same.
+fn wait_before_its_record_reaches_the_device(drv: &Davinci<FakeKernel>, base: u64) {
+    use hal::{DeviceAddr, TaskDesc, TaskQueue, TaskStatus, WaitCompare};
+    let d0 = DeviceId(0);
+    let sim = drv.transport().sim();
+    let flag = DeviceAddr(base + 4096);
+    hal::CopyEngine::set_device(drv, d0, flag, 0, 16).expect("clear");
+    let (a, b) = (drv.create_queue(d0, 4).expect("shallow A"), drv.create_queue(d0, 64).expect("B"));
+    let ev = drv.create_event(d0).expect("event");
+    drv.submit(d0, a, TaskDesc::ValueWait { addr: flag, value: 1, compare: WaitCompare::GreaterOrEqual })
+        .expect("hold A");
+    // Fill A's device queue until SQEs stay behind in its ring (the device thread polls, so
+    // a backlog counts once it outlasts a few polls).
+    let backlog = |_: ()| drv.submitted(d0, a).expect("submitted") > sim.submitted(d0, a).expect("sim");
+    for _ in 0..16 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        if backlog(()) {
+            break;
+        }
+        drv.submit(d0, a, TaskDesc::Marker).expect("marker");
+    }
+    assert!(backlog(()), "A's ring never backed up");
+    let rec = drv.record_event(d0, a, ev).expect("record");
+    assert!(sim.submitted(d0, a).expect("sim") < rec, "the record is still in A's ring");
+    drv.wait_event(d0, b, ev).expect("wait");
+    let write =
+        drv.submit(d0, b, TaskDesc::ValueWrite { dst: DeviceAddr(flag.0 + 8), value: 9 }).expect("write");
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    let early = drv.completed(d0, b).expect("B").0 >= write;
+    // Release A before judging, so that a failure does not leave a held queue behind.
+    hal::CopyEngine::copy_to_device(drv, d0, flag, &1u64.to_le_bytes()).expect("release A");
+    assert!(!early, "B ran before A's record");
+    drv.wait(d0, b, write, Some(10_000)).expect("B ran after A's record");
+    assert_eq!(drv.completed(d0, b).expect("B"), (write, TaskStatus::Ok));
+    drv.destroy_event(d0, ev).expect("destroy");
+
+    // A full ring does not stall the others: A is held until B's write, which sits in B's
+    // ring behind nothing, while A's ring is backed up.
+    let hold = DeviceAddr(flag.0 + 16);
+    hal::CopyEngine::set_device(drv, d0, hold, 0, 8).expect("clear");
+    drv.submit(d0, a, TaskDesc::ValueWait { addr: hold, value: 1, compare: WaitCompare::GreaterOrEqual })
+        .expect("hold A");
+    for _ in 0..16 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        if backlog(()) {
+            break;
+        }
+        drv.submit(d0, a, TaskDesc::Marker).expect("marker");
+    }
+    assert!(backlog(()), "A's ring never backed up");
+    let a_last = drv.submitted(d0, a).expect("submitted");
+    drv.submit(d0, b, TaskDesc::ValueWrite { dst: hold, value: 1 }).expect("B releases A");
+    let freed = drv.wait(d0, a, a_last, Some(10_000));
+    if freed.is_err() {
+        // Release A by hand so the queues can go.
+        hal::CopyEngine::copy_to_device(drv, d0, hold, &1u64.to_le_bytes()).expect("release A");
+    }
+    freed.expect("B's write reached the device while A's ring was backed up");
+    for q in [a, b] {
+        drv.destroy_queue(d0, q).expect("destroy");
+    }
 }
 
 /// Name-based IPC through the SVM commands: create, whitelist, open and close. A process
