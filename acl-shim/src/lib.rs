@@ -18,6 +18,7 @@ pub mod codes;
 pub mod error;
 pub mod ffi;
 pub mod host_register;
+mod idmap;
 pub mod ipc;
 pub mod memory;
 pub mod peer;

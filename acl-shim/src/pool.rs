@@ -12,7 +12,6 @@
 //! held while it maps a segment (which takes the device's mutex): the order is pool, then
 //! device; nothing takes a pool's mutex while holding a device's.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use hal::{DeviceAddr, DeviceId, QueueId, SocProfile, VaRange};
@@ -22,6 +21,7 @@ use mm::pool::{Pool, PoolBacking, PoolError, ReuseModes, PAGE as SEGMENT_ALIGN};
 
 use crate::codes::*;
 use crate::error::{AclError, Result};
+use crate::idmap::IdMap;
 use crate::memory::{locate, HalBacker, Loc};
 use crate::runtime::Runtime;
 
@@ -105,7 +105,7 @@ struct Deferred {
 #[derive(Debug, Default)]
 struct Tables {
     generation: u64,
-    pools: HashMap<u64, Arc<PoolObj>>,
+    pools: IdMap<u64, Arc<PoolObj>>,
     next: u64,
     deferred: Vec<Deferred>,
 }

@@ -13,7 +13,7 @@
 //! while calling into the backend's queues, except for the short, non-blocking submit calls. A
 //! report queue has its own mutex. Order: tables, then a report queue.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
@@ -23,6 +23,7 @@ use hal::{DeviceId, EventId, QueueId, TaskDesc, TaskStatus};
 
 use crate::codes::*;
 use crate::error::{AclError, Result};
+use crate::idmap::IdMap;
 use crate::runtime::Runtime;
 
 /// `ACL_ERROR_RT_STREAM_CONTEXT`: the stream or event belongs to another device or context.
@@ -142,17 +143,17 @@ pub(crate) struct ReportQueue {
 pub(crate) struct Tables {
     /// The `aclInit` generation the tables belong to.
     generation: u64,
-    streams: HashMap<u64, Arc<StreamObj>>,
-    defaults: HashMap<u32, u64>,
-    events: HashMap<u64, Arc<EventObj>>,
-    contexts: HashMap<u64, u32>,
+    streams: IdMap<u64, Arc<StreamObj>>,
+    defaults: IdMap<u32, u64>,
+    events: IdMap<u64, Arc<EventObj>>,
+    contexts: IdMap<u64, u32>,
     /// Pending host calls by ticket.
-    calls: HashMap<u64, HostCall>,
+    calls: IdMap<u64, HostCall>,
     next_call: u64,
     /// Subscribed threads by thread id, and the streams each serves.
-    subscribers: HashMap<u64, (u32, Arc<ReportQueue>)>,
+    subscribers: IdMap<u64, (u32, Arc<ReportQueue>)>,
     /// The subscribed thread of each stream handle.
-    stream_subscriber: HashMap<u64, u64>,
+    stream_subscriber: IdMap<u64, u64>,
 }
 
 fn tables() -> MutexGuard<'static, Tables> {
