@@ -1558,19 +1558,21 @@ impl<T: Transport> Davinci<T> {
         Ok(slot)
     }
 
+    /// Whether task `seq` of `queue` has run, without waiting: true once the queue reached it
+    /// or is gone (a destroyed queue runs nothing more); false while it is pending, and for a
+    /// queue stopped by a failure, which may never reach it.
+    fn has_run(&self, dev: DeviceId, queue: QueueId, seq: u64) -> bool {
+        match self.wait(dev, queue, seq, Some(0)) {
+            Ok(()) => true,
+            Err(e) => e.kind() == ErrorKind::InvalidHandle,
+        }
+    }
+
     /// The event as it stands now: a queued reset that has run clears its point.
     fn settled_event(&self, dev: DeviceId, event: EventId) -> Result<EventRec> {
         let mut rec = self.event(dev, event)?;
         if let Some((rq, rseq)) = rec.reset {
-            let done = match self.wait(dev, rq, rseq, Some(0)) {
-                Ok(()) => true,
-                Err(e) if e.kind() == ErrorKind::Timeout || e.kind() == ErrorKind::Busy => false,
-                // The resetting queue is gone: it ran everything it held.
-                Err(e) if e.kind() == ErrorKind::InvalidHandle => true,
-                // A failed queue may never reach the reset: the record stands.
-                Err(_) => false,
-            };
-            if done {
+            if self.has_run(dev, rq, rseq) {
                 let mut ev = self.events_lock();
                 if let Some(r) = ev.by_id.get_mut(&(dev.0, event.0)) {
                     // Unless a record came in meanwhile.
@@ -1595,12 +1597,7 @@ impl<T: Transport> Davinci<T> {
         };
         let mut keep = Vec::new();
         for r in candidates {
-            let done = r.uses.iter().all(|&(q, seq)| match self.wait(dev, q, seq, Some(0)) {
-                Ok(()) => true,
-                // The queue is gone: nothing of it will run.
-                Err(e) => e.kind() == ErrorKind::InvalidHandle,
-            });
-            if !done {
+            if !r.uses.iter().all(|&(q, seq)| self.has_run(dev, q, seq)) {
                 keep.push(r);
                 continue;
             }
