@@ -134,16 +134,23 @@ fn wait_before_its_record_reaches_the_device(drv: &Davinci<FakeKernel>, base: u6
     let ev = drv.create_event(d0).expect("event");
     drv.submit(d0, a, TaskDesc::ValueWait { addr: flag, value: 1, compare: WaitCompare::GreaterOrEqual })
         .expect("hold A");
-    // Fill A's device queue until SQEs stay behind in its ring (the device thread polls, so
-    // a backlog counts once it outlasts a few polls).
+    // Fill A's device queue until an SQE stays behind in its ring: after each marker, give
+    // the device thread (which polls) 200 ms to take it; one it does not take means the device
+    // queue is full, not that the thread was slow.
     let backlog = |_: ()| drv.submitted(d0, a).expect("submitted") > sim.submitted(d0, a).expect("sim");
-    for _ in 0..16 {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        if backlog(()) {
-            break;
+    let fill = |_: ()| {
+        for _ in 0..16 {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_millis(200);
+            while backlog(()) && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            if backlog(()) {
+                return;
+            }
+            drv.submit(d0, a, TaskDesc::Marker).expect("marker");
         }
-        drv.submit(d0, a, TaskDesc::Marker).expect("marker");
-    }
+    };
+    fill(());
     assert!(backlog(()), "A's ring never backed up");
     let rec = drv.record_event(d0, a, ev).expect("record");
     assert!(sim.submitted(d0, a).expect("sim") < rec, "the record is still in A's ring");
@@ -165,13 +172,7 @@ fn wait_before_its_record_reaches_the_device(drv: &Davinci<FakeKernel>, base: u6
     hal::CopyEngine::set_device(drv, d0, hold, 0, 8).expect("clear");
     drv.submit(d0, a, TaskDesc::ValueWait { addr: hold, value: 1, compare: WaitCompare::GreaterOrEqual })
         .expect("hold A");
-    for _ in 0..16 {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        if backlog(()) {
-            break;
-        }
-        drv.submit(d0, a, TaskDesc::Marker).expect("marker");
-    }
+    fill(());
     assert!(backlog(()), "A's ring never backed up");
     let a_last = drv.submitted(d0, a).expect("submitted");
     drv.submit(d0, b, TaskDesc::ValueWrite { dst: hold, value: 1 }).expect("B releases A");
