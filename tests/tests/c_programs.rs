@@ -84,3 +84,11 @@ fn headers_compile_as_cpp() {
         .expect("run c++");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn api_contracts_found_broken_by_the_adversarial_run() {
+    let so = aclrs_tests::kernel_library("sim_kernels", "contracts");
+    let exe = compile_c("api_contracts", Link::Shared);
+    let out = run_ok(&exe, "contracts", &[("ACLRS_TEST_KERNELS", so.to_str().expect("utf-8 path"))]);
+    assert!(out.contains("api_contracts: OK"), "{out}");
+}

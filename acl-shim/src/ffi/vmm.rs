@@ -96,12 +96,24 @@ fn c_key(api: &str, key: *const c_char) -> Result<hal::ShareName> {
     key_name(api, bytes)
 }
 
+/// The most pids one whitelist call takes (`SVM_SHARE_MEM_MAX_PID_CNT`).
+const MAX_PIDS: usize = hal::davinci_abi::SVM_SHARE_MEM_MAX_PID_CNT;
+
+/// The most access descriptors one `aclrtMemSetAccess` takes: one per device and the host.
+const MAX_ACCESS_DESCS: usize = hal::layout::MAX_DEVICES as usize + 1;
+
 fn pid_list<'a>(api: &str, pid: *mut i32, num: usize) -> Result<&'a [i32]> {
     if pid.is_null() {
         return Err(AclError::invalid(format!("{api}: pid is NULL")));
     }
     if !pid.is_aligned() {
         return Err(AclError::invalid(format!("{api}: pid is not aligned")));
+    }
+    // Refused before anything is read or allocated: the driver whitelists at most this many.
+    if num > MAX_PIDS {
+        return Err(AclError::invalid(format!(
+            "{api}: num {num} is more than the {MAX_PIDS} pids one call may whitelist"
+        )));
     }
     size(api, "num", num.saturating_mul(4))?;
     // SAFETY: non-null and aligned (checked); the caller passes `num` readable pids per the API,
@@ -239,6 +251,11 @@ pub unsafe extern "C" fn aclrtMemSetAccess(
         }
         let d = out_ptr(API, "desc", desc)?;
         let sz = size(API, "size", sz)?;
+        if count > MAX_ACCESS_DESCS {
+            return Err(AclError::invalid(format!(
+                "{API}: count {count} is more than {MAX_ACCESS_DESCS} (one descriptor per location)"
+            )));
+        }
         size(API, "count", count.saturating_mul(std::mem::size_of::<AclrtMemAccessDesc>()))?;
         // SAFETY: `d` is non-null and aligned (checked); the caller passes `count` readable
         // descriptors per the API, and their total size is a valid object size (checked).
