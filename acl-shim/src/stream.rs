@@ -45,6 +45,12 @@ pub const ACL_ERROR_REPEAT_SUBSCRIBE: i32 = 100_033;
 pub const STREAM_DEPTH: u32 = 1024;
 /// The most streams of one device, the default stream included (A2/A3/950).
 pub const MAX_STREAMS: usize = 1984;
+/// The most events of one device (A2/A3/950), as the device's scheduler holds them.
+pub const MAX_EVENTS: usize = 65_536;
+/// `ACL_ERROR_RT_NO_EVENT_RESOURCE`: the device has no event left.
+pub const ACL_ERROR_RT_NO_EVENT_RESOURCE: i32 = 207_007;
+/// `ACL_ERROR_RT_NO_STREAM_RESOURCE`: the device has no stream left.
+pub const ACL_ERROR_RT_NO_STREAM_RESOURCE: i32 = 207_008;
 
 /// Handle tags (top 16 bits of a handle).
 const TAG_STREAM: u64 = 0xac51 << 48;
@@ -320,8 +326,7 @@ impl Runtime {
     /// # Errors
     ///
     /// `ACL_ERROR_INVALID_PARAM` for unknown flags; `ACL_ERROR_RT_CONTEXT_NULL` without a
-    /// current device; `ACL_ERROR_RT_RESOURCE_ALLOC_FAIL`-class codes when the device has no
-    /// stream left.
+    /// current device; `ACL_ERROR_RT_NO_STREAM_RESOURCE` when the device has no stream left.
     pub fn create_stream(&self, api: &str, flags: u32) -> Result<u64> {
         if flags & !stream_flag::ALL != 0 {
             return Err(AclError::invalid(format!(
@@ -334,7 +339,7 @@ impl Runtime {
         let count = t.streams.values().filter(|s| s.device == d).count();
         if count >= MAX_STREAMS {
             return Err(AclError::new(
-                207_005,
+                ACL_ERROR_RT_NO_STREAM_RESOURCE,
                 format!("{api}: device {d} already has {MAX_STREAMS} streams (the default stream included)"),
             ));
         }
@@ -526,7 +531,8 @@ impl Runtime {
     ///
     /// # Errors
     ///
-    /// `ACL_ERROR_INVALID_PARAM` for unknown flags or EXTERNAL combined with others.
+    /// `ACL_ERROR_INVALID_PARAM` for unknown flags or EXTERNAL combined with others;
+    /// `ACL_ERROR_RT_NO_EVENT_RESOURCE` when the device has no event left.
     pub fn create_event(&self, api: &str, flags: u32, ex: bool) -> Result<u64> {
         if flags & !event_flag::ALL != 0 {
             return Err(AclError::invalid(format!("{api}: flag {flags:#x} has bits outside ACL_EVENT_*")));
@@ -537,7 +543,17 @@ impl Runtime {
             )));
         }
         let d = self.current_device(api)?;
-        let hw = self.sim_driver().create_event(DeviceId(d)).map_err(|e| hal_err(api, e))?;
+        let hw = self.sim_driver().create_event(DeviceId(d)).map_err(|e| {
+            if e.kind() == hal::ErrorKind::OutOfMemory {
+                // The device's events are used up (65536 on 950/A3/A2): CANN's code for that.
+                AclError::new(
+                    ACL_ERROR_RT_NO_EVENT_RESOURCE,
+                    format!("{api}: device {d} has no event left (at most {MAX_EVENTS} per device)"),
+                )
+            } else {
+                hal_err(api, e)
+            }
+        })?;
         let h = new_handle(TAG_EVENT);
         tables_for(self).events.insert(h, Arc::new(EventObj { device: d, hw, flags, ex }));
         Ok(h)
