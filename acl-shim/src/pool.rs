@@ -481,10 +481,10 @@ impl Runtime {
         let Loc::Device(d) = locate(ptr) else { return None };
         let (h, p) = self.pool_of(d, ptr)?;
         let mut inner = lock(&p);
-        // A free point on a stream that does not exist counts as complete: any stream may reuse it.
+        // A free ordered after nothing: the block is idle, any stream may reuse it at once.
         let r = inner
             .pool
-            .free(DeviceAddr(ptr), u32::MAX, 0)
+            .free(DeviceAddr(ptr), mm::pool::UNORDERED, 0)
             .map(|_| ())
             .map_err(|e| pool_err(api, e, &format!("devPtr {ptr:#x}")));
         drop(inner);

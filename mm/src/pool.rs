@@ -46,6 +46,9 @@ pub const BLOCK_ALIGN: u64 = 512;
 pub const PAGE: u64 = 2 << 20;
 /// Smallest VA region a pool reserves at a time.
 pub const REGION_MIN: u64 = 256 << 20;
+/// The stream of a free ordered after nothing (`aclrtFree` of a block): the block is idle at
+/// once, and any stream may reuse it without a wait.
+pub const UNORDERED: u32 = u32::MAX;
 
 /// Reserves device VA and backs it with physical pages, for pools.
 pub trait PoolBacking {
@@ -352,6 +355,8 @@ impl Pool {
                 let Some(Extent { state: State::Cached(p), .. }) = self.extents.get(&addr) else { continue };
                 let how = if s == stream {
                     Some((Reuse::SameStream, None))
+                } else if s == UNORDERED {
+                    Some((Reuse::Free, None))
                 } else if self.modes.follow_event_dependencies && order.is_ordered_before(*p, stream) {
                     Some((Reuse::EventDependency, None))
                 } else if self.modes.allow_opportunistic && order.is_complete(*p) {
@@ -591,7 +596,7 @@ impl Pool {
             .cached
             .values()
             .flatten()
-            .filter(|&&(_, a)| matches!(self.extents.get(&a), Some(Extent { state: State::Cached(p), .. }) if order.is_complete(*p)))
+            .filter(|&&(_, a)| matches!(self.extents.get(&a), Some(Extent { state: State::Cached(p), .. }) if p.stream == UNORDERED || order.is_complete(*p)))
             .map(|&(len, a)| (a, len))
             .collect();
         for (a, len) in done {
@@ -811,6 +816,21 @@ mod tests {
         p.free(a.addr, 1, 10).unwrap();
         let b = p.allocate(&mut src, &ord, 1, 4 * MIB).unwrap();
         assert_eq!((b.addr, b.how), (a.addr, Reuse::SameStream));
+    }
+
+    #[test]
+    fn an_unordered_free_is_idle_for_every_stream() {
+        for m in [modes(false, false, true), modes(false, false, false)] {
+            let (mut src, ord) = (Src::new(1 << 30), Order::default());
+            let mut p = Pool::new(64 * MIB, m);
+            let a = p.allocate(&mut src, &ord, 1, 2 * MIB).unwrap();
+            p.free(a.addr, UNORDERED, 0).unwrap();
+            let b = p.allocate(&mut src, &ord, 2, 2 * MIB).unwrap();
+            assert_eq!((b.addr, b.how, b.wait_for), (a.addr, Reuse::Free, None), "{m:?}");
+            p.free(b.addr, UNORDERED, 0).unwrap();
+            let c = p.allocate(&mut src, &ord, 1, 2 * MIB).unwrap();
+            assert_eq!((c.addr, c.wait_for), (a.addr, None), "{m:?}: the same stream too");
+        }
     }
 
     #[test]
