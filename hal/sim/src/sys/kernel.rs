@@ -56,12 +56,13 @@ impl Library {
         Ok(Self { handle })
     }
 
-    /// Finds the kernel `name`; `None` when the object does not export it.
+    /// Finds the kernel `name`; `None` when the object does not export it. A symbol `dlsym`
+    /// finds in one of the object's dependencies (`exit` in libc, say) is not the object's.
     pub(crate) fn kernel(&self, name: &str) -> Option<Kernel> {
         let c = CString::new(name).ok()?;
         // SAFETY: `handle` is open (invariant) and `c` is NUL-terminated.
         let sym = unsafe { libc::dlsym(self.handle, c.as_ptr()) };
-        if sym.is_null() {
+        if sym.is_null() || !self.defines(sym) {
             return None;
         }
         // SAFETY: a non-null symbol address exported by the object; by the sim kernel ABI an
@@ -69,6 +70,30 @@ impl Library {
         // (see `Kernel::call`).
         let f = unsafe { std::mem::transmute::<*mut c_void, KernelAbi>(sym) };
         Some(Kernel { f })
+    }
+}
+
+/// `RTLD_DL_LINKMAP` of `<dlfcn.h>`: `dladdr1` returns the object's `struct link_map *`.
+const RTLD_DL_LINKMAP: libc::c_int = 2;
+
+impl Library {
+    /// Whether the address `sym` lies in this object itself, not in one of its dependencies:
+    /// the link map `dladdr1` names for the address is this handle's own.
+    fn defines(&self, sym: *mut c_void) -> bool {
+        let mut own: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `handle` is open (invariant); RTLD_DI_LINKMAP writes one `struct link_map *`
+        // into the pointer-sized `own`.
+        let rc = unsafe { libc::dlinfo(self.handle, libc::RTLD_DI_LINKMAP, (&raw mut own).cast()) };
+        if rc != 0 || own.is_null() {
+            return false;
+        }
+        // SAFETY: `Dl_info` is plain data (pointers), valid when zeroed; dladdr1 only writes it.
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        let mut map: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `info` and `map` are valid for writes; RTLD_DL_LINKMAP makes `map` receive the
+        // `struct link_map *` of the object containing `sym` (an address, never dereferenced).
+        let found = unsafe { libc::dladdr1(sym.cast_const(), &raw mut info, &raw mut map, RTLD_DL_LINKMAP) };
+        found != 0 && map == own
     }
 }
 
