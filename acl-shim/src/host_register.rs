@@ -6,7 +6,11 @@
 //! (VA consistency, as `ACL_RT_MEM_ATTR_VA_FLAG` gives on A2/A3). Registered memory stays
 //! ordinary host memory for copies.
 
-use hal::layout::{window_of, Window};
+use hal::layout::{
+    window_of, Window, DEVICE_WINDOW_BASE, DEVICE_WINDOW_SIZE, HOST_WINDOW_BASE, HOST_WINDOW_SIZE,
+    MAX_DEVICES, POOL_WINDOW_BASE,
+};
+use hal::DeviceAddr;
 
 use crate::codes::*;
 use crate::error::{AclError, Result};
@@ -43,6 +47,7 @@ impl Runtime {
             )));
         }
         self.current_device(api)?;
+        self.check_host_range(api, ptr, size, end)?;
         with(self, |x| {
             let overlaps = x.registered.range(..end).next_back().is_some_and(|(&s, &l)| s + l > ptr);
             if overlaps {
@@ -54,6 +59,45 @@ impl Runtime {
             x.registered.insert(ptr, size);
             Ok(ptr)
         })
+    }
+
+    /// Checks that `[ptr, end)` is host memory the device may be given: inside one live
+    /// `aclrtMallocHost` allocation, or outside every runtime window and mapped readable and
+    /// writable (read from `/proc/self/maps`, once per call).
+    fn check_host_range(&self, api: &str, ptr: u64, size: u64, end: u64) -> Result<()> {
+        if window_of(ptr) == Window::PinnedHost {
+            let live =
+                self.host.lock().unwrap_or_else(|p| p.into_inner()).contains_range(DeviceAddr(ptr), size);
+            if !live {
+                return Err(AclError::rt_invalid(format!(
+                    "{api}: [{ptr:#x}, +{size}) is in the pinned-host window but not inside a live aclrtMallocHost allocation"
+                )));
+            }
+            return Ok(());
+        }
+        let windows = [
+            (HOST_WINDOW_BASE, HOST_WINDOW_BASE + HOST_WINDOW_SIZE, "the pinned-host window"),
+            (
+                POOL_WINDOW_BASE,
+                DEVICE_WINDOW_BASE + u64::from(MAX_DEVICES) * DEVICE_WINDOW_SIZE,
+                "the device and pool windows",
+            ),
+        ];
+        if let Some((_, _, name)) = windows.iter().find(|&&(lo, hi, _)| ptr < hi && end > lo) {
+            return Err(AclError::rt_invalid(format!(
+                "{api}: [{ptr:#x}, +{size}) runs from host memory into {name} of the runtime"
+            )));
+        }
+        match std::fs::read_to_string("/proc/self/maps") {
+            Ok(maps) => match first_unusable(&maps, ptr, end) {
+                None => Ok(()),
+                Some(at) => Err(AclError::rt_invalid(format!(
+                    "{api}: [{ptr:#x}, +{size}) is not mapped readable and writable host memory (at {at:#x})"
+                ))),
+            },
+            // No procfs to ask: the range cannot be checked, only registered as given.
+            Err(_) => Ok(()),
+        }
     }
 
     /// `aclrtHostRegister`: returns the device pointer.
@@ -140,5 +184,51 @@ impl Runtime {
             ));
         }
         Ok(ptr)
+    }
+}
+
+/// The first address of `[start, end)` that no readable and writable mapping of `maps` (the
+/// text of `/proc/<pid>/maps`, in address order) covers; `None` when the whole range is.
+fn first_unusable(maps: &str, start: u64, end: u64) -> Option<u64> {
+    let mut at = start;
+    for line in maps.lines() {
+        let mut fields = line.split_whitespace();
+        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else { continue };
+        let Some((lo, hi)) = range.split_once('-') else { continue };
+        let (Ok(lo), Ok(hi)) = (u64::from_str_radix(lo, 16), u64::from_str_radix(hi, 16)) else { continue };
+        if hi <= at {
+            continue;
+        }
+        if lo > at || !perms.starts_with("rw") {
+            return Some(at);
+        }
+        at = hi;
+        if at >= end {
+            return None;
+        }
+    }
+    Some(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_unusable;
+
+    const MAPS: &str = "\
+1000-3000 rw-p 00000000 00:00 0
+3000-4000 r--p 00000000 00:00 0
+5000-7000 rwxp 00000000 00:00 0 [heap]
+7000-8000 rw-s 00000000 00:00 0 /dev/shm/x
+";
+
+    #[test]
+    fn ranges_must_be_covered_by_read_write_mappings() {
+        assert_eq!(first_unusable(MAPS, 0x1000, 0x3000), None);
+        assert_eq!(first_unusable(MAPS, 0x2000, 0x2001), None);
+        assert_eq!(first_unusable(MAPS, 0x5000, 0x8000), None, "adjacent mappings join");
+        assert_eq!(first_unusable(MAPS, 0x2000, 0x3001), Some(0x3000), "read-only");
+        assert_eq!(first_unusable(MAPS, 0x4000, 0x5000), Some(0x4000), "a hole");
+        assert_eq!(first_unusable(MAPS, 0x7000, 0x9000), Some(0x8000), "past the last mapping");
+        assert_eq!(first_unusable(MAPS, 0x0, 0x1000), Some(0x0), "before the first");
     }
 }
