@@ -37,7 +37,8 @@ impl Runtime {
     /// # Errors
     ///
     /// `ACL_ERROR_RT_PARAM_INVALID` for size or length 0, a buffer shorter than 65, flags
-    /// above 1, or a pointer that is not a live allocation's start (or a range past its end).
+    /// above 1, a pool block, or a pointer that is not a live allocation's start (or a range
+    /// past its end).
     pub fn ipc_export(&self, api: &str, ptr: u64, size: u64, len: u64, flags: u64) -> Result<ShareName> {
         if size == 0 {
             return Err(AclError::rt_invalid(format!("{api}: size must be greater than 0")));
@@ -53,6 +54,13 @@ impl Runtime {
         let (d, info) = self.device_info_of(ptr).ok_or_else(|| {
             AclError::rt_invalid(format!("{api}: devPtr {ptr:#x} is not live device memory from aclrtMalloc"))
         })?;
+        if self.pool_block_of(ptr).is_some() {
+            // A pool block is not an allocation of its own: its memory goes back to the pool
+            // at a free and is handed out again, so a key to it would outlive what it names.
+            return Err(AclError::rt_invalid(format!(
+                "{api}: devPtr {ptr:#x} is a stream-ordered pool block; keys name whole aclrtMalloc allocations"
+            )));
+        }
         if info.base.as_u64() != ptr || info.is_slab {
             return Err(AclError::rt_invalid(format!(
                 "{api}: devPtr {ptr:#x} is not the start of a page-aligned allocation (small allocations share pages; allocate at least 64 KiB + 1)"
