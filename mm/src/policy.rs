@@ -159,21 +159,22 @@ pub fn request(api: Api, soc: SocProfile, size: u64, policy: u32) -> Result<Requ
             if bandwidth == LOW_BAND_WIDTH | HIGH_BAND_WIDTH {
                 return Err(PolicyError("policy ORs both LOW_BAND_WIDTH and HIGH_BAND_WIDTH"));
             }
+            // A word that is not (flags | one base policy) is outside the enum: huge pages from
+            // 2 MiB, normal pages below (D-11-01), as through aclrtMalloc. Read-only still holds.
             let known = 0xFF | LOW_BAND_WIDTH | HIGH_BAND_WIDTH | USER_SPACE_READONLY;
-            if policy & !known != 0 {
-                return Err(PolicyError("policy has bits that are not an aclrtMemMallocPolicy flag"));
-            }
             let base = policy & 0xFF;
-            if base > HUGE1G_ONLY_P2P {
-                return Err(PolicyError("policy's base value is not an aclrtMemMallocPolicy (0..=7)"));
-            }
+            let (class, base) = if policy & !known == 0 && base <= HUGE1G_ONLY_P2P {
+                // CAST: base <= 7.
+                (PolicyClass::Base(base as u8), base)
+            } else {
+                (PolicyClass::Default, u32::MAX)
+            };
             let usable_bytes = round32(size).ok_or(overflow)?;
             let (plan, mut attrs) = base_plan(base, size);
             if policy & USER_SPACE_READONLY != 0 {
                 attrs |= MemAttr::READONLY;
             }
-            // CAST: base <= 7.
-            Ok(Request { usable_bytes, plan, attrs, class: PolicyClass::Base(base as u8) })
+            Ok(Request { usable_bytes, plan, attrs, class })
         }
     }
 }
@@ -248,8 +249,18 @@ mod tests {
             PagePlan::NormalOnly
         );
         assert!(request(Api::WithCfg, SocProfile::A2, 64, LOW_BAND_WIDTH | HIGH_BAND_WIDTH).is_err());
-        assert!(request(Api::WithCfg, SocProfile::A2, 64, 8).is_err());
-        assert!(request(Api::WithCfg, SocProfile::A2, 64, 0x200).is_err());
-        assert!(request(Api::WithCfg, SocProfile::A2, 64, 1 << 30).is_err());
+        // Outside the enum: the default policy (D-11-01), read-only kept.
+        for pol in [8, 0x42, 0x200, 1 << 30] {
+            let r = req(Api::WithCfg, SocProfile::A2, 64, pol);
+            assert_eq!(
+                (r.plan, r.class, r.usable_bytes),
+                (PagePlan::NormalOnly, PolicyClass::Default, 64),
+                "{pol:#x}"
+            );
+            assert_eq!(req(Api::WithCfg, SocProfile::A2, 2 * MIB, pol).plan, PagePlan::HugeFirst, "{pol:#x}");
+        }
+        assert!(req(Api::WithCfg, SocProfile::A2, 64, USER_SPACE_READONLY | 9)
+            .attrs
+            .contains(MemAttr::READONLY));
     }
 }

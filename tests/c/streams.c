@@ -446,7 +446,7 @@ static void bad_inputs(void)
     CHECK_FAIL(aclrtLaunchKernelV2(NULL, 1, &zero, 4, NULL, s), ACL_ERROR_INVALID_PARAM);
     CHECK_FAIL(aclrtLaunchKernelV2(slow_inc, 0, &zero, 4, NULL, s), ACL_ERROR_INVALID_PARAM);
     CHECK_FAIL(aclrtLaunchKernelV2(slow_inc, 1, NULL, 4, NULL, s), ACL_ERROR_INVALID_PARAM);
-    CHECK_FAIL(aclrtLaunchKernelV2((aclrtFuncHandle)0x99, 1, &zero, 4, NULL, s), ACL_ERROR_INVALID_PARAM);
+    CHECK_FAIL(aclrtLaunchKernelV2((aclrtFuncHandle)0x99, 1, &zero, 4, NULL, s), ACL_ERROR_RT_INVALID_HANDLE);
     CHECK_FAIL(aclrtBinaryLoadFromFile("/nonexistent/k.so", NULL, (aclrtBinHandle *)&ctx), ACL_ERROR_RT_PARAM_INVALID);
     CHECK_RET(aclrtGetLastError(5), ACL_ERROR_INVALID_PARAM);
     CHECK_OK(aclrtSynchronizeStream(s));

@@ -118,6 +118,8 @@ pub unsafe extern "C" fn aclrtAllocatorGetByStream(
             out_ptr(API, "allocAdviseFunc", out_advise)?,
             out_ptr(API, "getAddrFromBlockFunc", out_get_addr)?,
         ];
+        // A stream that is not live (destroyed or never made) is a bad handle, as everywhere.
+        runtime::runtime(API)?.stream(API, addr(stream))?;
         let (h, d) = allocator::get_by_stream(API, addr(stream))?;
         // CAST: the descriptor handle number, as it was handed out.
         let values = [h as usize, d.allocator, d.alloc, d.free, d.alloc_advise, d.get_addr];

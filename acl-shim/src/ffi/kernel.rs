@@ -71,9 +71,11 @@ fn untag(api: &str, what: &str, h: u64, tag: u64) -> Result<u64> {
         return Err(AclError::invalid(format!("{api}: {what} is NULL")));
     }
     if h & TAG_MASK != tag {
-        return Err(AclError::invalid(format!(
-            "{api}: {what} {h:#x} is not a {what} handle of this runtime"
-        )));
+        // Never made by this runtime: the code of a handle that is not live (as a destroyed one).
+        return Err(AclError::new(
+            crate::codes::ACL_ERROR_RT_INVALID_HANDLE,
+            format!("{api}: {what} {h:#x} is not a {what} of this runtime (never created)"),
+        ));
     }
     Ok(h & !TAG_MASK)
 }

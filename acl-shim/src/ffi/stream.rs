@@ -446,11 +446,22 @@ fn check_level(level: i32) -> bool {
     level == 0
 }
 
+/// Refuses a level other than `ACL_RT_THREAD_LEVEL` as the ACL layer does: 100000 with a
+/// message, and the thread's last error left as it was (ACL-layer refusals are not recorded).
+fn bad_level(api: &'static str, level: i32) -> AclErrorCode {
+    let kept = LAST_ERROR.with(Cell::get);
+    let code = guard(api, || {
+        Err(AclError::invalid(format!("{api}: level {level} is not ACL_RT_THREAD_LEVEL (0), the only level")))
+    });
+    LAST_ERROR.with(|l| l.set(kept));
+    code
+}
+
 /// `aclError aclrtGetLastError(aclrtLastErrLevel level);` — the thread's last error, cleared.
 #[no_mangle]
 pub extern "C" fn aclrtGetLastError(level: i32) -> AclErrorCode {
     if !check_level(level) {
-        return ACL_ERROR_INVALID_PARAM;
+        return bad_level("aclrtGetLastError", level);
     }
     LAST_ERROR.with(|l| l.replace(0))
 }
@@ -459,7 +470,7 @@ pub extern "C" fn aclrtGetLastError(level: i32) -> AclErrorCode {
 #[no_mangle]
 pub extern "C" fn aclrtPeekAtLastError(level: i32) -> AclErrorCode {
     if !check_level(level) {
-        return ACL_ERROR_INVALID_PARAM;
+        return bad_level("aclrtPeekAtLastError", level);
     }
     LAST_ERROR.with(Cell::get)
 }
