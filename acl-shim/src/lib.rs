@@ -25,6 +25,7 @@ pub mod peer;
 pub mod pool;
 pub mod runtime;
 pub mod safe;
+mod staging;
 pub mod stream;
 pub mod vmm;
 

@@ -88,7 +88,7 @@ static void staged_copies(void)
         !CHECK_OK(aclrtMalloc(&gate, 64, ACL_MEM_MALLOC_NORMAL_ONLY))) {
         return;
     }
-    /* Twice: the second round reuses the runtime's staging memory. */
+    /* Twice: the second round runs on staging memory the first one used. */
     for (round = 0; round < 2; round++) {
         CHECK_OK(aclrtMallocHost(&pinned, n));
         fill_pattern(pinned, n, 40u + (unsigned)round);

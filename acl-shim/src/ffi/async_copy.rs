@@ -13,7 +13,7 @@
 
 use std::ffi::c_void;
 
-use hal::{DeviceAddr, TaskDesc, WaitCompare};
+use hal::{DeviceAddr, DeviceId, TaskDesc, WaitCompare};
 
 use super::{addr, guard, out_ptr, put, size, AclErrorCode};
 use crate::codes::*;
@@ -96,6 +96,31 @@ fn submit_copy(
     Ok(())
 }
 
+/// `ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE` from pinned memory: the source is copied into a
+/// runtime staging buffer now, and the DMA copy reads the buffer, so the caller may reuse or
+/// free its source as soon as the call returns.
+fn stage_copy(rt: &Runtime, api: &str, s: &StreamObj, dst: u64, dl: Loc, src: u64, count: u64) -> Result<()> {
+    let buf = match rt.staging_take(api, count) {
+        Ok(b) => b,
+        Err(_) => {
+            // No pinned memory for a buffer: copy now, after the stream's earlier work, which
+            // also leaves the source free when the call returns.
+            rt.sync_stream_obj(api, s)?;
+            return rt.copy(api, DstBytes::Addr(dst), SrcBytes::Addr(src), count);
+        }
+    };
+    if let Err(e) = rt.copy(api, DstBytes::Addr(buf.addr()), SrcBytes::Addr(src), count) {
+        rt.staging_put(buf, None);
+        return Err(e);
+    }
+    let r = submit_copy(rt, api, s, dst, dl, buf.addr(), Loc::Pinned, count);
+    // Whatever part of the copy was queued reads the buffer until the stream has run it.
+    let reader =
+        rt.backend().driver().submitted(DeviceId(s.device), s.queue).ok().map(|seq| (s.device, s.queue, seq));
+    rt.staging_put(buf, reader);
+    r
+}
+
 fn is_h2h(dl: Loc, sl: Loc) -> bool {
     !matches!(dl, Loc::Device(_)) && !matches!(sl, Loc::Device(_))
 }
@@ -130,10 +155,15 @@ pub unsafe extern "C" fn aclrtMemcpyAsync(
         if plan.count == 0 {
             return Ok(());
         }
+        if kind_value == kind::H2BUF2D && sl == Loc::Pinned && is_dma(dl) {
+            return stage_copy(&rt, API, &s, d, dl, sr, n);
+        }
         if is_dma(dl) && is_dma(sl) {
             return submit_copy(&rt, API, &s, d, dl, sr, sl, n);
         }
         // Pageable host memory: synchronise the stream, then copy synchronously (as CANN).
+        // This also covers ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE from pageable memory: the source
+        // has been read when the call returns.
         rt.sync_stream_obj(API, &s)?;
         // SAFETY: the plan checked the pointers; the caller guarantees `count` bytes at each.
         unsafe { copy_now(&rt, API, d, dl, sr, sl, n) }
