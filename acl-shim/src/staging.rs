@@ -77,10 +77,15 @@ impl Runtime {
     ///
     /// `ACL_ERROR_RT_MEMORY_ALLOCATION` when no pinned memory is left for a new buffer.
     pub(crate) fn staging_take(&self, api: &str, len: u64) -> Result<Staging> {
+        // Lock order: the staging table is a leaf lock; the backend is never called while it
+        // is held. Collect the busy buffers' readers, ask the backend without the lock, then
+        // mark the finished ones idle (a reader names one task, so matching by it is exact).
+        let readers: Vec<Reader> = tables(self).bufs.iter().filter_map(|b| b.busy).collect();
+        let finished: Vec<Reader> = readers.into_iter().filter(|&r| self.staging_done(r)).collect();
         let (taken, spare) = {
             let mut t = tables(self);
             for b in t.bufs.iter_mut() {
-                if b.busy.is_some_and(|r| self.staging_done(r)) {
+                if b.busy.is_some_and(|r| finished.contains(&r)) {
                     b.busy = None;
                 }
             }
