@@ -263,9 +263,9 @@ pub fn api_return(api: &str, code: i32) {
     });
 }
 
-/// Logs a failed C call at ERROR with its code and message.
-pub fn api_error(api: &str, code: i32, message: &str) {
-    tracing::error!(target: API_TARGET, "{api} failed, error code {code}: {message}");
+/// Logs a failed C call at ERROR with its code and message (the message names the call).
+pub fn api_error(code: i32, message: &str) {
+    tracing::error!(target: API_TARGET, "error code {code}: {message}");
 }
 
 /// The file or stdout behind the subscriber. The file is created on the first line.

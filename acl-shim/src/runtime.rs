@@ -158,18 +158,6 @@ thread_local! {
 /// unreadable configuration file, `ACL_ERROR_PARSE_FILE` for one that is not JSON nested at most
 /// 10 deep; `ACL_ERROR_INVALID_PARAM` for a bad `ACLRS_SIM_*` setting.
 pub fn init(config: Option<&str>) -> Result<()> {
-    let r = init_runtime(config);
-    if !matches!(&r, Err(e) if e.code() == ACL_ERROR_REPEAT_INITIALIZE) {
-        *INIT_FAILURE.lock().unwrap_or_else(|p| p.into_inner()) =
-            r.as_ref().err().map(|e| e.message().to_owned());
-    }
-    r
-}
-
-/// Why the last `aclInit` failed, quoted by the calls made without a runtime.
-static INIT_FAILURE: Mutex<Option<String>> = Mutex::new(None);
-
-fn init_runtime(config: Option<&str>) -> Result<()> {
     let mut slot = RUNTIME.write().unwrap_or_else(|p| p.into_inner());
     if slot.is_some() {
         return Err(AclError::new(
@@ -195,6 +183,23 @@ fn init_runtime(config: Option<&str>) -> Result<()> {
         host: Mutex::new(DeviceHeap::new(host_window)),
     }));
     Ok(())
+}
+
+/// Why the last `aclInit` failed, quoted by the calls made without a runtime.
+static INIT_FAILURE: Mutex<Option<String>> = Mutex::new(None);
+
+/// Remembers the outcome of an `aclInit` ([`init`]'s result, passed through) so that the calls
+/// made after a failed one say why there is no runtime. A repeated `aclInit` changes nothing.
+///
+/// # Errors
+///
+/// `r`'s error.
+pub fn remember_init(r: Result<()>) -> Result<()> {
+    if !matches!(&r, Err(e) if e.code() == ACL_ERROR_REPEAT_INITIALIZE) {
+        *INIT_FAILURE.lock().unwrap_or_else(|p| p.into_inner()) =
+            r.as_ref().err().map(|e| e.message().to_owned());
+    }
+    r
 }
 
 /// Deepest nesting of objects, and separately of arrays, an `aclInit` configuration may have

@@ -48,12 +48,12 @@ fn record(e: &AclError) {
 }
 
 /// The single conversion point from a runtime result to an `aclError`; a failure is logged at
-/// ERROR with its code and message.
-fn status(api: &str, r: Result<()>) -> AclErrorCode {
+/// ERROR with its code and message (which names the call).
+fn status(r: Result<()>) -> AclErrorCode {
     match r {
         Ok(()) => ACL_SUCCESS,
         Err(e) => {
-            crate::log::api_error(api, e.code(), e.message());
+            crate::log::api_error(e.code(), e.message());
             record(&e);
             e.code()
         }
@@ -66,17 +66,14 @@ fn status(api: &str, r: Result<()>) -> AclErrorCode {
 pub(crate) fn guard(api: &'static str, body: impl FnOnce() -> Result<()>) -> AclErrorCode {
     crate::log::init();
     let code = match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(r) => status(api, r),
+        Ok(r) => status(r),
         Err(panic) => {
             let what = panic
                 .downcast_ref::<&str>()
                 .map(|s| (*s).to_owned())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".to_owned());
-            status(
-                api,
-                Err(AclError::new(ACL_ERROR_INTERNAL_ERROR, format!("{api}: internal error: {what}"))),
-            )
+            status(Err(AclError::new(ACL_ERROR_INTERNAL_ERROR, format!("{api}: internal error: {what}"))))
         }
     };
     crate::log::api_return(api, code);
@@ -126,7 +123,7 @@ pub unsafe extern "C" fn aclInit(config_path: *const c_char) -> AclErrorCode {
             let c = unsafe { CStr::from_ptr(config_path) };
             Some(c.to_str().map_err(|_| AclError::invalid("aclInit: configPath is not valid UTF-8"))?)
         };
-        runtime::init(path)
+        runtime::remember_init(runtime::init(path))
     })
 }
 
