@@ -206,6 +206,25 @@ pub fn remember_init(r: Result<()>) -> Result<()> {
 /// (CANN's limit).
 const MAX_CONFIG_DEPTH: usize = 10;
 
+/// The deepest nesting of objects and of arrays in `v` (a scalar is 0, `{}` is 1).
+fn json_depth(v: &serde_json::Value) -> (usize, usize) {
+    use serde_json::Value;
+    let deepest = |items: &mut dyn Iterator<Item = &Value>| {
+        items.map(json_depth).fold((0, 0), |(o, a), (o2, a2)| (o.max(o2), a.max(a2)))
+    };
+    match v {
+        Value::Object(map) => {
+            let (o, a) = deepest(&mut map.values());
+            (o + 1, a)
+        }
+        Value::Array(items) => {
+            let (o, a) = deepest(&mut items.iter());
+            (o, a + 1)
+        }
+        _ => (0, 0),
+    }
+}
+
 /// Checks that an `aclInit` configuration file is readable, well-formed JSON with at most
 /// [`MAX_CONFIG_DEPTH`] levels of objects and of arrays. An empty file is accepted (no settings),
 /// as CANN accepts it.
@@ -241,25 +260,6 @@ fn check_config_file(path: &str) -> Result<()> {
     Ok(())
 }
 
-/// The deepest nesting of objects and of arrays in `v` (a scalar is 0, `{}` is 1).
-fn json_depth(v: &serde_json::Value) -> (usize, usize) {
-    use serde_json::Value;
-    let deepest = |items: &mut dyn Iterator<Item = &Value>| {
-        items.map(json_depth).fold((0, 0), |(o, a), (o2, a2)| (o.max(o2), a.max(a2)))
-    };
-    match v {
-        Value::Object(map) => {
-            let (o, a) = deepest(&mut map.values());
-            (o + 1, a)
-        }
-        Value::Array(items) => {
-            let (o, a) = deepest(&mut items.iter());
-            (o, a + 1)
-        }
-        _ => (0, 0),
-    }
-}
-
 /// Finalises the runtime (`aclFinalize`): resets every device and releases the backend.
 ///
 /// # Errors
@@ -287,11 +287,18 @@ pub fn finalize() -> Result<()> {
 ///
 /// `ACL_ERROR_UNINITIALIZE` before `aclInit` or after `aclFinalize`.
 pub fn runtime(api: &str) -> Result<Arc<Runtime>> {
-    RUNTIME.read().unwrap_or_else(|p| p.into_inner()).clone().ok_or_else(|| {
-        let failed = INIT_FAILURE.lock().unwrap_or_else(|p| p.into_inner());
-        let why = failed.as_deref().map(|m| format!(" (aclInit failed: {m})")).unwrap_or_default();
-        AclError::new(ACL_ERROR_UNINITIALIZE, format!("{api}: call aclInit first{why}"))
-    })
+    RUNTIME
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+        .ok_or_else(|| AclError::new(ACL_ERROR_UNINITIALIZE, uninitialised_message(api)))
+}
+
+/// "call aclInit first", with the reason the last `aclInit` failed when it did.
+fn uninitialised_message(api: &str) -> String {
+    let failed = INIT_FAILURE.lock().unwrap_or_else(|p| p.into_inner());
+    let why = failed.as_deref().map(|m| format!(" (aclInit failed: {m})")).unwrap_or_default();
+    format!("{api}: call aclInit first{why}")
 }
 
 /// `v` rounded up to a multiple of `to`, or `None` on overflow.
