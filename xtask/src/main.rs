@@ -46,7 +46,7 @@ struct Cli {
 enum Task {
     /// Build libascendcl (release) and run the seed's contrast and basic flow as C programs on the software NPU.
     Demo,
-    /// Everything CI runs: lint rules, fmt, clippy, no_std builds, docs, all tests, C programs, hwtest, loom, Miri.
+    /// Everything CI runs: lint rules, fmt, clippy, no_std builds, docs, all tests, C programs, the install test, hwtest, loom, Miri.
     Ci,
     /// The quick subset to run before pushing: fmt, clippy and the tests.
     Prepush,
