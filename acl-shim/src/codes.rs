@@ -12,6 +12,10 @@ pub const ACL_ERROR_INVALID_PARAM: i32 = 100_000;
 pub const ACL_ERROR_UNINITIALIZE: i32 = 100_001;
 /// `aclInit` was called again.
 pub const ACL_ERROR_REPEAT_INITIALIZE: i32 = 100_002;
+/// A file (`aclInit`'s configuration) cannot be opened or read.
+pub const ACL_ERROR_INVALID_FILE: i32 = 100_003;
+/// A file (`aclInit`'s configuration) is not valid JSON or nests too deep.
+pub const ACL_ERROR_PARSE_FILE: i32 = 100_006;
 /// `aclFinalize` was called again.
 pub const ACL_ERROR_REPEAT_FINALIZE: i32 = 100_037;
 /// The feature is not supported.

@@ -13,6 +13,10 @@
 //!   one place; every failure leaves a readable message for `aclGetRecentErrMsg`.
 //! - A failed call changes no state.
 
+// First: its `trace_args!` macro is used by the C exports of `ffi`.
+#[macro_use]
+pub mod log;
+
 pub mod allocator;
 pub mod codes;
 pub mod error;

@@ -154,8 +154,9 @@ thread_local! {
 ///
 /// # Errors
 ///
-/// `ACL_ERROR_REPEAT_INITIALIZE` when already initialised; `ACL_ERROR_INVALID_PARAM` for an
-/// unreadable or malformed configuration file or a bad `ACLRS_SIM_*` setting.
+/// `ACL_ERROR_REPEAT_INITIALIZE` when already initialised; `ACL_ERROR_INVALID_FILE` for an
+/// unreadable configuration file, `ACL_ERROR_PARSE_FILE` for one that is not JSON nested at most
+/// 10 deep; `ACL_ERROR_INVALID_PARAM` for a bad `ACLRS_SIM_*` setting.
 pub fn init(config: Option<&str>) -> Result<()> {
     let mut slot = RUNTIME.write().unwrap_or_else(|p| p.into_inner());
     if slot.is_some() {
@@ -184,40 +185,77 @@ pub fn init(config: Option<&str>) -> Result<()> {
     Ok(())
 }
 
-/// Checks that an `aclInit` configuration file is readable JSON-like text with at most 10
-/// levels of `{`/`[` nesting (the documented limit).
+/// Why the last `aclInit` failed, quoted by the calls made without a runtime.
+static INIT_FAILURE: Mutex<Option<String>> = Mutex::new(None);
+
+/// Remembers the outcome of an `aclInit` ([`init`]'s result, passed through) so that the calls
+/// made after a failed one say why there is no runtime. A repeated `aclInit` changes nothing.
+///
+/// # Errors
+///
+/// `r`'s error.
+pub fn remember_init(r: Result<()>) -> Result<()> {
+    if !matches!(&r, Err(e) if e.code() == ACL_ERROR_REPEAT_INITIALIZE) {
+        *INIT_FAILURE.lock().unwrap_or_else(|p| p.into_inner()) =
+            r.as_ref().err().map(|e| e.message().to_owned());
+    }
+    r
+}
+
+/// Deepest nesting of objects, and separately of arrays, an `aclInit` configuration may have
+/// (CANN's limit).
+const MAX_CONFIG_DEPTH: usize = 10;
+
+/// The deepest nesting of objects and of arrays in `v` (a scalar is 0, `{}` is 1).
+fn json_depth(v: &serde_json::Value) -> (usize, usize) {
+    use serde_json::Value;
+    let deepest = |items: &mut dyn Iterator<Item = &Value>| {
+        items.map(json_depth).fold((0, 0), |(o, a), (o2, a2)| (o.max(o2), a.max(a2)))
+    };
+    match v {
+        Value::Object(map) => {
+            let (o, a) = deepest(&mut map.values());
+            (o + 1, a)
+        }
+        Value::Array(items) => {
+            let (o, a) = deepest(&mut items.iter());
+            (o, a + 1)
+        }
+        _ => (0, 0),
+    }
+}
+
+/// Checks that an `aclInit` configuration file is readable, well-formed JSON with at most
+/// [`MAX_CONFIG_DEPTH`] levels of objects and of arrays. An empty file is accepted (no settings),
+/// as CANN accepts it.
+///
+/// # Errors
+///
+/// `ACL_ERROR_INVALID_FILE` when the file cannot be read; `ACL_ERROR_PARSE_FILE` when it is not
+/// JSON (the message gives the line and column) or nests too deep.
 fn check_config_file(path: &str) -> Result<()> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| AclError::invalid(format!("aclInit: configPath {path:?} cannot be read: {e}")))?;
-    let (mut depth, mut max, mut in_str, mut escaped) = (0i32, 0i32, false, false);
-    for c in text.chars() {
-        if in_str {
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_str = false,
-                _ => {}
-            }
-            continue;
-        }
-        match c {
-            '"' => in_str = true,
-            '{' | '[' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            '}' | ']' => depth -= 1,
-            _ => {}
-        }
-        if depth < 0 {
-            break;
-        }
+    let text = std::fs::read(path).map_err(|e| {
+        AclError::new(ACL_ERROR_INVALID_FILE, format!("aclInit: configPath {path:?} cannot be read: {e}"))
+    })?;
+    if text.is_empty() {
+        return Ok(());
     }
-    if depth != 0 || in_str {
-        return Err(AclError::invalid(format!("aclInit: configPath {path:?} is not well-formed JSON")));
-    }
-    if max > 10 {
-        return Err(AclError::invalid(format!("aclInit: configPath {path:?} nests deeper than 10 levels")));
+    let value: serde_json::Value = serde_json::from_slice(&text).map_err(|e| {
+        AclError::new(
+            ACL_ERROR_PARSE_FILE,
+            // serde_json's message ends with "at line L column C".
+            format!("aclInit: configPath {path:?} is not valid JSON: {e}"),
+        )
+    })?;
+    let (objects, arrays) = json_depth(&value);
+    if objects > MAX_CONFIG_DEPTH || arrays > MAX_CONFIG_DEPTH {
+        return Err(AclError::new(
+            ACL_ERROR_PARSE_FILE,
+            format!(
+                "aclInit: configPath {path:?} nests objects {objects} deep and arrays {arrays} deep \
+                 (at most {MAX_CONFIG_DEPTH} of each)"
+            ),
+        ));
     }
     Ok(())
 }
@@ -253,7 +291,14 @@ pub fn runtime(api: &str) -> Result<Arc<Runtime>> {
         .read()
         .unwrap_or_else(|p| p.into_inner())
         .clone()
-        .ok_or_else(|| AclError::new(ACL_ERROR_UNINITIALIZE, format!("{api}: call aclInit first")))
+        .ok_or_else(|| AclError::new(ACL_ERROR_UNINITIALIZE, uninitialised_message(api)))
+}
+
+/// "call aclInit first", with the reason the last `aclInit` failed when it did.
+fn uninitialised_message(api: &str) -> String {
+    let failed = INIT_FAILURE.lock().unwrap_or_else(|p| p.into_inner());
+    let why = failed.as_deref().map(|m| format!(" (aclInit failed: {m})")).unwrap_or_default();
+    format!("{api}: call aclInit first{why}")
 }
 
 /// `v` rounded up to a multiple of `to`, or `None` on overflow.

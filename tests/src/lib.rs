@@ -181,13 +181,24 @@ fn compile(name: &str, ext: &str, link: Link) -> PathBuf {
 }
 
 /// Runs `exe` on a private software NPU named after `instance` (1 GiB of HBM per device, a
-/// 512 MiB 2 MiB-page budget, no 1 GiB pages) plus `env`, and returns its output.
+/// 512 MiB 2 MiB-page budget, no 1 GiB pages, the log under [`log_root`]) plus `env`, and
+/// returns its output.
 ///
 /// # Panics
 ///
 /// When the program cannot be started.
 pub fn run(exe: &Path, instance: &str, env: &[(&str, &str)]) -> Output {
+    run_with_args(exe, &[], instance, env)
+}
+
+/// [`run`] with command-line arguments.
+///
+/// # Panics
+///
+/// When the program cannot be started.
+pub fn run_with_args(exe: &Path, args: &[&str], instance: &str, env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(exe);
+    cmd.args(args);
     cmd.env("ACLRS_SIM_INSTANCE", format!("t{}-{instance}", std::process::id()))
         .env("ACLRS_SIM_HBM", "1G")
         .env("ACLRS_SIM_HUGE2M", "512M")
@@ -195,6 +206,7 @@ pub fn run(exe: &Path, instance: &str, env: &[(&str, &str)]) -> Output {
         .env_remove("ASCEND_RT_VISIBLE_DEVICES")
         .env_remove("ACLRS_SIM_DEVICES")
         .env_remove("ACLRS_SIM_SOC");
+    quiet_log(&mut cmd);
     // `cargo xtask hwtest --backend davinci-fake` runs every C program on that backend.
     match test_backend() {
         Some(b) => cmd.env("ACLRS_BACKEND", b),
@@ -204,6 +216,20 @@ pub fn run(exe: &Path, instance: &str, env: &[(&str, &str)]) -> Output {
         cmd.env(k, v);
     }
     cmd.output().expect("start the C program")
+}
+
+/// Points a C program's log (CANN's variables) at [`log_root`] at the default level, so that
+/// tests never write under `$HOME/ascend/log`; a test's own `env` may override it.
+pub fn quiet_log(cmd: &mut Command) {
+    cmd.env("ASCEND_PROCESS_LOG_PATH", log_root())
+        .env_remove("ASCEND_GLOBAL_LOG_LEVEL")
+        .env_remove("ASCEND_SLOG_PRINT_TO_STDOUT")
+        .env_remove("ASCEND_WORK_PATH");
+}
+
+/// The log root of the C programs this test process runs (a folder under the temp dir).
+pub fn log_root() -> PathBuf {
+    std::env::temp_dir().join(format!("aclrs-logs-{}", std::process::id()))
 }
 
 /// The backend the C programs run on: `ACLRS_TEST_BACKEND` (set by `cargo xtask hwtest`), or

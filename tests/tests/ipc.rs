@@ -22,6 +22,7 @@ struct Agent {
 impl Agent {
     fn start(exe: &Path, instance: &str, name: &'static str) -> Self {
         let mut cmd = Command::new(exe);
+        aclrs_tests::quiet_log(&mut cmd);
         match aclrs_tests::test_backend() {
             Some(b) => cmd.env("ACLRS_BACKEND", b),
             None => cmd.env_remove("ACLRS_BACKEND"),

@@ -2,10 +2,34 @@
 //! aclrs. CI runs `cargo xtask ci`; a new user runs `cargo xtask demo`.
 //!
 //! This crate owns orchestration only: it runs cargo, rustup and the C compiler, and must not
-//! contain product logic.
+//! contain product logic. Every build it starts shows cargo's progress, and each long step is
+//! announced (`xtask: ...`) before it starts.
+//!
+//! # `cargo xtask install --prefix DIR`
+//!
+//! Lays DIR out as a CANN toolkit folder: `include/acl/...`, `lib64/libascendcl.so.X.Y.Z` with
+//! the SONAME `libascendcl.so.<v>` (`<v>` is `0.y` before 1.0, the major number after: the part
+//! whose change breaks the ABI, as cargo-c names it) and the `libascendcl.so.<v>` and
+//! `libascendcl.so` links, `lib64/libacl_rt.so`, `lib64/libascendcl.a`,
+//! `lib64/pkgconfig/ascendcl.pc`, `share/cmake/ascendcl/` (for `find_package(ascendcl)`),
+//! `set_env.sh` and `bin/setenv.bash`, and `<arch>-linux/include` and `<arch>-linux/lib64` links.
+//!
+//! - `libacl_rt.so` (CANN's newer runtime name) is a link to the same file, not a copy: a program
+//!   linked with `-lacl_rt` records the SONAME `libascendcl.so.<v>`, so a program (or two of its
+//!   libraries) linked with both names still loads one runtime, with one device state.
+//! - The SONAME is written into the installed copy with `patchelf` (a Debian package, installed
+//!   when missing), not by a linker flag in `acl-shim`'s build: a SONAME'd
+//!   `target/<profile>/libascendcl.so` would make every program linked against the build folder
+//!   (the C tests, the demo, a user following the README) look for `libascendcl.so.<v>`, which
+//!   cargo never creates there; and the installed file stays the one the tests ran.
+//! - The SONAME and `ascendcl.pc` are written here rather than with cargo-c: cargo-c is not in
+//!   the Debian packages and installing it from crates.io compiles it (several minutes on two
+//!   cores) on every clean CI run, for two lines of linker metadata and a ten-line text file.
+//!   `ascendcl.pc` is relocatable (`${pcfiledir}`); `set_env.sh` names the install's absolute
+//!   path, as CANN's does.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
 use clap::{Parser, Subcommand};
@@ -22,7 +46,7 @@ struct Cli {
 enum Task {
     /// Build libascendcl (release) and run the seed's contrast and basic flow as C programs on the software NPU.
     Demo,
-    /// Everything CI runs: lint rules, fmt, clippy, no_std builds, docs, all tests, C programs, hwtest, loom, Miri.
+    /// Everything CI runs: lint rules, fmt, clippy, no_std builds, docs, all tests, C programs, the install test, hwtest, loom, Miri.
     Ci,
     /// The quick subset to run before pushing: fmt, clippy and the tests.
     Prepush,
@@ -56,6 +80,19 @@ enum Task {
         #[arg(long, default_value = "sim", value_parser = ["sim", "davinci-fake", "davinci"])]
         backend: String,
     },
+    /// Lay out a CANN-shaped toolkit folder: headers, versioned libascendcl (also as libacl_rt),
+    /// pkg-config file and set_env.sh, so that CANN's CMake projects build against it unchanged.
+    Install {
+        /// The folder to install into (becomes ASCEND_HOME_PATH / ASCEND_CANN_PACKAGE_PATH).
+        #[arg(long)]
+        prefix: PathBuf,
+        /// Install the debug build instead of the release build.
+        #[arg(long)]
+        debug: bool,
+    },
+    /// Check a fresh install as a CANN user would: a CMake project written as CANN's samples
+    /// are, and a C program built with pkg-config (cmake and pkg-config installed when missing).
+    InstallTest,
     /// Run mm's and sched's tests under Miri (skipped, with a message, when Miri is missing).
     Miri {
         /// Install the Miri component with rustup when it is missing.
@@ -174,16 +211,7 @@ fn nostd() -> Result {
     )?;
     run(
         "firmware example on the host",
-        cargo().args([
-            "run",
-            "--quiet",
-            "-p",
-            "sched",
-            "--example",
-            "firmware",
-            "--features",
-            "firmware-example",
-        ]),
+        cargo().args(["run", "-p", "sched", "--example", "firmware", "--features", "firmware-example"]),
     )
 }
 
@@ -346,14 +374,20 @@ fn json_string(s: &str) -> String {
 /// BENCHMARKS.json and stdout.
 fn bench(quick: bool, json: bool) -> Result {
     let start = Instant::now();
+    // The C benchmarks link the release library; build it here, where cargo's progress shows.
+    run(
+        "build libascendcl (release) for the C benchmarks",
+        cargo().args(["build", "--release", "-p", "acl-shim"]),
+    )?;
     let mut c = cargo();
-    c.args(["bench", "--quiet", "-p", "aclrs-tests", "--benches", "--"]);
+    c.args(["bench", "-p", "aclrs-tests", "--benches", "--"]);
     if quick {
         c.arg("--quick");
     }
     c.env("ACLRS_BENCH_JSON", "1");
     eprintln!("xtask: cargo bench -p aclrs-tests --benches{}", if quick { " -- --quick" } else { "" });
-    let out = c.output().map_err(|e| format!("cargo bench: cannot start: {e}"))?;
+    // stdout carries the tables; cargo's progress and the benchmarks' notes go to the terminal.
+    let out = c.stderr(Stdio::inherit()).output().map_err(|e| format!("cargo bench: cannot start: {e}"))?;
     let all = String::from_utf8_lossy(&out.stdout).into_owned();
     let (rows, text): (Vec<&str>, Vec<&str>) = all.lines().partition(|l| l.starts_with("JSON: "));
     let text = text.join("\n") + "\n";
@@ -363,7 +397,6 @@ fn bench(quick: bool, json: bool) -> Result {
         print!("{text}");
     }
     if !out.status.success() {
-        eprint!("{}", String::from_utf8_lossy(&out.stderr));
         return Err(format!("cargo bench: failed ({})", out.status));
     }
     let date = output(Command::new("date").args(["-u", "+%Y-%m-%d %H:%M UTC"])).unwrap_or_default();
@@ -416,7 +449,7 @@ fn compile_demo_c(src: &str, out: &Path, lib: &Path, shared_kernel: bool) -> Res
 }
 
 fn demo() -> Result {
-    run("build libascendcl (release)", cargo().args(["build", "--release", "--quiet", "-p", "acl-shim"]))?;
+    run("build libascendcl (release)", cargo().args(["build", "--release", "-p", "acl-shim"]))?;
     let lib = target_dir().join("release");
     let out_dir = target_dir().join("xtask-demo");
     std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
@@ -441,6 +474,303 @@ fn demo() -> Result {
     )
 }
 
+/// The library's version: the workspace version (`acl-shim`'s).
+const LIB_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The SONAME's version: the part of [`LIB_VERSION`] that semver says breaks compatibility when
+/// it changes (`0.y` before 1.0, the major number after), as cargo-c names it.
+fn soname_version(version: &str) -> String {
+    let mut parts = version.split('.');
+    let major = parts.next().unwrap_or("0");
+    match (major, parts.next()) {
+        ("0", Some(minor)) => format!("0.{minor}"),
+        _ => major.to_owned(),
+    }
+}
+
+/// The Debian packages behind the tools the install and its test need.
+const DEBIAN_TOOLS: [(&str, &str); 3] =
+    [("cmake", "cmake"), ("pkg-config", "pkg-config"), ("patchelf", "patchelf")];
+
+fn has_tool(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool} >/dev/null 2>&1")])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Installs the Debian packages of the `tools` that are missing (`apt-get update` once, then
+/// `apt-get install -y`); fails, naming them, when that is not possible.
+fn ensure_debian_tools(tools: &[&str]) -> Result {
+    let missing: Vec<&str> = DEBIAN_TOOLS
+        .iter()
+        .filter(|(tool, _)| tools.contains(tool) && !has_tool(tool))
+        .map(|&(_, package)| package)
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let list = missing.join(" ");
+    let how = format!("install the Debian packages {list} (apt-get install {list}) and run again");
+    if !has_tool("apt-get") {
+        return Err(format!("{list}: missing, and there is no apt-get here: {how}"));
+    }
+    run("apt-get update (to install the missing tools)", Command::new("apt-get").args(["update", "-q"]))
+        .map_err(|e| format!("{e}\nxtask: {how}"))?;
+    run(
+        &format!("apt-get install -y {list}"),
+        Command::new("apt-get")
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .args(["install", "-y", "-q"])
+            .args(&missing),
+    )
+    .map_err(|e| format!("{e}\nxtask: {how}"))
+}
+
+fn io_err(what: &Path) -> impl Fn(std::io::Error) -> String + '_ {
+    move |e| format!("{}: {e}", what.display())
+}
+
+/// Copies every file under `from` into `to`, keeping the folder structure.
+fn copy_tree(from: &Path, to: &Path) -> Result {
+    std::fs::create_dir_all(to).map_err(io_err(to))?;
+    for entry in std::fs::read_dir(from).map_err(io_err(from))? {
+        let entry = entry.map_err(io_err(from))?;
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        if src.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else {
+            std::fs::copy(&src, &dst).map_err(io_err(&dst))?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes `text` to `path`, with the executable bit when `exec`.
+fn write_file(path: &Path, text: &str, exec: bool) -> Result {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).map_err(io_err(path))?;
+    let mode = if exec { 0o755 } else { 0o644 };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(io_err(path))
+}
+
+/// (Re)creates the symbolic link `link` pointing at `target` (a relative path).
+fn symlink(target: &str, link: &Path) -> Result {
+    if link.symlink_metadata().is_ok() {
+        let removed = if link.is_dir() && !link.is_symlink() {
+            std::fs::remove_dir_all(link)
+        } else {
+            std::fs::remove_file(link)
+        };
+        removed.map_err(io_err(link))?;
+    }
+    std::os::unix::fs::symlink(target, link).map_err(io_err(link))
+}
+
+/// `set_env.sh` / `bin/setenv.bash`: the variables CANN's scripts and CMake files read.
+fn set_env_script(prefix: &Path) -> String {
+    let p = prefix.display();
+    format!(
+        "# Generated by `cargo xtask install`: the environment of this aclrs install, as CANN's\n\
+         # set_env.sh gives it. Source it: `source {p}/set_env.sh`.\n\
+         export ASCEND_HOME_PATH=\"{p}\"\n\
+         export ASCEND_TOOLKIT_HOME=\"{p}\"\n\
+         export ASCEND_CANN_PACKAGE_PATH=\"{p}\"\n\
+         export LD_LIBRARY_PATH=\"{p}/lib64${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}\"\n\
+         export PKG_CONFIG_PATH=\"{p}/lib64/pkgconfig${{PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}}\"\n\
+         export CMAKE_PREFIX_PATH=\"{p}${{CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}}\"\n\
+         export PATH=\"{p}/bin${{PATH:+:$PATH}}\"\n"
+    )
+}
+
+/// `lib64/pkgconfig/ascendcl.pc`, relocatable (`${pcfiledir}`).
+fn pkg_config_file() -> String {
+    format!(
+        "# Generated by `cargo xtask install`.\n\
+         prefix=${{pcfiledir}}/../..\n\
+         libdir=${{prefix}}/lib64\n\
+         includedir=${{prefix}}/include\n\
+         \n\
+         Name: ascendcl\n\
+         Description: aclrs libascendcl: CANN's AscendCL runtime and memory API on the software NPU\n\
+         Version: {LIB_VERSION}\n\
+         Libs: -L${{libdir}} -lascendcl\n\
+         Libs.private: -lpthread -ldl -lm -lrt\n\
+         Cflags: -I${{includedir}}\n"
+    )
+}
+
+/// `share/cmake/ascendcl/ascendcl-config.cmake`: `find_package(ascendcl CONFIG)` gives the
+/// imported targets `ascendcl::ascendcl` (shared) and `ascendcl::ascendcl_static`.
+fn cmake_config_file(real: &str, soname: &str) -> String {
+    format!(
+        "# Generated by `cargo xtask install`: find_package(ascendcl CONFIG) for aclrs's libascendcl.\n\
+         get_filename_component(_ascendcl_prefix \"${{CMAKE_CURRENT_LIST_DIR}}/../../..\" ABSOLUTE)\n\
+         if(NOT TARGET ascendcl::ascendcl)\n\
+         \x20 add_library(ascendcl::ascendcl SHARED IMPORTED)\n\
+         \x20 set_target_properties(ascendcl::ascendcl PROPERTIES\n\
+         \x20   IMPORTED_LOCATION \"${{_ascendcl_prefix}}/lib64/{real}\"\n\
+         \x20   IMPORTED_SONAME \"{soname}\"\n\
+         \x20   INTERFACE_INCLUDE_DIRECTORIES \"${{_ascendcl_prefix}}/include\")\n\
+         \x20 add_library(ascendcl::ascendcl_static STATIC IMPORTED)\n\
+         \x20 set_target_properties(ascendcl::ascendcl_static PROPERTIES\n\
+         \x20   IMPORTED_LOCATION \"${{_ascendcl_prefix}}/lib64/libascendcl.a\"\n\
+         \x20   INTERFACE_INCLUDE_DIRECTORIES \"${{_ascendcl_prefix}}/include\"\n\
+         \x20   INTERFACE_LINK_LIBRARIES \"pthread;dl;m;rt\")\n\
+         endif()\n\
+         set(ascendcl_INCLUDE_DIRS \"${{_ascendcl_prefix}}/include\")\n\
+         set(ascendcl_LIBRARIES ascendcl::ascendcl)\n\
+         unset(_ascendcl_prefix)\n"
+    )
+}
+
+/// `ascendcl-config-version.cmake`: compatible when the SONAME version matches and the installed
+/// version is at least the one asked for.
+fn cmake_version_file(soname_version: &str) -> String {
+    format!(
+        "# Generated by `cargo xtask install`.\n\
+         set(PACKAGE_VERSION \"{LIB_VERSION}\")\n\
+         set(PACKAGE_VERSION_COMPATIBLE FALSE)\n\
+         if(NOT PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)\n\
+         \x20 string(FIND \"${{PACKAGE_FIND_VERSION}}.\" \"{soname_version}.\" _ascendcl_at)\n\
+         \x20 if(_ascendcl_at EQUAL 0)\n\
+         \x20   set(PACKAGE_VERSION_COMPATIBLE TRUE)\n\
+         \x20 endif()\n\
+         \x20 unset(_ascendcl_at)\n\
+         endif()\n\
+         if(PACKAGE_FIND_VERSION VERSION_EQUAL PACKAGE_VERSION)\n\
+         \x20 set(PACKAGE_VERSION_EXACT TRUE)\n\
+         endif()\n"
+    )
+}
+
+/// `cargo xtask install`: builds libascendcl and lays `prefix` out as a CANN toolkit folder.
+/// Returns the absolute prefix.
+fn install(prefix: &Path, debug: bool) -> Result<PathBuf> {
+    ensure_debian_tools(&["patchelf"])?;
+    let profile = if debug { "debug" } else { "release" };
+    let mut build = cargo();
+    build.args(["build", "-p", "acl-shim"]);
+    if !debug {
+        build.arg("--release");
+    }
+    run(&format!("build libascendcl ({profile})"), &mut build)?;
+    std::fs::create_dir_all(prefix).map_err(io_err(prefix))?;
+    let prefix = prefix.canonicalize().map_err(io_err(prefix))?;
+    eprintln!("xtask: install libascendcl {LIB_VERSION} ({profile}) into {}", prefix.display());
+    let built = target_dir().join(profile);
+    let (lib64, bin) = (prefix.join("lib64"), prefix.join("bin"));
+    for d in [&lib64, &lib64.join("pkgconfig"), &bin] {
+        std::fs::create_dir_all(d).map_err(io_err(d))?;
+    }
+    copy_tree(&root().join("acl-shim/include"), &prefix.join("include"))?;
+    // The shared library: libascendcl.so.X.Y.Z with its SONAME, libascendcl.so.<soname version>
+    // and libascendcl.so pointing at it, and libacl_rt.so too (see the module docs).
+    let so_version = soname_version(LIB_VERSION);
+    let (real, soname) = (format!("libascendcl.so.{LIB_VERSION}"), format!("libascendcl.so.{so_version}"));
+    let real_path = lib64.join(&real);
+    // Replaced, never written through: a running program may have the old file mapped.
+    let _ = std::fs::remove_file(&real_path);
+    std::fs::copy(built.join("libascendcl.so"), &real_path).map_err(io_err(&real_path))?;
+    run(
+        &format!("patchelf --set-soname {soname} lib64/{real}"),
+        Command::new("patchelf").args(["--set-soname", &soname]).arg(&real_path),
+    )?;
+    symlink(&real, &lib64.join(&soname))?;
+    symlink(&soname, &lib64.join("libascendcl.so"))?;
+    symlink(&soname, &lib64.join("libacl_rt.so"))?;
+    let archive = lib64.join("libascendcl.a");
+    let _ = std::fs::remove_file(&archive);
+    std::fs::copy(built.join("libascendcl.a"), &archive).map_err(io_err(&archive))?;
+    write_file(&lib64.join("pkgconfig/ascendcl.pc"), &pkg_config_file(), false)?;
+    // share/, not lib64/: CMake searches lib64/cmake only where lib64 is the system's library
+    // folder (not on Debian).
+    let cmake_dir = prefix.join("share/cmake/ascendcl");
+    std::fs::create_dir_all(&cmake_dir).map_err(io_err(&cmake_dir))?;
+    write_file(&cmake_dir.join("ascendcl-config.cmake"), &cmake_config_file(&real, &soname), false)?;
+    write_file(&cmake_dir.join("ascendcl-config-version.cmake"), &cmake_version_file(&so_version), false)?;
+    let env = set_env_script(&prefix);
+    write_file(&prefix.join("set_env.sh"), &env, true)?;
+    write_file(&bin.join("setenv.bash"), &env, true)?;
+    // CANN's `<arch>-linux` folders, which environment resolvers look for.
+    let arch = prefix.join(format!("{}-linux", std::env::consts::ARCH));
+    std::fs::create_dir_all(&arch).map_err(io_err(&arch))?;
+    symlink("../include", &arch.join("include"))?;
+    symlink("../lib64", &arch.join("lib64"))?;
+    eprintln!(
+        "xtask: installed: include/acl/, lib64/{{{real}, {soname}, libascendcl.so, libacl_rt.so, libascendcl.a, \
+         pkgconfig/ascendcl.pc}}, share/cmake/ascendcl/, set_env.sh, bin/setenv.bash, {}-linux/{{include,lib64}}\n\
+         xtask: use it with `source {}/set_env.sh`",
+        std::env::consts::ARCH,
+        prefix.display()
+    );
+    Ok(prefix)
+}
+
+/// Runs `script` with bash in a clean environment for the install test: no cargo
+/// `LD_LIBRARY_PATH`, a private software NPU and a private log folder.
+fn install_shell(what: &str, script: &str, scratch: &Path) -> Result {
+    let mut c = Command::new("bash");
+    c.args(["-euo", "pipefail", "-c", script])
+        .current_dir(scratch)
+        .env_remove("LD_LIBRARY_PATH")
+        .env_remove("PKG_CONFIG_PATH")
+        .env_remove("ASCEND_HOME_PATH")
+        .env_remove("ASCEND_CANN_PACKAGE_PATH")
+        .env_remove("ACLRS_BACKEND")
+        .env("ACLRS_SIM_INSTANCE", format!("install-test-{}", std::process::id()))
+        .env("ACLRS_SIM_HBM", "1G")
+        .env("ASCEND_PROCESS_LOG_PATH", scratch.join("log"));
+    run(what, &mut c)
+}
+
+/// `cargo xtask install-test`: a fresh install (the debug build, which `ci` has just built),
+/// then tests/cmake configured, built and run with CMake after `source set_env.sh`, and
+/// tests/c/basic_flow.c built with `pkg-config --cflags --libs ascendcl` and run.
+fn install_test() -> Result {
+    ensure_debian_tools(&["cmake", "pkg-config", "patchelf"])?;
+    let scratch = target_dir().join("xtask-install-test");
+    if scratch.exists() {
+        std::fs::remove_dir_all(&scratch).map_err(io_err(&scratch))?;
+    }
+    std::fs::create_dir_all(&scratch).map_err(io_err(&scratch))?;
+    let prefix = install(&scratch.join("Ascend"), true)?;
+    let p = prefix.display();
+    let soname = format!("libascendcl.so.{}", soname_version(LIB_VERSION));
+    let layout = format!(
+        "test -f '{p}/include/acl/acl.h'\n\
+         test -f '{p}/lib64/libacl_rt.so'\n\
+         test -f '{p}/{arch}-linux/include/acl/acl.h' && test -d '{p}/{arch}-linux/lib64'\n\
+         readelf -d '{p}/lib64/libascendcl.so' | grep -q 'Library soname: \\[{soname}\\]'\n\
+         echo 'install layout: ok'",
+        arch = std::env::consts::ARCH
+    );
+    install_shell("the install's layout and SONAME", &layout, &scratch)?;
+    let cmake = format!(
+        "source '{p}/set_env.sh'\n\
+         cmake -S '{src}' -B cmake-build\n\
+         cmake --build cmake-build\n\
+         for exe in main main_acl_rt main_package; do\n\
+           ldd cmake-build/$exe | grep -q \"$ASCEND_HOME_PATH/lib64/{soname}\"\n\
+           ./cmake-build/$exe\n\
+         done",
+        src = root().join("tests/cmake").display()
+    );
+    install_shell(
+        "tests/cmake: CMake configure, build and run against the install (after set_env.sh)",
+        &cmake,
+        &scratch,
+    )?;
+    let pkg = format!(
+        "source '{p}/set_env.sh'\n\
+         echo \"pkg-config --cflags --libs ascendcl: $(pkg-config --cflags --libs ascendcl)\"\n\
+         cc -std=c11 -Wall -Wextra -Werror '{src}' $(pkg-config --cflags --libs ascendcl) -o basic_flow\n\
+         ./basic_flow",
+        src = root().join("tests/c/basic_flow.c").display()
+    );
+    install_shell("tests/c/basic_flow.c built with pkg-config against the install, and run", &pkg, &scratch)
+}
+
 fn ci() -> Result {
     let start = Instant::now();
     check_lint_opt_in()?;
@@ -449,6 +779,7 @@ fn ci() -> Result {
     nostd()?;
     doc()?;
     test()?;
+    install_test()?;
     hwtest("sim")?;
     hwtest("davinci-fake")?;
     loom()?;
@@ -472,6 +803,8 @@ fn main() -> ExitCode {
         Task::Hwtest { backend } => hwtest(&backend),
         Task::Miri { install } => miri(install),
         Task::Bench { quick, json } => bench(quick, json),
+        Task::Install { prefix, debug } => install(&prefix, debug).map(|_| ()),
+        Task::InstallTest => install_test(),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
@@ -491,6 +824,22 @@ mod tests {
         assert!(has_workspace_lints("[package]\nname = \"x\"\n\n[lints]\nworkspace = true\n"));
         assert!(!has_workspace_lints("[package]\nname = \"x\"\n"));
         assert!(!has_workspace_lints("[lints]\n[dependencies]\nworkspace = true\n"));
+    }
+
+    #[test]
+    fn soname_versions_follow_semver() {
+        assert_eq!(soname_version("0.1.0"), "0.1");
+        assert_eq!(soname_version("0.12.3"), "0.12");
+        assert_eq!(soname_version("1.2.3"), "1");
+        assert_eq!(soname_version("10.0.0"), "10");
+    }
+
+    #[test]
+    fn the_pc_file_gives_a_working_command_line() {
+        let pc = pkg_config_file();
+        assert!(pc.contains("Libs: -L${libdir} -lascendcl\n"), "{pc}");
+        assert!(pc.contains("Cflags: -I${includedir}\n"), "{pc}");
+        assert!(pc.contains(&format!("Version: {LIB_VERSION}\n")), "{pc}");
     }
 
     #[test]

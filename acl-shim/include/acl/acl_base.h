@@ -67,8 +67,9 @@ typedef void *aclmdlRITask;
  * (anything unrecognised is reported as ACL_ERROR_INTERNAL_ERROR).
  *
  * CANN also reserves 100003-100032, 100038-100045 and 148046-148053 for its
- * model, operator, dump and profiling modules. Those codes are never returned
- * by the memory runtime and are not given names here.
+ * model, operator, dump and profiling modules. Of those, only the two file
+ * codes aclInit returns for its configuration file are named here; the rest
+ * are never returned by the memory runtime.
  */
 static const int ACL_SUCCESS = 0;
 static const int ACL_ERROR_NONE = 0; /* deprecated spelling of ACL_SUCCESS */
@@ -76,6 +77,8 @@ static const int ACL_ERROR_NONE = 0; /* deprecated spelling of ACL_SUCCESS */
 static const int ACL_ERROR_INVALID_PARAM = 100000;
 static const int ACL_ERROR_UNINITIALIZE = 100001;
 static const int ACL_ERROR_REPEAT_INITIALIZE = 100002;
+static const int ACL_ERROR_INVALID_FILE = 100003; /* aclInit: configPath cannot be read */
+static const int ACL_ERROR_PARSE_FILE = 100006;   /* aclInit: configPath is not valid JSON */
 static const int ACL_ERROR_REPEAT_SUBSCRIBE = 100033;
 static const int ACL_ERROR_STREAM_NOT_SUBSCRIBE = 100034;  /* deprecated: 107015 */
 static const int ACL_ERROR_THREAD_NOT_SUBSCRIBE = 100035;  /* deprecated: 107012 */

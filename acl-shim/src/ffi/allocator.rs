@@ -35,10 +35,12 @@ pub extern "C" fn aclrtAllocatorCreateDesc() -> *mut c_void {
 #[no_mangle]
 pub unsafe extern "C" fn aclrtAllocatorDestroyDesc(d: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtAllocatorDestroyDesc";
+    trace_args!(d);
     guard(API, || allocator::destroy_desc(API, desc(API, d)?))
 }
 
 fn set(api: &'static str, d: *mut c_void, field: Field, value: usize) -> AclErrorCode {
+    trace_args!(d, value);
     guard(api, || allocator::set(api, desc(api, d)?, field, value))
 }
 
@@ -82,6 +84,7 @@ pub unsafe extern "C" fn aclrtAllocatorSetGetAddrFromBlockFuncToDesc(
 #[no_mangle]
 pub unsafe extern "C" fn aclrtAllocatorRegister(stream: *mut c_void, d: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtAllocatorRegister";
+    trace_args!(stream, d);
     guard(API, || {
         if stream.is_null() {
             return Err(AclError::invalid(format!("{API}: stream is NULL")));
@@ -106,6 +109,7 @@ pub unsafe extern "C" fn aclrtAllocatorGetByStream(
     out_get_addr: *mut *mut c_void,
 ) -> AclErrorCode {
     const API: &str = "aclrtAllocatorGetByStream";
+    trace_args!(stream, out_desc, out_obj, out_alloc, out_free, out_advise, out_get_addr);
     guard(API, || {
         if stream.is_null() {
             return Err(AclError::invalid(format!("{API}: stream is NULL")));
@@ -134,6 +138,7 @@ pub unsafe extern "C" fn aclrtAllocatorGetByStream(
 #[no_mangle]
 pub unsafe extern "C" fn aclrtAllocatorUnregister(stream: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtAllocatorUnregister";
+    trace_args!(stream);
     guard(API, || {
         if stream.is_null() {
             return Err(AclError::invalid(format!("{API}: stream is NULL")));

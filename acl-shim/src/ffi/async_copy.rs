@@ -136,6 +136,7 @@ pub unsafe extern "C" fn aclrtMemcpyAsync(
     stream: *mut c_void,
 ) -> AclErrorCode {
     const API: &str = "aclrtMemcpyAsync";
+    trace_args!(dst, dest_max, src, count, kind_value, stream);
     guard(API, || {
         if count == 0 {
             return Ok(());
@@ -291,6 +292,7 @@ pub unsafe extern "C" fn aclrtMemcpy2d(
     kind_value: u32,
 ) -> AclErrorCode {
     const API: &str = "aclrtMemcpy2d";
+    trace_args!(dst, dpitch, src, spitch, width, height, kind_value);
     guard(API, || {
         if width == 0 || height == 0 {
             return Ok(());
@@ -317,6 +319,7 @@ pub unsafe extern "C" fn aclrtMemcpy2dAsync(
     stream: *mut c_void,
 ) -> AclErrorCode {
     const API: &str = "aclrtMemcpy2dAsync";
+    trace_args!(dst, dpitch, src, spitch, width, height, kind_value, stream);
     guard(API, || {
         if width == 0 || height == 0 {
             return Ok(());
@@ -552,6 +555,7 @@ unsafe fn batch(
     stream: Option<*mut c_void>,
 ) -> AclErrorCode {
     let mut failed_at = usize::MAX;
+    trace_args!(dsts, dest_maxs, srcs, sizes, n, attrs, attr_idx, na, fail_index, stream);
     let code = guard(api, || {
         let fi = match fail_index {
             Some(p) => Some(out_ptr(api, "failIndex", p)?),
@@ -741,6 +745,7 @@ pub unsafe extern "C" fn aclrtMemsetAsync(
     stream: *mut c_void,
 ) -> AclErrorCode {
     const API: &str = "aclrtMemsetAsync";
+    trace_args!(dev_ptr, max_count, value, count, stream);
     guard(API, || {
         if count == 0 {
             return Ok(());
@@ -786,6 +791,7 @@ pub unsafe extern "C" fn aclrtMemsetD32(
     n: usize,
 ) -> AclErrorCode {
     const API: &str = "aclrtMemsetD32";
+    trace_args!(ptr, mem_size, value, n);
     guard(API, || {
         if n == 0 {
             return Ok(());
@@ -806,6 +812,7 @@ pub unsafe extern "C" fn aclrtMemsetD32Async(
     stream: *mut c_void,
 ) -> AclErrorCode {
     const API: &str = "aclrtMemsetD32Async";
+    trace_args!(ptr, mem_size, value, n, stream);
     guard(API, || {
         if n == 0 {
             return Ok(());
@@ -844,6 +851,7 @@ pub unsafe extern "C" fn aclrtValueWrite(
     stream: *mut c_void,
 ) -> AclErrorCode {
     const API: &str = "aclrtValueWrite";
+    trace_args!(dev_addr, value, flag, stream);
     guard(API, || {
         if flag != 0 {
             return Err(AclError::invalid(format!("{API}: flag {flag} must be 0")));
@@ -864,6 +872,7 @@ pub unsafe extern "C" fn aclrtValueWait(
     stream: *mut c_void,
 ) -> AclErrorCode {
     const API: &str = "aclrtValueWait";
+    trace_args!(dev_addr, value, flag, stream);
     guard(API, || {
         let compare = match flag {
             0 => WaitCompare::GreaterOrEqual,

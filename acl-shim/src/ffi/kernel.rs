@@ -88,6 +88,7 @@ pub unsafe extern "C" fn aclrtBinaryLoadFromFile(
     bin_handle: *mut *mut c_void,
 ) -> AclErrorCode {
     const API: &str = "aclrtBinaryLoadFromFile";
+    trace_args!(bin_path, options, bin_handle);
     guard(API, || {
         let out = out_ptr(API, "binHandle", bin_handle)?;
         if bin_path.is_null() {
@@ -128,6 +129,7 @@ pub unsafe extern "C" fn aclrtBinaryGetFunction(
     func_handle: *mut *mut c_void,
 ) -> AclErrorCode {
     const API: &str = "aclrtBinaryGetFunction";
+    trace_args!(bin_handle, kernel_name, func_handle);
     guard(API, || {
         let out = out_ptr(API, "funcHandle", func_handle)?;
         let bin = untag(API, "binHandle", handle(bin_handle), TAG_BINARY)?;
@@ -158,6 +160,7 @@ pub unsafe extern "C" fn aclrtBinaryGetFunction(
 #[no_mangle]
 pub extern "C" fn aclrtBinaryUnLoad(bin_handle: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtBinaryUnLoad";
+    trace_args!(bin_handle);
     guard(API, || {
         let bin = untag(API, "binHandle", handle(bin_handle), TAG_BINARY)?;
         let rt = runtime::runtime(API)?;
@@ -265,6 +268,7 @@ pub unsafe extern "C" fn aclrtLaunchKernel(
     stream: *mut c_void,
 ) -> AclErrorCode {
     const API: &str = "aclrtLaunchKernel";
+    trace_args!(func, num_blocks, args_data, args_size, stream);
     guard(API, || {
         let args = copy_args(API, "argsData", args_data, args_size)?;
         launch(API, func, num_blocks, args, 0, stream)
@@ -282,6 +286,7 @@ pub unsafe extern "C" fn aclrtLaunchKernelV2(
     stream: *mut c_void,
 ) -> AclErrorCode {
     const API: &str = "aclrtLaunchKernelV2";
+    trace_args!(func, num_blocks, args_data, args_size, cfg, stream);
     guard(API, || {
         let timeout = launch_timeout_us(API, cfg)?;
         let args = copy_args(API, "argsData", args_data, args_size)?;
@@ -302,6 +307,7 @@ pub unsafe extern "C" fn aclrtLaunchKernelWithHostArgs(
     place_holder_num: usize,
 ) -> AclErrorCode {
     const API: &str = "aclrtLaunchKernelWithHostArgs";
+    trace_args!(func, num_blocks, stream, cfg, host_args, args_size, place_holders, place_holder_num);
     guard(API, || {
         let timeout = launch_timeout_us(API, cfg)?;
         let mut args = copy_args(API, "hostArgs", host_args, args_size)?;

@@ -111,6 +111,7 @@ fn malloc_export(
     which: MallocApi,
     cfg: *const AclrtMallocConfig,
 ) -> AclErrorCode {
+    trace_args!(dev_ptr, size, policy, cfg);
     guard(api, || {
         let out = out_ptr(api, "devPtr", dev_ptr)?;
         let attrs = read_cfg(api, cfg)?;
@@ -181,6 +182,7 @@ pub unsafe extern "C" fn aclrtMallocHostWithCfg(
     cfg: *const AclrtMallocConfig,
 ) -> AclErrorCode {
     const API: &str = "aclrtMallocHostWithCfg";
+    trace_args!(host_ptr, size, cfg);
     guard(API, || {
         let out = out_ptr(API, "ptr", host_ptr)?;
         let attrs = read_cfg(API, cfg)?;
@@ -200,6 +202,7 @@ pub unsafe extern "C" fn aclrtGetMemUsageInfo(
     output_num: *mut usize,
 ) -> AclErrorCode {
     const API: &str = "aclrtGetMemUsageInfo";
+    trace_args!(device_id, info, input_num, output_num);
     guard(API, || {
         let array = out_ptr(API, "memUsageInfo", info)?;
         let count = out_ptr(API, "outputNum", output_num)?;
@@ -233,6 +236,7 @@ pub unsafe extern "C" fn aclrtCheckMemType(
     reserve: u32,
 ) -> AclErrorCode {
     const API: &str = "aclrtCheckMemType";
+    trace_args!(addr_list, size, mem_type, check_result, reserve);
     guard(API, || {
         let out = out_ptr(API, "checkResult", check_result)?;
         let list = out_ptr(API, "addrList", addr_list)?;
@@ -253,6 +257,7 @@ pub unsafe extern "C" fn aclrtPointerGetAttributes(
     attributes: *mut AclrtPtrAttributes,
 ) -> AclErrorCode {
     const API: &str = "aclrtPointerGetAttributes";
+    trace_args!(ptr, attributes);
     guard(API, || {
         let out = out_ptr(API, "attributes", attributes)?;
         if ptr.is_null() {
@@ -273,6 +278,7 @@ pub unsafe extern "C" fn aclrtMemGetAddressRange(
     psize: *mut usize,
 ) -> AclErrorCode {
     const API: &str = "aclrtMemGetAddressRange";
+    trace_args!(ptr, pbase, psize);
     guard(API, || {
         if ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: ptr is NULL")));
@@ -299,6 +305,7 @@ pub unsafe extern "C" fn aclrtMemGetAddressRange(
 #[no_mangle]
 pub unsafe extern "C" fn aclrtMemFlush(dev_ptr: *mut c_void, size: usize) -> AclErrorCode {
     const API: &str = "aclrtMemFlush";
+    trace_args!(dev_ptr, size);
     guard(API, || runtime::runtime(API)?.cache_op(API, addr(dev_ptr), size as u64))
 }
 
@@ -306,6 +313,7 @@ pub unsafe extern "C" fn aclrtMemFlush(dev_ptr: *mut c_void, size: usize) -> Acl
 #[no_mangle]
 pub unsafe extern "C" fn aclrtMemInvalidate(dev_ptr: *mut c_void, size: usize) -> AclErrorCode {
     const API: &str = "aclrtMemInvalidate";
+    trace_args!(dev_ptr, size);
     guard(API, || runtime::runtime(API)?.cache_op(API, addr(dev_ptr), size as u64))
 }
 
@@ -313,6 +321,7 @@ pub unsafe extern "C" fn aclrtMemInvalidate(dev_ptr: *mut c_void, size: usize) -
 #[no_mangle]
 pub unsafe extern "C" fn aclrtFree(dev_ptr: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtFree";
+    trace_args!(dev_ptr);
     guard(API, || {
         if dev_ptr.is_null() {
             return Err(AclError::invalid("aclrtFree: devPtr is NULL"));
@@ -325,6 +334,7 @@ pub unsafe extern "C" fn aclrtFree(dev_ptr: *mut c_void) -> AclErrorCode {
 #[no_mangle]
 pub unsafe extern "C" fn aclrtFreeWithDevSync(dev_ptr: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtFreeWithDevSync";
+    trace_args!(dev_ptr);
     guard(API, || {
         if dev_ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: devPtr is NULL")));
@@ -338,6 +348,7 @@ pub unsafe extern "C" fn aclrtFreeWithDevSync(dev_ptr: *mut c_void) -> AclErrorC
 #[no_mangle]
 pub unsafe extern "C" fn aclrtFreeHostWithDevSync(host_ptr: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtFreeHostWithDevSync";
+    trace_args!(host_ptr);
     guard(API, || {
         if host_ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: hostPtr is NULL")));
@@ -350,6 +361,7 @@ pub unsafe extern "C" fn aclrtFreeHostWithDevSync(host_ptr: *mut c_void) -> AclE
 #[no_mangle]
 pub unsafe extern "C" fn aclrtMallocHost(host_ptr: *mut *mut c_void, size: usize) -> AclErrorCode {
     const API: &str = "aclrtMallocHost";
+    trace_args!(host_ptr, size);
     guard(API, || {
         let out = out_ptr(API, "hostPtr", host_ptr)?;
         let p = runtime::runtime(API)?.malloc_host(API, size as u64)?;
@@ -363,6 +375,7 @@ pub unsafe extern "C" fn aclrtMallocHost(host_ptr: *mut *mut c_void, size: usize
 #[no_mangle]
 pub unsafe extern "C" fn aclrtFreeHost(host_ptr: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtFreeHost";
+    trace_args!(host_ptr);
     guard(API, || {
         if host_ptr.is_null() {
             return Err(AclError::invalid("aclrtFreeHost: hostPtr is NULL"));
@@ -381,6 +394,7 @@ pub unsafe extern "C" fn aclrtMemcpy(
     kind: u32,
 ) -> AclErrorCode {
     const API: &str = "aclrtMemcpy";
+    trace_args!(dst, dest_max, src, count, kind);
     guard(API, || {
         if count == 0 {
             return Ok(());
@@ -428,6 +442,7 @@ pub unsafe extern "C" fn aclrtMemset(
     count: usize,
 ) -> AclErrorCode {
     const API: &str = "aclrtMemset";
+    trace_args!(dev_ptr, max_count, value, count);
     guard(API, || {
         if count == 0 {
             return Ok(());
@@ -444,6 +459,7 @@ pub unsafe extern "C" fn aclrtMemset(
 #[no_mangle]
 pub unsafe extern "C" fn aclrtGetMemInfo(attr: u32, free: *mut usize, total: *mut usize) -> AclErrorCode {
     const API: &str = "aclrtGetMemInfo";
+    trace_args!(attr, free, total);
     guard(API, || {
         let f = out_ptr(API, "free", free)?;
         let t = out_ptr(API, "total", total)?;

@@ -47,20 +47,25 @@ fn record(e: &AclError) {
     PENDING.with(|p| *p.borrow_mut() = Some(msg));
 }
 
-/// The single conversion point from a runtime result to an `aclError`.
+/// The single conversion point from a runtime result to an `aclError`; a failure is logged at
+/// ERROR with its code and message (which names the call).
 fn status(r: Result<()>) -> AclErrorCode {
     match r {
         Ok(()) => ACL_SUCCESS,
         Err(e) => {
+            crate::log::api_error(e.code(), e.message());
             record(&e);
             e.code()
         }
     }
 }
 
-/// Runs `body` behind the panic wall and converts its result.
+/// Runs `body` behind the panic wall and converts its result. The log is installed on the
+/// first call; at DEBUG the call is logged with the arguments `trace_args!` recorded and its
+/// result.
 pub(crate) fn guard(api: &'static str, body: impl FnOnce() -> Result<()>) -> AclErrorCode {
-    match catch_unwind(AssertUnwindSafe(body)) {
+    crate::log::init();
+    let code = match catch_unwind(AssertUnwindSafe(body)) {
         Ok(r) => status(r),
         Err(panic) => {
             let what = panic
@@ -70,7 +75,9 @@ pub(crate) fn guard(api: &'static str, body: impl FnOnce() -> Result<()>) -> Acl
                 .unwrap_or_else(|| "unknown panic".to_owned());
             status(Err(AclError::new(ACL_ERROR_INTERNAL_ERROR, format!("{api}: internal error: {what}"))))
         }
-    }
+    };
+    crate::log::api_return(api, code);
+    code
 }
 
 /// Checks an output pointer: non-null and aligned for `T`.
@@ -107,6 +114,7 @@ pub(crate) fn size(api: &str, name: &str, v: usize) -> Result<u64> {
 /// `aclError aclInit(const char *configPath);`
 #[no_mangle]
 pub unsafe extern "C" fn aclInit(config_path: *const c_char) -> AclErrorCode {
+    trace_args!(config_path);
     guard("aclInit", || {
         let path = if config_path.is_null() {
             None
@@ -115,13 +123,14 @@ pub unsafe extern "C" fn aclInit(config_path: *const c_char) -> AclErrorCode {
             let c = unsafe { CStr::from_ptr(config_path) };
             Some(c.to_str().map_err(|_| AclError::invalid("aclInit: configPath is not valid UTF-8"))?)
         };
-        runtime::init(path)
+        runtime::remember_init(runtime::init(path))
     })
 }
 
 /// `aclError aclFinalize();`
 #[no_mangle]
 pub extern "C" fn aclFinalize() -> AclErrorCode {
+    trace_args!();
     guard("aclFinalize", runtime::finalize)
 }
 
@@ -142,18 +151,21 @@ pub extern "C" fn aclGetRecentErrMsg() -> *const c_char {
 /// `aclError aclrtSetDevice(int32_t deviceId);`
 #[no_mangle]
 pub extern "C" fn aclrtSetDevice(device_id: i32) -> AclErrorCode {
+    trace_args!(device_id);
     guard("aclrtSetDevice", || runtime::runtime("aclrtSetDevice")?.set_device(device_id))
 }
 
 /// `aclError aclrtResetDevice(int32_t deviceId);`
 #[no_mangle]
 pub extern "C" fn aclrtResetDevice(device_id: i32) -> AclErrorCode {
+    trace_args!(device_id);
     guard("aclrtResetDevice", || runtime::runtime("aclrtResetDevice")?.reset_device(device_id, false))
 }
 
 /// `aclError aclrtResetDeviceForce(int32_t deviceId);`
 #[no_mangle]
 pub extern "C" fn aclrtResetDeviceForce(device_id: i32) -> AclErrorCode {
+    trace_args!(device_id);
     guard("aclrtResetDeviceForce", || {
         runtime::runtime("aclrtResetDeviceForce")?.reset_device(device_id, true)
     })
@@ -163,6 +175,7 @@ pub extern "C" fn aclrtResetDeviceForce(device_id: i32) -> AclErrorCode {
 #[no_mangle]
 pub unsafe extern "C" fn aclrtGetDevice(device_id: *mut i32) -> AclErrorCode {
     const API: &str = "aclrtGetDevice";
+    trace_args!(device_id);
     guard(API, || {
         let out = out_ptr(API, "deviceId", device_id)?;
         let d = runtime::runtime(API)?.current_device(API)?;
@@ -176,6 +189,7 @@ pub unsafe extern "C" fn aclrtGetDevice(device_id: *mut i32) -> AclErrorCode {
 #[no_mangle]
 pub unsafe extern "C" fn aclrtGetDeviceCount(count: *mut u32) -> AclErrorCode {
     const API: &str = "aclrtGetDeviceCount";
+    trace_args!(count);
     guard(API, || {
         let out = out_ptr(API, "count", count)?;
         put(out, runtime::runtime(API)?.device_count());
@@ -187,6 +201,7 @@ pub unsafe extern "C" fn aclrtGetDeviceCount(count: *mut u32) -> AclErrorCode {
 #[no_mangle]
 pub unsafe extern "C" fn aclrtGetRunMode(run_mode: *mut i32) -> AclErrorCode {
     const API: &str = "aclrtGetRunMode";
+    trace_args!(run_mode);
     guard(API, || {
         let out = out_ptr(API, "runMode", run_mode)?;
         runtime::runtime(API)?;

@@ -46,6 +46,7 @@ pub unsafe extern "C" fn aclrtMemPoolCreate(
     props: *const AclrtMemPoolProps,
 ) -> AclErrorCode {
     const API: &str = "aclrtMemPoolCreate";
+    trace_args!(pool, props);
     guard(API, || {
         let out = out_ptr(API, "memPool", pool)?;
         let p = out_ptr(API, "poolProps", props.cast_mut())?;
@@ -71,6 +72,7 @@ pub unsafe extern "C" fn aclrtMemPoolCreate(
 #[no_mangle]
 pub unsafe extern "C" fn aclrtMemPoolDestroy(pool: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtMemPoolDestroy";
+    trace_args!(pool);
     guard(API, || {
         let h = pool_handle(API, pool)?;
         runtime::runtime(API)?.pool_destroy(API, h)
@@ -81,6 +83,7 @@ pub unsafe extern "C" fn aclrtMemPoolDestroy(pool: *mut c_void) -> AclErrorCode 
 #[no_mangle]
 pub unsafe extern "C" fn aclrtMemPoolSetAttr(pool: *mut c_void, a: u32, value: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtMemPoolSetAttr";
+    trace_args!(pool, a, value);
     guard(API, || {
         let h = pool_handle(API, pool)?;
         if !(attr::REUSE_FOLLOW_EVENT_DEPENDENCIES..=attr::USED_MEM_HIGH).contains(&a) {
@@ -103,6 +106,7 @@ pub unsafe extern "C" fn aclrtMemPoolSetAttr(pool: *mut c_void, a: u32, value: *
 #[no_mangle]
 pub unsafe extern "C" fn aclrtMemPoolGetAttr(pool: *mut c_void, a: u32, value: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtMemPoolGetAttr";
+    trace_args!(pool, a, value);
     guard(API, || {
         let h = pool_handle(API, pool)?;
         if !(attr::REUSE_FOLLOW_EVENT_DEPENDENCIES..=attr::USED_MEM_HIGH).contains(&a) {
@@ -137,6 +141,7 @@ pub unsafe extern "C" fn aclrtMemPoolMallocAsync(
     stream: *mut c_void,
 ) -> AclErrorCode {
     const API: &str = "aclrtMemPoolMallocAsync";
+    trace_args!(ptr, size, pool, stream);
     guard(API, || {
         let out = out_ptr(API, "ptr", ptr)?;
         let h = pool_handle(API, pool)?;
@@ -152,6 +157,7 @@ pub unsafe extern "C" fn aclrtMemPoolMallocAsync(
 #[no_mangle]
 pub unsafe extern "C" fn aclrtMemPoolFreeAsync(ptr: *mut c_void, stream: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtMemPoolFreeAsync";
+    trace_args!(ptr, stream);
     guard(API, || {
         if ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: ptr is NULL")));
@@ -164,6 +170,7 @@ pub unsafe extern "C" fn aclrtMemPoolFreeAsync(ptr: *mut c_void, stream: *mut c_
 #[no_mangle]
 pub unsafe extern "C" fn aclrtMemPoolTrimTo(pool: *mut c_void, min_bytes_to_keep: usize) -> AclErrorCode {
     const API: &str = "aclrtMemPoolTrimTo";
+    trace_args!(pool, min_bytes_to_keep);
     guard(API, || {
         let h = pool_handle(API, pool)?;
         runtime::runtime(API)?.pool_trim_to(API, h, min_bytes_to_keep as u64)

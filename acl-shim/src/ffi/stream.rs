@@ -92,6 +92,7 @@ fn ensure_hook(rt: &Runtime) {
 #[no_mangle]
 pub unsafe extern "C" fn aclrtCreateStream(stream: *mut *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtCreateStream";
+    trace_args!(stream);
     guard(API, || {
         let out = out_ptr(API, "stream", stream)?;
         let h = runtime::runtime(API)?.create_stream(API, 0)?;
@@ -108,6 +109,7 @@ pub unsafe extern "C" fn aclrtCreateStreamWithConfig(
     flag: u32,
 ) -> AclErrorCode {
     const API: &str = "aclrtCreateStreamWithConfig";
+    trace_args!(stream, priority, flag);
     guard(API, || {
         let out = out_ptr(API, "stream", stream)?;
         let _reserved = priority;
@@ -121,6 +123,7 @@ pub unsafe extern "C" fn aclrtCreateStreamWithConfig(
 #[no_mangle]
 pub extern "C" fn aclrtDestroyStream(stream: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtDestroyStream";
+    trace_args!(stream);
     guard(API, || runtime::runtime(API)?.destroy_stream(API, handle(stream), false))
 }
 
@@ -128,6 +131,7 @@ pub extern "C" fn aclrtDestroyStream(stream: *mut c_void) -> AclErrorCode {
 #[no_mangle]
 pub extern "C" fn aclrtDestroyStreamForce(stream: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtDestroyStreamForce";
+    trace_args!(stream);
     guard(API, || runtime::runtime(API)?.destroy_stream(API, handle(stream), true))
 }
 
@@ -135,6 +139,7 @@ pub extern "C" fn aclrtDestroyStreamForce(stream: *mut c_void) -> AclErrorCode {
 #[no_mangle]
 pub extern "C" fn aclrtSynchronizeStream(stream: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtSynchronizeStream";
+    trace_args!(stream);
     guard(API, || runtime::runtime(API)?.synchronize_stream(API, handle(stream), Timeout::Forever))
 }
 
@@ -142,6 +147,7 @@ pub extern "C" fn aclrtSynchronizeStream(stream: *mut c_void) -> AclErrorCode {
 #[no_mangle]
 pub extern "C" fn aclrtSynchronizeStreamWithTimeout(stream: *mut c_void, timeout: i32) -> AclErrorCode {
     const API: &str = "aclrtSynchronizeStreamWithTimeout";
+    trace_args!(stream, timeout);
     guard(API, || {
         let t = Timeout::from_api(API, timeout)?;
         runtime::runtime(API)?.synchronize_stream(API, handle(stream), t)
@@ -152,6 +158,7 @@ pub extern "C" fn aclrtSynchronizeStreamWithTimeout(stream: *mut c_void, timeout
 #[no_mangle]
 pub unsafe extern "C" fn aclrtStreamQuery(stream: *mut c_void, status: *mut i32) -> AclErrorCode {
     const API: &str = "aclrtStreamQuery";
+    trace_args!(stream, status);
     guard(API, || {
         let out = out_ptr(API, "status", status)?;
         let done = runtime::runtime(API)?.stream_is_complete(API, handle(stream))?;
@@ -164,6 +171,7 @@ pub unsafe extern "C" fn aclrtStreamQuery(stream: *mut c_void, status: *mut i32)
 #[no_mangle]
 pub extern "C" fn aclrtStreamWaitEvent(stream: *mut c_void, event: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtStreamWaitEvent";
+    trace_args!(stream, event);
     guard(API, || runtime::runtime(API)?.stream_wait_event(API, handle(stream), handle(event)))
 }
 
@@ -171,6 +179,7 @@ pub extern "C" fn aclrtStreamWaitEvent(stream: *mut c_void, event: *mut c_void) 
 #[no_mangle]
 pub extern "C" fn aclrtSetStreamFailureMode(stream: *mut c_void, mode: u64) -> AclErrorCode {
     const API: &str = "aclrtSetStreamFailureMode";
+    trace_args!(stream, mode);
     guard(API, || runtime::runtime(API)?.set_failure_mode(API, handle(stream), mode))
 }
 
@@ -178,6 +187,7 @@ pub extern "C" fn aclrtSetStreamFailureMode(stream: *mut c_void, mode: u64) -> A
 #[no_mangle]
 pub extern "C" fn aclrtSynchronizeDevice() -> AclErrorCode {
     const API: &str = "aclrtSynchronizeDevice";
+    trace_args!();
     guard(API, || runtime::runtime(API)?.synchronize_device(API, Timeout::Forever))
 }
 
@@ -185,6 +195,7 @@ pub extern "C" fn aclrtSynchronizeDevice() -> AclErrorCode {
 #[no_mangle]
 pub extern "C" fn aclrtSynchronizeDeviceWithTimeout(timeout: i32) -> AclErrorCode {
     const API: &str = "aclrtSynchronizeDeviceWithTimeout";
+    trace_args!(timeout);
     guard(API, || {
         let t = Timeout::from_api(API, timeout)?;
         runtime::runtime(API)?.synchronize_device(API, t)
@@ -192,6 +203,7 @@ pub extern "C" fn aclrtSynchronizeDeviceWithTimeout(timeout: i32) -> AclErrorCod
 }
 
 fn create_event(api: &'static str, event: *mut *mut c_void, flags: u32, ex: bool) -> AclErrorCode {
+    trace_args!(event, flags, ex);
     guard(api, || {
         let out = out_ptr(api, "event", event)?;
         let h = runtime::runtime(api)?.create_event(api, flags, ex)?;
@@ -227,6 +239,7 @@ pub unsafe extern "C" fn aclrtCreateEventExWithFlag(event: *mut *mut c_void, fla
 #[no_mangle]
 pub extern "C" fn aclrtDestroyEvent(event: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtDestroyEvent";
+    trace_args!(event);
     guard(API, || runtime::runtime(API)?.destroy_event(API, handle(event)))
 }
 
@@ -234,6 +247,7 @@ pub extern "C" fn aclrtDestroyEvent(event: *mut c_void) -> AclErrorCode {
 #[no_mangle]
 pub extern "C" fn aclrtRecordEvent(event: *mut c_void, stream: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtRecordEvent";
+    trace_args!(event, stream);
     guard(API, || runtime::runtime(API)?.record_event(API, handle(event), handle(stream)))
 }
 
@@ -241,6 +255,7 @@ pub extern "C" fn aclrtRecordEvent(event: *mut c_void, stream: *mut c_void) -> A
 #[no_mangle]
 pub extern "C" fn aclrtResetEvent(event: *mut c_void, stream: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtResetEvent";
+    trace_args!(event, stream);
     guard(API, || runtime::runtime(API)?.reset_event(API, handle(event), handle(stream)))
 }
 
@@ -249,6 +264,7 @@ pub extern "C" fn aclrtResetEvent(event: *mut c_void, stream: *mut c_void) -> Ac
 #[no_mangle]
 pub unsafe extern "C" fn aclrtQueryEvent(event: *mut c_void, status: *mut i32) -> AclErrorCode {
     const API: &str = "aclrtQueryEvent";
+    trace_args!(event, status);
     guard(API, || {
         let out = out_ptr(API, "status", status)?;
         let done = runtime::runtime(API)?.event_is_complete(API, handle(event))?;
@@ -262,6 +278,7 @@ pub unsafe extern "C" fn aclrtQueryEvent(event: *mut c_void, status: *mut i32) -
 #[no_mangle]
 pub unsafe extern "C" fn aclrtQueryEventStatus(event: *mut c_void, status: *mut i32) -> AclErrorCode {
     const API: &str = "aclrtQueryEventStatus";
+    trace_args!(event, status);
     guard(API, || {
         let out = out_ptr(API, "status", status)?;
         let done = runtime::runtime(API)?.event_is_complete(API, handle(event))?;
@@ -274,6 +291,7 @@ pub unsafe extern "C" fn aclrtQueryEventStatus(event: *mut c_void, status: *mut 
 #[no_mangle]
 pub extern "C" fn aclrtSynchronizeEvent(event: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtSynchronizeEvent";
+    trace_args!(event);
     guard(API, || runtime::runtime(API)?.synchronize_event(API, handle(event), Timeout::Forever))
 }
 
@@ -281,6 +299,7 @@ pub extern "C" fn aclrtSynchronizeEvent(event: *mut c_void) -> AclErrorCode {
 #[no_mangle]
 pub extern "C" fn aclrtSynchronizeEventWithTimeout(event: *mut c_void, timeout: i32) -> AclErrorCode {
     const API: &str = "aclrtSynchronizeEventWithTimeout";
+    trace_args!(event, timeout);
     guard(API, || {
         let t = Timeout::from_api(API, timeout)?;
         runtime::runtime(API)?.synchronize_event(API, handle(event), t)
@@ -295,6 +314,7 @@ pub unsafe extern "C" fn aclrtEventElapsedTime(
     end: *mut c_void,
 ) -> AclErrorCode {
     const API: &str = "aclrtEventElapsedTime";
+    trace_args!(ms, start, end);
     guard(API, || {
         let out = out_ptr(API, "ms", ms)?;
         let v = runtime::runtime(API)?.elapsed_ms(API, handle(start), handle(end))?;
@@ -308,6 +328,7 @@ pub unsafe extern "C" fn aclrtEventElapsedTime(
 #[no_mangle]
 pub unsafe extern "C" fn aclrtEventGetTimestamp(event: *mut c_void, timestamp: *mut u64) -> AclErrorCode {
     const API: &str = "aclrtEventGetTimestamp";
+    trace_args!(event, timestamp);
     guard(API, || {
         let out = out_ptr(API, "timestamp", timestamp)?;
         let ns = runtime::runtime(API)?.event_timestamp_ns(API, handle(event))?;
@@ -324,6 +345,7 @@ pub unsafe extern "C" fn aclrtLaunchHostFunc(
     args: *mut c_void,
 ) -> AclErrorCode {
     const API: &str = "aclrtLaunchHostFunc";
+    trace_args!(stream, func, args);
     guard(API, || {
         let func = func.ok_or_else(|| AclError::invalid(format!("{API}: fn is NULL")))?;
         let rt = runtime::runtime(API)?;
@@ -342,6 +364,7 @@ pub unsafe extern "C" fn aclrtLaunchCallback(
     stream: *mut c_void,
 ) -> AclErrorCode {
     const API: &str = "aclrtLaunchCallback";
+    trace_args!(func, user_data, block_type, stream);
     guard(API, || {
         let func = func.ok_or_else(|| AclError::invalid(format!("{API}: fn is NULL")))?;
         let block = match block_type {
@@ -368,6 +391,7 @@ pub unsafe extern "C" fn aclrtLaunchCallback(
 #[no_mangle]
 pub extern "C" fn aclrtSubscribeReport(thread_id: u64, stream: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtSubscribeReport";
+    trace_args!(thread_id, stream);
     guard(API, || runtime::runtime(API)?.subscribe_report(API, thread_id, handle(stream)))
 }
 
@@ -375,6 +399,7 @@ pub extern "C" fn aclrtSubscribeReport(thread_id: u64, stream: *mut c_void) -> A
 #[no_mangle]
 pub extern "C" fn aclrtUnSubscribeReport(thread_id: u64, stream: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtUnSubscribeReport";
+    trace_args!(thread_id, stream);
     guard(API, || runtime::runtime(API)?.unsubscribe_report(API, thread_id, handle(stream)))
 }
 
@@ -382,6 +407,7 @@ pub extern "C" fn aclrtUnSubscribeReport(thread_id: u64, stream: *mut c_void) ->
 #[no_mangle]
 pub extern "C" fn aclrtProcessReport(timeout: i32) -> AclErrorCode {
     const API: &str = "aclrtProcessReport";
+    trace_args!(timeout);
     guard(API, || {
         let t = match timeout {
             -1 => Timeout::Forever,
@@ -408,6 +434,7 @@ pub extern "C" fn aclrtProcessReport(timeout: i32) -> AclErrorCode {
 #[no_mangle]
 pub unsafe extern "C" fn aclrtCreateContext(context: *mut *mut c_void, device_id: i32) -> AclErrorCode {
     const API: &str = "aclrtCreateContext";
+    trace_args!(context, device_id);
     guard(API, || {
         let out = out_ptr(API, "context", context)?;
         let h = runtime::runtime(API)?.create_context(API, device_id)?;
@@ -420,6 +447,7 @@ pub unsafe extern "C" fn aclrtCreateContext(context: *mut *mut c_void, device_id
 #[no_mangle]
 pub extern "C" fn aclrtDestroyContext(context: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtDestroyContext";
+    trace_args!(context);
     guard(API, || runtime::runtime(API)?.destroy_context(API, handle(context)))
 }
 
@@ -427,6 +455,7 @@ pub extern "C" fn aclrtDestroyContext(context: *mut c_void) -> AclErrorCode {
 #[no_mangle]
 pub extern "C" fn aclrtSetCurrentContext(context: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtSetCurrentContext";
+    trace_args!(context);
     guard(API, || runtime::runtime(API)?.set_current_context(API, handle(context)))
 }
 
@@ -434,6 +463,7 @@ pub extern "C" fn aclrtSetCurrentContext(context: *mut c_void) -> AclErrorCode {
 #[no_mangle]
 pub unsafe extern "C" fn aclrtGetCurrentContext(context: *mut *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtGetCurrentContext";
+    trace_args!(context);
     guard(API, || {
         let out = out_ptr(API, "context", context)?;
         let h = runtime::runtime(API)?.current_context(API)?;

@@ -154,6 +154,7 @@ pub unsafe extern "C" fn aclrtMallocPhysical(
     flags: u64,
 ) -> AclErrorCode {
     const API: &str = "aclrtMallocPhysical";
+    trace_args!(handle, sz, prop, flags);
     guard(API, || {
         let out = out_ptr(API, "handle", handle)?;
         let p = read_prop(API, prop)?;
@@ -168,6 +169,7 @@ pub unsafe extern "C" fn aclrtMallocPhysical(
 #[no_mangle]
 pub extern "C" fn aclrtFreePhysical(handle: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtFreePhysical";
+    trace_args!(handle);
     guard(API, || runtime::runtime(API)?.free_physical(API, handle_of(API, handle)?))
 }
 
@@ -181,6 +183,7 @@ pub unsafe extern "C" fn aclrtReserveMemAddress(
     flags: u64,
 ) -> AclErrorCode {
     const API: &str = "aclrtReserveMemAddress";
+    trace_args!(vir_ptr, sz, alignment, expect_ptr, flags);
     guard(API, || {
         let out = out_ptr(API, "virPtr", vir_ptr)?;
         let sz = size(API, "size", sz)?;
@@ -195,6 +198,7 @@ pub unsafe extern "C" fn aclrtReserveMemAddress(
 #[no_mangle]
 pub extern "C" fn aclrtReleaseMemAddress(vir_ptr: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtReleaseMemAddress";
+    trace_args!(vir_ptr);
     guard(API, || {
         if vir_ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: virPtr is NULL")));
@@ -213,6 +217,7 @@ pub extern "C" fn aclrtMapMem(
     flags: u64,
 ) -> AclErrorCode {
     const API: &str = "aclrtMapMem";
+    trace_args!(vir_ptr, sz, offset, handle, flags);
     guard(API, || {
         if vir_ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: virPtr is NULL")));
@@ -228,6 +233,7 @@ pub extern "C" fn aclrtMapMem(
 #[no_mangle]
 pub extern "C" fn aclrtUnmapMem(vir_ptr: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtUnmapMem";
+    trace_args!(vir_ptr);
     guard(API, || {
         if vir_ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: virPtr is NULL")));
@@ -245,6 +251,7 @@ pub unsafe extern "C" fn aclrtMemSetAccess(
     count: usize,
 ) -> AclErrorCode {
     const API: &str = "aclrtMemSetAccess";
+    trace_args!(vir_ptr, sz, desc, count);
     guard(API, || {
         if vir_ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: virPtr is NULL")));
@@ -276,6 +283,7 @@ pub unsafe extern "C" fn aclrtMemGetAccess(
     flag: *mut u64,
 ) -> AclErrorCode {
     const API: &str = "aclrtMemGetAccess";
+    trace_args!(vir_ptr, location, flag);
     guard(API, || {
         if vir_ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: virPtr is NULL")));
@@ -298,6 +306,7 @@ pub unsafe extern "C" fn aclrtMemGetAllocationGranularity(
     granularity: *mut usize,
 ) -> AclErrorCode {
     const API: &str = "aclrtMemGetAllocationGranularity";
+    trace_args!(prop, option, granularity);
     guard(API, || {
         let p = read_prop(API, prop)?;
         let out = out_ptr(API, "granularity", granularity)?;
@@ -315,6 +324,7 @@ pub unsafe extern "C" fn aclrtMemRetainAllocationHandle(
     handle: *mut *mut c_void,
 ) -> AclErrorCode {
     const API: &str = "aclrtMemRetainAllocationHandle";
+    trace_args!(vir_ptr, handle);
     guard(API, || {
         if vir_ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: virPtr is NULL")));
@@ -333,6 +343,7 @@ pub unsafe extern "C" fn aclrtMemGetAllocationPropertiesFromHandle(
     prop: *mut AclrtPhysicalMemProp,
 ) -> AclErrorCode {
     const API: &str = "aclrtMemGetAllocationPropertiesFromHandle";
+    trace_args!(handle, prop);
     guard(API, || {
         let h = handle_of(API, handle)?;
         let out = out_ptr(API, "prop", prop)?;
@@ -360,6 +371,7 @@ pub unsafe extern "C" fn aclrtMemExportToShareableHandle(
     shareable: *mut u64,
 ) -> AclErrorCode {
     const API: &str = "aclrtMemExportToShareableHandle";
+    trace_args!(handle, handle_type, flags, shareable);
     guard(API, || {
         let h = handle_of(API, handle)?;
         let out = out_ptr(API, "shareableHandle", shareable)?;
@@ -383,6 +395,7 @@ pub unsafe extern "C" fn aclrtMemExportToShareableHandleV2(
     shareable: *mut c_void,
 ) -> AclErrorCode {
     const API: &str = "aclrtMemExportToShareableHandleV2";
+    trace_args!(handle, flags, share_type, shareable);
     guard(API, || {
         let h = handle_of(API, handle)?;
         if shareable.is_null() {
@@ -419,6 +432,7 @@ pub unsafe extern "C" fn aclrtMemImportFromShareableHandle(
     handle: *mut *mut c_void,
 ) -> AclErrorCode {
     const API: &str = "aclrtMemImportFromShareableHandle";
+    trace_args!(shareable, device_id, handle);
     guard(API, || {
         let out = out_ptr(API, "handle", handle)?;
         let rt = runtime::runtime(API)?;
@@ -447,6 +461,7 @@ pub unsafe extern "C" fn aclrtMemImportFromShareableHandleV2(
     handle: *mut *mut c_void,
 ) -> AclErrorCode {
     const API: &str = "aclrtMemImportFromShareableHandleV2";
+    trace_args!(shareable, share_type, flags, handle);
     guard(API, || {
         let out = out_ptr(API, "handle", handle)?;
         if flags != 0 {
@@ -469,6 +484,7 @@ pub unsafe extern "C" fn aclrtMemSetPidToShareableHandle(
     pid_num: usize,
 ) -> AclErrorCode {
     const API: &str = "aclrtMemSetPidToShareableHandle";
+    trace_args!(shareable, pid, pid_num);
     guard(API, || {
         if pid_num == 0 {
             return Err(AclError::invalid(format!("{API}: pidNum must be greater than 0")));
@@ -488,6 +504,7 @@ pub unsafe extern "C" fn aclrtMemSetPidToShareableHandleV2(
     pid_num: usize,
 ) -> AclErrorCode {
     const API: &str = "aclrtMemSetPidToShareableHandleV2";
+    trace_args!(shareable, share_type, pid, pid_num);
     guard(API, || {
         if pid_num == 0 {
             return Err(AclError::invalid(format!("{API}: pidNum must be greater than 0")));
@@ -503,6 +520,7 @@ pub unsafe extern "C" fn aclrtMemSetPidToShareableHandleV2(
 #[no_mangle]
 pub unsafe extern "C" fn aclrtDeviceGetBareTgid(pid: *mut i32) -> AclErrorCode {
     const API: &str = "aclrtDeviceGetBareTgid";
+    trace_args!(pid);
     guard(API, || {
         let out = out_ptr(API, "pid", pid)?;
         let rt = runtime::runtime(API)?;
@@ -522,6 +540,7 @@ pub unsafe extern "C" fn aclrtIpcMemGetExportKey(
     flags: u64,
 ) -> AclErrorCode {
     const API: &str = "aclrtIpcMemGetExportKey";
+    trace_args!(dev_ptr, sz, key, len, flags);
     guard(API, || {
         if dev_ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: devPtr is NULL")));
@@ -549,6 +568,7 @@ pub unsafe extern "C" fn aclrtIpcMemImportByKey(
     flags: u64,
 ) -> AclErrorCode {
     const API: &str = "aclrtIpcMemImportByKey";
+    trace_args!(dev_ptr, key, flags);
     guard(API, || {
         let out = out_ptr(API, "devPtr", dev_ptr)?;
         let name = c_key(API, key)?;
@@ -562,6 +582,7 @@ pub unsafe extern "C" fn aclrtIpcMemImportByKey(
 #[no_mangle]
 pub unsafe extern "C" fn aclrtIpcMemClose(key: *const c_char) -> AclErrorCode {
     const API: &str = "aclrtIpcMemClose";
+    trace_args!(key);
     guard(API, || {
         let name = c_key(API, key)?;
         runtime::runtime(API)?.ipc_close(API, &name)
@@ -576,6 +597,7 @@ pub unsafe extern "C" fn aclrtIpcMemSetImportPid(
     num: usize,
 ) -> AclErrorCode {
     const API: &str = "aclrtIpcMemSetImportPid";
+    trace_args!(key, pid, num);
     guard(API, || {
         let name = c_key(API, key)?;
         if pid.is_null() {
@@ -593,6 +615,7 @@ pub unsafe extern "C" fn aclrtIpcMemSetImportPid(
 #[no_mangle]
 pub unsafe extern "C" fn aclrtIpcMemSetAttr(key: *const c_char, ty: u32, attr: u64) -> AclErrorCode {
     const API: &str = "aclrtIpcMemSetAttr";
+    trace_args!(key, ty, attr);
     guard(API, || {
         let name = c_key(API, key)?;
         runtime::runtime(API)?.ipc_set_attr(API, &name, ty, attr)
@@ -608,6 +631,7 @@ pub unsafe extern "C" fn aclrtHostRegister(
     dev_ptr: *mut *mut c_void,
 ) -> AclErrorCode {
     const API: &str = "aclrtHostRegister";
+    trace_args!(ptr, sz, ty, dev_ptr);
     guard(API, || {
         if ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: ptr is NULL")));
@@ -623,6 +647,7 @@ pub unsafe extern "C" fn aclrtHostRegister(
 #[no_mangle]
 pub extern "C" fn aclrtHostRegisterV2(ptr: *mut c_void, sz: u64, flag: u32) -> AclErrorCode {
     const API: &str = "aclrtHostRegisterV2";
+    trace_args!(ptr, sz, flag);
     guard(API, || {
         if ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: ptr is NULL")));
@@ -635,6 +660,7 @@ pub extern "C" fn aclrtHostRegisterV2(ptr: *mut c_void, sz: u64, flag: u32) -> A
 #[no_mangle]
 pub extern "C" fn aclrtHostUnregister(ptr: *mut c_void) -> AclErrorCode {
     const API: &str = "aclrtHostUnregister";
+    trace_args!(ptr);
     guard(API, || {
         if ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: ptr is NULL")));
@@ -651,6 +677,7 @@ pub unsafe extern "C" fn aclrtHostGetDevicePointer(
     flag: u32,
 ) -> AclErrorCode {
     const API: &str = "aclrtHostGetDevicePointer";
+    trace_args!(p_host, p_device, flag);
     guard(API, || {
         if p_host.is_null() {
             return Err(AclError::invalid(format!("{API}: pHost is NULL")));
@@ -666,6 +693,7 @@ pub unsafe extern "C" fn aclrtHostGetDevicePointer(
 #[no_mangle]
 pub unsafe extern "C" fn aclrtDeviceCanAccessPeer(can: *mut i32, device_id: i32, peer: i32) -> AclErrorCode {
     const API: &str = "aclrtDeviceCanAccessPeer";
+    trace_args!(can, device_id, peer);
     guard(API, || {
         let out = out_ptr(API, "canAccessPeer", can)?;
         let ok = runtime::runtime(API)?.can_access_peer(API, device_id, peer)?;
@@ -678,6 +706,7 @@ pub unsafe extern "C" fn aclrtDeviceCanAccessPeer(can: *mut i32, device_id: i32,
 #[no_mangle]
 pub extern "C" fn aclrtDeviceEnablePeerAccess(peer: i32, flags: u32) -> AclErrorCode {
     const API: &str = "aclrtDeviceEnablePeerAccess";
+    trace_args!(peer, flags);
     guard(API, || runtime::runtime(API)?.enable_peer(API, peer, flags))
 }
 
@@ -685,5 +714,6 @@ pub extern "C" fn aclrtDeviceEnablePeerAccess(peer: i32, flags: u32) -> AclError
 #[no_mangle]
 pub extern "C" fn aclrtDeviceDisablePeerAccess(peer: i32) -> AclErrorCode {
     const API: &str = "aclrtDeviceDisablePeerAccess";
+    trace_args!(peer);
     guard(API, || runtime::runtime(API)?.disable_peer(API, peer))
 }

@@ -1,6 +1,8 @@
 //! The software NPU's settings, read from `ACLRS_SIM_*` environment variables.
 //!
-//! This module only parses and validates; it must not open devices or allocate anything.
+//! This module only parses and validates; it must not open devices or allocate anything. A bad
+//! value is logged (ERROR, through `tracing`) with the variable's name as it is read; the settings
+//! in force are logged at INFO.
 
 use hal::SocProfile;
 
@@ -88,7 +90,20 @@ impl SimConfig {
     ///
     /// A [`ConfigError`] naming the first variable with a bad value.
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(|k| std::env::var(k).ok())
+        let cfg = Self::from_lookup(|k| std::env::var(k).ok())?;
+        tracing::info!(
+            "software NPU: ACLRS_SIM_INSTANCE={} ACLRS_SIM_DEVICES={} ASCEND_RT_VISIBLE_DEVICES={:?} \
+             ACLRS_SIM_HBM={} ACLRS_SIM_HUGE2M={} ACLRS_SIM_HUGE1G={} ACLRS_SIM_SOC={:?} ACLRS_SIM_MEMORY={:?}",
+            cfg.instance,
+            cfg.devices,
+            cfg.visible,
+            cfg.hbm_bytes,
+            cfg.huge_budget_bytes,
+            cfg.giant_budget_bytes,
+            cfg.soc,
+            cfg.memory
+        );
+        Ok(cfg)
     }
 
     /// Reads the settings through `get` (a stand-in for the environment, for tests).
@@ -97,10 +112,10 @@ impl SimConfig {
     ///
     /// A [`ConfigError`] naming the first variable with a bad value.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let bad = |var: &'static str, value: &str, reason: &'static str| ConfigError {
-            var,
-            value: value.to_owned(),
-            reason,
+        let bad = |var: &'static str, value: &str, reason: &'static str| {
+            let e = ConfigError { var, value: value.to_owned(), reason };
+            tracing::error!("{e}");
+            e
         };
         let mut cfg = Self::default();
         if let Some(v) = get("ACLRS_SIM_INSTANCE") {
@@ -160,6 +175,9 @@ impl SimConfig {
         }
         cfg.visible = (0..cfg.devices).collect();
         if let Some(v) = get("ASCEND_RT_VISIBLE_DEVICES") {
+            if !v.trim().is_empty() && v.split(',').any(|p| p.trim().is_empty()) {
+                tracing::warn!("ASCEND_RT_VISIBLE_DEVICES={v:?}: empty entries are ignored");
+            }
             let mut ids = Vec::new();
             for part in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
                 match part.parse::<u32>() {
