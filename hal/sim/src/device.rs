@@ -151,37 +151,54 @@ impl Device {
         Ok(start - self.window.base())
     }
 
-    /// Maps `runs` one after another from window offset `offset`; all or nothing.
+    /// Maps `runs` one after another from window offset `offset`; all or nothing. Runs that
+    /// are adjacent in the HBM object share one mapping, so an allocation made of one physical
+    /// run (or of adjacent ones) costs one `mmap`.
     fn map_runs(&self, offset: u64, runs: &[PhysRun], writable: bool) -> Result<()> {
         let mut at = offset;
-        for (i, r) in runs.iter().enumerate() {
-            if let Err(e) = self.window.map_shared(at, r.len_bytes, &self.hbm, r.offset, writable) {
-                // Undo what was mapped so far, then report.
-                let mut undo = offset;
-                for done in &runs[..i] {
-                    let _ = self.window.unmap(undo, done.len_bytes);
-                    undo += done.len_bytes;
+        let mut i = 0;
+        while i < runs.len() {
+            let (start, mut len) = (runs[i].offset, runs[i].len_bytes);
+            i += 1;
+            while i < runs.len() && runs[i].offset == start + len {
+                len += runs[i].len_bytes;
+                i += 1;
+            }
+            if let Err(e) = self.window.map_shared(at, len, &self.hbm, start, writable) {
+                // Undo what was mapped so far (whole mappings), then report.
+                if at > offset {
+                    let _ = self.window.unmap(offset, at - offset);
                 }
-                return Err(if e.kind() == std::io::ErrorKind::AlreadyExists {
-                    err(ErrorKind::InvalidArgument, "range already backed or mapped")
-                } else {
-                    err(ErrorKind::Internal, "mmap of device memory failed")
+                return Err(match e.kind() {
+                    std::io::ErrorKind::AlreadyExists => {
+                        err(ErrorKind::InvalidArgument, "range already backed or mapped")
+                    }
+                    // ENOMEM from mmap: the process's mapping count (vm.max_map_count) or address
+                    // space is exhausted, not device memory.
+                    std::io::ErrorKind::OutOfMemory => err(
+                        ErrorKind::OutOfMemory,
+                        "the process's limit on memory mappings (vm.max_map_count) is reached",
+                    ),
+                    _ => err(ErrorKind::Internal, "mmap of device memory failed"),
                 });
             }
-            at += r.len_bytes;
+            at += len;
         }
         Ok(())
     }
 
-    fn unmap_runs(&self, offset: u64, runs: &[PhysRun]) -> Result<()> {
-        let mut at = offset;
-        for r in runs {
-            self.window
-                .unmap(at, r.len_bytes)
-                .map_err(|_| err(ErrorKind::Internal, "unmap of device memory failed"))?;
-            at += r.len_bytes;
-        }
-        Ok(())
+    /// Unmaps `[offset, offset + len_bytes)`, mapped by one [`Self::map_runs`].
+    fn unmap_range(&self, offset: u64, len_bytes: u64) -> Result<()> {
+        self.window.unmap(offset, len_bytes).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::OutOfMemory {
+                err(
+                    ErrorKind::OutOfMemory,
+                    "the process's limit on memory mappings (vm.max_map_count) is reached",
+                )
+            } else {
+                err(ErrorKind::Internal, "unmap of device memory failed")
+            }
+        })
     }
 
     pub(crate) fn back(&self, req: &BackRequest) -> Result<()> {
@@ -212,8 +229,8 @@ impl Device {
             Some(b) if b.len_bytes == range.len_bytes() => {}
             _ => return Err(err(ErrorKind::InvalidHandle, "range was not backed by one back()")),
         }
+        self.unmap_range(start - self.window.base(), range.len_bytes())?;
         let b = st.backed.remove(&start).ok_or(err(ErrorKind::Internal, "backing vanished"))?;
-        self.unmap_runs(start - self.window.base(), &b.runs)?;
         self.registry.release(&[b.id])
     }
 
@@ -294,9 +311,7 @@ impl Device {
             Some(m) if m.len_bytes == range.len_bytes() => {}
             _ => return Err(err(ErrorKind::InvalidHandle, "nothing mapped at exactly this range")),
         }
-        self.window
-            .unmap(start - self.window.base(), range.len_bytes())
-            .map_err(|_| err(ErrorKind::Internal, "unmap of device memory failed"))?;
+        self.unmap_range(start - self.window.base(), range.len_bytes())?;
         if let Some(m) = st.handle_maps.remove(&start) {
             if let Some(p) = st.handles.get_mut(&m.handle) {
                 p.map_count -= 1;

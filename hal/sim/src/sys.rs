@@ -55,10 +55,72 @@ impl ShmObject {
         Ok(Self { fd, len_bytes })
     }
 
+    /// Opens the existing object `name`, or `None` when there is none.
+    pub(crate) fn open_existing(name: &str) -> Option<Self> {
+        let cname = CString::new(name).ok()?;
+        // SAFETY: `cname` is a valid NUL-terminated string; the flags and mode are plain values.
+        let raw = unsafe { libc::shm_open(cname.as_ptr(), libc::O_RDWR, 0o600) };
+        if raw < 0 {
+            return None;
+        }
+        // SAFETY: `raw` is a descriptor we just opened and own exclusively.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        // SAFETY: an all-zero `stat` is a valid value of the plain C struct.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `fd` is open; `st` is a valid, writable stat struct.
+        if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+            return None;
+        }
+        // INVARIANT: open above; its size is what fstat reported.
+        Some(Self { fd, len_bytes: u64::try_from(st.st_size).ok()? })
+    }
+
     /// Size of the object in bytes.
     pub(crate) fn len_bytes(&self) -> u64 {
         self.len_bytes
     }
+
+    /// Clears `[offset, offset + len_bytes)`: its pages are dropped from the object, so every
+    /// mapping of them reads zeros from now on (and they take no memory until written again).
+    pub(crate) fn clear(&self, offset: u64, len_bytes: u64) {
+        let (Ok(off), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len_bytes)) else {
+            return;
+        };
+        // SAFETY: `fd` is open for writing; punching a hole only drops the object's pages in the
+        // range, which no live allocation uses (the registry frees them first).
+        let rc = unsafe {
+            libc::fallocate(self.fd.as_raw_fd(), libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE, off, len)
+        };
+        if rc != 0 {
+            // A file system without hole punching: write zeros instead.
+            let zeros = [0u8; 65536];
+            let mut at = offset;
+            let end = offset + len_bytes;
+            while at < end {
+                let n = (end - at).min(zeros.len() as u64) as usize;
+                let Ok(o) = libc::off_t::try_from(at) else { return };
+                // SAFETY: `zeros` is valid for reads of `n` bytes; pwrite only writes to `fd`.
+                let w = unsafe { libc::pwrite(self.fd.as_raw_fd(), zeros.as_ptr().cast(), n, o) };
+                if w <= 0 {
+                    return;
+                }
+                at += w as u64;
+            }
+        }
+    }
+}
+
+/// This process's pid at host level: the first `NSpid` field of `/proc/self/status` (the pid
+/// in the outermost pid namespace procfs shows), or `getpid` when it is not there.
+pub(crate) fn host_pid() -> u32 {
+    let own = std::process::id();
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else { return own };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("NSpid:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(own)
 }
 
 /// Removes the name of shared-memory object `name` (its pages go with the last mapping).
