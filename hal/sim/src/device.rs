@@ -3,7 +3,10 @@
 //!
 //! Frames come from the machine's [`Registry`], which every attached process shares (so they
 //! share capacity and bytes); this module decides which of them back which VA of this
-//! process. It must not run tasks (that is [`crate::scheduler`]) and must not touch memory
+//! process. It asks for the frames whose HBM offset equals the VA window offset being backed,
+//! so that adjacent allocations are adjacent in the HBM object too and the kernel merges their
+//! mappings into one (a process holds far fewer mappings than allocations; `vm.max_map_count`
+//! is not the limit on live allocations). It must not run tasks (that is [`crate::scheduler`]) and must not touch memory
 //! bytes itself (that is [`crate::sys`] through [`crate::dma`]).
 
 use std::collections::BTreeMap;
@@ -208,7 +211,7 @@ impl Device {
         if st.backed.contains_key(&req.range.start().as_u64()) {
             return Err(err(ErrorKind::InvalidArgument, "range already backed or mapped"));
         }
-        let (id, runs) = self.registry.alloc(self.physical, req.page_size, count)?;
+        let (id, runs) = self.registry.alloc(self.physical, req.page_size, count, Some(offset))?;
         let writable = !req.attrs.contains(MemAttr::READONLY);
         if let Err(e) = self.map_runs(offset, &runs, writable) {
             // INVARIANT: all or nothing — give the frames back.
@@ -244,7 +247,7 @@ impl Device {
             return Err(err(ErrorKind::InvalidArgument, "size not a multiple of the page size"));
         }
         let mut st = self.lock();
-        let (rid, runs) = self.registry.alloc(self.physical, page, len_bytes / page.bytes())?;
+        let (rid, runs) = self.registry.alloc(self.physical, page, len_bytes / page.bytes(), None)?;
         let id = st.next_handle;
         st.next_handle += 1;
         st.handles.insert(

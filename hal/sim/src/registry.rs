@@ -815,10 +815,28 @@ impl Registry {
         })
     }
 
-    /// Allocates `count` pages of `page` on `device` for this process.
-    pub(crate) fn alloc(&self, device: u32, page: PageSize, count: u64) -> Result<(u64, Vec<PhysRun>)> {
+    /// Allocates `count` pages of `page` on `device` for this process, at HBM offset `prefer`
+    /// when those frames are free (the caller asks for the frames whose offset equals the VA
+    /// window offset it maps them at, so that neighbouring allocations map neighbouring frames
+    /// and the kernel merges their mappings into one), anywhere otherwise.
+    pub(crate) fn alloc(
+        &self,
+        device: u32,
+        page: PageSize,
+        count: u64,
+        prefer: Option<u64>,
+    ) -> Result<(u64, Vec<PhysRun>)> {
         let attempt = |tx: &mut Tx<'_>, me: u32| {
-            let runs = self.frames(tx.cache, device)?.alloc_pages(page, count).map_err(Error::from)?;
+            let frames = self.frames(tx.cache, device)?;
+            let wanted = prefer.and_then(|offset| {
+                let len_bytes = count.checked_mul(page.bytes())?;
+                let run = PhysRun { offset, len_bytes };
+                (offset.checked_add(len_bytes)? <= self.config.hbm_bytes).then_some(run)
+            });
+            let runs = match wanted {
+                Some(run) if frames.claim_pages(page, &[run]).is_ok() => vec![run],
+                _ => frames.alloc_pages(page, count).map_err(Error::from)?,
+            };
             let id = tx.cache.state.next_id + 1;
             tx.apply(Record::Alloc { id, device, page, runs: runs.clone(), holder: me }, true)?;
             Ok((id, runs))
