@@ -2,6 +2,13 @@
 //! (mappings are not memory), frames cleared when they change process, and the machine-wide
 //! registry under processes that allocate, free and are SIGKILLed concurrently.
 
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::sync::OnceLock;
+use std::time::Duration;
+
 use aclrs_tests::{compile_c, run_ok, Link};
 
 /// Whether the C programs run on the software NPU (these tests are about it); prints why not.
@@ -24,4 +31,222 @@ fn a_hundred_thousand_live_128k_allocations_fit_on_16g() {
     let out = run_ok(&exe, "many", &[("ACLRS_SIM_HBM", "16G"), ("ACLRS_SIM_DEVICES", "1")]);
     eprintln!("{out}");
     assert!(out.contains("many_allocs: OK") || out.contains("OK"), "{out}");
+}
+
+/// How long one answer may take before the test fails (never hang CI).
+const ANSWER: Duration = Duration::from_secs(120);
+
+/// One process running `tests/c/mem_agent.c` (or `ipc_agent.c`), driven line by line.
+struct Agent {
+    name: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+}
+
+impl Agent {
+    /// Starts `exe` on machine `instance` (1 GiB of HBM, 512 MiB of 2 MiB pages), prefixed by
+    /// `wrapper` (for example `unshare --pid --fork`).
+    fn start(exe: &Path, wrapper: &[&str], instance: &str, name: &str) -> Self {
+        let mut cmd = match wrapper.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(exe);
+                c
+            }
+            None => Command::new(exe),
+        };
+        let mut child = cmd
+            .env("ACLRS_SIM_INSTANCE", instance)
+            .env("ACLRS_SIM_HBM", "1G")
+            .env("ACLRS_SIM_HUGE2M", "512M")
+            .env("ACLRS_SIM_HUGE1G", "0")
+            .env_remove("ACLRS_BACKEND")
+            .env_remove("ASCEND_RT_VISIBLE_DEVICES")
+            .env_remove("ACLRS_SIM_DEVICES")
+            .env_remove("ACLRS_SIM_SOC")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the agent");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(std::result::Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut a = Self { name: name.to_owned(), child, stdin, lines: rx };
+        assert_eq!(a.read(), "ready", "{name} did not start");
+        a
+    }
+
+    fn read(&mut self) -> String {
+        match self.lines.recv_timeout(ANSWER) {
+            Ok(l) => l,
+            Err(e) => panic!("{}: no answer within {ANSWER:?} ({e})", self.name),
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin");
+        writeln!(stdin, "{line}").expect("write command");
+        stdin.flush().expect("flush");
+    }
+
+    fn cmd(&mut self, line: &str) -> String {
+        self.send(line);
+        let answer = self.read();
+        eprintln!("{} <- {line:<40} -> {answer}", self.name);
+        answer
+    }
+
+    fn slot(&mut self, line: &str) -> u32 {
+        let a = self.cmd(line);
+        a.strip_prefix("ok ").and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{}: {line}: {a}", self.name))
+    }
+
+    fn free_bytes(&mut self) -> u64 {
+        let a = self.cmd("mem");
+        a.strip_prefix("free ").and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("{a}"))
+    }
+
+    fn pid(&mut self) -> u32 {
+        let a = self.cmd("pid");
+        a.strip_prefix("pid ").and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("{a}"))
+    }
+
+    fn quit(mut self) {
+        self.send("quit");
+        drop(self.stdin.take());
+        let status = self.child.wait().expect("wait");
+        assert!(status.success(), "{} exited with {status}", self.name);
+    }
+
+    fn kill9(&mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("reap");
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn instance(tag: &str) -> String {
+    format!("simmem{}-{tag}", std::process::id())
+}
+
+fn mem_agent() -> PathBuf {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| compile_c("mem_agent", Link::Shared)).clone()
+}
+
+const NORMAL_ONLY: u32 = 2;
+const HUGE_ONLY: u32 = 1;
+
+#[test]
+fn frames_that_change_process_are_cleared() {
+    if !on_sim("frames_that_change_process_are_cleared") {
+        return;
+    }
+    let exe = mem_agent();
+    let inst = instance("clear");
+    let mut a = Agent::start(&exe, &[], &inst, "A");
+    let mut b = Agent::start(&exe, &[], &inst, "B");
+    let start = b.free_bytes();
+    let size = 64u64 << 20;
+    for (round, policy) in [NORMAL_ONLY, HUGE_ONLY, NORMAL_ONLY].into_iter().enumerate() {
+        // A writes a pattern into 64 MiB and frees it; B takes 64 MiB (the same frames: the
+        // machine's free memory went back to the start) and must read zeros.
+        let s = a.slot(&format!("malloc {size} {policy}"));
+        assert_eq!(a.cmd(&format!("fill {s} 90")), "rc 0");
+        assert_eq!(a.cmd(&format!("check {s} 90")), "rc 0");
+        match round {
+            0 => assert_eq!(a.cmd(&format!("free {s}")), "rc 0"),
+            // Round 1: A is SIGKILLed holding the memory; round 2: a new A exits normally.
+            1 => a.kill9(),
+            _ => {
+                a.quit();
+                a = Agent::start(&exe, &[], &inst, "A3");
+            }
+        }
+        assert_eq!(b.free_bytes(), start, "round {round}: A's memory is back");
+        let t = b.slot(&format!("malloc {size} {policy}"));
+        assert_eq!(b.cmd(&format!("check {t} 0")), "rc 0", "round {round}: B reads A's bytes");
+        assert_eq!(b.cmd(&format!("free {t}")), "rc 0");
+        if round == 1 {
+            a = Agent::start(&exe, &[], &inst, "A2");
+            // A2 is a new process and gets its frames cleared as well.
+            let u = a.slot(&format!("malloc {size} {policy}"));
+            assert_eq!(a.cmd(&format!("check {u} 0")), "rc 0");
+            assert_eq!(a.cmd(&format!("free {u}")), "rc 0");
+            a.quit();
+            a = Agent::start(&exe, &[], &inst, "A2b");
+        }
+    }
+    assert_eq!(b.free_bytes(), start);
+    drop(a);
+    b.quit();
+}
+
+#[test]
+fn registry_stress_with_concurrent_sigkills_keeps_exact_accounting() {
+    if !on_sim("registry_stress_with_concurrent_sigkills_keeps_exact_accounting") {
+        return;
+    }
+    let exe = mem_agent();
+    let inst = instance("stress");
+    let mut keeper = Agent::start(&exe, &[], &inst, "keeper");
+    let start = keeper.free_bytes();
+    // The keeper holds one allocation through the whole run: what it costs, measured alone.
+    let kept = keeper.slot(&format!("malloc {} {HUGE_ONLY}", 6u64 << 20));
+    let held = start - keeper.free_bytes();
+    assert!(held >= 6 << 20, "{held}");
+
+    for wave in 0..4u32 {
+        let mut workers: Vec<Agent> =
+            (0..4).map(|i| Agent::start(&exe, &[], &inst, &format!("w{wave}.{i}"))).collect();
+        for (i, w) in workers.iter_mut().enumerate() {
+            w.send(&format!("churn 1500 {}", wave * 10 + i as u32 + 1));
+        }
+        // Two workers are SIGKILLed in the middle of their churn (after their second progress
+        // line: they hold memory and are calling into the registry); the other two finish.
+        for w in workers.iter_mut().take(2) {
+            while w.read() != "tick 100" {}
+            w.kill9();
+        }
+        for w in workers.iter_mut().skip(2) {
+            loop {
+                let l = w.read();
+                if let Some(f) = l.strip_prefix("done ") {
+                    assert_eq!(f, "0", "{}: churn failures", w.name);
+                    break;
+                }
+            }
+        }
+        // The finished workers still hold their live allocations: the keeper sees less free.
+        let mid = keeper.free_bytes();
+        assert!(mid <= start - held, "wave {wave}: {mid} > {}", start - held);
+        for w in workers.iter_mut().skip(2) {
+            assert_eq!(w.cmd("freeall"), "rc 0");
+        }
+        for mut w in workers.drain(2..) {
+            // Every survivor sees the same machine-wide accounting.
+            assert_eq!(w.free_bytes(), start - held, "{}'s view", w.name);
+            w.quit();
+        }
+        assert_eq!(keeper.free_bytes(), start - held, "wave {wave}: the killed workers' memory is back");
+    }
+    assert_eq!(keeper.cmd(&format!("check {kept} 0")), "rc 0", "the kept allocation was never touched");
+    assert_eq!(keeper.cmd(&format!("free {kept}")), "rc 0");
+    assert_eq!(keeper.free_bytes(), start);
+    keeper.quit();
 }
