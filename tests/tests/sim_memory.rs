@@ -250,3 +250,63 @@ fn registry_stress_with_concurrent_sigkills_keeps_exact_accounting() {
     assert_eq!(keeper.free_bytes(), start);
     keeper.quit();
 }
+
+/// The command prefix that runs a program in a new pid namespace here, or why there is none.
+fn pid_namespace_wrapper() -> std::result::Result<Vec<&'static str>, String> {
+    let mut tried = Vec::new();
+    for w in [vec!["unshare", "--pid", "--fork"], vec!["unshare", "--user", "--map-root-user", "--pid", "--fork"]]
+    {
+        match Command::new(w[0]).args(&w[1..]).arg("true").stderr(Stdio::piped()).output() {
+            Ok(o) if o.status.success() => return Ok(w),
+            Ok(o) => tried.push(format!("`{} true`: {}", w.join(" "), String::from_utf8_lossy(&o.stderr).trim())),
+            Err(e) => tried.push(format!("`{}`: {e}", w.join(" "))),
+        }
+    }
+    Err(tried.join("; "))
+}
+
+#[test]
+fn the_whitelist_is_checked_against_the_host_pid_in_a_pid_namespace() {
+    const TEST: &str = "the_whitelist_is_checked_against_the_host_pid_in_a_pid_namespace";
+    if !on_sim(TEST) {
+        return;
+    }
+    let wrapper = match pid_namespace_wrapper() {
+        Ok(w) => w,
+        Err(why) => {
+            eprintln!("{TEST}: SKIPPED — this machine cannot make a pid namespace ({why})");
+            return;
+        }
+    };
+    let exe = compile_c("ipc_agent", Link::Shared);
+    let inst = instance("pidns");
+    let mut exporter = Agent::start(&exe, &[], &inst, "exporter");
+    let mut importer = Agent::start(&exe, &wrapper, &inst, "importer");
+    // The importer is pid 1 of its namespace; aclrtDeviceGetBareTgid reports its host pid.
+    let host = importer.pid();
+    assert_ne!(host, 1, "aclrtDeviceGetBareTgid returned the namespace pid");
+    let status = std::fs::read_to_string(format!("/proc/{host}/status")).expect("the importer's status");
+    let nspid: Vec<&str> = status
+        .lines()
+        .find_map(|l| l.strip_prefix("NSpid:"))
+        .map(|r| r.split_whitespace().collect())
+        .unwrap_or_default();
+    assert_eq!(nspid, [host.to_string().as_str(), "1"], "the importer runs as pid 1 of a new namespace");
+
+    let s = exporter.slot("alloc 2 7");
+    let key = exporter.cmd(&format!("export {s} 0"));
+    let key = key.strip_prefix("key ").unwrap_or_else(|| panic!("{key}")).to_owned();
+    // Whitelisting the importer's namespace pid (1) does not admit it.
+    assert_eq!(exporter.cmd(&format!("allow {key} 1")), "rc 0");
+    let refused = importer.cmd(&format!("import {key} 2"));
+    assert!(refused.starts_with("rc ") && refused != "rc 0", "{refused}");
+    // Its host pid does.
+    assert_eq!(exporter.cmd(&format!("allow {key} {host}")), "rc 0");
+    let t = importer.slot(&format!("import {key} 2"));
+    assert_eq!(importer.cmd(&format!("check {t} 7")), "rc 0");
+    assert_eq!(importer.cmd(&format!("close {key}")), "rc 0");
+    importer.quit();
+    assert_eq!(exporter.cmd(&format!("close {key}")), "rc 0");
+    assert_eq!(exporter.cmd(&format!("free {s}")), "rc 0");
+    exporter.quit();
+}
