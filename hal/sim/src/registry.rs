@@ -59,18 +59,24 @@ use mm::ipc::{page_of_shift, ExportTable, IpcError, Reader, Share, Writer};
 use mm::phys::{FrameAllocator, PhysConfig, PhysRun};
 
 use crate::config::SimConfig;
-use crate::sys::shared::{Locked, RegistryFile};
+use crate::sys::shared::{FileLocked, Locked, RegistryFile};
 use crate::sys::ShmObject;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"ACLRSREG");
-const VERSION: u64 = 2;
+const VERSION: u64 = 3;
 const HEADER_BYTES: usize = 96;
+/// The commit word: a sequence number whose low bit names the header slot in force.
+const COMMIT_WORD: u64 = 0;
+/// The two header slots (the one in force, and the one the next commit writes).
+const HEADER_SLOTS: u64 = 128;
 const SNAP_BASE: u64 = 4096;
 /// Room for one snapshot; the file is sparse, so this costs nothing until used.
 const SNAP_BYTES: u64 = 1 << 32;
 const LOG_BASE: u64 = SNAP_BASE + 2 * SNAP_BYTES;
 /// Room for the log.
-const LOG_BYTES: u64 = 1 << 32;
+const LOG_BYTES: u64 = 1 << 31;
+/// Bytes of the file every process maps.
+const MAP_BYTES: u64 = LOG_BASE + LOG_BYTES;
 /// The log is compacted once it is longer than this and than twice the snapshot.
 pub(crate) const LOG_MIN_BYTES: u64 = 1 << 20;
 /// Changes of one process between two liveness scans of the other processes.
@@ -489,26 +495,27 @@ impl Registry {
     pub(crate) fn attach(config: &SimConfig) -> std::io::Result<Arc<Self>> {
         let path = PathBuf::from(format!("/dev/shm/aclrs.{}.registry", config.instance));
         let me = crate::sys::host_pid();
-        let mut file = RegistryFile::open(&path)?;
+        let mut file = RegistryFile::open(&path, MAP_BYTES)?;
         // The last process of a machine removes the file; if that happened while we opened it,
         // open the new one.
         for _ in 0..100 {
-            let current = file.lock().map(|held| file.is_current(&held))?;
+            let current = file.lock_file().map(|held| file.is_current(&held))?;
             if current {
                 break;
             }
-            file = RegistryFile::open(&path)?;
+            file = RegistryFile::open(&path, MAP_BYTES)?;
         }
         file.mark_alive(me)?;
         let this = Arc::new(Self { file, cache: Mutex::new(Cache::default()), me, config: config.clone() });
         {
-            let held = this.file.lock()?;
-            if !this.file.is_current(&held) {
+            let held_file = this.file.lock_file()?;
+            if !this.file.is_current(&held_file) {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::Interrupted,
                     "the machine's registry was replaced while attaching",
                 ));
             }
+            let held = this.file.lock(me);
             let mut cache = this.cache.lock().unwrap_or_else(|p| p.into_inner());
             let header = this.read_header(&held)?;
             let loaded = header.is_some() && this.refresh(&held, &mut cache).is_ok();
@@ -560,7 +567,8 @@ impl Registry {
 
     fn read_header(&self, held: &Locked<'_>) -> std::io::Result<Option<Header>> {
         let mut buf = [0u8; HEADER_BYTES];
-        self.file.read_at(held, &mut buf, 0)?;
+        let slot = self.file.load_word(held, COMMIT_WORD) & 1;
+        self.file.read_at(held, &mut buf, HEADER_SLOTS + slot * 128)?;
         let word = |i: usize| {
             let mut a = [0u8; 8];
             a.copy_from_slice(&buf[i * 8..i * 8 + 8]);
@@ -597,8 +605,12 @@ impl Registry {
         for (i, w) in words.iter().enumerate() {
             head[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
         }
-        // One write of the header commits: a process killed before it leaves the old header.
-        self.file.write_at(held, &head, 0)
+        // The header goes to the slot not in force; one atomic store of the commit word then
+        // puts it in force. A process killed before that store leaves the old header.
+        let seq = self.file.load_word(held, COMMIT_WORD).wrapping_add(1);
+        self.file.write_at(held, &head, HEADER_SLOTS + (seq & 1) * 128)?;
+        self.file.store_word(held, COMMIT_WORD, seq);
+        Ok(())
     }
 
     /// Brings the cache up to the file: applies the log records it has not seen, or reloads
@@ -752,7 +764,7 @@ impl Registry {
     /// `f` must be all or nothing: on error it must leave the state as it found it.
     fn with<R>(&self, scan: bool, f: impl FnOnce(&mut Tx<'_>, u32) -> Result<R>) -> Result<R> {
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        let held = self.file.lock().map_err(|_| internal("cannot lock the device registry"))?;
+        let held = self.file.lock(self.me);
         self.refresh(&held, &mut cache)?;
         cache.since_scan += 1;
         let scan = scan || cache.since_scan >= REAP_EVERY;
@@ -927,11 +939,12 @@ impl Registry {
     /// machine's files.
     pub(crate) fn detach(&self) {
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        let Ok(held) = self.file.lock() else { return };
-        self.leave(&held, &mut cache);
+        let Ok(held_file) = self.file.lock_file() else { return };
+        let held = self.file.lock(self.me);
+        self.leave(&held_file, &held, &mut cache);
     }
 
-    fn leave(&self, held: &Locked<'_>, cache: &mut MutexGuard<'_, Cache>) {
+    fn leave(&self, held_file: &FileLocked<'_>, held: &Locked<'_>, cache: &mut MutexGuard<'_, Cache>) {
         if self.refresh(held, cache).is_err() {
             return;
         }
@@ -944,7 +957,7 @@ impl Registry {
             for d in 0..self.config.devices {
                 crate::sys::shm_unlink(&hbm_name(&self.config.instance, d));
             }
-            self.file.unlink(held);
+            self.file.unlink(held_file);
             // Leave a header no one will read as live.
             cache.state = State::default();
             let _ = self.compact(held, cache);
@@ -958,8 +971,9 @@ impl Registry {
 
     fn leave_at_exit(&self) {
         let Ok(mut cache) = self.cache.try_lock() else { return };
-        let Some(held) = self.file.try_lock() else { return };
-        self.leave(&held, &mut cache);
+        let Some(held_file) = self.file.try_lock_file() else { return };
+        let Some(held) = self.file.try_lock(self.me) else { return };
+        self.leave(&held_file, &held, &mut cache);
     }
 }
 
