@@ -6,7 +6,9 @@
 //! A real NPU keeps frame allocation and export tables in its driver, which every process
 //! reaches through the kernel. The software NPU has no kernel of its own, so it keeps that
 //! state in a registry file, `/dev/shm/aclrs.<instance>.registry`, that every attached process
-//! reads and writes under a whole-file `flock` (the registry mutex):
+//! maps and reads and writes under the registry mutex, a lock word in the file
+//! ([`crate::sys::shared`]: no system call when uncontended; a dead holder's lock is taken over).
+//! A whole-file `flock` additionally serialises attaching and leaving:
 //!
 //! - The state is a list of allocations (device, page size, frame runs, and the processes
 //!   holding a reference: the allocating one, plus one per import) and an [`ExportTable`].
@@ -22,19 +24,21 @@
 //!   [`FrameAllocator::free_pages`]); only after a compaction it missed does it reload the
 //!   snapshot. Every process applies the same records in the same order with the same
 //!   deterministic code, so accounting is seen identically by every process.
-//! - Writes are crash safe: a record is written past the committed end of the log, then one
-//!   small header write commits it (moves the end). A snapshot goes to the inactive one of two
-//!   areas, and the header write that flips to it also empties the log. A process killed
-//!   mid-write leaves the previous state.
+//! - Writes are crash safe: a record is written past the committed end of the log, then the
+//!   header that moves the end is written to the header slot not in force and put in force by
+//!   one atomic store of the commit word. A snapshot goes to the inactive one of two areas, and
+//!   the header that flips to it also empties the log. A process killed mid-write (or holding
+//!   the mutex) leaves the previous state.
 //! - Every attached process holds an OFD lock on one byte of the file named after its host pid
 //!   (its liveness mark). The kernel drops it when the process dies, however it dies. Dead
 //!   processes are reaped (a reap record: their references, exports and imports are dropped,
 //!   and frames no one holds any more are free again) on attach, before every memory query
 //!   (so `aclrtGetMemInfo` in a survivor shows a killed process's memory back), when an
 //!   allocation finds no memory, and every [`REAP_EVERY`] changes otherwise.
-//! - Frames that no process holds any more are cleared (their pages of the HBM object are
-//!   punched out, so they read as zeros) before the record that frees them is committed: a
-//!   process never receives another process's bytes.
+//! - Free frames remember which process last had them (`dirty`, merged ranges). Frames handed
+//!   to another process are cleared (their pages of the HBM object are punched out, so they
+//!   read as zeros) before the record that hands them over is committed: a process never
+//!   receives another process's bytes, and one that takes back its own frees pays nothing.
 //! - Pids are host pids from the operating system (the first `NSpid` field of
 //!   `/proc/self/status`, so a process in a pid namespace is known by its host pid), never
 //!   from a caller, so the whitelist of an export is checked against the importing process's
@@ -438,7 +442,13 @@ impl State {
                 }
                 self.allocs.insert(
                     *id,
-                    Alloc { device: *device, page: *page, runs: runs.clone(), holders: vec![*holder], owner: *holder },
+                    Alloc {
+                        device: *device,
+                        page: *page,
+                        runs: runs.clone(),
+                        holders: vec![*holder],
+                        owner: *holder,
+                    },
                 );
             }
             Record::Release { pid, ids } => {
@@ -455,7 +465,10 @@ impl State {
                 }
             }
             Record::Export { share, no_whitelist, next_id } => {
-                if share.allocs.iter().any(|id| self.allocs.get(id).is_none_or(|a| !a.holders.contains(&share.exporter)))
+                if share
+                    .allocs
+                    .iter()
+                    .any(|id| self.allocs.get(id).is_none_or(|a| !a.holders.contains(&share.exporter)))
                 {
                     return Err(Error::new(
                         ErrorKind::InvalidHandle,
@@ -469,8 +482,12 @@ impl State {
                 }
                 self.next_id = self.next_id.max(*next_id);
             }
-            Record::DisableWhitelist { name, pid } => self.shares.disable_whitelist(name, *pid).map_err(ipc_error)?,
-            Record::SetPids { name, pid, pids } => self.shares.set_pids(name, *pid, pids).map_err(ipc_error)?,
+            Record::DisableWhitelist { name, pid } => {
+                self.shares.disable_whitelist(name, *pid).map_err(ipc_error)?
+            }
+            Record::SetPids { name, pid, pids } => {
+                self.shares.set_pids(name, *pid, pids).map_err(ipc_error)?
+            }
             Record::Import { name, pid } => {
                 let share = self.shares.get(name).ok_or_else(|| ipc_error(IpcError::NotFound))?;
                 if share.allocs.iter().any(|id| !self.allocs.contains_key(id)) {
@@ -564,7 +581,8 @@ impl Tx<'_> {
         if let Record::Alloc { device, page, runs, .. } = &rec {
             if !claimed {
                 if let Some(f) = self.cache.frames.get_mut(device) {
-                    f.claim_pages(*page, runs).map_err(|_| internal("the device registry holds overlapping frames"))?;
+                    f.claim_pages(*page, runs)
+                        .map_err(|_| internal("the device registry holds overlapping frames"))?;
                 }
             }
         }
@@ -623,8 +641,13 @@ impl Registry {
                     ));
                 }
                 // Reap the dead, and a stale entry of our own pid (a dead process's, reused).
-                let dead: Vec<u32> =
-                    cache.state.procs.iter().copied().filter(|&p| p == me || !this.file.is_alive(p)).collect();
+                let dead: Vec<u32> = cache
+                    .state
+                    .procs
+                    .iter()
+                    .copied()
+                    .filter(|&p| p == me || !this.file.is_alive(p))
+                    .collect();
                 let mut tx = Tx { cache: &mut cache, records: Vec::new(), clear: Vec::new() };
                 for p in dead {
                     tx.apply(Record::Reap { pid: p }, false).map_err(|_| std::io::ErrorKind::InvalidData)?;
@@ -884,8 +907,14 @@ impl Registry {
 
     fn reap_dead(&self, tx: &mut Tx<'_>) -> Result<()> {
         tx.cache.since_scan = 0;
-        let dead: Vec<u32> =
-            tx.cache.state.procs.iter().copied().filter(|&p| p != self.me && !self.file.is_alive(p)).collect();
+        let dead: Vec<u32> = tx
+            .cache
+            .state
+            .procs
+            .iter()
+            .copied()
+            .filter(|&p| p != self.me && !self.file.is_alive(p))
+            .collect();
         for p in dead {
             tx.apply(Record::Reap { pid: p }, false)?;
         }
@@ -956,9 +985,7 @@ impl Registry {
 
     /// Drops one reference of this process to each of `ids`; frames no one holds are freed.
     pub(crate) fn release(&self, ids: &[u64]) -> Result<()> {
-        self.with(false, |tx, me| {
-            tx.apply(Record::Release { pid: me, ids: ids.to_vec() }, false)
-        })
+        self.with(false, |tx, me| tx.apply(Record::Release { pid: me, ids: ids.to_vec() }, false))
     }
 
     /// Free and total memory of `device`, across every process.
@@ -998,12 +1025,16 @@ impl Registry {
 
     /// Adds `pids` to the whitelist of a share of this process.
     pub(crate) fn set_pids(&self, name: &ShareName, pids: &[u32]) -> Result<()> {
-        self.with(false, |tx, me| tx.apply(Record::SetPids { name: *name, pid: me, pids: pids.to_vec() }, false))
+        self.with(false, |tx, me| {
+            tx.apply(Record::SetPids { name: *name, pid: me, pids: pids.to_vec() }, false)
+        })
     }
 
     /// The share called `name`.
     pub(crate) fn share(&self, name: &ShareName) -> Result<Share> {
-        self.with(false, |tx, _| tx.cache.state.shares.get(name).cloned().ok_or_else(|| ipc_error(IpcError::NotFound)))
+        self.with(false, |tx, _| {
+            tx.cache.state.shares.get(name).cloned().ok_or_else(|| ipc_error(IpcError::NotFound))
+        })
     }
 
     /// Imports `name` into this process: checks the whitelist against this process's host pid
