@@ -4,10 +4,12 @@
 //! Frames come from the machine's [`Registry`], which every attached process shares (so they
 //! share capacity and bytes); this module decides which of them back which VA of this
 //! process. It asks for the frames whose HBM offset equals the VA window offset being backed,
-//! so that adjacent allocations are adjacent in the HBM object too and the kernel merges their
-//! mappings into one (a process holds far fewer mappings than allocations; `vm.max_map_count`
-//! is not the limit on live allocations). It must not run tasks (that is [`crate::scheduler`]) and must not touch memory
-//! bytes itself (that is [`crate::sys`] through [`crate::dma`]).
+//! so that adjacent allocations are adjacent in the HBM object too: the window maps the object
+//! at identity offsets, inaccessible, and backing such a range only makes it accessible (one
+//! `mprotect`), which keeps neighbouring allocations one kernel mapping (a process holds far
+//! fewer mappings than allocations; `vm.max_map_count` is not the limit on live allocations).
+//! It must not run tasks (that is [`crate::scheduler`]) and must not touch memory bytes itself
+//! (that is [`crate::sys`] through [`crate::dma`]).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -115,7 +117,8 @@ impl Device {
         let first =
             registry.bring_up(physical).map_err(|_| std::io::Error::other("device registry failed"))?;
         let hbm = ShmObject::open(shm_name, info.hbm_bytes, first)?;
-        let window = Window::reserve(window_base, hal::layout::DEVICE_WINDOW_SIZE)?;
+        let mut window = Window::reserve(window_base, hal::layout::DEVICE_WINDOW_SIZE)?;
+        window.map_identity(&hbm)?;
         Ok(Self {
             hbm,
             window,

@@ -152,6 +152,19 @@ pub(crate) struct Fault;
 struct Entry {
     len_bytes: u64,
     writable: bool,
+    /// Made accessible in place on the identity mapping (see [`Window::map_identity`]).
+    identity: bool,
+}
+
+/// The object a device window maps at identity offsets, inaccessible until backed.
+#[derive(Debug)]
+struct Identity {
+    /// A descriptor of the object of its own (the device keeps the object itself).
+    fd: OwnedFd,
+    /// The descriptor number of the device's object, to recognise it in [`Window::map_shared`].
+    object_fd: i32,
+    /// Bytes of the window mapped at identity: `[0, len_bytes)`.
+    len_bytes: u64,
 }
 
 /// A reserved range of this process's address space at a fixed address, with a record of
@@ -162,14 +175,17 @@ struct Entry {
 /// - `[base, base + len_bytes)` was reserved by this value with `mmap(PROT_NONE)` and stays
 ///   owned by it until drop; every mapping placed inside it replaces part of that reservation
 ///   and nothing else.
-/// - Every entry of `mapped` (offset → length, writable) is mapped accessible in the process,
-///   and nothing else inside the window is. Entries never overlap. Entries are added and
-///   removed only under the write lock, and bytes are moved only under a read lock after
+/// - With `identity`, `[base, base + identity.len_bytes)` maps the device's HBM object at the
+///   same offsets, inaccessible (`PROT_NONE`) wherever no entry says otherwise.
+/// - Every entry of `mapped` (offset → length, writable, identity) is mapped accessible in the
+///   process, and nothing else inside the window is. Entries never overlap. Entries are added
+///   and removed only under the write lock, and bytes are moved only under a read lock after
 ///   checking coverage, so no byte is unmapped while it is being accessed.
 #[derive(Debug)]
 pub(crate) struct Window {
     base: u64,
     len_bytes: u64,
+    identity: Option<Identity>,
     mapped: RwLock<BTreeMap<u64, Entry>>,
 }
 
@@ -201,7 +217,60 @@ impl Window {
             return Err(io::Error::from(io::ErrorKind::AddrInUse));
         }
         // INVARIANT: reserved above at exactly `base`; nothing mapped yet.
-        Ok(Self { base, len_bytes, mapped: RwLock::new(BTreeMap::new()) })
+        Ok(Self { base, len_bytes, identity: None, mapped: RwLock::new(BTreeMap::new()) })
+    }
+
+    /// Maps `object` over the start of the window at identity offsets (window offset `o` is
+    /// byte `o` of the object), inaccessible. Backing a range with the frames at its own offset
+    /// is then one `mprotect` (and unbacking another), which the kernel does in place and
+    /// faster than replacing mappings; neighbouring ranges stay one mapping.
+    pub(crate) fn map_identity(&mut self, object: &ShmObject) -> io::Result<()> {
+        let len_bytes = object.len_bytes().min(self.len_bytes) & !4095;
+        if len_bytes == 0 || self.identity.is_some() {
+            return Ok(());
+        }
+        let fd = object.fd.try_clone()?;
+        // CAST: inside the reservation, which lies in the address space.
+        let (at, len) = (self.base as usize as *mut libc::c_void, len_bytes as usize);
+        // SAFETY: `[base, base + len)` lies inside our own reservation (len ≤ the window), and
+        // nothing is mapped there yet (we hold `&mut self`, and `mapped` is empty: this runs
+        // right after `reserve`), so MAP_FIXED replaces only reserved, unused memory.
+        let got = unsafe {
+            libc::mmap(
+                at,
+                len,
+                libc::PROT_NONE,
+                libc::MAP_SHARED | libc::MAP_FIXED | libc::MAP_NORESERVE,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if got == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        // INVARIANT: the identity mapping is in place, inaccessible.
+        self.identity = Some(Identity { fd, object_fd: object.fd.as_raw_fd(), len_bytes });
+        Ok(())
+    }
+
+    /// Whether mapping `object` at window offset `offset` from `object_offset` is a change of
+    /// protection on the identity mapping.
+    fn on_identity(&self, offset: u64, len_bytes: u64, object: &ShmObject, object_offset: u64) -> bool {
+        self.identity.as_ref().is_some_and(|id| {
+            id.object_fd == object.fd.as_raw_fd()
+                && object_offset == offset
+                && offset + len_bytes <= id.len_bytes
+        })
+    }
+
+    /// Makes `[at, at + len)` of the window `prot` in place.
+    fn protect(at: *mut libc::c_void, len: usize, prot: libc::c_int) -> io::Result<()> {
+        // SAFETY: callers pass a page range of our own window (checked by `page_range`) that the
+        // identity mapping covers; changing its protection touches no other memory.
+        if unsafe { libc::mprotect(at, len, prot) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
     }
 
     /// First address of the window.
@@ -261,17 +330,22 @@ impl Window {
         let prot = if writable { libc::PROT_READ | libc::PROT_WRITE } else { libc::PROT_READ };
         // CAST: checked by `page_range` to fit the window, hence usize.
         let len = len_bytes as usize;
-        // SAFETY: by `page_range` and the type invariant, `[at, at + len)` lies inside our own
-        // reservation and is not mapped (checked above under the write lock), so MAP_FIXED
-        // replaces only reserved, unused memory of this window.
-        let got = unsafe {
-            libc::mmap(at, len, prot, libc::MAP_SHARED | libc::MAP_FIXED, object.fd.as_raw_fd(), off)
-        };
-        if got == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
+        let identity = self.on_identity(offset, len_bytes, object, object_offset);
+        if identity {
+            Self::protect(at, len, prot)?;
+        } else {
+            // SAFETY: by `page_range` and the type invariant, `[at, at + len)` lies inside our
+            // own reservation and is not accessible (checked above under the write lock), so
+            // MAP_FIXED replaces only reserved or inaccessible identity memory of this window.
+            let got = unsafe {
+                libc::mmap(at, len, prot, libc::MAP_SHARED | libc::MAP_FIXED, object.fd.as_raw_fd(), off)
+            };
+            if got == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
         }
         // INVARIANT: the range is now mapped accessible; record it.
-        map.insert(offset, Entry { len_bytes, writable });
+        map.insert(offset, Entry { len_bytes, writable, identity });
         Ok(())
     }
 
@@ -299,7 +373,7 @@ impl Window {
             return Err(io::Error::last_os_error());
         }
         // INVARIANT: mapped accessible above; record it.
-        map.insert(offset, Entry { len_bytes, writable: true });
+        map.insert(offset, Entry { len_bytes, writable: true, identity: false });
         Ok(())
     }
 
@@ -311,36 +385,84 @@ impl Window {
         let mut map = self.mapped.write().unwrap_or_else(|p| p.into_inner());
         // Check exact coverage before changing anything.
         let mut cursor = offset;
+        let mut all_identity = true;
         for (&o, e) in map.range(offset..end) {
             if o != cursor || o + e.len_bytes > end {
                 return Err(io::ErrorKind::NotFound.into());
             }
             cursor = o + e.len_bytes;
+            all_identity &= e.identity;
         }
         if cursor != end {
             return Err(io::ErrorKind::NotFound.into());
         }
-        // CAST: checked by `page_range` to fit the window, hence usize.
+        if all_identity {
+            // CAST: checked by `page_range` to fit the window, hence usize.
+            Self::protect(at, len_bytes as usize, libc::PROT_NONE)?;
+            // INVARIANT: the range is inaccessible again; drop its entries.
+            let mut o = offset;
+            while o < end {
+                match map.remove(&o) {
+                    Some(e) => o += e.len_bytes,
+                    None => break,
+                }
+            }
+        } else {
+            let pieces: Vec<(u64, Entry)> = map.range(offset..end).map(|(&o, &e)| (o, e)).collect();
+            for &(o, e) in &pieces {
+                // Each piece lies in the window (it was mapped there): offsets and lengths fit.
+                let (at, len) = ((self.base + o) as usize as *mut libc::c_void, e.len_bytes as usize);
+                if e.identity {
+                    Self::protect(at, len, libc::PROT_NONE)?;
+                } else {
+                    self.restore(at, o, e.len_bytes)?;
+                }
+                // INVARIANT: this piece is inaccessible again.
+                map.remove(&o);
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts back what lies under `[at, at + len_bytes)` (window offset `offset`) when nothing
+    /// is mapped there: the inaccessible identity mapping, or the reservation beyond it.
+    fn restore(&self, at: *mut libc::c_void, offset: u64, len_bytes: u64) -> io::Result<()> {
+        let split = self.identity.as_ref().map_or(0, |id| id.len_bytes);
+        if offset < split && offset + len_bytes > split {
+            // Straddles the end of the identity mapping: each part gets what lies under it.
+            self.restore(at, offset, split - offset)?;
+            // CAST: inside the window, which lies in the address space.
+            let rest = (at as usize + (split - offset) as usize) as *mut libc::c_void;
+            return self.restore(rest, split, offset + len_bytes - split);
+        }
+        // CAST: a range of the window, which lies in the address space.
         let len = len_bytes as usize;
-        // SAFETY: the range lies inside our reservation; no reader holds it (we hold the write
-        // lock), so replacing it with an inaccessible reservation breaks no access in flight.
+        let identity = self.identity.as_ref().filter(|id| offset + len_bytes <= id.len_bytes);
+        // SAFETY: the range lies inside our reservation; no reader holds it (callers hold the
+        // write lock), so replacing it with an inaccessible mapping breaks no access in flight.
         let got = unsafe {
-            libc::mmap(
-                at,
-                len,
-                libc::PROT_NONE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
-                -1,
-                0,
-            )
+            match identity {
+                Some(id) => libc::mmap(
+                    at,
+                    len,
+                    libc::PROT_NONE,
+                    libc::MAP_SHARED | libc::MAP_FIXED | libc::MAP_NORESERVE,
+                    id.fd.as_raw_fd(),
+                    // CAST: below the identity length, an object size, which fits off_t.
+                    offset as libc::off_t,
+                ),
+                None => libc::mmap(
+                    at,
+                    len,
+                    libc::PROT_NONE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
+                    -1,
+                    0,
+                ),
+            }
         };
         if got == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
-        }
-        // INVARIANT: the range is inaccessible again; drop its entries.
-        let keys: Vec<u64> = map.range(offset..end).map(|(&o, _)| o).collect();
-        for k in keys {
-            map.remove(&k);
         }
         Ok(())
     }
