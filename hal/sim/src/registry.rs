@@ -528,6 +528,9 @@ struct Cache {
     hbm: BTreeMap<u32, ShmObject>,
     /// Changes since the last liveness scan.
     since_scan: u32,
+    /// Buffers kept between operations (records of one operation, their encoding).
+    spare_records: Vec<Record>,
+    spare_bytes: Vec<u8>,
 }
 
 /// The registry of one simulated machine, as one process sees it.
@@ -788,13 +791,17 @@ impl Registry {
         if records.is_empty() {
             return Ok(());
         }
-        let mut bytes = Vec::new();
+        let mut bytes = std::mem::take(&mut cache.spare_bytes);
+        bytes.clear();
         records.iter().for_each(|r| r.encode(&mut bytes));
         let end = cache.log_pos + bytes.len() as u64;
         if end > LOG_BYTES || end > LOG_MIN_BYTES.max(2 * cache.snap_len) {
+            cache.spare_bytes = bytes;
             return self.compact(held, cache);
         }
-        let write = self.file.write_at(held, &bytes, LOG_BASE + cache.log_pos).and_then(|()| {
+        let write = self.file.write_at(held, &bytes, LOG_BASE + cache.log_pos);
+        cache.spare_bytes = bytes;
+        let write = write.and_then(|()| {
             self.write_header(
                 held,
                 &Header {
@@ -885,7 +892,8 @@ impl Registry {
         self.refresh(&held, &mut cache)?;
         cache.since_scan += 1;
         let scan = scan || cache.since_scan >= REAP_EVERY;
-        let mut tx = Tx { cache: &mut cache, records: Vec::new(), clear: Vec::new() };
+        let records = std::mem::take(&mut cache.spare_records);
+        let mut tx = Tx { cache: &mut cache, records, clear: Vec::new() };
         if scan {
             self.reap_dead(&mut tx)?;
         }
@@ -899,9 +907,12 @@ impl Registry {
             // Commit only the reaps.
             tx.records.truncate(reaped);
         }
-        let (records, clear) = (std::mem::take(&mut tx.records), std::mem::take(&mut tx.clear));
+        let (mut records, clear) = (std::mem::take(&mut tx.records), std::mem::take(&mut tx.clear));
         self.clear_frames(&mut cache, &clear);
-        self.commit(&held, &mut cache, &records).map_err(|_| internal("cannot write the device registry"))?;
+        let done = self.commit(&held, &mut cache, &records);
+        records.clear();
+        cache.spare_records = records;
+        done.map_err(|_| internal("cannot write the device registry"))?;
         out
     }
 
