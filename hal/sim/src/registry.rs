@@ -7,7 +7,7 @@
 //! reaches through the kernel. The software NPU has no kernel of its own, so it keeps that
 //! state in a registry file, `/dev/shm/aclrs.<instance>.registry`, that every attached process
 //! maps and reads and writes under the registry mutex, a lock word in the file
-//! ([`crate::sys::shared`]: no system call when uncontended; a dead holder's lock is taken over).
+//! (`sys::shared`: no system call when uncontended; a dead holder's lock is taken over).
 //! A whole-file `flock` additionally serialises attaching and leaving:
 //!
 //! - The state is a list of allocations (device, page size, frame runs, and the processes
@@ -15,7 +15,7 @@
 //!   The file holds it as a snapshot plus an append-only log of change records (attach, reap,
 //!   device up, alloc, release, export, import, whitelist changes, close, destroy). A change
 //!   appends one record, so its cost does not depend on how many allocations or processes the
-//!   machine has. When the log outgrows twice the snapshot (and at least [`LOG_MIN_BYTES`]),
+//!   machine has. When the log outgrows twice the snapshot (and at least 1 MiB),
 //!   the writer compacts: it writes the whole state as a new snapshot, which is amortised
 //!   constant time per change.
 //! - Each process caches the state, its per-device [`FrameAllocator`]s and how much of the log
@@ -34,7 +34,7 @@
 //!   processes are reaped (a reap record: their references, exports and imports are dropped,
 //!   and frames no one holds any more are free again) on attach, before every memory query
 //!   (so `aclrtGetMemInfo` in a survivor shows a killed process's memory back), when an
-//!   allocation finds no memory, and every [`REAP_EVERY`] changes otherwise.
+//!   allocation finds no memory, and every 256 changes otherwise.
 //! - Free frames remember which process last had them (`dirty`, merged ranges). Frames handed
 //!   to another process are cleared (their pages of the HBM object are punched out, so they
 //!   read as zeros) before the record that hands them over is committed: a process never
