@@ -961,10 +961,15 @@ impl Registry {
         })
     }
 
+    /// How many other live processes are attached to the machine.
+    pub(crate) fn other_processes(&self) -> Result<usize> {
+        self.with(true, |tx, me| Ok(tx.cache.state.procs.iter().filter(|&&p| p != me).count()))
+    }
+
     /// Allocates `count` pages of `page` on `device` for this process, at HBM offset `prefer`
-    /// when those frames are free (the caller asks for the frames whose offset equals the VA
-    /// window offset it maps them at, so that neighbouring allocations map neighbouring frames
-    /// and the kernel merges their mappings into one), anywhere otherwise.
+    /// when those frames are free (the caller asks for the frames its window shows at the VA it
+    /// backs, so that neighbouring allocations map neighbouring frames and the kernel keeps
+    /// them one mapping), anywhere otherwise.
     pub(crate) fn alloc(
         &self,
         device: u32,

@@ -156,7 +156,8 @@ struct Entry {
     identity: bool,
 }
 
-/// The object a device window maps at identity offsets, inaccessible until backed.
+/// The object a device window maps linearly ("at identity"), inaccessible until backed:
+/// window offset `o` shows object byte `(o + displacement) mod object_len`.
 #[derive(Debug)]
 struct Identity {
     /// A descriptor of the object of its own (the device keeps the object itself).
@@ -165,6 +166,28 @@ struct Identity {
     object_fd: i32,
     /// Bytes of the window mapped at identity: `[0, len_bytes)`.
     len_bytes: u64,
+    /// Bytes of the object.
+    object_len: u64,
+    /// Where window offset 0 lies in the object (below `object_len`).
+    displacement: u64,
+}
+
+impl Identity {
+    /// Object offset of window range `[offset, offset + len_bytes)` on the identity mapping,
+    /// when the range lies on it in one piece.
+    fn object_offset(&self, offset: u64, len_bytes: u64) -> Option<u64> {
+        let end = offset.checked_add(len_bytes)?;
+        if end > self.len_bytes {
+            return None;
+        }
+        let at = (offset + self.displacement) % self.object_len;
+        (at + len_bytes <= self.object_len).then_some(at)
+    }
+
+    /// Window offset where the object wraps around (the identity mapping's second piece).
+    fn wrap(&self) -> u64 {
+        self.object_len - self.displacement
+    }
 }
 
 /// A reserved range of this process's address space at a fixed address, with a record of
@@ -175,8 +198,8 @@ struct Identity {
 /// - `[base, base + len_bytes)` was reserved by this value with `mmap(PROT_NONE)` and stays
 ///   owned by it until drop; every mapping placed inside it replaces part of that reservation
 ///   and nothing else.
-/// - With `identity`, `[base, base + identity.len_bytes)` maps the device's HBM object at the
-///   same offsets, inaccessible (`PROT_NONE`) wherever no entry says otherwise.
+/// - With `identity`, `[base, base + identity.len_bytes)` maps the device's HBM object linearly
+///   ([`Identity`]), inaccessible (`PROT_NONE`) wherever no entry says otherwise.
 /// - Every entry of `mapped` (offset → length, writable, identity) is mapped accessible in the
 ///   process, and nothing else inside the window is. Entries never overlap. Entries are added
 ///   and removed only under the write lock, and bytes are moved only under a read lock after
@@ -220,37 +243,68 @@ impl Window {
         Ok(Self { base, len_bytes, identity: None, mapped: RwLock::new(BTreeMap::new()) })
     }
 
-    /// Maps `object` over the start of the window at identity offsets (window offset `o` is
-    /// byte `o` of the object), inaccessible. Backing a range with the frames at its own offset
-    /// is then one `mprotect` (and unbacking another), which the kernel does in place and
-    /// faster than replacing mappings; neighbouring ranges stay one mapping.
-    pub(crate) fn map_identity(&mut self, object: &ShmObject) -> io::Result<()> {
-        let len_bytes = object.len_bytes().min(self.len_bytes) & !4095;
+    /// Maps `object` over the start of the window linearly, inaccessible: window offset `o`
+    /// shows byte `(o + displacement) mod len` of the object. Backing a range with the frames
+    /// it shows ([`Self::identity_offset`]) is then one `mprotect` (and unbacking another),
+    /// which the kernel does in place and faster than replacing mappings; neighbouring ranges
+    /// stay one mapping. Processes sharing a device use different displacements, so that each
+    /// finds the frames its window shows free.
+    pub(crate) fn map_identity(&mut self, object: &ShmObject, displacement: u64) -> io::Result<()> {
+        let object_len = object.len_bytes() & !4095;
+        let len_bytes = object_len.min(self.len_bytes);
         if len_bytes == 0 || self.identity.is_some() {
             return Ok(());
         }
-        let fd = object.fd.try_clone()?;
-        // CAST: inside the reservation, which lies in the address space.
-        let (at, len) = (self.base as usize as *mut libc::c_void, len_bytes as usize);
-        // SAFETY: `[base, base + len)` lies inside our own reservation (len ≤ the window), and
-        // nothing is mapped there yet (we hold `&mut self`, and `mapped` is empty: this runs
-        // right after `reserve`), so MAP_FIXED replaces only reserved, unused memory.
+        let id = Identity {
+            fd: object.fd.try_clone()?,
+            object_fd: object.fd.as_raw_fd(),
+            len_bytes,
+            object_len,
+            displacement: (displacement % object_len) & !4095,
+        };
+        // The piece before the object wraps around, then the piece after it.
+        let wrap = id.wrap().min(len_bytes);
+        for (offset, end) in [(0, wrap), (wrap, len_bytes)] {
+            if end > offset {
+                // CAST: inside the reservation, which lies in the address space.
+                let at = (self.base + offset) as usize as *mut libc::c_void;
+                Self::map_object(at, end - offset, &id, offset)?;
+            }
+        }
+        // INVARIANT: the identity mapping is in place, inaccessible.
+        self.identity = Some(id);
+        Ok(())
+    }
+
+    /// Maps `[at, at + len_bytes)` (window offset `offset`, on one piece of `id`) to the object
+    /// bytes `id` shows there, inaccessible.
+    fn map_object(at: *mut libc::c_void, len_bytes: u64, id: &Identity, offset: u64) -> io::Result<()> {
+        let object_offset = id.object_offset(offset, len_bytes).ok_or(io::ErrorKind::InvalidInput)?;
+        // CAST: an offset below the object's size, which fits off_t (it was sized with it).
+        let off = object_offset as libc::off_t;
+        // SAFETY: callers pass a page range of this window's reservation (the identity mapping
+        // lies inside it) that no accessible mapping uses (they hold `&mut self` or the write
+        // lock over an inaccessible range), so MAP_FIXED replaces only inaccessible memory.
         let got = unsafe {
             libc::mmap(
                 at,
-                len,
+                len_bytes as usize,
                 libc::PROT_NONE,
                 libc::MAP_SHARED | libc::MAP_FIXED | libc::MAP_NORESERVE,
-                fd.as_raw_fd(),
-                0,
+                id.fd.as_raw_fd(),
+                off,
             )
         };
         if got == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        // INVARIANT: the identity mapping is in place, inaccessible.
-        self.identity = Some(Identity { fd, object_fd: object.fd.as_raw_fd(), len_bytes });
         Ok(())
+    }
+
+    /// The object offset that window range `[offset, offset + len_bytes)` shows on the
+    /// identity mapping: backing it with those frames is fastest.
+    pub(crate) fn identity_offset(&self, offset: u64, len_bytes: u64) -> Option<u64> {
+        self.identity.as_ref()?.object_offset(offset, len_bytes)
     }
 
     /// Whether mapping `object` at window offset `offset` from `object_offset` is a change of
@@ -258,8 +312,7 @@ impl Window {
     fn on_identity(&self, offset: u64, len_bytes: u64, object: &ShmObject, object_offset: u64) -> bool {
         self.identity.as_ref().is_some_and(|id| {
             id.object_fd == object.fd.as_raw_fd()
-                && object_offset == offset
-                && offset + len_bytes <= id.len_bytes
+                && id.object_offset(offset, len_bytes) == Some(object_offset)
         })
     }
 
@@ -427,39 +480,31 @@ impl Window {
     /// Puts back what lies under `[at, at + len_bytes)` (window offset `offset`) when nothing
     /// is mapped there: the inaccessible identity mapping, or the reservation beyond it.
     fn restore(&self, at: *mut libc::c_void, offset: u64, len_bytes: u64) -> io::Result<()> {
-        let split = self.identity.as_ref().map_or(0, |id| id.len_bytes);
-        if offset < split && offset + len_bytes > split {
-            // Straddles the end of the identity mapping: each part gets what lies under it.
+        let end = offset + len_bytes;
+        let splits = self.identity.as_ref().map_or([0, 0], |id| [id.wrap(), id.len_bytes]);
+        if let Some(&split) = splits.iter().find(|&&p| offset < p && end > p) {
+            // Straddles a piece boundary: each part gets what lies under it.
             self.restore(at, offset, split - offset)?;
             // CAST: inside the window, which lies in the address space.
             let rest = (at as usize + (split - offset) as usize) as *mut libc::c_void;
-            return self.restore(rest, split, offset + len_bytes - split);
+            return self.restore(rest, split, end - split);
         }
-        // CAST: a range of the window, which lies in the address space.
-        let len = len_bytes as usize;
-        let identity = self.identity.as_ref().filter(|id| offset + len_bytes <= id.len_bytes);
+        if let Some(id) = self.identity.as_ref().filter(|id| end <= id.len_bytes) {
+            return Self::map_object(at, len_bytes, id, offset);
+        }
         // SAFETY: the range lies inside our reservation; no reader holds it (callers hold the
-        // write lock), so replacing it with an inaccessible mapping breaks no access in flight.
+        // write lock), so replacing it with an inaccessible reservation breaks no access in
+        // flight.
         let got = unsafe {
-            match identity {
-                Some(id) => libc::mmap(
-                    at,
-                    len,
-                    libc::PROT_NONE,
-                    libc::MAP_SHARED | libc::MAP_FIXED | libc::MAP_NORESERVE,
-                    id.fd.as_raw_fd(),
-                    // CAST: below the identity length, an object size, which fits off_t.
-                    offset as libc::off_t,
-                ),
-                None => libc::mmap(
-                    at,
-                    len,
-                    libc::PROT_NONE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
-                    -1,
-                    0,
-                ),
-            }
+            libc::mmap(
+                at,
+                // CAST: a range of the window, which lies in the address space.
+                len_bytes as usize,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
+                -1,
+                0,
+            )
         };
         if got == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
