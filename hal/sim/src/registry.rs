@@ -398,13 +398,15 @@ impl State {
     /// than `to` last owned go to `clear`.
     fn take_dirty(&mut self, device: u32, run: &PhysRun, to: u32, clear: &mut Vec<Clear>) {
         let end = run.offset + run.len_bytes;
-        let first = match self.dirty.range(..=(device, run.offset)).next_back() {
+        let mut from = match self.dirty.range(..=(device, run.offset)).next_back() {
             Some((&(d, s), &(l, _))) if d == device && s + l > run.offset => s,
             _ => run.offset,
         };
-        let hits: Vec<(u64, u64, u32)> =
-            self.dirty.range((device, first)..(device, end)).map(|(&(_, s), &(l, o))| (s, l, o)).collect();
-        for (s, l, o) in hits {
+        // One range query per overlapping entry; no list is built.
+        while from < end {
+            let Some((&(_, s), &(l, o))) = self.dirty.range((device, from)..(device, end)).next() else {
+                break;
+            };
             self.dirty.remove(&(device, s));
             if s < run.offset {
                 self.dirty.insert((device, s), (run.offset - s, o));
@@ -416,6 +418,7 @@ impl State {
                 let (a, b) = (s.max(run.offset), (s + l).min(end));
                 clear.push((device, a, b - a));
             }
+            from = s + l;
         }
     }
 
