@@ -239,16 +239,18 @@ fn registry_stress_with_concurrent_sigkills_keeps_exact_accounting() {
     let held = start - keeper.free_bytes();
     assert!(held >= 6 << 20, "{held}");
 
-    for wave in 0..4u32 {
+    for wave in 0..6u32 {
         let mut workers: Vec<Agent> =
             (0..4).map(|i| Agent::start(&exe, &[], &inst, &format!("w{wave}.{i}"))).collect();
         for (i, w) in workers.iter_mut().enumerate() {
             w.send(&format!("churn 1500 {}", wave * 10 + i as u32 + 1));
         }
-        // Two workers are SIGKILLed in the middle of their churn (after their second progress
-        // line: they hold memory and are calling into the registry); the other two finish.
+        // Two workers are SIGKILLed in the middle of their churn (after a progress line that
+        // moves with the wave: they hold memory and are calling into the registry); the other
+        // two finish.
+        let tick = format!("tick {}", 25 * (wave + 2));
         for w in workers.iter_mut().take(2) {
-            while w.read() != "tick 100" {}
+            while w.read() != tick {}
             w.kill9();
         }
         for w in workers.iter_mut().skip(2) {

@@ -301,3 +301,32 @@ impl Drop for RegistryFile {
         unsafe { libc::munmap(self.map.cast(), self.map_len as usize) };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_registry_mutex_is_taken_over_from_a_dead_holder_only() {
+        let path = PathBuf::from(format!("/dev/shm/aclrs-locktest-{}", std::process::id()));
+        let me = std::process::id();
+        let mut file = RegistryFile::open(&path, 8192).expect("open");
+        file.mark_alive(me).expect("mark alive");
+        // Another process (another open file description) that is alive and holds the mutex.
+        let live = me.wrapping_add(1 << 22);
+        let mut other = RegistryFile::open(&path, 8192).expect("open again");
+        other.mark_alive(live).expect("mark the other alive");
+        assert!(file.is_alive(live));
+        file.atomic_u32(LOCK_WORD).store(live, Ordering::SeqCst);
+        assert!(file.try_lock(me).is_none(), "a live holder keeps the mutex");
+        // It dies holding the mutex: its liveness mark goes with it, and a waiter takes over.
+        drop(other);
+        assert!(!file.is_alive(live));
+        let held = file.lock(me);
+        assert_eq!(file.atomic_u32(LOCK_WORD).load(Ordering::SeqCst), me);
+        drop(held);
+        assert_eq!(file.atomic_u32(LOCK_WORD).load(Ordering::SeqCst), 0);
+        assert!(file.try_lock(me).is_some());
+        let _ = std::fs::remove_file(&path);
+    }
+}
