@@ -3,8 +3,13 @@
 //!
 //! Frames come from the machine's [`Registry`], which every attached process shares (so they
 //! share capacity and bytes); this module decides which of them back which VA of this
-//! process. It must not run tasks (that is [`crate::scheduler`]) and must not touch memory
-//! bytes itself (that is [`crate::sys`] through [`crate::dma`]).
+//! process. It asks for the frames whose HBM offset equals the VA window offset being backed,
+//! so that adjacent allocations are adjacent in the HBM object too: the window maps the object
+//! at identity offsets, inaccessible, and backing such a range only makes it accessible (one
+//! `mprotect`), which keeps neighbouring allocations one kernel mapping (a process holds far
+//! fewer mappings than allocations; `vm.max_map_count` is not the limit on live allocations).
+//! It must not run tasks (that is [`crate::scheduler`]) and must not touch memory bytes itself
+//! (that is [`crate::sys`] through [`crate::dma`]).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -80,6 +85,25 @@ fn err(kind: ErrorKind, detail: &'static str) -> Error {
     Error::new(kind, detail)
 }
 
+/// Where the window of a process that finds `others` processes attached maps HBM offset 0:
+/// 0 for the first, then 1/2, 1/4, 3/4, 1/8, … of the HBM (the van der Corput sequence),
+/// aligned to 1 GiB (2 MiB on a device below 4 GiB), so that processes sharing a device start
+/// their allocations in different places and each finds the frames its window shows free.
+fn displacement(others: usize, hbm_bytes: u64) -> u64 {
+    let align: u64 = if hbm_bytes >= 4 << 30 { 1 << 30 } else { 2 << 20 };
+    let mut k = others as u64;
+    let (mut num, mut den) = (0u64, 1u64);
+    while k > 0 && den < 1 << 20 {
+        den *= 2;
+        num = num * 2 + (k & 1);
+        k >>= 1;
+    }
+    // num/den is the bit reversal of `others` as a fraction: 1 → 1/2, 2 → 1/4, 3 → 3/4, …
+    let raw = u128::from(hbm_bytes) * u128::from(num) / u128::from(den);
+    // CAST: below hbm_bytes, a u64.
+    (raw as u64) & !(align - 1)
+}
+
 /// Splits `runs` into the pieces covering `[offset, offset + len)` of their concatenation.
 fn slice_runs(runs: &[PhysRun], mut offset: u64, mut len: u64) -> Vec<PhysRun> {
     let mut out = Vec::new();
@@ -112,7 +136,10 @@ impl Device {
         let first =
             registry.bring_up(physical).map_err(|_| std::io::Error::other("device registry failed"))?;
         let hbm = ShmObject::open(shm_name, info.hbm_bytes, first)?;
-        let window = Window::reserve(window_base, hal::layout::DEVICE_WINDOW_SIZE)?;
+        let mut window = Window::reserve(window_base, hal::layout::DEVICE_WINDOW_SIZE)?;
+        let others =
+            registry.other_processes().map_err(|_| std::io::Error::other("device registry failed"))?;
+        window.map_identity(&hbm, displacement(others, info.hbm_bytes))?;
         Ok(Self {
             hbm,
             window,
@@ -151,37 +178,54 @@ impl Device {
         Ok(start - self.window.base())
     }
 
-    /// Maps `runs` one after another from window offset `offset`; all or nothing.
+    /// Maps `runs` one after another from window offset `offset`; all or nothing. Runs that
+    /// are adjacent in the HBM object share one mapping, so an allocation made of one physical
+    /// run (or of adjacent ones) costs one `mmap`.
     fn map_runs(&self, offset: u64, runs: &[PhysRun], writable: bool) -> Result<()> {
         let mut at = offset;
-        for (i, r) in runs.iter().enumerate() {
-            if let Err(e) = self.window.map_shared(at, r.len_bytes, &self.hbm, r.offset, writable) {
-                // Undo what was mapped so far, then report.
-                let mut undo = offset;
-                for done in &runs[..i] {
-                    let _ = self.window.unmap(undo, done.len_bytes);
-                    undo += done.len_bytes;
+        let mut i = 0;
+        while i < runs.len() {
+            let (start, mut len) = (runs[i].offset, runs[i].len_bytes);
+            i += 1;
+            while i < runs.len() && runs[i].offset == start + len {
+                len += runs[i].len_bytes;
+                i += 1;
+            }
+            if let Err(e) = self.window.map_shared(at, len, &self.hbm, start, writable) {
+                // Undo what was mapped so far (whole mappings), then report.
+                if at > offset {
+                    let _ = self.window.unmap(offset, at - offset);
                 }
-                return Err(if e.kind() == std::io::ErrorKind::AlreadyExists {
-                    err(ErrorKind::InvalidArgument, "range already backed or mapped")
-                } else {
-                    err(ErrorKind::Internal, "mmap of device memory failed")
+                return Err(match e.kind() {
+                    std::io::ErrorKind::AlreadyExists => {
+                        err(ErrorKind::InvalidArgument, "range already backed or mapped")
+                    }
+                    // ENOMEM from mmap: the process's mapping count (vm.max_map_count) or address
+                    // space is exhausted, not device memory.
+                    std::io::ErrorKind::OutOfMemory => err(
+                        ErrorKind::OutOfMemory,
+                        "the process's limit on memory mappings (vm.max_map_count) is reached",
+                    ),
+                    _ => err(ErrorKind::Internal, "mmap of device memory failed"),
                 });
             }
-            at += r.len_bytes;
+            at += len;
         }
         Ok(())
     }
 
-    fn unmap_runs(&self, offset: u64, runs: &[PhysRun]) -> Result<()> {
-        let mut at = offset;
-        for r in runs {
-            self.window
-                .unmap(at, r.len_bytes)
-                .map_err(|_| err(ErrorKind::Internal, "unmap of device memory failed"))?;
-            at += r.len_bytes;
-        }
-        Ok(())
+    /// Unmaps `[offset, offset + len_bytes)`, mapped by one [`Self::map_runs`].
+    fn unmap_range(&self, offset: u64, len_bytes: u64) -> Result<()> {
+        self.window.unmap(offset, len_bytes).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::OutOfMemory {
+                err(
+                    ErrorKind::OutOfMemory,
+                    "the process's limit on memory mappings (vm.max_map_count) is reached",
+                )
+            } else {
+                err(ErrorKind::Internal, "unmap of device memory failed")
+            }
+        })
     }
 
     pub(crate) fn back(&self, req: &BackRequest) -> Result<()> {
@@ -191,7 +235,8 @@ impl Device {
         if st.backed.contains_key(&req.range.start().as_u64()) {
             return Err(err(ErrorKind::InvalidArgument, "range already backed or mapped"));
         }
-        let (id, runs) = self.registry.alloc(self.physical, req.page_size, count)?;
+        let prefer = self.window.identity_offset(offset, req.range.len_bytes());
+        let (id, runs) = self.registry.alloc(self.physical, req.page_size, count, prefer)?;
         let writable = !req.attrs.contains(MemAttr::READONLY);
         if let Err(e) = self.map_runs(offset, &runs, writable) {
             // INVARIANT: all or nothing — give the frames back.
@@ -212,8 +257,8 @@ impl Device {
             Some(b) if b.len_bytes == range.len_bytes() => {}
             _ => return Err(err(ErrorKind::InvalidHandle, "range was not backed by one back()")),
         }
+        self.unmap_range(start - self.window.base(), range.len_bytes())?;
         let b = st.backed.remove(&start).ok_or(err(ErrorKind::Internal, "backing vanished"))?;
-        self.unmap_runs(start - self.window.base(), &b.runs)?;
         self.registry.release(&[b.id])
     }
 
@@ -227,7 +272,7 @@ impl Device {
             return Err(err(ErrorKind::InvalidArgument, "size not a multiple of the page size"));
         }
         let mut st = self.lock();
-        let (rid, runs) = self.registry.alloc(self.physical, page, len_bytes / page.bytes())?;
+        let (rid, runs) = self.registry.alloc(self.physical, page, len_bytes / page.bytes(), None)?;
         let id = st.next_handle;
         st.next_handle += 1;
         st.handles.insert(
@@ -294,9 +339,7 @@ impl Device {
             Some(m) if m.len_bytes == range.len_bytes() => {}
             _ => return Err(err(ErrorKind::InvalidHandle, "nothing mapped at exactly this range")),
         }
-        self.window
-            .unmap(start - self.window.base(), range.len_bytes())
-            .map_err(|_| err(ErrorKind::Internal, "unmap of device memory failed"))?;
+        self.unmap_range(start - self.window.base(), range.len_bytes())?;
         if let Some(m) = st.handle_maps.remove(&start) {
             if let Some(p) = st.handles.get_mut(&m.handle) {
                 p.map_count -= 1;
@@ -437,6 +480,15 @@ pub(crate) fn share_info(s: &mm::ipc::Share) -> ShareInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn displacements_spread_processes_over_the_hbm() {
+        let g = 1u64 << 30;
+        let d: Vec<u64> = (0..5).map(|k| displacement(k, 16 * g)).collect();
+        assert_eq!(d, vec![0, 8 * g, 4 * g, 12 * g, 2 * g]);
+        assert_eq!(displacement(1, 256 << 20), 128 << 20);
+        assert_eq!(displacement(3, 1 << 30) % (2 << 20), 0);
+    }
 
     #[test]
     fn runs_slice_across_boundaries() {

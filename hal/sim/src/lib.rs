@@ -350,7 +350,8 @@ impl PhysicalMemory for Sim {
 
 impl Sharing for Sim {
     fn process_id(&self) -> u32 {
-        std::process::id()
+        // The host pid, as a driver reports the bare tgid inside containers too.
+        sys::host_pid()
     }
 
     fn export_range(

@@ -6,31 +6,51 @@
 //! A real NPU keeps frame allocation and export tables in its driver, which every process
 //! reaches through the kernel. The software NPU has no kernel of its own, so it keeps that
 //! state in a registry file, `/dev/shm/aclrs.<instance>.registry`, that every attached process
-//! reads and writes under a whole-file `flock` (the registry mutex):
+//! maps and reads and writes under the registry mutex, a lock word in the file
+//! (`sys::shared`: no system call when uncontended; a dead holder's lock is taken over).
+//! A whole-file `flock` additionally serialises attaching and leaving:
 //!
 //! - The state is a list of allocations (device, page size, frame runs, and the processes
 //!   holding a reference: the allocating one, plus one per import) and an [`ExportTable`].
-//!   Each process caches it with the file's generation number and rebuilds its per-device
-//!   [`FrameAllocator`]s from the allocation list ([`FrameAllocator::claim_pages`]) only when
-//!   another process changed the file since, so a process alone on a machine pays one lock and
-//!   one header read per change and never rebuilds.
-//! - Writes are crash safe: the new state goes to the inactive one of two areas, then one small
-//!   header write flips to it. A process killed mid-write leaves the previous state.
-//! - Every attached process holds an OFD lock on one byte of the file named after its pid (its
-//!   liveness mark). The kernel drops it when the process dies, however it dies. Every registry
-//!   operation first reaps processes whose mark is gone: their references, exports and imports
-//!   are dropped and frames no one holds any more are free again, so `aclrtGetMemInfo` in a
-//!   survivor shows a killed process's memory back.
-//! - Pids come from the operating system (`getpid`), never from a caller, so the whitelist of an
-//!   export is checked against the importing process's real id.
+//!   The file holds it as a snapshot plus an append-only log of change records (attach, reap,
+//!   device up, alloc, release, export, import, whitelist changes, close, destroy). A change
+//!   appends one record, so its cost does not depend on how many allocations or processes the
+//!   machine has. When the log outgrows twice the snapshot (and at least 1 MiB),
+//!   the writer compacts: it writes the whole state as a new snapshot, which is amortised
+//!   constant time per change.
+//! - Each process caches the state, its per-device [`FrameAllocator`]s and how much of the log
+//!   it has applied. When another process changed the file since, it reads and applies only the
+//!   new records (the frame allocators follow with [`FrameAllocator::claim_pages`] and
+//!   [`FrameAllocator::free_pages`]); only after a compaction it missed does it reload the
+//!   snapshot. Every process applies the same records in the same order with the same
+//!   deterministic code, so accounting is seen identically by every process.
+//! - Writes are crash safe: a record is written past the committed end of the log, then the
+//!   header that moves the end is written to the header slot not in force and put in force by
+//!   one atomic store of the commit word. A snapshot goes to the inactive one of two areas, and
+//!   the header that flips to it also empties the log. A process killed mid-write (or holding
+//!   the mutex) leaves the previous state.
+//! - Every attached process holds an OFD lock on one byte of the file named after its host pid
+//!   (its liveness mark). The kernel drops it when the process dies, however it dies. Dead
+//!   processes are reaped (a reap record: their references, exports and imports are dropped,
+//!   and frames no one holds any more are free again) on attach, before every memory query
+//!   (so `aclrtGetMemInfo` in a survivor shows a killed process's memory back), when an
+//!   allocation finds no memory, and every 256 changes otherwise.
+//! - Free frames remember which process last had them (`dirty`, merged ranges). Frames handed
+//!   to another process are cleared (their pages of the HBM object are punched out, so they
+//!   read as zeros) before the record that hands them over is committed: a process never
+//!   receives another process's bytes, and one that takes back its own frees pays nothing.
+//! - Pids are host pids from the operating system (the first `NSpid` field of
+//!   `/proc/self/status`, so a process in a pid namespace is known by its host pid), never
+//!   from a caller, so the whitelist of an export is checked against the importing process's
+//!   real id.
 //! - The last process to leave removes the registry and HBM objects; one that finds no live
 //!   process on attach starts a fresh machine (what a crashed run left is dropped).
 //!
 //! # Limits
 //!
 //! All processes of one simulated machine must use the same `ACLRS_SIM_*` sizes (attach fails
-//! otherwise). Every change rewrites the whole state, so a change costs time linear in the
-//! number of live allocations of the machine (some microseconds per thousand). There is no
+//! otherwise). A reap scans the allocation list (time linear in the machine's live
+//! allocations, once per dead process), and a compaction rewrites the whole state. There is no
 //! privilege boundary between processes of one user: they could all write the files directly,
 //! as any user-space stand-in for a driver allows.
 
@@ -43,14 +63,28 @@ use mm::ipc::{page_of_shift, ExportTable, IpcError, Reader, Share, Writer};
 use mm::phys::{FrameAllocator, PhysConfig, PhysRun};
 
 use crate::config::SimConfig;
-use crate::sys::shared::{Locked, RegistryFile};
+use crate::sys::shared::{FileLocked, Locked, RegistryFile};
+use crate::sys::ShmObject;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"ACLRSREG");
-const VERSION: u64 = 1;
+const VERSION: u64 = 3;
 const HEADER_BYTES: usize = 96;
-const AREA_BASE: u64 = 4096;
-/// Room for one encoded state; the file is sparse, so this costs nothing until used.
-const AREA_BYTES: u64 = 1 << 32;
+/// The commit word: a sequence number whose low bit names the header slot in force.
+const COMMIT_WORD: u64 = 0;
+/// The two header slots (the one in force, and the one the next commit writes).
+const HEADER_SLOTS: u64 = 128;
+const SNAP_BASE: u64 = 4096;
+/// Room for one snapshot; the file is sparse, so this costs nothing until used.
+const SNAP_BYTES: u64 = 1 << 32;
+const LOG_BASE: u64 = SNAP_BASE + 2 * SNAP_BYTES;
+/// Room for the log.
+const LOG_BYTES: u64 = 1 << 31;
+/// Bytes of the file every process maps.
+const MAP_BYTES: u64 = LOG_BASE + LOG_BYTES;
+/// The log is compacted once it is longer than this and than twice the snapshot.
+pub(crate) const LOG_MIN_BYTES: u64 = 1 << 20;
+/// Changes of one process between two liveness scans of the other processes.
+pub(crate) const REAP_EVERY: u32 = 256;
 
 /// One allocation of frames on one device.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,6 +94,9 @@ pub(crate) struct Alloc {
     pub(crate) runs: Vec<PhysRun>,
     /// One entry per reference: the allocating process, and each import.
     pub(crate) holders: Vec<u32>,
+    /// The one process that could write the frames (the allocating one), or 0 once another
+    /// process imported them.
+    pub(crate) owner: u32,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -70,6 +107,196 @@ struct State {
     next_id: u64,
     allocs: BTreeMap<u64, Alloc>,
     shares: ExportTable,
+    /// Free frames not cleared since their last owner had them: (device, offset) → (length,
+    /// owner; 0 when unknown or several). Adjacent ranges of one owner are merged.
+    dirty: BTreeMap<(u32, u64), (u64, u32)>,
+}
+
+/// One change of the shared state, as the log records it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Record {
+    Attach { pid: u32 },
+    Reap { pid: u32 },
+    DeviceUp { device: u32 },
+    Alloc { id: u64, device: u32, page: PageSize, runs: Vec<PhysRun>, holder: u32 },
+    Release { pid: u32, ids: Vec<u64> },
+    Export { share: Share, no_whitelist: bool, next_id: u64 },
+    DisableWhitelist { name: ShareName, pid: u32 },
+    SetPids { name: ShareName, pid: u32, pids: Vec<u32> },
+    Import { name: ShareName, pid: u32 },
+    CloseImport { name: ShareName, pid: u32 },
+    Destroy { name: ShareName, pid: u32 },
+}
+
+fn put_runs(w: &mut Writer<'_>, runs: &[PhysRun]) {
+    w.u64(runs.len() as u64);
+    runs.iter().for_each(|r| {
+        w.u64(r.offset);
+        w.u64(r.len_bytes);
+    });
+}
+
+fn get_runs(r: &mut Reader<'_>) -> std::result::Result<Vec<PhysRun>, IpcError> {
+    (0..r.u64()?).map(|_| Ok(PhysRun { offset: r.u64()?, len_bytes: r.u64()? })).collect()
+}
+
+fn get_name(r: &mut Reader<'_>) -> std::result::Result<ShareName, IpcError> {
+    ShareName::try_new(r.bytes()?).ok_or(IpcError::Corrupt)
+}
+
+impl Record {
+    /// Appends the record, framed by its length, to `out`.
+    fn encode(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.extend_from_slice(&[0; 4]);
+        let mut w = Writer(out);
+        match self {
+            Self::Attach { pid } => {
+                w.u32(1);
+                w.u32(*pid);
+            }
+            Self::Reap { pid } => {
+                w.u32(2);
+                w.u32(*pid);
+            }
+            Self::DeviceUp { device } => {
+                w.u32(3);
+                w.u32(*device);
+            }
+            Self::Alloc { id, device, page, runs, holder } => {
+                w.u32(4);
+                w.u64(*id);
+                w.u32(*device);
+                w.u32(page.shift());
+                w.u32(*holder);
+                put_runs(&mut w, runs);
+            }
+            Self::Release { pid, ids } => {
+                w.u32(5);
+                w.u32(*pid);
+                w.u64(ids.len() as u64);
+                ids.iter().for_each(|&i| w.u64(i));
+            }
+            Self::Export { share, no_whitelist, next_id } => {
+                w.u32(6);
+                w.bytes(share.name.as_bytes());
+                w.u32(share.exporter);
+                w.u32(share.device);
+                w.u32(share.page_size.shift());
+                w.u32(u32::from(*no_whitelist));
+                w.u64(*next_id);
+                w.u64(share.allocs.len() as u64);
+                share.allocs.iter().for_each(|&a| w.u64(a));
+                put_runs(&mut w, &share.runs);
+            }
+            Self::DisableWhitelist { name, pid } => {
+                w.u32(7);
+                w.bytes(name.as_bytes());
+                w.u32(*pid);
+            }
+            Self::SetPids { name, pid, pids } => {
+                w.u32(8);
+                w.bytes(name.as_bytes());
+                w.u32(*pid);
+                w.u64(pids.len() as u64);
+                pids.iter().for_each(|&p| w.u32(p));
+            }
+            Self::Import { name, pid } => {
+                w.u32(9);
+                w.bytes(name.as_bytes());
+                w.u32(*pid);
+            }
+            Self::CloseImport { name, pid } => {
+                w.u32(10);
+                w.bytes(name.as_bytes());
+                w.u32(*pid);
+            }
+            Self::Destroy { name, pid } => {
+                w.u32(11);
+                w.bytes(name.as_bytes());
+                w.u32(*pid);
+            }
+        }
+        // CAST: one record is far below 4 GiB (its runs and pids are bounded by memory).
+        let len = (out.len() - start - 4) as u32;
+        out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+    }
+
+    /// Decodes the records of `bytes`, which holds whole framed records only.
+    fn decode_all(bytes: &[u8]) -> std::result::Result<Vec<Self>, IpcError> {
+        let mut out = Vec::new();
+        let mut r = Reader(bytes);
+        while !r.0.is_empty() {
+            let len = r.u32()? as usize;
+            if len > r.0.len() {
+                return Err(IpcError::Corrupt);
+            }
+            let (body, rest) = r.0.split_at(len);
+            out.push(Self::decode(&mut Reader(body))?);
+            r = Reader(rest);
+        }
+        Ok(out)
+    }
+
+    fn decode(r: &mut Reader<'_>) -> std::result::Result<Self, IpcError> {
+        Ok(match r.u32()? {
+            1 => Self::Attach { pid: r.u32()? },
+            2 => Self::Reap { pid: r.u32()? },
+            3 => Self::DeviceUp { device: r.u32()? },
+            4 => {
+                let id = r.u64()?;
+                let device = r.u32()?;
+                let page = page_of_shift(r.u32()?)?;
+                let holder = r.u32()?;
+                Self::Alloc { id, device, page, runs: get_runs(r)?, holder }
+            }
+            5 => {
+                let pid = r.u32()?;
+                let ids = (0..r.u64()?).map(|_| r.u64()).collect::<std::result::Result<_, _>>()?;
+                Self::Release { pid, ids }
+            }
+            6 => {
+                let name = get_name(r)?;
+                let exporter = r.u32()?;
+                let device = r.u32()?;
+                let page = page_of_shift(r.u32()?)?;
+                let no_whitelist = r.u32()? != 0;
+                let next_id = r.u64()?;
+                let allocs = (0..r.u64()?).map(|_| r.u64()).collect::<std::result::Result<_, _>>()?;
+                let runs = get_runs(r)?;
+                Self::Export {
+                    share: Share::new(name, exporter, device, page, allocs, runs),
+                    no_whitelist,
+                    next_id,
+                }
+            }
+            7 => Self::DisableWhitelist { name: get_name(r)?, pid: r.u32()? },
+            8 => {
+                let name = get_name(r)?;
+                let pid = r.u32()?;
+                let pids = (0..r.u64()?).map(|_| r.u32()).collect::<std::result::Result<_, _>>()?;
+                Self::SetPids { name, pid, pids }
+            }
+            9 => Self::Import { name: get_name(r)?, pid: r.u32()? },
+            10 => Self::CloseImport { name: get_name(r)?, pid: r.u32()? },
+            11 => Self::Destroy { name: get_name(r)?, pid: r.u32()? },
+            _ => return Err(IpcError::Corrupt),
+        })
+    }
+}
+
+/// Frames a record freed: their device, page size and runs.
+type Freed = (u32, PageSize, Vec<PhysRun>);
+
+/// A range of one device's HBM to clear: device, offset, length.
+type Clear = (u32, u64, u64);
+
+/// What applying a record did beyond the state: frames it freed, and frames it handed to a
+/// process other than their last owner (which the writer clears before committing).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Effects {
+    freed: Vec<Freed>,
+    clear: Vec<Clear>,
 }
 
 impl State {
@@ -86,13 +313,17 @@ impl State {
             w.u64(id);
             w.u32(a.device);
             w.u32(a.page.shift());
-            w.u64(a.runs.len() as u64);
-            a.runs.iter().for_each(|r| {
-                w.u64(r.offset);
-                w.u64(r.len_bytes);
-            });
+            put_runs(&mut w, &a.runs);
             w.u64(a.holders.len() as u64);
             a.holders.iter().for_each(|&h| w.u32(h));
+            w.u32(a.owner);
+        }
+        w.u64(self.dirty.len() as u64);
+        for (&(device, offset), &(len, owner)) in &self.dirty {
+            w.u32(device);
+            w.u64(offset);
+            w.u64(len);
+            w.u32(owner);
         }
         self.shares.encode(&mut out);
         out
@@ -108,33 +339,201 @@ impl State {
             let id = r.u64()?;
             let device = r.u32()?;
             let page = page_of_shift(r.u32()?)?;
-            let runs = (0..r.u64()?)
-                .map(|_| Ok(PhysRun { offset: r.u64()?, len_bytes: r.u64()? }))
-                .collect::<std::result::Result<Vec<_>, IpcError>>()?;
+            let runs = get_runs(&mut r)?;
             let holders = (0..r.u64()?).map(|_| r.u32()).collect::<std::result::Result<_, _>>()?;
-            allocs.insert(id, Alloc { device, page, runs, holders });
+            let owner = r.u32()?;
+            allocs.insert(id, Alloc { device, page, runs, holders, owner });
+        }
+        let mut dirty = BTreeMap::new();
+        for _ in 0..r.u64()? {
+            let key = (r.u32()?, r.u64()?);
+            dirty.insert(key, (r.u64()?, r.u32()?));
         }
         let shares = ExportTable::decode(&mut r)?;
-        Ok(Self { procs, devices_up, next_id, allocs, shares })
+        Ok(Self { procs, devices_up, next_id, allocs, shares, dirty })
     }
 
     /// Drops every reference `pid` holds, its exports and its imports, and `pid` itself.
-    fn reap(&mut self, pid: u32) {
+    fn reap(&mut self, pid: u32, freed: &mut Vec<Freed>) {
         self.procs.remove(&pid);
         self.shares.reap(pid);
-        for a in self.allocs.values_mut() {
+        let mut gone = Vec::new();
+        self.allocs.retain(|_, a| {
             a.holders.retain(|&h| h != pid);
+            if a.holders.is_empty() {
+                gone.push((a.device, a.page, std::mem::take(&mut a.runs), a.owner));
+                false
+            } else {
+                true
+            }
+        });
+        for (device, page, runs, owner) in gone {
+            self.free_to_dirty(device, &runs, owner);
+            freed.push((device, page, runs));
         }
-        self.allocs.retain(|_, a| !a.holders.is_empty());
+    }
+
+    /// Records freed `runs` of `device`, last written by `owner`, as not cleared.
+    fn free_to_dirty(&mut self, device: u32, runs: &[PhysRun], owner: u32) {
+        for r in runs {
+            let (mut start, mut len) = (r.offset, r.len_bytes);
+            if let Some((&(d, s), &(l, o))) = self.dirty.range(..(device, start)).next_back() {
+                if d == device && o == owner && s + l == start {
+                    self.dirty.remove(&(d, s));
+                    start = s;
+                    len += l;
+                }
+            }
+            if let Some(&(l, o)) = self.dirty.get(&(device, start + len)) {
+                if o == owner {
+                    self.dirty.remove(&(device, start + len));
+                    len += l;
+                }
+            }
+            self.dirty.insert((device, start), (len, owner));
+        }
+    }
+
+    /// Takes `run` of `device` out of the not-cleared ranges; the parts some process other
+    /// than `to` last owned go to `clear`.
+    fn take_dirty(&mut self, device: u32, run: &PhysRun, to: u32, clear: &mut Vec<Clear>) {
+        let end = run.offset + run.len_bytes;
+        let mut from = match self.dirty.range(..=(device, run.offset)).next_back() {
+            Some((&(d, s), &(l, _))) if d == device && s + l > run.offset => s,
+            _ => run.offset,
+        };
+        // One range query per overlapping entry; no list is built.
+        while from < end {
+            let Some((&(_, s), &(l, o))) = self.dirty.range((device, from)..(device, end)).next() else {
+                break;
+            };
+            self.dirty.remove(&(device, s));
+            if s < run.offset {
+                self.dirty.insert((device, s), (run.offset - s, o));
+            }
+            if s + l > end {
+                self.dirty.insert((device, end), (s + l - end, o));
+            }
+            if o != to {
+                let (a, b) = (s.max(run.offset), (s + l).min(end));
+                clear.push((device, a, b - a));
+            }
+            from = s + l;
+        }
+    }
+
+    /// Applies `rec`; all or nothing.
+    fn apply(&mut self, rec: &Record) -> std::result::Result<Effects, Error> {
+        let mut freed = Vec::new();
+        let mut clear = Vec::new();
+        match rec {
+            Record::Attach { pid } => {
+                self.procs.insert(*pid);
+                // Frames a dead process of the same pid left are no longer this pid's.
+                for v in self.dirty.values_mut().filter(|v| v.1 == *pid) {
+                    v.1 = 0;
+                }
+            }
+            Record::Reap { pid } => self.reap(*pid, &mut freed),
+            Record::DeviceUp { device } => {
+                self.devices_up.insert(*device);
+            }
+            Record::Alloc { id, device, page, runs, holder } => {
+                self.next_id = self.next_id.max(*id);
+                for r in runs {
+                    self.take_dirty(*device, r, *holder, &mut clear);
+                }
+                self.allocs.insert(
+                    *id,
+                    Alloc {
+                        device: *device,
+                        page: *page,
+                        runs: runs.clone(),
+                        holders: vec![*holder],
+                        owner: *holder,
+                    },
+                );
+            }
+            Record::Release { pid, ids } => {
+                for id in ids {
+                    let Some(a) = self.allocs.get_mut(id) else { continue };
+                    let Some(i) = a.holders.iter().position(|h| h == pid) else { continue };
+                    a.holders.remove(i);
+                    if a.holders.is_empty() {
+                        if let Some(a) = self.allocs.remove(id) {
+                            self.free_to_dirty(a.device, &a.runs, a.owner);
+                            freed.push((a.device, a.page, a.runs));
+                        }
+                    }
+                }
+            }
+            Record::Export { share, no_whitelist, next_id } => {
+                if share
+                    .allocs
+                    .iter()
+                    .any(|id| self.allocs.get(id).is_none_or(|a| !a.holders.contains(&share.exporter)))
+                {
+                    return Err(Error::new(
+                        ErrorKind::InvalidHandle,
+                        "memory to export is not held by this process",
+                    ));
+                }
+                self.shares.export(share.clone()).map_err(ipc_error)?;
+                if *no_whitelist {
+                    // A fresh share has no pids and a whitelist: this cannot fail.
+                    self.shares.disable_whitelist(&share.name, share.exporter).map_err(ipc_error)?;
+                }
+                self.next_id = self.next_id.max(*next_id);
+            }
+            Record::DisableWhitelist { name, pid } => {
+                self.shares.disable_whitelist(name, *pid).map_err(ipc_error)?
+            }
+            Record::SetPids { name, pid, pids } => {
+                self.shares.set_pids(name, *pid, pids).map_err(ipc_error)?
+            }
+            Record::Import { name, pid } => {
+                let share = self.shares.get(name).ok_or_else(|| ipc_error(IpcError::NotFound))?;
+                if share.allocs.iter().any(|id| !self.allocs.contains_key(id)) {
+                    return Err(Error::new(ErrorKind::InvalidHandle, "the exported memory was freed"));
+                }
+                let ids = share.allocs.clone();
+                self.shares.import(name, *pid).map_err(ipc_error)?;
+                for id in &ids {
+                    if let Some(a) = self.allocs.get_mut(id) {
+                        a.holders.push(*pid);
+                        // Two processes may write it now.
+                        a.owner = 0;
+                    }
+                }
+            }
+            Record::CloseImport { name, pid } => self.shares.close_import(name, *pid).map_err(ipc_error)?,
+            Record::Destroy { name, pid } => {
+                self.shares.destroy(name, *pid).map_err(ipc_error)?;
+            }
+        }
+        Ok(Effects { freed, clear })
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Cache {
+    /// Whether `state` mirrors the file up to `log_pos` of the snapshot `snap_gen`.
+    valid: bool,
     generation: u64,
+    snap_gen: u64,
     active: u64,
+    snap_len: u64,
+    log_pos: u64,
     state: State,
+    /// Frame allocators built so far; they follow every applied record.
     frames: BTreeMap<u32, FrameAllocator>,
+    /// HBM objects opened to clear freed frames.
+    hbm: BTreeMap<u32, ShmObject>,
+    /// Changes since the last liveness scan.
+    since_scan: u32,
+    /// Buffers kept between operations (records of one operation, their encoding).
+    spare_records: Vec<Record>,
+    spare_bytes: Vec<u8>,
 }
 
 /// The registry of one simulated machine, as one process sees it.
@@ -173,70 +572,104 @@ pub(crate) fn hbm_name(instance: &str, device: u32) -> String {
     format!("/aclrs.{instance}.dev{device}.hbm")
 }
 
+/// What one operation changes: the records it applied to the cache, to be committed.
+struct Tx<'a> {
+    cache: &'a mut Cache,
+    records: Vec<Record>,
+    clear: Vec<Clear>,
+}
+
+impl Tx<'_> {
+    /// Applies `rec` to the cache (state and frame allocators); all or nothing. `claimed`: the
+    /// frames of an alloc record were already taken from this process's frame allocator.
+    fn apply(&mut self, rec: Record, claimed: bool) -> Result<()> {
+        let Effects { freed, clear } = self.cache.state.apply(&rec)?;
+        if let Record::Alloc { device, page, runs, .. } = &rec {
+            if !claimed {
+                if let Some(f) = self.cache.frames.get_mut(device) {
+                    f.claim_pages(*page, runs)
+                        .map_err(|_| internal("the device registry holds overlapping frames"))?;
+                }
+            }
+        }
+        free_frames(&mut self.cache.frames, &freed)?;
+        self.clear.extend(clear);
+        self.records.push(rec);
+        Ok(())
+    }
+}
+
+fn free_frames(frames: &mut BTreeMap<u32, FrameAllocator>, freed: &[Freed]) -> Result<()> {
+    for (device, page, runs) in freed {
+        if let Some(f) = frames.get_mut(device) {
+            f.free_pages(*page, runs).map_err(|_| internal("frame record corrupt"))?;
+        }
+    }
+    Ok(())
+}
+
 impl Registry {
     /// Attaches this process to the machine `config.instance`, starting it if no live process
     /// is attached.
     pub(crate) fn attach(config: &SimConfig) -> std::io::Result<Arc<Self>> {
         let path = PathBuf::from(format!("/dev/shm/aclrs.{}.registry", config.instance));
-        let me = std::process::id();
-        let mut file = RegistryFile::open(&path)?;
+        let me = crate::sys::host_pid();
+        let mut file = RegistryFile::open(&path, MAP_BYTES)?;
         // The last process of a machine removes the file; if that happened while we opened it,
         // open the new one.
         for _ in 0..100 {
-            let current = file.lock().map(|held| file.is_current(&held))?;
+            let current = file.lock_file().map(|held| file.is_current(&held))?;
             if current {
                 break;
             }
-            file = RegistryFile::open(&path)?;
+            file = RegistryFile::open(&path, MAP_BYTES)?;
         }
         file.mark_alive(me)?;
-        let this = Arc::new(Self {
-            file,
-            cache: Mutex::new(Cache {
-                generation: 0,
-                active: 0,
-                state: State::default(),
-                frames: BTreeMap::new(),
-            }),
-            me,
-            config: config.clone(),
-        });
+        let this = Arc::new(Self { file, cache: Mutex::new(Cache::default()), me, config: config.clone() });
         {
-            let held = this.file.lock()?;
-            if !this.file.is_current(&held) {
+            let held_file = this.file.lock_file()?;
+            if !this.file.is_current(&held_file) {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::Interrupted,
                     "the machine's registry was replaced while attaching",
                 ));
             }
+            let held = this.file.lock(me);
             let mut cache = this.cache.lock().unwrap_or_else(|p| p.into_inner());
             let header = this.read_header(&held)?;
-            let loaded = match header {
-                Some(h) => this.load(&held, &h).ok(),
-                None => None,
-            };
-            let alive =
-                loaded.as_ref().is_some_and(|s| s.procs.iter().any(|&p| p != me && this.file.is_alive(p)));
-            let (generation, active) = header.map_or((0, 0), |h| (h.generation, h.active));
-            let mut state = match loaded {
-                Some(s) if alive => {
-                    if header.is_some_and(|h| h.sizes != this.sizes()) {
-                        return Err(std::io::Error::new(
-                            std::io::ErrorKind::InvalidInput,
-                            "another process runs this machine with other ACLRS_SIM_DEVICES/HBM/HUGE2M/HUGE1G settings",
-                        ));
-                    }
-                    s
+            let loaded = header.is_some() && this.refresh(&held, &mut cache).is_ok();
+            let alive = loaded && cache.state.procs.iter().any(|&p| p != me && this.file.is_alive(p));
+            if alive {
+                if header.is_some_and(|h| h.sizes != this.sizes()) {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        "another process runs this machine with other ACLRS_SIM_DEVICES/HBM/HUGE2M/HUGE1G settings",
+                    ));
                 }
+                // Reap the dead, and a stale entry of our own pid (a dead process's, reused).
+                let dead: Vec<u32> = cache
+                    .state
+                    .procs
+                    .iter()
+                    .copied()
+                    .filter(|&p| p == me || !this.file.is_alive(p))
+                    .collect();
+                let mut tx = Tx { cache: &mut cache, records: Vec::new(), clear: Vec::new() };
+                for p in dead {
+                    tx.apply(Record::Reap { pid: p }, false).map_err(|_| std::io::ErrorKind::InvalidData)?;
+                }
+                tx.apply(Record::Attach { pid: me }, false).map_err(|_| std::io::ErrorKind::InvalidData)?;
+                let (records, clear) = (std::mem::take(&mut tx.records), std::mem::take(&mut tx.clear));
+                this.clear_frames(&mut cache, &clear);
+                this.commit(&held, &mut cache, &records)?;
+            } else {
                 // No live process: a fresh machine (whatever a crashed run left is dropped).
-                _ => State::default(),
-            };
-            state.procs.insert(me);
-            cache.generation = generation;
-            cache.active = active;
-            cache.state = state;
-            cache.frames.clear();
-            this.store(&held, &mut cache)?;
+                let generation = header.map_or(0, |h| h.generation);
+                let active = header.map_or(0, |h| h.active);
+                *cache = Cache { generation, active, ..Cache::default() };
+                cache.state.procs.insert(me);
+                this.compact(&held, &mut cache)?;
+            }
         }
         let mut list = ATTACHED.lock().unwrap_or_else(|p| p.into_inner());
         if list.is_empty() {
@@ -258,7 +691,8 @@ impl Registry {
 
     fn read_header(&self, held: &Locked<'_>) -> std::io::Result<Option<Header>> {
         let mut buf = [0u8; HEADER_BYTES];
-        self.file.read_at(held, &mut buf, 0)?;
+        let slot = self.file.load_word(held, COMMIT_WORD) & 1;
+        self.file.read_at(held, &mut buf, HEADER_SLOTS + slot * 128)?;
         let word = |i: usize| {
             let mut a = [0u8; 8];
             a.copy_from_slice(&buf[i * 8..i * 8 + 8]);
@@ -270,84 +704,235 @@ impl Registry {
         Ok(Some(Header {
             generation: word(2),
             active: word(3) & 1,
-            len: word(4),
-            sizes: [word(5), word(6), word(7), word(8)],
+            snap_len: word(4),
+            snap_gen: word(5),
+            log_len: word(6),
+            sizes: [word(7), word(8), word(9), word(10)],
         }))
     }
 
-    fn load(&self, held: &Locked<'_>, h: &Header) -> std::io::Result<State> {
-        let len = usize::try_from(h.len.min(AREA_BYTES)).map_err(|_| std::io::ErrorKind::InvalidData)?;
-        let mut buf = vec![0u8; len];
-        self.file.read_at(held, &mut buf, AREA_BASE + h.active * AREA_BYTES)?;
-        State::decode(&buf).map_err(|_| std::io::ErrorKind::InvalidData.into())
-    }
-
-    /// Writes the cached state to the inactive area, then flips the header to it.
-    fn store(&self, held: &Locked<'_>, cache: &mut Cache) -> std::io::Result<()> {
-        let bytes = cache.state.encode();
-        if bytes.len() as u64 > AREA_BYTES {
-            return Err(std::io::ErrorKind::OutOfMemory.into());
+    fn write_header(&self, held: &Locked<'_>, h: &Header) -> std::io::Result<()> {
+        let mut head = [0u8; HEADER_BYTES];
+        let words = [
+            MAGIC,
+            VERSION,
+            h.generation,
+            h.active,
+            h.snap_len,
+            h.snap_gen,
+            h.log_len,
+            h.sizes[0],
+            h.sizes[1],
+            h.sizes[2],
+            h.sizes[3],
+        ];
+        for (i, w) in words.iter().enumerate() {
+            head[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
         }
-        let next = cache.active ^ 1;
-        self.file.write_at(held, &bytes, AREA_BASE + next * AREA_BYTES)?;
-        let generation = cache.generation + 1;
-        let mut head = Vec::with_capacity(HEADER_BYTES);
-        let sizes = self.sizes();
-        for w in
-            [MAGIC, VERSION, generation, next, bytes.len() as u64, sizes[0], sizes[1], sizes[2], sizes[3]]
-        {
-            head.extend_from_slice(&w.to_le_bytes());
-        }
-        self.file.write_at(held, &head, 0)?;
-        cache.generation = generation;
-        cache.active = next;
+        // The header goes to the slot not in force; one atomic store of the commit word then
+        // puts it in force. A process killed before that store leaves the old header.
+        let seq = self.file.load_word(held, COMMIT_WORD).wrapping_add(1);
+        self.file.write_at(held, &head, HEADER_SLOTS + (seq & 1) * 128)?;
+        self.file.store_word(held, COMMIT_WORD, seq);
         Ok(())
     }
 
-    /// Runs `f` on the current shared state under the registry lock; writes the state back when
-    /// `f` says it changed it (or dead processes were reaped).
-    ///
-    /// `f` must be all or nothing: on error it must leave the state as it found it.
-    fn with<R>(&self, f: impl FnOnce(&mut Cache, u32) -> Result<(R, bool)>) -> Result<R> {
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        let held = self.file.lock().map_err(|_| internal("cannot lock the device registry"))?;
-        self.refresh(&held, &mut cache)?;
-        let reaped = self.reap_dead(&mut cache);
-        let out = f(&mut cache, self.me);
-        let changed = match &out {
-            Ok((_, c)) => *c || reaped,
-            Err(_) => reaped,
-        };
-        if changed {
-            self.store(&held, &mut cache).map_err(|_| internal("cannot write the device registry"))?;
-        }
-        out.map(|(r, _)| r)
-    }
-
-    fn refresh(&self, held: &Locked<'_>, cache: &mut MutexGuard<'_, Cache>) -> Result<()> {
+    /// Brings the cache up to the file: applies the log records it has not seen, or reloads
+    /// the snapshot and the whole log after a compaction it missed.
+    fn refresh(&self, held: &Locked<'_>, cache: &mut Cache) -> Result<()> {
         let h = self
             .read_header(held)
             .map_err(|_| internal("cannot read the device registry"))?
             .ok_or(internal("the device registry was removed or overwritten"))?;
-        if h.generation != cache.generation {
-            cache.state = self.load(held, &h).map_err(|_| internal("the device registry is corrupt"))?;
-            cache.generation = h.generation;
-            cache.active = h.active;
-            cache.frames.clear();
+        if cache.valid && h.generation == cache.generation {
+            return Ok(());
         }
+        let corrupt = || internal("the device registry is corrupt");
+        let from = if !cache.valid || h.snap_gen != cache.snap_gen || h.log_len < cache.log_pos {
+            cache.valid = false;
+            let len = usize::try_from(h.snap_len.min(SNAP_BYTES)).map_err(|_| corrupt())?;
+            let mut buf = vec![0u8; len];
+            self.file.read_at(held, &mut buf, SNAP_BASE + h.active * SNAP_BYTES).map_err(|_| corrupt())?;
+            cache.state = State::decode(&buf).map_err(|_| corrupt())?;
+            cache.frames.clear();
+            0
+        } else {
+            cache.log_pos
+        };
+        if h.log_len > from {
+            let len = usize::try_from((h.log_len - from).min(LOG_BYTES)).map_err(|_| corrupt())?;
+            let mut buf = vec![0u8; len];
+            self.file.read_at(held, &mut buf, LOG_BASE + from).map_err(|_| corrupt())?;
+            for rec in Record::decode_all(&buf).map_err(|_| corrupt())? {
+                let freed = match cache.state.apply(&rec) {
+                    Ok(e) => e.freed,
+                    Err(_) => {
+                        cache.valid = false;
+                        return Err(corrupt());
+                    }
+                };
+                if let Record::Alloc { device, page, runs, .. } = &rec {
+                    if let Some(f) = cache.frames.get_mut(device) {
+                        f.claim_pages(*page, runs).map_err(|_| corrupt())?;
+                    }
+                }
+                free_frames(&mut cache.frames, &freed)?;
+            }
+        }
+        cache.valid = true;
+        cache.generation = h.generation;
+        cache.snap_gen = h.snap_gen;
+        cache.active = h.active;
+        cache.snap_len = h.snap_len;
+        cache.log_pos = h.log_len;
         Ok(())
     }
 
-    fn reap_dead(&self, cache: &mut Cache) -> bool {
-        let dead: Vec<u32> =
-            cache.state.procs.iter().copied().filter(|&p| p != self.me && !self.file.is_alive(p)).collect();
-        for &p in &dead {
-            cache.state.reap(p);
+    /// Appends `records` (already applied to the cache) to the log and commits them, or
+    /// compacts when the log has grown long enough.
+    fn commit(&self, held: &Locked<'_>, cache: &mut Cache, records: &[Record]) -> std::io::Result<()> {
+        if records.is_empty() {
+            return Ok(());
         }
-        if !dead.is_empty() {
-            cache.frames.clear();
+        let mut bytes = std::mem::take(&mut cache.spare_bytes);
+        bytes.clear();
+        records.iter().for_each(|r| r.encode(&mut bytes));
+        let end = cache.log_pos + bytes.len() as u64;
+        if end > LOG_BYTES || end > LOG_MIN_BYTES.max(2 * cache.snap_len) {
+            cache.spare_bytes = bytes;
+            return self.compact(held, cache);
         }
-        !dead.is_empty()
+        let write = self.file.write_at(held, &bytes, LOG_BASE + cache.log_pos);
+        cache.spare_bytes = bytes;
+        let write = write.and_then(|()| {
+            self.write_header(
+                held,
+                &Header {
+                    generation: cache.generation + 1,
+                    active: cache.active,
+                    snap_len: cache.snap_len,
+                    snap_gen: cache.snap_gen,
+                    log_len: end,
+                    sizes: self.sizes(),
+                },
+            )
+        });
+        match write {
+            Ok(()) => {
+                cache.generation += 1;
+                cache.log_pos = end;
+                Ok(())
+            }
+            Err(e) => {
+                cache.valid = false;
+                Err(e)
+            }
+        }
+    }
+
+    /// Writes the cached state as a snapshot to the inactive area, then flips the header to
+    /// it with an empty log.
+    fn compact(&self, held: &Locked<'_>, cache: &mut Cache) -> std::io::Result<()> {
+        let bytes = cache.state.encode();
+        if bytes.len() as u64 > SNAP_BYTES {
+            cache.valid = false;
+            return Err(std::io::ErrorKind::OutOfMemory.into());
+        }
+        let next = cache.active ^ 1;
+        let generation = cache.generation + 1;
+        let h = Header {
+            generation,
+            active: next,
+            snap_len: bytes.len() as u64,
+            snap_gen: generation,
+            log_len: 0,
+            sizes: self.sizes(),
+        };
+        let write = self
+            .file
+            .write_at(held, &bytes, SNAP_BASE + next * SNAP_BYTES)
+            .and_then(|()| self.write_header(held, &h));
+        if let Err(e) = write {
+            cache.valid = false;
+            return Err(e);
+        }
+        cache.valid = true;
+        cache.generation = generation;
+        cache.snap_gen = generation;
+        cache.active = next;
+        cache.snap_len = h.snap_len;
+        cache.log_pos = 0;
+        Ok(())
+    }
+
+    /// Clears frames handed to a process other than their last owner (before the record that
+    /// hands them over is committed).
+    fn clear_frames(&self, cache: &mut Cache, clear: &[Clear]) {
+        for (device, offset, len) in clear {
+            if !cache.hbm.contains_key(device) {
+                match ShmObject::open_existing(&hbm_name(&self.config.instance, *device)) {
+                    Some(o) => {
+                        cache.hbm.insert(*device, o);
+                    }
+                    // No object: the device was never brought up, there are no bytes.
+                    None => continue,
+                }
+            }
+            if let Some(o) = cache.hbm.get(device) {
+                o.clear(*offset, *len);
+            }
+        }
+    }
+
+    /// Runs `f` on the current shared state under the registry lock, then commits the records
+    /// it applied. With `scan`, dead processes are reaped first (otherwise every
+    /// [`REAP_EVERY`] changes).
+    ///
+    /// `f` must be all or nothing: on error it must leave the state as it found it.
+    fn with<R>(&self, scan: bool, f: impl FnOnce(&mut Tx<'_>, u32) -> Result<R>) -> Result<R> {
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let held = self.file.lock(self.me);
+        self.refresh(&held, &mut cache)?;
+        cache.since_scan += 1;
+        let scan = scan || cache.since_scan >= REAP_EVERY;
+        let records = std::mem::take(&mut cache.spare_records);
+        let mut tx = Tx { cache: &mut cache, records, clear: Vec::new() };
+        if scan {
+            self.reap_dead(&mut tx)?;
+        }
+        let reaped = tx.records.len();
+        let out = f(&mut tx, self.me);
+        if out.is_err() {
+            if tx.records.len() > reaped {
+                // `f` broke all-or-nothing: reload from the file next time.
+                tx.cache.valid = false;
+            }
+            // Commit only the reaps.
+            tx.records.truncate(reaped);
+        }
+        let (mut records, clear) = (std::mem::take(&mut tx.records), std::mem::take(&mut tx.clear));
+        self.clear_frames(&mut cache, &clear);
+        let done = self.commit(&held, &mut cache, &records);
+        records.clear();
+        cache.spare_records = records;
+        done.map_err(|_| internal("cannot write the device registry"))?;
+        out
+    }
+
+    fn reap_dead(&self, tx: &mut Tx<'_>) -> Result<()> {
+        tx.cache.since_scan = 0;
+        let dead: Vec<u32> = tx
+            .cache
+            .state
+            .procs
+            .iter()
+            .copied()
+            .filter(|&p| p != self.me && !self.file.is_alive(p))
+            .collect();
+        for p in dead {
+            tx.apply(Record::Reap { pid: p }, false)?;
+        }
+        Ok(())
     }
 
     fn frames<'c>(&self, cache: &'c mut Cache, device: u32) -> Result<&'c mut FrameAllocator> {
@@ -370,51 +955,61 @@ impl Registry {
     /// Marks `device` up and says whether this process is the first to bring it up since the
     /// machine started (and must therefore reset its HBM object).
     pub(crate) fn bring_up(&self, device: u32) -> Result<bool> {
-        self.with(|c, _| {
-            let first = c.state.devices_up.insert(device);
-            Ok((first, first))
+        self.with(false, |tx, _| {
+            let first = !tx.cache.state.devices_up.contains(&device);
+            if first {
+                tx.apply(Record::DeviceUp { device }, false)?;
+            }
+            Ok(first)
         })
     }
 
-    /// Allocates `count` pages of `page` on `device` for this process.
-    pub(crate) fn alloc(&self, device: u32, page: PageSize, count: u64) -> Result<(u64, Vec<PhysRun>)> {
-        self.with(|c, me| {
-            let runs = self.frames(c, device)?.alloc_pages(page, count).map_err(Error::from)?;
-            c.state.next_id += 1;
-            let id = c.state.next_id;
-            c.state.allocs.insert(id, Alloc { device, page, runs: runs.clone(), holders: vec![me] });
-            Ok(((id, runs), true))
-        })
+    /// How many other live processes are attached to the machine.
+    pub(crate) fn other_processes(&self) -> Result<usize> {
+        self.with(true, |tx, me| Ok(tx.cache.state.procs.iter().filter(|&&p| p != me).count()))
+    }
+
+    /// Allocates `count` pages of `page` on `device` for this process, at HBM offset `prefer`
+    /// when those frames are free (the caller asks for the frames its window shows at the VA it
+    /// backs, so that neighbouring allocations map neighbouring frames and the kernel keeps
+    /// them one mapping), anywhere otherwise.
+    pub(crate) fn alloc(
+        &self,
+        device: u32,
+        page: PageSize,
+        count: u64,
+        prefer: Option<u64>,
+    ) -> Result<(u64, Vec<PhysRun>)> {
+        let attempt = |tx: &mut Tx<'_>, me: u32| {
+            let frames = self.frames(tx.cache, device)?;
+            let wanted = prefer.and_then(|offset| {
+                let len_bytes = count.checked_mul(page.bytes())?;
+                let run = PhysRun { offset, len_bytes };
+                (offset.checked_add(len_bytes)? <= self.config.hbm_bytes).then_some(run)
+            });
+            let runs = match wanted {
+                Some(run) if frames.claim_pages(page, &[run]).is_ok() => vec![run],
+                _ => frames.alloc_pages(page, count).map_err(Error::from)?,
+            };
+            let id = tx.cache.state.next_id + 1;
+            tx.apply(Record::Alloc { id, device, page, runs: runs.clone(), holder: me }, true)?;
+            Ok((id, runs))
+        };
+        match self.with(false, attempt) {
+            // Out of memory: a dead process may still hold frames; reap and try once more.
+            Err(e) if e.kind() == ErrorKind::OutOfMemory => self.with(true, attempt),
+            other => other,
+        }
     }
 
     /// Drops one reference of this process to each of `ids`; frames no one holds are freed.
     pub(crate) fn release(&self, ids: &[u64]) -> Result<()> {
-        self.with(|c, me| {
-            for id in ids {
-                let Some(a) = c.state.allocs.get(id) else { continue };
-                if !a.holders.contains(&me) {
-                    continue;
-                }
-                let mut a = a.clone();
-                if let Some(i) = a.holders.iter().position(|&h| h == me) {
-                    a.holders.remove(i);
-                }
-                if a.holders.is_empty() {
-                    self.frames(c, a.device)?
-                        .free_pages(a.page, &a.runs)
-                        .map_err(|_| internal("frame record corrupt"))?;
-                    c.state.allocs.remove(id);
-                } else {
-                    c.state.allocs.insert(*id, a);
-                }
-            }
-            Ok(((), true))
-        })
+        self.with(false, |tx, me| tx.apply(Record::Release { pid: me, ids: ids.to_vec() }, false))
     }
 
     /// Free and total memory of `device`, across every process.
     pub(crate) fn memory_info(&self, device: u32) -> Result<MemoryInfo> {
-        self.with(|c, _| Ok((self.frames(c, device)?.info(), false)))
+        self.with(true, |tx, _| Ok(self.frames(tx.cache, device)?.info()))
     }
 
     /// Creates a share of `runs` (held by `ids`) under a fresh name.
@@ -427,113 +1022,102 @@ impl Registry {
         runs: Vec<PhysRun>,
         no_whitelist: bool,
     ) -> Result<ShareName> {
-        self.with(|c, me| {
-            if ids.iter().any(|id| c.state.allocs.get(id).is_none_or(|a| !a.holders.contains(&me))) {
-                return Err(Error::new(
-                    ErrorKind::InvalidHandle,
-                    "memory to export is not held by this process",
-                ));
-            }
+        self.with(false, |tx, me| {
+            let mut next_id = tx.cache.state.next_id;
             let name = loop {
-                let n = fresh_name(kind, c.state.next_id);
-                c.state.next_id += 1;
-                if c.state.shares.get(&n).is_none() {
+                let n = fresh_name(kind, next_id);
+                next_id += 1;
+                if tx.cache.state.shares.get(&n).is_none() {
                     break n;
                 }
             };
-            let share = Share::new(name, me, device, page, ids.clone(), runs.clone());
-            c.state.shares.export(share).map_err(ipc_error)?;
-            if no_whitelist {
-                c.state.shares.disable_whitelist(&name, me).map_err(ipc_error)?;
-            }
-            Ok((name, true))
+            let share = Share::new(name, me, device, page, ids, runs);
+            tx.apply(Record::Export { share, no_whitelist, next_id }, false)?;
+            Ok(name)
         })
     }
 
     /// Drops the whitelist of a share of this process: any process may import it.
     pub(crate) fn disable_whitelist(&self, name: &ShareName) -> Result<()> {
-        self.with(|c, me| {
-            c.state.shares.disable_whitelist(name, me).map_err(ipc_error)?;
-            Ok(((), true))
-        })
+        self.with(false, |tx, me| tx.apply(Record::DisableWhitelist { name: *name, pid: me }, false))
     }
 
     /// Adds `pids` to the whitelist of a share of this process.
     pub(crate) fn set_pids(&self, name: &ShareName, pids: &[u32]) -> Result<()> {
-        self.with(|c, me| {
-            c.state.shares.set_pids(name, me, pids).map_err(ipc_error)?;
-            Ok(((), true))
+        self.with(false, |tx, me| {
+            tx.apply(Record::SetPids { name: *name, pid: me, pids: pids.to_vec() }, false)
         })
     }
 
     /// The share called `name`.
     pub(crate) fn share(&self, name: &ShareName) -> Result<Share> {
-        self.with(|c, _| {
-            Ok((c.state.shares.get(name).cloned().ok_or_else(|| ipc_error(IpcError::NotFound))?, false))
+        self.with(false, |tx, _| {
+            tx.cache.state.shares.get(name).cloned().ok_or_else(|| ipc_error(IpcError::NotFound))
         })
     }
 
-    /// Imports `name` into this process: checks the whitelist against this process's pid and
-    /// takes a reference to the memory.
+    /// Imports `name` into this process: checks the whitelist against this process's host pid
+    /// and takes a reference to the memory.
     pub(crate) fn import(&self, name: &ShareName) -> Result<Share> {
-        self.with(|c, me| {
-            let share = c.state.shares.get(name).cloned().ok_or_else(|| ipc_error(IpcError::NotFound))?;
-            if share.allocs.iter().any(|id| !c.state.allocs.contains_key(id)) {
-                return Err(Error::new(ErrorKind::InvalidHandle, "the exported memory was freed"));
-            }
-            c.state.shares.import(name, me).map_err(ipc_error)?;
-            for id in &share.allocs {
-                if let Some(a) = c.state.allocs.get_mut(id) {
-                    a.holders.push(me);
-                }
-            }
-            Ok((share, true))
+        self.with(false, |tx, me| {
+            tx.apply(Record::Import { name: *name, pid: me }, false)?;
+            tx.cache.state.shares.get(name).cloned().ok_or(internal("imported share vanished"))
         })
     }
 
     /// Drops this process's import of `name` (its memory references go with [`Self::release`]).
     pub(crate) fn close_import(&self, name: &ShareName) -> Result<()> {
-        self.with(|c, me| Ok(((), c.state.shares.close_import(name, me).is_ok())))
+        self.with(false, |tx, me| {
+            // Closing what was not imported changes nothing and is not an error here.
+            let _ = tx.apply(Record::CloseImport { name: *name, pid: me }, false);
+            Ok(())
+        })
     }
 
     /// Destroys a share of this process.
     pub(crate) fn destroy(&self, name: &ShareName) -> Result<()> {
-        self.with(|c, me| {
-            c.state.shares.destroy(name, me).map_err(ipc_error)?;
-            Ok(((), true))
-        })
+        self.with(false, |tx, me| tx.apply(Record::Destroy { name: *name, pid: me }, false))
     }
 
     /// Leaves the machine: drops everything this process holds; the last one out removes the
     /// machine's files.
     pub(crate) fn detach(&self) {
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        let Ok(held) = self.file.lock() else { return };
-        self.leave(&held, &mut cache);
+        let Ok(held_file) = self.file.lock_file() else { return };
+        let held = self.file.lock(self.me);
+        self.leave(&held_file, &held, &mut cache);
     }
 
-    fn leave(&self, held: &Locked<'_>, cache: &mut MutexGuard<'_, Cache>) {
+    fn leave(&self, held_file: &FileLocked<'_>, held: &Locked<'_>, cache: &mut MutexGuard<'_, Cache>) {
         if self.refresh(held, cache).is_err() {
             return;
         }
-        self.reap_dead(cache);
-        cache.state.reap(self.me);
-        cache.frames.clear();
+        let mut tx = Tx { cache, records: Vec::new(), clear: Vec::new() };
+        if self.reap_dead(&mut tx).is_err() || tx.apply(Record::Reap { pid: self.me }, false).is_err() {
+            return;
+        }
+        let (records, clear) = (std::mem::take(&mut tx.records), std::mem::take(&mut tx.clear));
         if cache.state.procs.is_empty() {
             for d in 0..self.config.devices {
                 crate::sys::shm_unlink(&hbm_name(&self.config.instance, d));
             }
-            self.file.unlink(held);
+            self.file.unlink(held_file);
             // Leave a header no one will read as live.
             cache.state = State::default();
+            let _ = self.compact(held, cache);
+        } else {
+            self.clear_frames(cache, &clear);
+            let _ = self.commit(held, cache, &records);
         }
-        let _ = self.store(held, cache);
+        cache.frames.clear();
+        cache.valid = false;
     }
 
     fn leave_at_exit(&self) {
         let Ok(mut cache) = self.cache.try_lock() else { return };
-        let Some(held) = self.file.try_lock() else { return };
-        self.leave(&held, &mut cache);
+        let Some(held_file) = self.file.try_lock_file() else { return };
+        let Some(held) = self.file.try_lock(self.me) else { return };
+        self.leave(&held_file, &held, &mut cache);
     }
 }
 
@@ -541,10 +1125,11 @@ impl Registry {
 struct Header {
     generation: u64,
     active: u64,
-    len: u64,
+    snap_len: u64,
+    snap_gen: u64,
+    log_len: u64,
     sizes: [u64; 4],
 }
-
 /// A name no one can guess from another share's: the pid, a counter and the clock, mixed.
 fn fresh_name(kind: ShareKind, counter: u64) -> ShareName {
     let nanos =
@@ -615,13 +1200,103 @@ mod tests {
                 page: PageSize::Huge,
                 runs: vec![PhysRun { offset: 0, len_bytes: 2 << 20 }],
                 holders: vec![5, 6],
+                owner: 0,
             },
         );
+        s.dirty.insert((1, 4 << 20), (8192, 5));
         assert_eq!(State::decode(&s.encode()).unwrap(), s);
-        s.reap(5);
+        let mut freed = Vec::new();
+        s.reap(5, &mut freed);
         assert_eq!(s.allocs[&3].holders, vec![6]);
-        s.reap(6);
+        assert!(freed.is_empty());
+        s.reap(6, &mut freed);
         assert!(s.allocs.is_empty());
+        assert_eq!(freed, vec![(1, PageSize::Huge, vec![PhysRun { offset: 0, len_bytes: 2 << 20 }])]);
+    }
+
+    fn name(s: &str) -> ShareName {
+        ShareName::try_new(s.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn records_round_trip_and_replay_to_the_same_state() {
+        let run = |o: u64| vec![PhysRun { offset: o, len_bytes: 8192 }];
+        let records = vec![
+            Record::Attach { pid: 5 },
+            Record::Attach { pid: 6 },
+            Record::DeviceUp { device: 0 },
+            Record::Alloc { id: 1, device: 0, page: PageSize::Normal, runs: run(0), holder: 5 },
+            Record::Alloc { id: 2, device: 0, page: PageSize::Normal, runs: run(8192), holder: 6 },
+            Record::Export {
+                share: Share::new(name("k"), 5, 0, PageSize::Normal, vec![1], run(0)),
+                no_whitelist: false,
+                next_id: 7,
+            },
+            Record::SetPids { name: name("k"), pid: 5, pids: vec![6] },
+            Record::Import { name: name("k"), pid: 6 },
+            Record::CloseImport { name: name("k"), pid: 6 },
+            Record::Destroy { name: name("k"), pid: 5 },
+            Record::Release { pid: 5, ids: vec![1] },
+            Record::Reap { pid: 6 },
+            Record::DisableWhitelist { name: name("gone"), pid: 5 },
+        ];
+        let mut bytes = Vec::new();
+        records.iter().for_each(|r| r.encode(&mut bytes));
+        assert_eq!(Record::decode_all(&bytes).unwrap(), records);
+        // A torn tail (a writer killed mid-record) is never committed; a reader given one
+        // reports it instead of guessing.
+        assert!(Record::decode_all(&bytes[..bytes.len() - 1]).is_err());
+
+        let mut s = State::default();
+        let mut freed = Vec::new();
+        for r in &records[..records.len() - 1] {
+            let e = s.apply(r).unwrap();
+            assert!(e.clear.is_empty(), "fresh frames need no clearing");
+            freed.extend(e.freed);
+        }
+        // The last record fails (no such share) and changes nothing.
+        let before = s.clone();
+        assert!(s.apply(&records[records.len() - 1]).is_err());
+        assert_eq!(s, before);
+        assert_eq!(s.procs, BTreeSet::from([5]));
+        assert!(s.allocs.is_empty() && s.shares.is_empty());
+        assert_eq!(s.next_id, 7);
+        // Alloc 1 was imported by 6 and closed; 5's release freed it; 6's reap freed alloc 2.
+        assert_eq!(freed, vec![(0, PageSize::Normal, run(0)), (0, PageSize::Normal, run(8192))]);
+        // Both written by two processes or by 6: not cleared yet, owner unknown / 6.
+        assert_eq!(s.dirty, BTreeMap::from([((0, 0), (8192, 0)), ((0, 8192), (8192, 6))]));
+    }
+
+    #[test]
+    fn frames_are_cleared_only_when_they_change_process() {
+        let mut s = State::default();
+        let alloc = |id: u64, offset: u64, len_bytes: u64, holder: u32| Record::Alloc {
+            id,
+            device: 0,
+            page: PageSize::Normal,
+            runs: vec![PhysRun { offset, len_bytes }],
+            holder,
+        };
+        let free = |pid: u32, id: u64| Record::Release { pid, ids: vec![id] };
+        for r in [Record::Attach { pid: 5 }, Record::Attach { pid: 6 }, alloc(1, 0, 16384, 5), free(5, 1)] {
+            assert!(s.apply(&r).unwrap().clear.is_empty());
+        }
+        // The same process takes its own frames back: nothing to clear.
+        assert!(s.apply(&alloc(2, 4096, 4096, 5)).unwrap().clear.is_empty());
+        assert_eq!(s.dirty, BTreeMap::from([((0, 0), (4096, 5)), ((0, 8192), (8192, 5))]));
+        // Another process takes frames across two of 5's ranges and some fresh ones: only 5's
+        // parts are cleared, and what it does not take stays recorded.
+        let e = s.apply(&alloc(3, 12288, 8192, 6)).unwrap();
+        assert_eq!(e.clear, vec![(0, 12288, 4096)]);
+        assert_eq!(s.dirty, BTreeMap::from([((0, 0), (4096, 5)), ((0, 8192), (4096, 5))]));
+        // Freed ranges of one owner merge with their neighbours.
+        s.apply(&free(5, 2)).unwrap();
+        assert_eq!(s.dirty, BTreeMap::from([((0, 0), (12288, 5))]));
+        // A new process that reuses a dead process's pid is not that process.
+        s.apply(&Record::Reap { pid: 5 }).unwrap();
+        s.apply(&Record::Attach { pid: 5 }).unwrap();
+        assert_eq!(s.apply(&alloc(4, 0, 4096, 5)).unwrap().clear, vec![(0, 0, 4096)]);
+        assert_eq!(State::decode(&s.encode()).unwrap(), s);
     }
 
     #[test]
