@@ -157,6 +157,30 @@ struct Extent {
     region: u64,
 }
 
+/// What a piece of a pool region holds, as [`Pool::regions`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExtentState {
+    /// Not allocated.
+    Free,
+    /// Allocated to a caller.
+    Busy,
+    /// Freed on a stream, waiting to be reused or for its free to complete.
+    Cached,
+}
+
+/// One region of a pool, as [`Pool::regions`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolRegion {
+    /// Its first address.
+    pub base: DeviceAddr,
+    /// Its VA length.
+    pub len_bytes: u64,
+    /// Bytes of its backed pages.
+    pub backed_bytes: u64,
+    /// Its extents, tiling it: (address, length, state).
+    pub extents: Vec<(u64, u64, ExtentState)>,
+}
+
 /// Pool statistics, as the pool attributes report them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PoolStats {
@@ -286,6 +310,30 @@ impl Pool {
     pub fn find_busy(&self, addr: DeviceAddr) -> Option<(DeviceAddr, u64)> {
         let (&s, e) = self.extents.range(..=addr.as_u64()).next_back()?;
         (e.state == State::Busy && addr.as_u64() < s + e.len).then_some((DeviceAddr(s), e.len))
+    }
+
+    /// Every region of the pool, in address order: (base, VA length, backed bytes, and its
+    /// extents as (address, length, state)). For memory snapshots; it builds a list.
+    pub fn regions(&self) -> Vec<PoolRegion> {
+        self.regions
+            .iter()
+            .map(|(&base, &len)| {
+                let backed = self.pages.range(base..base + len).count() as u64 * PAGE;
+                let extents = self
+                    .extents
+                    .range(base..base + len)
+                    .map(|(&a, e)| {
+                        let state = match e.state {
+                            State::Free => ExtentState::Free,
+                            State::Busy => ExtentState::Busy,
+                            State::Cached(_) => ExtentState::Cached,
+                        };
+                        (a, e.len, state)
+                    })
+                    .collect();
+                PoolRegion { base: DeviceAddr(base), len_bytes: len, backed_bytes: backed, extents }
+            })
+            .collect()
     }
 
     /// Number of busy blocks.
