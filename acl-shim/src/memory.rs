@@ -220,7 +220,17 @@ impl Runtime {
         })?;
         let mut backer = HalBacker::new(self.backend.driver(), d);
         match alloc.allocate(&mut backer, &req, component) {
-            Ok(p) => Ok(p.as_u64()),
+            Ok(p) => {
+                if crate::obs::recording() {
+                    let info = alloc.find(p);
+                    drop(st);
+                    if info.is_some_and(|i| !i.is_slab) {
+                        crate::obs::note(d, "segment_alloc", p.as_u64(), req.usable_bytes, 0);
+                    }
+                    crate::obs::note(d, "alloc", p.as_u64(), req.usable_bytes, 0);
+                }
+                Ok(p.as_u64())
+            }
             Err(e) => {
                 let why = match e {
                     mm::device::AllocError::OutOfVa => "no device VA range is left".to_owned(),
@@ -232,10 +242,19 @@ impl Runtime {
                     }
                     _ => ACL_ERROR_RT_MEMORY_ALLOCATION,
                 };
+                let figures = if code == ACL_ERROR_RT_MEMORY_ALLOCATION {
+                    format!("; {}", crate::obs::oom_figures(self.backend.driver(), d, alloc))
+                } else {
+                    String::new()
+                };
+                drop(st);
+                if code == ACL_ERROR_RT_MEMORY_ALLOCATION {
+                    crate::obs::after_oom(self, d, req.usable_bytes);
+                }
                 Err(AclError::new(
                     code,
                     format!(
-                        "{api}: cannot allocate {size} bytes ({} after rounding) on device {d} with {}: {why}",
+                        "{api}: cannot allocate {size} bytes ({} after rounding) on device {d} with {}: {why}{figures}",
                         req.usable_bytes,
                         policy_name(policy)
                     ),
@@ -339,7 +358,17 @@ impl Runtime {
         }
         let mut backer = HalBacker::new(self.backend.driver(), d);
         match alloc.free(&mut backer, DeviceAddr(ptr)) {
-            Ok(_) => Ok(()),
+            Ok(info) => {
+                if crate::obs::recording() {
+                    drop(st);
+                    crate::obs::note(d, "free_requested", ptr, info.usable_bytes, 0);
+                    crate::obs::note(d, "free_completed", ptr, info.usable_bytes, 0);
+                    if !info.is_slab {
+                        crate::obs::note(d, "segment_free", ptr, info.usable_bytes, 0);
+                    }
+                }
+                Ok(())
+            }
             Err(FreeError::NotLive(why)) => Err(not_live(api, "devPtr", ptr, why)),
             Err(FreeError::Backing(e)) => Err(AclError::from_hal(e, api)),
         }

@@ -169,17 +169,21 @@ impl Segments<'_> {
 
 impl PoolBacking for Segments<'_> {
     fn reserve(&mut self, len_bytes: u64) -> std::result::Result<VaRange, hal::Error> {
-        self.with(|a, _| {
+        let r = self.with(|a, _| {
             a.reserve_range(len_bytes, POOL_COMPONENT)
                 .map_err(|_| hal::Error::new(hal::ErrorKind::OutOfMemory, "no device VA for a pool region"))
-        })
+        })?;
+        crate::obs::note(self.dev, "segment_alloc", r.start().as_u64(), r.len_bytes(), 0);
+        Ok(r)
     }
 
     fn unreserve(&mut self, range: VaRange) -> std::result::Result<(), hal::Error> {
         self.with(|a, _| {
             a.unreserve_range(range)
                 .map_err(|_| hal::Error::new(hal::ErrorKind::InvalidHandle, "not a pool region"))
-        })
+        })?;
+        crate::obs::note(self.dev, "segment_free", range.start().as_u64(), range.len_bytes(), 0);
+        Ok(())
     }
 
     fn back(&mut self, page: VaRange) -> std::result::Result<(), hal::Error> {
@@ -308,6 +312,22 @@ impl Runtime {
         Ok(h)
     }
 
+    /// Every pool of this process (retired ones included): handle, device, statistics and
+    /// regions, for the memory summary and snapshots. Takes the tables, then each pool.
+    pub(crate) fn pool_walk(&self) -> Vec<(u64, u32, mm::pool::PoolStats, Vec<mm::pool::PoolRegion>)> {
+        let list: Vec<(u64, Arc<PoolObj>)> =
+            tables(self).pools.iter().map(|(h, p)| (*h, Arc::clone(p))).collect();
+        let mut out: Vec<_> = list
+            .into_iter()
+            .map(|(h, p)| {
+                let inner = lock(&p);
+                (h, p.device, inner.pool.stats(), inner.pool.regions())
+            })
+            .collect();
+        out.sort_by_key(|p| p.0);
+        out
+    }
+
     /// `aclrtMemPoolDestroy`: the handle goes at once; the pool's memory goes as soon as
     /// nothing uses it — blocks still allocated stay valid until they are freed, and segments
     /// with frees still pending on a stream go at the next synchronize (nothing leaks, nothing
@@ -372,10 +392,27 @@ impl Runtime {
         let mut inner = lock(&p);
         let order = self.order(p.device);
         let mut seg = Segments { rt: self, dev: p.device };
-        let g = inner
-            .pool
-            .allocate(&mut seg, &order, s.queue.0, size)
-            .map_err(|e| pool_err(api, e, "allocation"))?;
+        let g = match inner.pool.allocate(&mut seg, &order, s.queue.0, size) {
+            Ok(g) => g,
+            Err(e) => {
+                drop(inner);
+                let mut err = pool_err(api, e, "allocation");
+                if let PoolError::OutOfMemory(_) = e {
+                    let figures = {
+                        let st = self.dev(p.device);
+                        st.alloc
+                            .as_ref()
+                            .map(|a| crate::obs::oom_figures(self.backend().driver(), p.device, a))
+                    };
+                    if let Some(f) = figures {
+                        err = AclError::new(err.code(), format!("{}; {f}", err.message()));
+                    }
+                    crate::obs::after_oom(self, p.device, size);
+                }
+                return Err(err);
+            }
+        };
+        crate::obs::note(p.device, "alloc", g.addr.as_u64(), g.size_bytes, u64::from(s.queue.0));
         if let Some(w) = g.wait_for {
             // Internal dependency: this stream waits for the stream that freed the block.
             let drv = self.backend().driver();
@@ -424,11 +461,15 @@ impl Runtime {
             .map_err(|e| AclError::from_hal(e, api))?;
         if let Some((h, p)) = self.pool_of(d, ptr) {
             let mut inner = lock(&p);
-            inner
+            let size = inner
                 .pool
                 .free(DeviceAddr(ptr), s.queue.0, seq)
                 .map_err(|e| pool_err(api, e, &format!("ptr {ptr:#x}")))?;
             drop(inner);
+            // The block is back in the pool for its stream at once (later work on that stream
+            // may reuse it), so the free completes as it is requested.
+            crate::obs::note(d, "free_requested", ptr, size, u64::from(s.queue.0));
+            crate::obs::note(d, "free_completed", ptr, size, u64::from(s.queue.0));
             self.collect_retired(h, &p);
             return Ok(());
         }
@@ -485,7 +526,12 @@ impl Runtime {
         let r = inner
             .pool
             .free(DeviceAddr(ptr), u32::MAX, 0)
-            .map(|_| ())
+            .map(|size| {
+                if crate::obs::recording() {
+                    crate::obs::note(d, "free_requested", ptr, size, 0);
+                    crate::obs::note(d, "free_completed", ptr, size, 0);
+                }
+            })
             .map_err(|e| pool_err(api, e, &format!("devPtr {ptr:#x}")));
         drop(inner);
         self.collect_retired(h, &p);
