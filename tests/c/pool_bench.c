@@ -8,7 +8,8 @@
  *   pool_bench pairs [N]         host cost of one MallocAsync + FreeAsync pair at steady state,
  *                                against one aclrtMalloc + aclrtFree pair measured in the same run
  *   pool_bench traces FILE...    replays of allocation traces through a pool: peak reserved over
- *                                peak live bytes
+ *                                peak live bytes, and the host time per event of a second replay
+ *                                from memory (no reserved-bytes queries)
  *
  * Needs ACLRS_TEST_KERNELS (tests/c/kernels/pool_kernels.c built as a shared object) for
  * `contrast`. Prints Markdown tables. Asserts nothing about time.
@@ -245,25 +246,95 @@ static int replay(const char *path, double *ratio, size_t *peak_live_out, size_t
     return 0;
 }
 
+/* Replays the trace at `path` again on a fresh pool, from memory and without the reserved-bytes
+ * queries, and reports the host time per event (MallocAsync or FreeAsync). */
+static int timed_replay(const char *path, double *ns_per_event)
+{
+    FILE *f = fopen(path, "r");
+    char line[256];
+    unsigned long *ev_id = NULL, *ev_bytes = NULL;
+    char *ev_op = NULL;
+    void **ptrs = NULL;
+    size_t n = 0, cap = 0, ids = 0, i;
+    aclrtStream s = NULL;
+    aclrtMemPool pool;
+    double t0;
+
+    if (f == NULL) {
+        return 1;
+    }
+    while (fgets(line, sizeof line, f) != NULL) {
+        unsigned long id = 0, bytes = 0;
+        char op = line[0];
+        if (!((op == 'a' && sscanf(line, "a %lu %lu", &id, &bytes) == 2) ||
+              (op == 'f' && sscanf(line, "f %lu", &id) == 1))) {
+            continue;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 4096;
+            ev_id = realloc(ev_id, cap * sizeof *ev_id);
+            ev_bytes = realloc(ev_bytes, cap * sizeof *ev_bytes);
+            ev_op = realloc(ev_op, cap);
+        }
+        ev_op[n] = op;
+        ev_id[n] = id;
+        ev_bytes[n] = bytes;
+        ids = id + 1 > ids ? id + 1 : ids;
+        n++;
+    }
+    fclose(f);
+    ptrs = calloc(ids + 1, sizeof *ptrs);
+    pool = new_pool(0);
+    if (pool == NULL || ptrs == NULL) {
+        return 1;
+    }
+    TRY(aclrtCreateStream(&s));
+    t0 = now_s();
+    for (i = 0; i < n; i++) {
+        if (ev_op[i] == 'a') {
+            TRY(aclrtMemPoolMallocAsync(&ptrs[ev_id[i]], ev_bytes[i], pool, s));
+        } else if (ptrs[ev_id[i]] != NULL) {
+            TRY(aclrtMemPoolFreeAsync(ptrs[ev_id[i]], s));
+            ptrs[ev_id[i]] = NULL;
+        }
+    }
+    *ns_per_event = n ? (now_s() - t0) * 1e9 / (double)n : 0;
+    for (i = 0; i < ids; i++) {
+        if (ptrs[i] != NULL) {
+            TRY(aclrtMemPoolFreeAsync(ptrs[i], s));
+        }
+    }
+    TRY(aclrtSynchronizeStream(s));
+    TRY(aclrtMemPoolDestroy(pool));
+    TRY(aclrtDestroyStream(s));
+    free(ptrs);
+    free(ev_id);
+    free(ev_bytes);
+    free(ev_op);
+    return 0;
+}
+
 static int traces(int argc, char **argv)
 {
     int i;
     printf("### Trace replays through a pool on the software NPU (one stream)\n\n");
-    printf("| trace | events | peak live MiB | peak reserved MiB | reserved/live | PyTorch | target |\n");
-    printf("|---|---|---|---|---|---|---|\n");
+    printf("| trace | events | ns per event | peak live MiB | peak reserved MiB | reserved/live | PyTorch | target "
+           "|\n");
+    printf("|---|---|---|---|---|---|---|---|\n");
     for (i = 0; i < argc; i++) {
         double ratio = 0;
         size_t live = 0, res = 0;
         long events = 0;
+        double ns = 0;
         const char *name = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
         const char *peer = strcmp(name, "ctx128_forward.trace") == 0    ? "1.031"
                            : strcmp(name, "ctx128_fullstep.trace") == 0 ? "1.150"
                                                                          : "-";
-        if (replay(argv[i], &ratio, &live, &res, &events) != 0) {
+        if (replay(argv[i], &ratio, &live, &res, &events) != 0 || timed_replay(argv[i], &ns) != 0) {
             fprintf(stderr, "traces: cannot replay %s\n", argv[i]);
             return 1;
         }
-        printf("| %s | %ld | %.1f | %.1f | %.4f | %s | <= 1.01 |\n", name, events, (double)live / MIB,
+        printf("| %s | %ld | %.0f | %.1f | %.1f | %.4f | %s | <= 1.01 |\n", name, events, ns, (double)live / MIB,
                (double)res / MIB, ratio, peer);
     }
     printf("\n");

@@ -107,7 +107,9 @@ impl Agent {
 
     fn slot(&mut self, line: &str) -> u32 {
         let a = self.cmd(line);
-        a.strip_prefix("ok ").and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{}: {line}: {a}", self.name))
+        a.strip_prefix("ok ")
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("{}: {line}: {a}", self.name))
     }
 
     fn free_bytes(&mut self) -> u64 {
@@ -254,11 +256,14 @@ fn registry_stress_with_concurrent_sigkills_keeps_exact_accounting() {
 /// The command prefix that runs a program in a new pid namespace here, or why there is none.
 fn pid_namespace_wrapper() -> std::result::Result<Vec<&'static str>, String> {
     let mut tried = Vec::new();
-    for w in [vec!["unshare", "--pid", "--fork"], vec!["unshare", "--user", "--map-root-user", "--pid", "--fork"]]
+    for w in
+        [vec!["unshare", "--pid", "--fork"], vec!["unshare", "--user", "--map-root-user", "--pid", "--fork"]]
     {
         match Command::new(w[0]).args(&w[1..]).arg("true").stderr(Stdio::piped()).output() {
             Ok(o) if o.status.success() => return Ok(w),
-            Ok(o) => tried.push(format!("`{} true`: {}", w.join(" "), String::from_utf8_lossy(&o.stderr).trim())),
+            Ok(o) => {
+                tried.push(format!("`{} true`: {}", w.join(" "), String::from_utf8_lossy(&o.stderr).trim()))
+            }
             Err(e) => tried.push(format!("`{}`: {e}", w.join(" "))),
         }
     }

@@ -6,7 +6,9 @@
 //! A real NPU keeps frame allocation and export tables in its driver, which every process
 //! reaches through the kernel. The software NPU has no kernel of its own, so it keeps that
 //! state in a registry file, `/dev/shm/aclrs.<instance>.registry`, that every attached process
-//! reads and writes under a whole-file `flock` (the registry mutex):
+//! maps and reads and writes under the registry mutex, a lock word in the file
+//! ([`crate::sys::shared`]: no system call when uncontended; a dead holder's lock is taken over).
+//! A whole-file `flock` additionally serialises attaching and leaving:
 //!
 //! - The state is a list of allocations (device, page size, frame runs, and the processes
 //!   holding a reference: the allocating one, plus one per import) and an [`ExportTable`].
@@ -22,19 +24,21 @@
 //!   [`FrameAllocator::free_pages`]); only after a compaction it missed does it reload the
 //!   snapshot. Every process applies the same records in the same order with the same
 //!   deterministic code, so accounting is seen identically by every process.
-//! - Writes are crash safe: a record is written past the committed end of the log, then one
-//!   small header write commits it (moves the end). A snapshot goes to the inactive one of two
-//!   areas, and the header write that flips to it also empties the log. A process killed
-//!   mid-write leaves the previous state.
+//! - Writes are crash safe: a record is written past the committed end of the log, then the
+//!   header that moves the end is written to the header slot not in force and put in force by
+//!   one atomic store of the commit word. A snapshot goes to the inactive one of two areas, and
+//!   the header that flips to it also empties the log. A process killed mid-write (or holding
+//!   the mutex) leaves the previous state.
 //! - Every attached process holds an OFD lock on one byte of the file named after its host pid
 //!   (its liveness mark). The kernel drops it when the process dies, however it dies. Dead
 //!   processes are reaped (a reap record: their references, exports and imports are dropped,
 //!   and frames no one holds any more are free again) on attach, before every memory query
 //!   (so `aclrtGetMemInfo` in a survivor shows a killed process's memory back), when an
 //!   allocation finds no memory, and every [`REAP_EVERY`] changes otherwise.
-//! - Frames that no process holds any more are cleared (their pages of the HBM object are
-//!   punched out, so they read as zeros) before the record that frees them is committed: a
-//!   process never receives another process's bytes.
+//! - Free frames remember which process last had them (`dirty`, merged ranges). Frames handed
+//!   to another process are cleared (their pages of the HBM object are punched out, so they
+//!   read as zeros) before the record that hands them over is committed: a process never
+//!   receives another process's bytes, and one that takes back its own frees pays nothing.
 //! - Pids are host pids from the operating system (the first `NSpid` field of
 //!   `/proc/self/status`, so a process in a pid namespace is known by its host pid), never
 //!   from a caller, so the whitelist of an export is checked against the importing process's
@@ -90,6 +94,9 @@ pub(crate) struct Alloc {
     pub(crate) runs: Vec<PhysRun>,
     /// One entry per reference: the allocating process, and each import.
     pub(crate) holders: Vec<u32>,
+    /// The one process that could write the frames (the allocating one), or 0 once another
+    /// process imported them.
+    pub(crate) owner: u32,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -100,6 +107,9 @@ struct State {
     next_id: u64,
     allocs: BTreeMap<u64, Alloc>,
     shares: ExportTable,
+    /// Free frames not cleared since their last owner had them: (device, offset) → (length,
+    /// owner; 0 when unknown or several). Adjacent ranges of one owner are merged.
+    dirty: BTreeMap<(u32, u64), (u64, u32)>,
 }
 
 /// One change of the shared state, as the log records it.
@@ -278,6 +288,17 @@ impl Record {
 /// Frames a record freed: their device, page size and runs.
 type Freed = (u32, PageSize, Vec<PhysRun>);
 
+/// A range of one device's HBM to clear: device, offset, length.
+type Clear = (u32, u64, u64);
+
+/// What applying a record did beyond the state: frames it freed, and frames it handed to a
+/// process other than their last owner (which the writer clears before committing).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Effects {
+    freed: Vec<Freed>,
+    clear: Vec<Clear>,
+}
+
 impl State {
     fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
@@ -295,6 +316,14 @@ impl State {
             put_runs(&mut w, &a.runs);
             w.u64(a.holders.len() as u64);
             a.holders.iter().for_each(|&h| w.u32(h));
+            w.u32(a.owner);
+        }
+        w.u64(self.dirty.len() as u64);
+        for (&(device, offset), &(len, owner)) in &self.dirty {
+            w.u32(device);
+            w.u64(offset);
+            w.u64(len);
+            w.u32(owner);
         }
         self.shares.encode(&mut out);
         out
@@ -312,33 +341,95 @@ impl State {
             let page = page_of_shift(r.u32()?)?;
             let runs = get_runs(&mut r)?;
             let holders = (0..r.u64()?).map(|_| r.u32()).collect::<std::result::Result<_, _>>()?;
-            allocs.insert(id, Alloc { device, page, runs, holders });
+            let owner = r.u32()?;
+            allocs.insert(id, Alloc { device, page, runs, holders, owner });
+        }
+        let mut dirty = BTreeMap::new();
+        for _ in 0..r.u64()? {
+            let key = (r.u32()?, r.u64()?);
+            dirty.insert(key, (r.u64()?, r.u32()?));
         }
         let shares = ExportTable::decode(&mut r)?;
-        Ok(Self { procs, devices_up, next_id, allocs, shares })
+        Ok(Self { procs, devices_up, next_id, allocs, shares, dirty })
     }
 
     /// Drops every reference `pid` holds, its exports and its imports, and `pid` itself.
     fn reap(&mut self, pid: u32, freed: &mut Vec<Freed>) {
         self.procs.remove(&pid);
         self.shares.reap(pid);
+        let mut gone = Vec::new();
         self.allocs.retain(|_, a| {
             a.holders.retain(|&h| h != pid);
             if a.holders.is_empty() {
-                freed.push((a.device, a.page, std::mem::take(&mut a.runs)));
+                gone.push((a.device, a.page, std::mem::take(&mut a.runs), a.owner));
                 false
             } else {
                 true
             }
         });
+        for (device, page, runs, owner) in gone {
+            self.free_to_dirty(device, &runs, owner);
+            freed.push((device, page, runs));
+        }
     }
 
-    /// Applies `rec`; all or nothing. Returns the frames it freed.
-    fn apply(&mut self, rec: &Record) -> std::result::Result<Vec<Freed>, Error> {
+    /// Records freed `runs` of `device`, last written by `owner`, as not cleared.
+    fn free_to_dirty(&mut self, device: u32, runs: &[PhysRun], owner: u32) {
+        for r in runs {
+            let (mut start, mut len) = (r.offset, r.len_bytes);
+            if let Some((&(d, s), &(l, o))) = self.dirty.range(..(device, start)).next_back() {
+                if d == device && o == owner && s + l == start {
+                    self.dirty.remove(&(d, s));
+                    start = s;
+                    len += l;
+                }
+            }
+            if let Some(&(l, o)) = self.dirty.get(&(device, start + len)) {
+                if o == owner {
+                    self.dirty.remove(&(device, start + len));
+                    len += l;
+                }
+            }
+            self.dirty.insert((device, start), (len, owner));
+        }
+    }
+
+    /// Takes `run` of `device` out of the not-cleared ranges; the parts some process other
+    /// than `to` last owned go to `clear`.
+    fn take_dirty(&mut self, device: u32, run: &PhysRun, to: u32, clear: &mut Vec<Clear>) {
+        let end = run.offset + run.len_bytes;
+        let first = match self.dirty.range(..=(device, run.offset)).next_back() {
+            Some((&(d, s), &(l, _))) if d == device && s + l > run.offset => s,
+            _ => run.offset,
+        };
+        let hits: Vec<(u64, u64, u32)> =
+            self.dirty.range((device, first)..(device, end)).map(|(&(_, s), &(l, o))| (s, l, o)).collect();
+        for (s, l, o) in hits {
+            self.dirty.remove(&(device, s));
+            if s < run.offset {
+                self.dirty.insert((device, s), (run.offset - s, o));
+            }
+            if s + l > end {
+                self.dirty.insert((device, end), (s + l - end, o));
+            }
+            if o != to {
+                let (a, b) = (s.max(run.offset), (s + l).min(end));
+                clear.push((device, a, b - a));
+            }
+        }
+    }
+
+    /// Applies `rec`; all or nothing.
+    fn apply(&mut self, rec: &Record) -> std::result::Result<Effects, Error> {
         let mut freed = Vec::new();
+        let mut clear = Vec::new();
         match rec {
             Record::Attach { pid } => {
                 self.procs.insert(*pid);
+                // Frames a dead process of the same pid left are no longer this pid's.
+                for v in self.dirty.values_mut().filter(|v| v.1 == *pid) {
+                    v.1 = 0;
+                }
             }
             Record::Reap { pid } => self.reap(*pid, &mut freed),
             Record::DeviceUp { device } => {
@@ -346,8 +437,19 @@ impl State {
             }
             Record::Alloc { id, device, page, runs, holder } => {
                 self.next_id = self.next_id.max(*id);
-                self.allocs
-                    .insert(*id, Alloc { device: *device, page: *page, runs: runs.clone(), holders: vec![*holder] });
+                for r in runs {
+                    self.take_dirty(*device, r, *holder, &mut clear);
+                }
+                self.allocs.insert(
+                    *id,
+                    Alloc {
+                        device: *device,
+                        page: *page,
+                        runs: runs.clone(),
+                        holders: vec![*holder],
+                        owner: *holder,
+                    },
+                );
             }
             Record::Release { pid, ids } => {
                 for id in ids {
@@ -356,13 +458,17 @@ impl State {
                     a.holders.remove(i);
                     if a.holders.is_empty() {
                         if let Some(a) = self.allocs.remove(id) {
+                            self.free_to_dirty(a.device, &a.runs, a.owner);
                             freed.push((a.device, a.page, a.runs));
                         }
                     }
                 }
             }
             Record::Export { share, no_whitelist, next_id } => {
-                if share.allocs.iter().any(|id| self.allocs.get(id).is_none_or(|a| !a.holders.contains(&share.exporter)))
+                if share
+                    .allocs
+                    .iter()
+                    .any(|id| self.allocs.get(id).is_none_or(|a| !a.holders.contains(&share.exporter)))
                 {
                     return Err(Error::new(
                         ErrorKind::InvalidHandle,
@@ -376,8 +482,12 @@ impl State {
                 }
                 self.next_id = self.next_id.max(*next_id);
             }
-            Record::DisableWhitelist { name, pid } => self.shares.disable_whitelist(name, *pid).map_err(ipc_error)?,
-            Record::SetPids { name, pid, pids } => self.shares.set_pids(name, *pid, pids).map_err(ipc_error)?,
+            Record::DisableWhitelist { name, pid } => {
+                self.shares.disable_whitelist(name, *pid).map_err(ipc_error)?
+            }
+            Record::SetPids { name, pid, pids } => {
+                self.shares.set_pids(name, *pid, pids).map_err(ipc_error)?
+            }
             Record::Import { name, pid } => {
                 let share = self.shares.get(name).ok_or_else(|| ipc_error(IpcError::NotFound))?;
                 if share.allocs.iter().any(|id| !self.allocs.contains_key(id)) {
@@ -388,6 +498,8 @@ impl State {
                 for id in &ids {
                     if let Some(a) = self.allocs.get_mut(id) {
                         a.holders.push(*pid);
+                        // Two processes may write it now.
+                        a.owner = 0;
                     }
                 }
             }
@@ -396,7 +508,7 @@ impl State {
                 self.shares.destroy(name, *pid).map_err(ipc_error)?;
             }
         }
-        Ok(freed)
+        Ok(Effects { freed, clear })
     }
 }
 
@@ -458,23 +570,24 @@ pub(crate) fn hbm_name(instance: &str, device: u32) -> String {
 struct Tx<'a> {
     cache: &'a mut Cache,
     records: Vec<Record>,
-    freed: Vec<Freed>,
+    clear: Vec<Clear>,
 }
 
 impl Tx<'_> {
     /// Applies `rec` to the cache (state and frame allocators); all or nothing. `claimed`: the
     /// frames of an alloc record were already taken from this process's frame allocator.
     fn apply(&mut self, rec: Record, claimed: bool) -> Result<()> {
-        let freed = self.cache.state.apply(&rec)?;
+        let Effects { freed, clear } = self.cache.state.apply(&rec)?;
         if let Record::Alloc { device, page, runs, .. } = &rec {
             if !claimed {
                 if let Some(f) = self.cache.frames.get_mut(device) {
-                    f.claim_pages(*page, runs).map_err(|_| internal("the device registry holds overlapping frames"))?;
+                    f.claim_pages(*page, runs)
+                        .map_err(|_| internal("the device registry holds overlapping frames"))?;
                 }
             }
         }
         free_frames(&mut self.cache.frames, &freed)?;
-        self.freed.extend(freed);
+        self.clear.extend(clear);
         self.records.push(rec);
         Ok(())
     }
@@ -528,15 +641,20 @@ impl Registry {
                     ));
                 }
                 // Reap the dead, and a stale entry of our own pid (a dead process's, reused).
-                let dead: Vec<u32> =
-                    cache.state.procs.iter().copied().filter(|&p| p == me || !this.file.is_alive(p)).collect();
-                let mut tx = Tx { cache: &mut cache, records: Vec::new(), freed: Vec::new() };
+                let dead: Vec<u32> = cache
+                    .state
+                    .procs
+                    .iter()
+                    .copied()
+                    .filter(|&p| p == me || !this.file.is_alive(p))
+                    .collect();
+                let mut tx = Tx { cache: &mut cache, records: Vec::new(), clear: Vec::new() };
                 for p in dead {
                     tx.apply(Record::Reap { pid: p }, false).map_err(|_| std::io::ErrorKind::InvalidData)?;
                 }
                 tx.apply(Record::Attach { pid: me }, false).map_err(|_| std::io::ErrorKind::InvalidData)?;
-                let (records, freed) = (std::mem::take(&mut tx.records), std::mem::take(&mut tx.freed));
-                this.clear_frames(&mut cache, &freed);
+                let (records, clear) = (std::mem::take(&mut tx.records), std::mem::take(&mut tx.clear));
+                this.clear_frames(&mut cache, &clear);
                 this.commit(&held, &mut cache, &records)?;
             } else {
                 // No live process: a fresh machine (whatever a crashed run left is dropped).
@@ -641,7 +759,7 @@ impl Registry {
             self.file.read_at(held, &mut buf, LOG_BASE + from).map_err(|_| corrupt())?;
             for rec in Record::decode_all(&buf).map_err(|_| corrupt())? {
                 let freed = match cache.state.apply(&rec) {
-                    Ok(f) => f,
+                    Ok(e) => e.freed,
                     Err(_) => {
                         cache.valid = false;
                         return Err(corrupt());
@@ -737,9 +855,10 @@ impl Registry {
         Ok(())
     }
 
-    /// Clears the bytes of freed frames (before the record freeing them is committed).
-    fn clear_frames(&self, cache: &mut Cache, freed: &[Freed]) {
-        for (device, _, runs) in freed {
+    /// Clears frames handed to a process other than their last owner (before the record that
+    /// hands them over is committed).
+    fn clear_frames(&self, cache: &mut Cache, clear: &[Clear]) {
+        for (device, offset, len) in clear {
             if !cache.hbm.contains_key(device) {
                 match ShmObject::open_existing(&hbm_name(&self.config.instance, *device)) {
                     Some(o) => {
@@ -750,9 +869,7 @@ impl Registry {
                 }
             }
             if let Some(o) = cache.hbm.get(device) {
-                for r in runs {
-                    o.clear(r.offset, r.len_bytes);
-                }
+                o.clear(*offset, *len);
             }
         }
     }
@@ -768,7 +885,7 @@ impl Registry {
         self.refresh(&held, &mut cache)?;
         cache.since_scan += 1;
         let scan = scan || cache.since_scan >= REAP_EVERY;
-        let mut tx = Tx { cache: &mut cache, records: Vec::new(), freed: Vec::new() };
+        let mut tx = Tx { cache: &mut cache, records: Vec::new(), clear: Vec::new() };
         if scan {
             self.reap_dead(&mut tx)?;
         }
@@ -782,16 +899,22 @@ impl Registry {
             // Commit only the reaps.
             tx.records.truncate(reaped);
         }
-        let (records, freed) = (std::mem::take(&mut tx.records), std::mem::take(&mut tx.freed));
-        self.clear_frames(&mut cache, &freed);
+        let (records, clear) = (std::mem::take(&mut tx.records), std::mem::take(&mut tx.clear));
+        self.clear_frames(&mut cache, &clear);
         self.commit(&held, &mut cache, &records).map_err(|_| internal("cannot write the device registry"))?;
         out
     }
 
     fn reap_dead(&self, tx: &mut Tx<'_>) -> Result<()> {
         tx.cache.since_scan = 0;
-        let dead: Vec<u32> =
-            tx.cache.state.procs.iter().copied().filter(|&p| p != self.me && !self.file.is_alive(p)).collect();
+        let dead: Vec<u32> = tx
+            .cache
+            .state
+            .procs
+            .iter()
+            .copied()
+            .filter(|&p| p != self.me && !self.file.is_alive(p))
+            .collect();
         for p in dead {
             tx.apply(Record::Reap { pid: p }, false)?;
         }
@@ -862,9 +985,7 @@ impl Registry {
 
     /// Drops one reference of this process to each of `ids`; frames no one holds are freed.
     pub(crate) fn release(&self, ids: &[u64]) -> Result<()> {
-        self.with(false, |tx, me| {
-            tx.apply(Record::Release { pid: me, ids: ids.to_vec() }, false)
-        })
+        self.with(false, |tx, me| tx.apply(Record::Release { pid: me, ids: ids.to_vec() }, false))
     }
 
     /// Free and total memory of `device`, across every process.
@@ -904,12 +1025,16 @@ impl Registry {
 
     /// Adds `pids` to the whitelist of a share of this process.
     pub(crate) fn set_pids(&self, name: &ShareName, pids: &[u32]) -> Result<()> {
-        self.with(false, |tx, me| tx.apply(Record::SetPids { name: *name, pid: me, pids: pids.to_vec() }, false))
+        self.with(false, |tx, me| {
+            tx.apply(Record::SetPids { name: *name, pid: me, pids: pids.to_vec() }, false)
+        })
     }
 
     /// The share called `name`.
     pub(crate) fn share(&self, name: &ShareName) -> Result<Share> {
-        self.with(false, |tx, _| tx.cache.state.shares.get(name).cloned().ok_or_else(|| ipc_error(IpcError::NotFound)))
+        self.with(false, |tx, _| {
+            tx.cache.state.shares.get(name).cloned().ok_or_else(|| ipc_error(IpcError::NotFound))
+        })
     }
 
     /// Imports `name` into this process: checks the whitelist against this process's host pid
@@ -948,11 +1073,11 @@ impl Registry {
         if self.refresh(held, cache).is_err() {
             return;
         }
-        let mut tx = Tx { cache, records: Vec::new(), freed: Vec::new() };
+        let mut tx = Tx { cache, records: Vec::new(), clear: Vec::new() };
         if self.reap_dead(&mut tx).is_err() || tx.apply(Record::Reap { pid: self.me }, false).is_err() {
             return;
         }
-        let (records, freed) = (std::mem::take(&mut tx.records), std::mem::take(&mut tx.freed));
+        let (records, clear) = (std::mem::take(&mut tx.records), std::mem::take(&mut tx.clear));
         if cache.state.procs.is_empty() {
             for d in 0..self.config.devices {
                 crate::sys::shm_unlink(&hbm_name(&self.config.instance, d));
@@ -962,7 +1087,7 @@ impl Registry {
             cache.state = State::default();
             let _ = self.compact(held, cache);
         } else {
-            self.clear_frames(cache, &freed);
+            self.clear_frames(cache, &clear);
             let _ = self.commit(held, cache, &records);
         }
         cache.frames.clear();
@@ -1056,8 +1181,10 @@ mod tests {
                 page: PageSize::Huge,
                 runs: vec![PhysRun { offset: 0, len_bytes: 2 << 20 }],
                 holders: vec![5, 6],
+                owner: 0,
             },
         );
+        s.dirty.insert((1, 4 << 20), (8192, 5));
         assert_eq!(State::decode(&s.encode()).unwrap(), s);
         let mut freed = Vec::new();
         s.reap(5, &mut freed);
@@ -1104,7 +1231,9 @@ mod tests {
         let mut s = State::default();
         let mut freed = Vec::new();
         for r in &records[..records.len() - 1] {
-            freed.extend(s.apply(r).unwrap());
+            let e = s.apply(r).unwrap();
+            assert!(e.clear.is_empty(), "fresh frames need no clearing");
+            freed.extend(e.freed);
         }
         // The last record fails (no such share) and changes nothing.
         let before = s.clone();
@@ -1115,6 +1244,40 @@ mod tests {
         assert_eq!(s.next_id, 7);
         // Alloc 1 was imported by 6 and closed; 5's release freed it; 6's reap freed alloc 2.
         assert_eq!(freed, vec![(0, PageSize::Normal, run(0)), (0, PageSize::Normal, run(8192))]);
+        // Both written by two processes or by 6: not cleared yet, owner unknown / 6.
+        assert_eq!(s.dirty, BTreeMap::from([((0, 0), (8192, 0)), ((0, 8192), (8192, 6))]));
+    }
+
+    #[test]
+    fn frames_are_cleared_only_when_they_change_process() {
+        let mut s = State::default();
+        let alloc = |id: u64, offset: u64, len_bytes: u64, holder: u32| Record::Alloc {
+            id,
+            device: 0,
+            page: PageSize::Normal,
+            runs: vec![PhysRun { offset, len_bytes }],
+            holder,
+        };
+        let free = |pid: u32, id: u64| Record::Release { pid, ids: vec![id] };
+        for r in [Record::Attach { pid: 5 }, Record::Attach { pid: 6 }, alloc(1, 0, 16384, 5), free(5, 1)] {
+            assert!(s.apply(&r).unwrap().clear.is_empty());
+        }
+        // The same process takes its own frames back: nothing to clear.
+        assert!(s.apply(&alloc(2, 4096, 4096, 5)).unwrap().clear.is_empty());
+        assert_eq!(s.dirty, BTreeMap::from([((0, 0), (4096, 5)), ((0, 8192), (8192, 5))]));
+        // Another process takes frames across two of 5's ranges and some fresh ones: only 5's
+        // parts are cleared, and what it does not take stays recorded.
+        let e = s.apply(&alloc(3, 12288, 8192, 6)).unwrap();
+        assert_eq!(e.clear, vec![(0, 12288, 4096)]);
+        assert_eq!(s.dirty, BTreeMap::from([((0, 0), (4096, 5)), ((0, 8192), (4096, 5))]));
+        // Freed ranges of one owner merge with their neighbours.
+        s.apply(&free(5, 2)).unwrap();
+        assert_eq!(s.dirty, BTreeMap::from([((0, 0), (12288, 5))]));
+        // A new process that reuses a dead process's pid is not that process.
+        s.apply(&Record::Reap { pid: 5 }).unwrap();
+        s.apply(&Record::Attach { pid: 5 }).unwrap();
+        assert_eq!(s.apply(&alloc(4, 0, 4096, 5)).unwrap().clear, vec![(0, 0, 4096)]);
+        assert_eq!(State::decode(&s.encode()).unwrap(), s);
     }
 
     #[test]

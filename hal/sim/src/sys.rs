@@ -89,7 +89,12 @@ impl ShmObject {
         // SAFETY: `fd` is open for writing; punching a hole only drops the object's pages in the
         // range, which no live allocation uses (the registry frees them first).
         let rc = unsafe {
-            libc::fallocate(self.fd.as_raw_fd(), libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE, off, len)
+            libc::fallocate(
+                self.fd.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                off,
+                len,
+            )
         };
         if rc != 0 {
             // A file system without hole punching: write zeros instead.
