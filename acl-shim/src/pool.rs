@@ -92,6 +92,39 @@ struct PoolInner {
     /// Destroyed with blocks still allocated: it accepts only their frees, and goes away with
     /// the last one.
     retired: bool,
+    /// Where this process publishes its pool figures for `aclrs-smi` (software NPU only).
+    counters: Option<hal_sim::registry::view::PoolCounters>,
+}
+
+/// A locked pool; when it is dropped, the change of the pool's statistics since it was locked
+/// is published to the pool counters (two atomic adds, only when they changed).
+struct PoolGuard<'a> {
+    inner: MutexGuard<'a, PoolInner>,
+    before: mm::pool::PoolStats,
+}
+
+impl std::ops::Deref for PoolGuard<'_> {
+    type Target = PoolInner;
+    fn deref(&self) -> &PoolInner {
+        &self.inner
+    }
+}
+
+impl std::ops::DerefMut for PoolGuard<'_> {
+    fn deref_mut(&mut self) -> &mut PoolInner {
+        &mut self.inner
+    }
+}
+
+impl Drop for PoolGuard<'_> {
+    fn drop(&mut self) {
+        let Some(c) = self.inner.counters.as_ref() else { return };
+        let now = self.inner.pool.stats();
+        // CAST: pool figures are far below 2^63; the differences are signed.
+        let reserved = now.reserved.current as i64 - self.before.reserved.current as i64;
+        let used = now.used.current as i64 - self.before.used.current as i64;
+        c.add(reserved, used);
+    }
 }
 
 /// A stream-ordered free of plain device memory, waiting for its stream to get there.
@@ -121,8 +154,10 @@ fn tables(rt: &Runtime) -> MutexGuard<'static, Tables> {
 
 const TAG_POOL: u64 = 0xac50 << 48;
 
-fn lock(p: &PoolObj) -> MutexGuard<'_, PoolInner> {
-    p.inner.lock().unwrap_or_else(|e| e.into_inner())
+fn lock(p: &PoolObj) -> PoolGuard<'_> {
+    let inner = p.inner.lock().unwrap_or_else(|e| e.into_inner());
+    let before = inner.pool.stats();
+    PoolGuard { inner, before }
 }
 
 /// The stream-order oracle over the backend's queues of one device.
@@ -306,7 +341,11 @@ impl Runtime {
         t.next += 1;
         let obj = PoolObj {
             device: d,
-            inner: Mutex::new(PoolInner { pool: Pool::new(max, ReuseModes::default()), retired: false }),
+            inner: Mutex::new(PoolInner {
+                pool: Pool::new(max, ReuseModes::default()),
+                retired: false,
+                counters: self.backend().device_sim().and_then(|s| s.pool_counters(DeviceId(d))),
+            }),
         };
         t.pools.insert(h, Arc::new(obj));
         Ok(h)

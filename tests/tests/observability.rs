@@ -114,3 +114,207 @@ fn snapshot_summary_and_oom_figures() {
     assert!(fin.status.success() && text.contains("FINAL OK"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `aclrs-smi`, built once per test process (like the library).
+fn smi_exe() -> std::path::PathBuf {
+    static EXE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    EXE.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--quiet", "-p", "aclrs-smi"])
+            .current_dir(aclrs_tests::workspace())
+            .status()
+            .expect("run cargo build -p aclrs-smi");
+        assert!(status.success(), "cargo build -p aclrs-smi failed");
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| aclrs_tests::workspace().join("target"));
+        target.join("debug").join("aclrs-smi")
+    })
+    .clone()
+}
+
+/// A `tests/c/smi_agent.c` process: one command per line in, one answer per line out.
+struct Agent {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    out: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Agent {
+    fn start(exe: &std::path::Path, instance: &str) -> Self {
+        let mut child = Command::new(exe)
+            .env("ACLRS_SIM_INSTANCE", instance)
+            .env("ACLRS_SIM_HBM", "1G")
+            .env("ACLRS_SIM_HUGE2M", "512M")
+            .env("ACLRS_SIM_HUGE1G", "0")
+            .env_remove("ASCEND_RT_VISIBLE_DEVICES")
+            .env_remove("ACLRS_SIM_DEVICES")
+            .env_remove("ACLRS_SIM_SOC")
+            .env_remove("ACLRS_BACKEND")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start smi_agent");
+        let stdin = child.stdin.take().expect("stdin");
+        let out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        let mut a = Self { child, stdin, out };
+        assert_eq!(a.line(), "ready");
+        a
+    }
+
+    fn line(&mut self) -> String {
+        let mut s = String::new();
+        std::io::BufRead::read_line(&mut self.out, &mut s).expect("read agent");
+        s.trim().to_owned()
+    }
+
+    fn cmd(&mut self, c: &str) -> String {
+        use std::io::Write;
+        writeln!(self.stdin, "{c}").expect("write agent");
+        self.stdin.flush().expect("flush agent");
+        let a = self.line();
+        eprintln!("{c:<40} -> {a}");
+        a
+    }
+
+    fn ok(&mut self, c: &str) -> String {
+        let a = self.cmd(c);
+        assert!(a.starts_with("ok ") || a.starts_with("key ") || a == "rc 0", "{c}: {a}");
+        a
+    }
+
+    fn quit(mut self) {
+        use std::io::Write;
+        let _ = writeln!(self.stdin, "quit");
+        let _ = self.stdin.flush();
+        assert!(self.child.wait().expect("wait agent").success());
+    }
+}
+
+fn smi_json(instance: &str) -> serde_json::Value {
+    let out =
+        Command::new(smi_exe()).args(["--json", "--instance", instance]).output().expect("run aclrs-smi");
+    assert!(out.status.success(), "aclrs-smi failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("aclrs-smi prints JSON")
+}
+
+fn proc_of(m: &serde_json::Value, pid: u32) -> Option<&serde_json::Value> {
+    m["processes"].as_array()?.iter().find(|p| p["pid"] == pid)
+}
+
+fn dev0(p: &serde_json::Value, key: &str) -> u64 {
+    p["devices"]
+        .as_array()
+        .and_then(|d| d.iter().find(|d| d["device"] == 0))
+        .map_or(0, |d| d[key].as_u64().unwrap_or(0))
+}
+
+const MIB: u64 = 1 << 20;
+
+#[test]
+fn smi_reports_a_live_multi_process_machine_and_a_killed_process() {
+    let agent = compile_c("smi_agent", Link::Shared);
+    let inst = format!("t{}-smi", std::process::id());
+    let gone = smi_json(&inst);
+    assert_eq!(gone["running"], false, "{gone}");
+
+    let mut a = Agent::start(&agent, &inst);
+    let mut b = Agent::start(&agent, &inst);
+    let mut c = Agent::start(&agent, &inst);
+    let pid =
+        |x: &mut Agent| x.cmd("pid").strip_prefix("pid ").and_then(|p| p.parse::<u32>().ok()).expect("pid");
+    let (pa, pb, pc) = (pid(&mut a), pid(&mut b), pid(&mut c));
+    a.ok("alloc 64");
+    a.ok("pool 10");
+    let key = a.ok("export 0").strip_prefix("key ").expect("key").to_owned();
+    a.ok(&format!("allow {key} {pb}"));
+    b.ok(&format!("import {key} 64"));
+    c.ok("alloc 32");
+    let free: u64 = a.cmd("mem").strip_prefix("free ").and_then(|f| f.parse().ok()).expect("free");
+
+    let m = smi_json(&inst);
+    assert_eq!(m["running"], true, "{m}");
+    let devs = m["devices"].as_array().expect("devices");
+    assert_eq!(devs.len(), 2, "{m}");
+    let d0 = &devs[0];
+    assert_eq!(d0["soc"], "Ascend910B1", "{m}");
+    assert_eq!(d0["hbm_total_bytes"], 1u64 << 30);
+    assert_eq!(d0["huge_total_bytes"], 512 * MIB);
+    assert_eq!(d0["giant_total_bytes"], 0);
+    assert_eq!(d0["hbm_used_bytes"].as_u64(), Some((1 << 30) - free), "smi agrees with aclrtGetMemInfo: {m}");
+    assert!(d0["huge_used_bytes"].as_u64().unwrap_or(0) >= 64 * MIB, "{m}");
+    assert_eq!(devs[1]["hbm_used_bytes"], 0);
+    let (ja, jb, jc) =
+        (proc_of(&m, pa).expect("A"), proc_of(&m, pb).expect("B"), proc_of(&m, pc).expect("C"));
+    for p in [ja, jb, jc] {
+        assert_eq!(p["alive"], true, "{p}");
+        assert_eq!(p["soc"], "Ascend910B1", "{p}");
+        assert_eq!(p["name"], "smi_agent", "{p}");
+    }
+    assert!(dev0(ja, "used_bytes") >= 74 * MIB, "{ja}");
+    assert_eq!(dev0(ja, "pool_reserved_bytes"), 10 * MIB, "{ja}");
+    assert_eq!(dev0(ja, "pool_used_bytes"), 10 * MIB, "{ja}");
+    assert_eq!((ja["exports"].as_u64(), ja["imports"].as_u64()), (Some(1), Some(0)), "{ja}");
+    assert_eq!((jb["exports"].as_u64(), jb["imports"].as_u64()), (Some(0), Some(1)), "{jb}");
+    assert_eq!(dev0(jb, "used_bytes"), 0, "{jb}");
+    assert!(dev0(jb, "imported_bytes") >= 64 * MIB, "{jb}");
+    assert!(dev0(jc, "used_bytes") >= 32 * MIB, "{jc}");
+    let sum: u64 = [ja, jb, jc].iter().map(|p| dev0(p, "used_bytes")).sum();
+    assert_eq!(d0["hbm_used_bytes"].as_u64(), Some(sum), "imports are not counted twice: {m}");
+
+    // The table, laid out as npu-smi's.
+    let table = Command::new(smi_exe()).args(["info", "--instance", &inst]).output().expect("run aclrs-smi");
+    let text = String::from_utf8_lossy(&table.stdout);
+    println!("{text}");
+    for want in [
+        "NPU   Name",
+        "Ascend910B1",
+        "HBM-Usage(MB)",
+        "Process id",
+        &pa.to_string(),
+        "No running processes found in NPU 1",
+    ] {
+        assert!(text.contains(want), "{want:?} missing from:\n{text}");
+    }
+
+    // Kill C while aclrs-smi refreshes: every refresh is a whole, consistent reading.
+    let smi = Command::new(smi_exe())
+        .args(["--json", "--instance", &inst, "--loop", "0.02", "--count", "30"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start aclrs-smi --loop");
+    c.child.kill().expect("kill C");
+    c.child.wait().expect("reap C");
+    let out = smi.wait_with_output().expect("aclrs-smi --loop");
+    assert!(out.status.success());
+    let lines: Vec<&str> = std::str::from_utf8(&out.stdout).expect("utf-8").lines().collect();
+    assert_eq!(lines.len(), 30);
+    for l in lines {
+        let m: serde_json::Value = serde_json::from_str(l).expect("one JSON object per refresh");
+        assert_eq!(m["running"], true);
+        for p in [pa, pb] {
+            assert_eq!(
+                proc_of(&m, p).map(|p| p["alive"].clone()),
+                Some(serde_json::Value::Bool(true)),
+                "{m}"
+            );
+        }
+        let used: u64 = m["processes"].as_array().expect("procs").iter().map(|p| dev0(p, "used_bytes")).sum();
+        assert_eq!(m["devices"][0]["hbm_used_bytes"].as_u64(), Some(used), "{m}");
+    }
+    // Dead but not reaped yet, C shows as dead; a survivor's memory query reaps it.
+    let m = smi_json(&inst);
+    if let Some(p) = proc_of(&m, pc) {
+        assert_eq!(p["alive"], false, "{p}");
+    }
+    let free: u64 = a.cmd("mem").strip_prefix("free ").and_then(|f| f.parse().ok()).expect("free");
+    let m = smi_json(&inst);
+    assert!(proc_of(&m, pc).is_none(), "C reaped: {m}");
+    assert_eq!(m["devices"][0]["hbm_used_bytes"].as_u64(), Some((1 << 30) - free), "{m}");
+
+    b.quit();
+    a.quit();
+    let m = smi_json(&inst);
+    assert_eq!(m["running"], false, "the last process out removed the machine: {m}");
+}
