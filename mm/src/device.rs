@@ -966,6 +966,29 @@ mod tests {
     }
 
     #[test]
+    fn segments_and_largest_free_va_describe_the_window() {
+        let (mut a, mut b) = setup(64 * MIB, 32 * MIB, 0);
+        assert_eq!(a.largest_free_va(), 64 << 30);
+        assert!(a.segments().is_empty());
+        let big = a.allocate(&mut b, &req(3 * MIB, HUGE_FIRST), APP).unwrap();
+        let s1 = a.allocate(&mut b, &req(100, NORMAL_ONLY), 7).unwrap();
+        let s2 = a.allocate(&mut b, &req(100, NORMAL_ONLY), 7).unwrap();
+        let segs = a.segments();
+        assert_eq!(segs.len(), 2, "{segs:?}");
+        assert!(segs.windows(2).all(|w| w[0].base < w[1].base), "address order");
+        let d = segs.iter().find(|s| !s.is_slab).unwrap();
+        assert_eq!((d.base, d.component, d.blocks.clone()), (big, APP, vec![(big.as_u64(), 3 * MIB + 32)]));
+        let c = segs.iter().find(|s| s.is_slab).unwrap();
+        assert_eq!((c.len_bytes, c.backed_bytes, c.component), (CHUNK_BYTES, CHUNK_BYTES, 7));
+        assert_eq!(c.blocks, vec![(s1.as_u64(), 160), (s2.as_u64(), 160)]);
+        let backed: u64 = segs.iter().map(|s| s.backed_bytes).sum();
+        assert_eq!(backed, a.accounting().backed.current);
+        assert!(a.largest_free_va() < 64 << 30);
+        a.free(&mut b, s1).unwrap();
+        assert_eq!(a.segments().iter().find(|s| s.is_slab).unwrap().blocks, vec![(s2.as_u64(), 160)]);
+    }
+
+    #[test]
     fn normal_pages_survive_fragmentation() {
         let (mut a, mut b) = setup(16 * MIB, 0, 0);
         let r = req(256 << 10, NORMAL_ONLY);

@@ -852,6 +852,29 @@ mod tests {
     }
 
     #[test]
+    fn regions_report_extents_and_backed_pages() {
+        let (mut src, ord) = (Src::new(1 << 30), Order::default());
+        let mut p = Pool::new(64 * MIB, ReuseModes::default());
+        assert!(p.regions().is_empty());
+        let a = p.allocate(&mut src, &ord, 0, 2 * MIB).unwrap();
+        let b = p.allocate(&mut src, &ord, 0, 3 * MIB).unwrap();
+        p.free(a.addr, 0, 5).unwrap();
+        let rs = p.regions();
+        assert_eq!(rs.len(), 1);
+        let r = &rs[0];
+        assert_eq!(r.backed_bytes, p.stats().reserved.current);
+        let mut at = r.base.as_u64();
+        for &(addr, len, _) in &r.extents {
+            assert_eq!(addr, at, "extents tile the region");
+            at += len;
+        }
+        assert_eq!(at, r.base.as_u64() + r.len_bytes);
+        assert!(r.extents.contains(&(a.addr.as_u64(), 2 * MIB, ExtentState::Cached)));
+        assert!(r.extents.contains(&(b.addr.as_u64(), 3 * MIB, ExtentState::Busy)));
+        assert!(r.extents.iter().any(|e| e.2 == ExtentState::Free));
+    }
+
+    #[test]
     fn same_stream_reuse_is_immediate() {
         let (mut src, ord) = (Src::new(1 << 30), Order::default());
         let mut p = Pool::new(64 * MIB, modes(false, false, false));
