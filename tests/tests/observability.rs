@@ -230,6 +230,12 @@ fn smi_reports_a_live_multi_process_machine_and_a_killed_process() {
     let inst = format!("t{}-smi", std::process::id());
     let gone = smi_json(&inst);
     assert_eq!(gone["running"], false, "{gone}");
+    for bad in [&["--instance", "../etc"][..], &["--instance", &inst, "--loop=0"][..]] {
+        let out = Command::new(smi_exe()).args(bad).output().expect("run aclrs-smi");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {err}");
+        assert!(err.contains("aclrs-smi: --"), "{bad:?}: {err}");
+    }
 
     let mut a = Agent::start(&agent, &inst);
     let mut b = Agent::start(&agent, &inst);

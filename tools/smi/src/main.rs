@@ -248,10 +248,17 @@ fn table(m: &MachineJson) -> String {
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let Command::Info = cli.command.unwrap_or(Command::Info);
-    let instance = cli
-        .instance
-        .or_else(|| std::env::var("ACLRS_SIM_INSTANCE").ok().filter(|s| !s.is_empty()))
-        .unwrap_or_else(|| "default".to_owned());
+    let given = cli.instance.or_else(|| std::env::var("ACLRS_SIM_INSTANCE").ok().filter(|s| !s.is_empty()));
+    // The same rules as the runtime's ACLRS_SIM_INSTANCE (the name is part of a file name).
+    let instance = match hal_sim::SimConfig::from_lookup(|k| {
+        (k == "ACLRS_SIM_INSTANCE").then(|| given.clone()).flatten()
+    }) {
+        Ok(c) => c.instance,
+        Err(e) => {
+            eprintln!("aclrs-smi: --instance {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
     if let Some(s) = cli.refresh {
         if !(s.is_finite() && s > 0.0) {
             eprintln!("aclrs-smi: --loop {s}: expected a positive number of seconds");
