@@ -113,6 +113,22 @@ int main(int argc, char **argv)
             CHECK(strstr(msg, "this process has") != NULL);
         }
         CHECK(huge == NULL);
+        /* A pool allocation that finds no memory says the same (and writes the snapshot of
+         * ACLRS_MEM_SNAPSHOT while the pool is not locked). */
+        props.maxSize = 0;
+        {
+            aclrtMemPool big_pool = NULL;
+            if (CHECK_OK(aclrtMemPoolCreate(&big_pool, &props))) {
+                CHECK_RET(aclrtMemPoolMallocAsync(&huge, total_b - 2 * MIB, big_pool, stream),
+                          ACL_ERROR_RT_MEMORY_ALLOCATION);
+                msg = aclGetRecentErrMsg();
+                CHECK(msg != NULL && strstr(msg, "largest range that could be backed") != NULL);
+                if (msg != NULL) {
+                    printf("  message: %s\n", msg);
+                }
+                CHECK_OK(aclrtMemPoolDestroy(big_pool));
+            }
+        }
     }
 
     CHECK_OK(aclrtFree(big));
