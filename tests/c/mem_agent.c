@@ -17,6 +17,8 @@
  *                                allocation's first and last 4 KiB with its own byte and
  *                                checking them before freeing it; prints "tick <n>" every 25
  *                                operations and finally "done <failures>"
+ *   fillall <byte>            -> "ok <n>": allocates 64 MiB HUGE_ONLY, then NORMAL_ONLY, until
+ *                                the device is full (207001), filling each with <byte>
  *   freeall                   -> "rc <first failing code or 0>" frees every live allocation
  *   quit                      -> exits 0 after aclrtResetDevice and aclFinalize
  */
@@ -175,6 +177,35 @@ int main(void)
             }
         } else if (strcmp(cmd, "churn") == 0 && sscanf(line, "%*s %llu %llu", &a, &b) == 2) {
             printf("done %d\n", churn((unsigned)a, (unsigned)b));
+        } else if (strcmp(cmd, "fillall") == 0 && sscanf(line, "%*s %llu", &a) == 1) {
+            static const aclrtMemMallocPolicy order[] = {ACL_MEM_MALLOC_HUGE_ONLY, ACL_MEM_MALLOC_NORMAL_ONLY};
+            size_t len = 64u << 20;
+            int n = 0;
+            aclError rc = ACL_SUCCESS;
+            for (int k = 0; k < 2 && rc == ACL_SUCCESS; k++) {
+                for (;;) {
+                    void *p = NULL;
+                    aclError got = aclrtMalloc(&p, len, order[k]);
+                    if (got == ACL_ERROR_RT_MEMORY_ALLOCATION) {
+                        break;
+                    }
+                    int s = got == ACL_SUCCESS ? add_slot(p, len) : -1;
+                    if (s < 0) {
+                        rc = got != ACL_SUCCESS ? got : -1;
+                        break;
+                    }
+                    rc = aclrtMemset(p, len, (int32_t)a, len);
+                    if (rc != ACL_SUCCESS) {
+                        break;
+                    }
+                    n++;
+                }
+            }
+            if (rc == ACL_SUCCESS) {
+                printf("ok %d\n", n);
+            } else {
+                printf("rc %d\n", rc);
+            }
         } else if (strcmp(cmd, "freeall") == 0) {
             aclError first = ACL_SUCCESS;
             for (int i = 0; i < SLOTS; i++) {

@@ -4,10 +4,12 @@
 //! Frames come from the machine's [`Registry`], which every attached process shares (so they
 //! share capacity and bytes); this module decides which of them back which VA of this
 //! process. It asks for the frames whose HBM offset equals the VA window offset being backed,
-//! so that adjacent allocations are adjacent in the HBM object too and the kernel merges their
-//! mappings into one (a process holds far fewer mappings than allocations; `vm.max_map_count`
-//! is not the limit on live allocations). It must not run tasks (that is [`crate::scheduler`]) and must not touch memory
-//! bytes itself (that is [`crate::sys`] through [`crate::dma`]).
+//! so that adjacent allocations are adjacent in the HBM object too: the window maps the object
+//! at identity offsets, inaccessible, and backing such a range only makes it accessible (one
+//! `mprotect`), which keeps neighbouring allocations one kernel mapping (a process holds far
+//! fewer mappings than allocations; `vm.max_map_count` is not the limit on live allocations).
+//! It must not run tasks (that is [`crate::scheduler`]) and must not touch memory bytes itself
+//! (that is [`crate::sys`] through [`crate::dma`]).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -83,6 +85,25 @@ fn err(kind: ErrorKind, detail: &'static str) -> Error {
     Error::new(kind, detail)
 }
 
+/// Where the window of a process that finds `others` processes attached maps HBM offset 0:
+/// 0 for the first, then 1/2, 1/4, 3/4, 1/8, … of the HBM (the van der Corput sequence),
+/// aligned to 1 GiB (2 MiB on a device below 4 GiB), so that processes sharing a device start
+/// their allocations in different places and each finds the frames its window shows free.
+fn displacement(others: usize, hbm_bytes: u64) -> u64 {
+    let align: u64 = if hbm_bytes >= 4 << 30 { 1 << 30 } else { 2 << 20 };
+    let mut k = others as u64;
+    let (mut num, mut den) = (0u64, 1u64);
+    while k > 0 && den < 1 << 20 {
+        den *= 2;
+        num = num * 2 + (k & 1);
+        k >>= 1;
+    }
+    // num/den is the bit reversal of `others` as a fraction: 1 → 1/2, 2 → 1/4, 3 → 3/4, …
+    let raw = u128::from(hbm_bytes) * u128::from(num) / u128::from(den);
+    // CAST: below hbm_bytes, a u64.
+    (raw as u64) & !(align - 1)
+}
+
 /// Splits `runs` into the pieces covering `[offset, offset + len)` of their concatenation.
 fn slice_runs(runs: &[PhysRun], mut offset: u64, mut len: u64) -> Vec<PhysRun> {
     let mut out = Vec::new();
@@ -115,7 +136,10 @@ impl Device {
         let first =
             registry.bring_up(physical).map_err(|_| std::io::Error::other("device registry failed"))?;
         let hbm = ShmObject::open(shm_name, info.hbm_bytes, first)?;
-        let window = Window::reserve(window_base, hal::layout::DEVICE_WINDOW_SIZE)?;
+        let mut window = Window::reserve(window_base, hal::layout::DEVICE_WINDOW_SIZE)?;
+        let others =
+            registry.other_processes().map_err(|_| std::io::Error::other("device registry failed"))?;
+        window.map_identity(&hbm, displacement(others, info.hbm_bytes))?;
         Ok(Self {
             hbm,
             window,
@@ -211,7 +235,8 @@ impl Device {
         if st.backed.contains_key(&req.range.start().as_u64()) {
             return Err(err(ErrorKind::InvalidArgument, "range already backed or mapped"));
         }
-        let (id, runs) = self.registry.alloc(self.physical, req.page_size, count, Some(offset))?;
+        let prefer = self.window.identity_offset(offset, req.range.len_bytes());
+        let (id, runs) = self.registry.alloc(self.physical, req.page_size, count, prefer)?;
         let writable = !req.attrs.contains(MemAttr::READONLY);
         if let Err(e) = self.map_runs(offset, &runs, writable) {
             // INVARIANT: all or nothing — give the frames back.
@@ -455,6 +480,15 @@ pub(crate) fn share_info(s: &mm::ipc::Share) -> ShareInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn displacements_spread_processes_over_the_hbm() {
+        let g = 1u64 << 30;
+        let d: Vec<u64> = (0..5).map(|k| displacement(k, 16 * g)).collect();
+        assert_eq!(d, vec![0, 8 * g, 4 * g, 12 * g, 2 * g]);
+        assert_eq!(displacement(1, 256 << 20), 128 << 20);
+        assert_eq!(displacement(3, 1 << 30) % (2 << 20), 0);
+    }
 
     #[test]
     fn runs_slice_across_boundaries() {

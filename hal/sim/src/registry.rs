@@ -7,7 +7,7 @@
 //! reaches through the kernel. The software NPU has no kernel of its own, so it keeps that
 //! state in a registry file, `/dev/shm/aclrs.<instance>.registry`, that every attached process
 //! maps and reads and writes under the registry mutex, a lock word in the file
-//! ([`crate::sys::shared`]: no system call when uncontended; a dead holder's lock is taken over).
+//! (`sys::shared`: no system call when uncontended; a dead holder's lock is taken over).
 //! A whole-file `flock` additionally serialises attaching and leaving:
 //!
 //! - The state is a list of allocations (device, page size, frame runs, and the processes
@@ -15,7 +15,7 @@
 //!   The file holds it as a snapshot plus an append-only log of change records (attach, reap,
 //!   device up, alloc, release, export, import, whitelist changes, close, destroy). A change
 //!   appends one record, so its cost does not depend on how many allocations or processes the
-//!   machine has. When the log outgrows twice the snapshot (and at least [`LOG_MIN_BYTES`]),
+//!   machine has. When the log outgrows twice the snapshot (and at least 1 MiB),
 //!   the writer compacts: it writes the whole state as a new snapshot, which is amortised
 //!   constant time per change.
 //! - Each process caches the state, its per-device [`FrameAllocator`]s and how much of the log
@@ -34,7 +34,7 @@
 //!   processes are reaped (a reap record: their references, exports and imports are dropped,
 //!   and frames no one holds any more are free again) on attach, before every memory query
 //!   (so `aclrtGetMemInfo` in a survivor shows a killed process's memory back), when an
-//!   allocation finds no memory, and every [`REAP_EVERY`] changes otherwise.
+//!   allocation finds no memory, and every 256 changes otherwise.
 //! - Free frames remember which process last had them (`dirty`, merged ranges). Frames handed
 //!   to another process are cleared (their pages of the HBM object are punched out, so they
 //!   read as zeros) before the record that hands them over is committed: a process never
@@ -407,13 +407,15 @@ impl State {
     /// than `to` last owned go to `clear`.
     fn take_dirty(&mut self, device: u32, run: &PhysRun, to: u32, clear: &mut Vec<Clear>) {
         let end = run.offset + run.len_bytes;
-        let first = match self.dirty.range(..=(device, run.offset)).next_back() {
+        let mut from = match self.dirty.range(..=(device, run.offset)).next_back() {
             Some((&(d, s), &(l, _))) if d == device && s + l > run.offset => s,
             _ => run.offset,
         };
-        let hits: Vec<(u64, u64, u32)> =
-            self.dirty.range((device, first)..(device, end)).map(|(&(_, s), &(l, o))| (s, l, o)).collect();
-        for (s, l, o) in hits {
+        // One range query per overlapping entry; no list is built.
+        while from < end {
+            let Some((&(_, s), &(l, o))) = self.dirty.range((device, from)..(device, end)).next() else {
+                break;
+            };
             self.dirty.remove(&(device, s));
             if s < run.offset {
                 self.dirty.insert((device, s), (run.offset - s, o));
@@ -425,6 +427,7 @@ impl State {
                 let (a, b) = (s.max(run.offset), (s + l).min(end));
                 clear.push((device, a, b - a));
             }
+            from = s + l;
         }
     }
 
@@ -537,6 +540,9 @@ struct Cache {
     hbm: BTreeMap<u32, ShmObject>,
     /// Changes since the last liveness scan.
     since_scan: u32,
+    /// Buffers kept between operations (records of one operation, their encoding).
+    spare_records: Vec<Record>,
+    spare_bytes: Vec<u8>,
 }
 
 /// The registry of one simulated machine, as one process sees it.
@@ -798,13 +804,17 @@ impl Registry {
         if records.is_empty() {
             return Ok(());
         }
-        let mut bytes = Vec::new();
+        let mut bytes = std::mem::take(&mut cache.spare_bytes);
+        bytes.clear();
         records.iter().for_each(|r| r.encode(&mut bytes));
         let end = cache.log_pos + bytes.len() as u64;
         if end > LOG_BYTES || end > LOG_MIN_BYTES.max(2 * cache.snap_len) {
+            cache.spare_bytes = bytes;
             return self.compact(held, cache);
         }
-        let write = self.file.write_at(held, &bytes, LOG_BASE + cache.log_pos).and_then(|()| {
+        let write = self.file.write_at(held, &bytes, LOG_BASE + cache.log_pos);
+        cache.spare_bytes = bytes;
+        let write = write.and_then(|()| {
             self.write_header(
                 held,
                 &Header {
@@ -895,7 +905,8 @@ impl Registry {
         self.refresh(&held, &mut cache)?;
         cache.since_scan += 1;
         let scan = scan || cache.since_scan >= REAP_EVERY;
-        let mut tx = Tx { cache: &mut cache, records: Vec::new(), clear: Vec::new() };
+        let records = std::mem::take(&mut cache.spare_records);
+        let mut tx = Tx { cache: &mut cache, records, clear: Vec::new() };
         if scan {
             self.reap_dead(&mut tx)?;
         }
@@ -909,9 +920,12 @@ impl Registry {
             // Commit only the reaps.
             tx.records.truncate(reaped);
         }
-        let (records, clear) = (std::mem::take(&mut tx.records), std::mem::take(&mut tx.clear));
+        let (mut records, clear) = (std::mem::take(&mut tx.records), std::mem::take(&mut tx.clear));
         self.clear_frames(&mut cache, &clear);
-        self.commit(&held, &mut cache, &records).map_err(|_| internal("cannot write the device registry"))?;
+        let done = self.commit(&held, &mut cache, &records);
+        records.clear();
+        cache.spare_records = records;
+        done.map_err(|_| internal("cannot write the device registry"))?;
         out
     }
 
@@ -960,10 +974,15 @@ impl Registry {
         })
     }
 
+    /// How many other live processes are attached to the machine.
+    pub(crate) fn other_processes(&self) -> Result<usize> {
+        self.with(true, |tx, me| Ok(tx.cache.state.procs.iter().filter(|&&p| p != me).count()))
+    }
+
     /// Allocates `count` pages of `page` on `device` for this process, at HBM offset `prefer`
-    /// when those frames are free (the caller asks for the frames whose offset equals the VA
-    /// window offset it maps them at, so that neighbouring allocations map neighbouring frames
-    /// and the kernel merges their mappings into one), anywhere otherwise.
+    /// when those frames are free (the caller asks for the frames its window shows at the VA it
+    /// backs, so that neighbouring allocations map neighbouring frames and the kernel keeps
+    /// them one mapping), anywhere otherwise.
     pub(crate) fn alloc(
         &self,
         device: u32,

@@ -152,6 +152,42 @@ pub(crate) struct Fault;
 struct Entry {
     len_bytes: u64,
     writable: bool,
+    /// Made accessible in place on the identity mapping (see [`Window::map_identity`]).
+    identity: bool,
+}
+
+/// The object a device window maps linearly ("at identity"), inaccessible until backed:
+/// window offset `o` shows object byte `(o + displacement) mod object_len`.
+#[derive(Debug)]
+struct Identity {
+    /// A descriptor of the object of its own (the device keeps the object itself).
+    fd: OwnedFd,
+    /// The descriptor number of the device's object, to recognise it in [`Window::map_shared`].
+    object_fd: i32,
+    /// Bytes of the window mapped at identity: `[0, len_bytes)`.
+    len_bytes: u64,
+    /// Bytes of the object.
+    object_len: u64,
+    /// Where window offset 0 lies in the object (below `object_len`).
+    displacement: u64,
+}
+
+impl Identity {
+    /// Object offset of window range `[offset, offset + len_bytes)` on the identity mapping,
+    /// when the range lies on it in one piece.
+    fn object_offset(&self, offset: u64, len_bytes: u64) -> Option<u64> {
+        let end = offset.checked_add(len_bytes)?;
+        if end > self.len_bytes {
+            return None;
+        }
+        let at = (offset + self.displacement) % self.object_len;
+        (at + len_bytes <= self.object_len).then_some(at)
+    }
+
+    /// Window offset where the object wraps around (the identity mapping's second piece).
+    fn wrap(&self) -> u64 {
+        self.object_len - self.displacement
+    }
 }
 
 /// A reserved range of this process's address space at a fixed address, with a record of
@@ -162,14 +198,17 @@ struct Entry {
 /// - `[base, base + len_bytes)` was reserved by this value with `mmap(PROT_NONE)` and stays
 ///   owned by it until drop; every mapping placed inside it replaces part of that reservation
 ///   and nothing else.
-/// - Every entry of `mapped` (offset → length, writable) is mapped accessible in the process,
-///   and nothing else inside the window is. Entries never overlap. Entries are added and
-///   removed only under the write lock, and bytes are moved only under a read lock after
+/// - With `identity`, `[base, base + identity.len_bytes)` maps the device's HBM object linearly
+///   ([`Identity`]), inaccessible (`PROT_NONE`) wherever no entry says otherwise.
+/// - Every entry of `mapped` (offset → length, writable, identity) is mapped accessible in the
+///   process, and nothing else inside the window is. Entries never overlap. Entries are added
+///   and removed only under the write lock, and bytes are moved only under a read lock after
 ///   checking coverage, so no byte is unmapped while it is being accessed.
 #[derive(Debug)]
 pub(crate) struct Window {
     base: u64,
     len_bytes: u64,
+    identity: Option<Identity>,
     mapped: RwLock<BTreeMap<u64, Entry>>,
 }
 
@@ -201,7 +240,90 @@ impl Window {
             return Err(io::Error::from(io::ErrorKind::AddrInUse));
         }
         // INVARIANT: reserved above at exactly `base`; nothing mapped yet.
-        Ok(Self { base, len_bytes, mapped: RwLock::new(BTreeMap::new()) })
+        Ok(Self { base, len_bytes, identity: None, mapped: RwLock::new(BTreeMap::new()) })
+    }
+
+    /// Maps `object` over the start of the window linearly, inaccessible: window offset `o`
+    /// shows byte `(o + displacement) mod len` of the object. Backing a range with the frames
+    /// it shows ([`Self::identity_offset`]) is then one `mprotect` (and unbacking another),
+    /// which the kernel does in place and faster than replacing mappings; neighbouring ranges
+    /// stay one mapping. Processes sharing a device use different displacements, so that each
+    /// finds the frames its window shows free.
+    pub(crate) fn map_identity(&mut self, object: &ShmObject, displacement: u64) -> io::Result<()> {
+        let object_len = object.len_bytes() & !4095;
+        let len_bytes = object_len.min(self.len_bytes);
+        if len_bytes == 0 || self.identity.is_some() {
+            return Ok(());
+        }
+        let id = Identity {
+            fd: object.fd.try_clone()?,
+            object_fd: object.fd.as_raw_fd(),
+            len_bytes,
+            object_len,
+            displacement: (displacement % object_len) & !4095,
+        };
+        // The piece before the object wraps around, then the piece after it.
+        let wrap = id.wrap().min(len_bytes);
+        for (offset, end) in [(0, wrap), (wrap, len_bytes)] {
+            if end > offset {
+                // CAST: inside the reservation, which lies in the address space.
+                let at = (self.base + offset) as usize as *mut libc::c_void;
+                Self::map_object(at, end - offset, &id, offset)?;
+            }
+        }
+        // INVARIANT: the identity mapping is in place, inaccessible.
+        self.identity = Some(id);
+        Ok(())
+    }
+
+    /// Maps `[at, at + len_bytes)` (window offset `offset`, on one piece of `id`) to the object
+    /// bytes `id` shows there, inaccessible.
+    fn map_object(at: *mut libc::c_void, len_bytes: u64, id: &Identity, offset: u64) -> io::Result<()> {
+        let object_offset = id.object_offset(offset, len_bytes).ok_or(io::ErrorKind::InvalidInput)?;
+        // CAST: an offset below the object's size, which fits off_t (it was sized with it).
+        let off = object_offset as libc::off_t;
+        // SAFETY: callers pass a page range of this window's reservation (the identity mapping
+        // lies inside it) that no accessible mapping uses (they hold `&mut self` or the write
+        // lock over an inaccessible range), so MAP_FIXED replaces only inaccessible memory.
+        let got = unsafe {
+            libc::mmap(
+                at,
+                len_bytes as usize,
+                libc::PROT_NONE,
+                libc::MAP_SHARED | libc::MAP_FIXED | libc::MAP_NORESERVE,
+                id.fd.as_raw_fd(),
+                off,
+            )
+        };
+        if got == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// The object offset that window range `[offset, offset + len_bytes)` shows on the
+    /// identity mapping: backing it with those frames is fastest.
+    pub(crate) fn identity_offset(&self, offset: u64, len_bytes: u64) -> Option<u64> {
+        self.identity.as_ref()?.object_offset(offset, len_bytes)
+    }
+
+    /// Whether mapping `object` at window offset `offset` from `object_offset` is a change of
+    /// protection on the identity mapping.
+    fn on_identity(&self, offset: u64, len_bytes: u64, object: &ShmObject, object_offset: u64) -> bool {
+        self.identity.as_ref().is_some_and(|id| {
+            id.object_fd == object.fd.as_raw_fd()
+                && id.object_offset(offset, len_bytes) == Some(object_offset)
+        })
+    }
+
+    /// Makes `[at, at + len)` of the window `prot` in place.
+    fn protect(at: *mut libc::c_void, len: usize, prot: libc::c_int) -> io::Result<()> {
+        // SAFETY: callers pass a page range of our own window (checked by `page_range`) that the
+        // identity mapping covers; changing its protection touches no other memory.
+        if unsafe { libc::mprotect(at, len, prot) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
     }
 
     /// First address of the window.
@@ -261,17 +383,22 @@ impl Window {
         let prot = if writable { libc::PROT_READ | libc::PROT_WRITE } else { libc::PROT_READ };
         // CAST: checked by `page_range` to fit the window, hence usize.
         let len = len_bytes as usize;
-        // SAFETY: by `page_range` and the type invariant, `[at, at + len)` lies inside our own
-        // reservation and is not mapped (checked above under the write lock), so MAP_FIXED
-        // replaces only reserved, unused memory of this window.
-        let got = unsafe {
-            libc::mmap(at, len, prot, libc::MAP_SHARED | libc::MAP_FIXED, object.fd.as_raw_fd(), off)
-        };
-        if got == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
+        let identity = self.on_identity(offset, len_bytes, object, object_offset);
+        if identity {
+            Self::protect(at, len, prot)?;
+        } else {
+            // SAFETY: by `page_range` and the type invariant, `[at, at + len)` lies inside our
+            // own reservation and is not accessible (checked above under the write lock), so
+            // MAP_FIXED replaces only reserved or inaccessible identity memory of this window.
+            let got = unsafe {
+                libc::mmap(at, len, prot, libc::MAP_SHARED | libc::MAP_FIXED, object.fd.as_raw_fd(), off)
+            };
+            if got == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
         }
         // INVARIANT: the range is now mapped accessible; record it.
-        map.insert(offset, Entry { len_bytes, writable });
+        map.insert(offset, Entry { len_bytes, writable, identity });
         Ok(())
     }
 
@@ -299,7 +426,7 @@ impl Window {
             return Err(io::Error::last_os_error());
         }
         // INVARIANT: mapped accessible above; record it.
-        map.insert(offset, Entry { len_bytes, writable: true });
+        map.insert(offset, Entry { len_bytes, writable: true, identity: false });
         Ok(())
     }
 
@@ -311,23 +438,68 @@ impl Window {
         let mut map = self.mapped.write().unwrap_or_else(|p| p.into_inner());
         // Check exact coverage before changing anything.
         let mut cursor = offset;
+        let mut all_identity = true;
         for (&o, e) in map.range(offset..end) {
             if o != cursor || o + e.len_bytes > end {
                 return Err(io::ErrorKind::NotFound.into());
             }
             cursor = o + e.len_bytes;
+            all_identity &= e.identity;
         }
         if cursor != end {
             return Err(io::ErrorKind::NotFound.into());
         }
-        // CAST: checked by `page_range` to fit the window, hence usize.
-        let len = len_bytes as usize;
-        // SAFETY: the range lies inside our reservation; no reader holds it (we hold the write
-        // lock), so replacing it with an inaccessible reservation breaks no access in flight.
+        if all_identity {
+            // CAST: checked by `page_range` to fit the window, hence usize.
+            Self::protect(at, len_bytes as usize, libc::PROT_NONE)?;
+            // INVARIANT: the range is inaccessible again; drop its entries.
+            let mut o = offset;
+            while o < end {
+                match map.remove(&o) {
+                    Some(e) => o += e.len_bytes,
+                    None => break,
+                }
+            }
+        } else {
+            let pieces: Vec<(u64, Entry)> = map.range(offset..end).map(|(&o, &e)| (o, e)).collect();
+            for &(o, e) in &pieces {
+                // Each piece lies in the window (it was mapped there): offsets and lengths fit.
+                let (at, len) = ((self.base + o) as usize as *mut libc::c_void, e.len_bytes as usize);
+                if e.identity {
+                    Self::protect(at, len, libc::PROT_NONE)?;
+                } else {
+                    self.restore(at, o, e.len_bytes)?;
+                }
+                // INVARIANT: this piece is inaccessible again.
+                map.remove(&o);
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts back what lies under `[at, at + len_bytes)` (window offset `offset`) when nothing
+    /// is mapped there: the inaccessible identity mapping, or the reservation beyond it.
+    fn restore(&self, at: *mut libc::c_void, offset: u64, len_bytes: u64) -> io::Result<()> {
+        let end = offset + len_bytes;
+        let splits = self.identity.as_ref().map_or([0, 0], |id| [id.wrap(), id.len_bytes]);
+        if let Some(&split) = splits.iter().find(|&&p| offset < p && end > p) {
+            // Straddles a piece boundary: each part gets what lies under it.
+            self.restore(at, offset, split - offset)?;
+            // CAST: inside the window, which lies in the address space.
+            let rest = (at as usize + (split - offset) as usize) as *mut libc::c_void;
+            return self.restore(rest, split, end - split);
+        }
+        if let Some(id) = self.identity.as_ref().filter(|id| end <= id.len_bytes) {
+            return Self::map_object(at, len_bytes, id, offset);
+        }
+        // SAFETY: the range lies inside our reservation; no reader holds it (callers hold the
+        // write lock), so replacing it with an inaccessible reservation breaks no access in
+        // flight.
         let got = unsafe {
             libc::mmap(
                 at,
-                len,
+                // CAST: a range of the window, which lies in the address space.
+                len_bytes as usize,
                 libc::PROT_NONE,
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
                 -1,
@@ -336,11 +508,6 @@ impl Window {
         };
         if got == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
-        }
-        // INVARIANT: the range is inaccessible again; drop its entries.
-        let keys: Vec<u64> = map.range(offset..end).map(|(&o, _)| o).collect();
-        for k in keys {
-            map.remove(&k);
         }
         Ok(())
     }

@@ -983,3 +983,54 @@ fn two_devices_copy_between_each_other() {
     sim.unback(D0, range(a0, len)).unwrap();
     assert_eq!(sim.memory_info(D0).unwrap(), fresh_info());
 }
+
+/// Reads `len` bytes of physical device `physical`'s HBM object at `offset`, from the file.
+fn hbm_bytes(sim: &Sim, physical: u32, offset: u64, len: u64) -> Vec<u8> {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::File::open(shm_path(sim, physical)).expect("open the HBM object");
+    let mut buf = vec![0u8; len as usize];
+    f.read_exact_at(&mut buf, offset).expect("read the HBM object");
+    buf
+}
+
+/// A backed range gets the frames at its own window offset when they are free, and other frames
+/// when not; either way its bytes are the HBM object's (shared with every process), also where
+/// a mapping of other frames was there before.
+#[test]
+fn backing_prefers_the_frames_at_the_window_offset() {
+    let fx = start("identity");
+    let sim = &fx.sim;
+    let (a, b) = (base0() + 64 * MIB, base0() + 96 * MIB);
+    // A physical allocation takes the lowest frames; mapped at `a` it is not at identity.
+    let h = sim.alloc_physical(D0, 4 * MIB, PageSize::Huge, MemAttr::CACHED).unwrap();
+    sim.map_physical(D0, h, 0, range(a, 4 * MIB)).unwrap();
+    let p1 = pattern(4 * MIB, 1);
+    sim.copy_to_device(D0, DeviceAddr(a), &p1).unwrap();
+    assert_eq!(hbm_bytes(sim, 0, 0, 4 * MIB), p1);
+    sim.unmap_physical(D0, range(a, 4 * MIB)).unwrap();
+    // Backing `a` now takes the frames at offset 64 MiB, in place of the mapping that was there.
+    sim.back(D0, &req(a, 4 * MIB, PageSize::Huge)).unwrap();
+    let p2 = pattern(4 * MIB, 2);
+    sim.copy_to_device(D0, DeviceAddr(a), &p2).unwrap();
+    assert_eq!(hbm_bytes(sim, 0, 64 * MIB, 4 * MIB), p2);
+    // Offset 0 is taken by the physical allocation: backing the window's start takes others.
+    sim.back(D0, &req(base0(), 4 * MIB, PageSize::Huge)).unwrap();
+    let p3 = pattern(4 * MIB, 3);
+    sim.copy_to_device(D0, DeviceAddr(base0()), &p3).unwrap();
+    sim.map_physical(D0, h, 0, range(b, 4 * MIB)).unwrap();
+    assert_eq!(read(sim, D0, b, 4 * MIB), p1, "the physical allocation kept its bytes");
+    assert_eq!(read(sim, D0, a, 4 * MIB), p2);
+    // Unbacked ranges fault again, however they were mapped.
+    sim.unback(D0, range(a, 4 * MIB)).unwrap();
+    sim.unback(D0, range(base0(), 4 * MIB)).unwrap();
+    sim.unmap_physical(D0, range(b, 4 * MIB)).unwrap();
+    for addr in [a, base0(), b] {
+        let mut buf = [0u8; 16];
+        assert_eq!(
+            sim.copy_from_device(D0, &mut buf, DeviceAddr(addr)).unwrap_err().kind(),
+            ErrorKind::InvalidHandle
+        );
+    }
+    sim.free_physical(D0, h).unwrap();
+    assert_eq!(sim.memory_info(D0).unwrap(), fresh_info());
+}
