@@ -219,15 +219,14 @@ impl Runtime {
             AclError::new(ACL_ERROR_RT_CONTEXT_NULL, format!("{api}: device {d} has no context"))
         })?;
         let mut backer = HalBacker::new(self.backend.driver(), d);
+        let backed_before = crate::obs::recording().then(|| alloc.accounting().backed.current);
         match alloc.allocate(&mut backer, &req, component) {
             Ok(p) => {
-                if crate::obs::recording() {
-                    let info = alloc.find(p);
+                if let Some(before) = backed_before {
+                    let grown = alloc.accounting().backed.current.saturating_sub(before);
+                    let slab = alloc.find(p).is_some_and(|i| i.is_slab);
                     drop(st);
-                    if info.is_some_and(|i| !i.is_slab) {
-                        crate::obs::note(d, "segment_alloc", p.as_u64(), req.usable_bytes, 0);
-                    }
-                    crate::obs::note(d, "alloc", p.as_u64(), req.usable_bytes, 0);
+                    crate::obs::alloc_events(d, p.as_u64(), req.usable_bytes, grown, slab);
                 }
                 Ok(p.as_u64())
             }
@@ -357,15 +356,13 @@ impl Runtime {
             return Err(AclError::rt_invalid(format!("{api}: devPtr {ptr:#x} is a memory pool's segment")));
         }
         let mut backer = HalBacker::new(self.backend.driver(), d);
+        let backed_before = crate::obs::recording().then(|| alloc.accounting().backed.current);
         match alloc.free(&mut backer, DeviceAddr(ptr)) {
             Ok(info) => {
-                if crate::obs::recording() {
+                if let Some(before) = backed_before {
+                    let shrunk = before.saturating_sub(alloc.accounting().backed.current);
                     drop(st);
-                    crate::obs::note(d, "free_requested", ptr, info.usable_bytes, 0);
-                    crate::obs::note(d, "free_completed", ptr, info.usable_bytes, 0);
-                    if !info.is_slab {
-                        crate::obs::note(d, "segment_free", ptr, info.usable_bytes, 0);
-                    }
+                    crate::obs::free_events(d, ptr, info.usable_bytes, shrunk, info.is_slab);
                 }
                 Ok(())
             }

@@ -145,6 +145,29 @@ pub fn note(device: u32, action: &'static str, addr: u64, size: u64, stream: u64
     }
 }
 
+/// Records an `aclrtMalloc`: a `segment_alloc` of the bytes it newly backed (its own range, or
+/// the new slab chunk holding it), then the `alloc`.
+#[cold]
+pub fn alloc_events(device: u32, addr: u64, size: u64, newly_backed: u64, slab: bool) {
+    if newly_backed > 0 {
+        let seg = if slab { addr & !(mm::slab::CHUNK_BYTES - 1) } else { addr };
+        record(device, "segment_alloc", seg, newly_backed, 0, 0);
+    }
+    record(device, "alloc", addr, size, 0, 0);
+}
+
+/// Records an `aclrtFree`: `free_requested` and `free_completed` (a plain free completes at
+/// once), then a `segment_free` of the bytes it unbacked (its range, or its emptied chunk).
+#[cold]
+pub fn free_events(device: u32, addr: u64, size: u64, unbacked: u64, slab: bool) {
+    record(device, "free_requested", addr, size, 0, 0);
+    record(device, "free_completed", addr, size, 0, 0);
+    if unbacked > 0 {
+        let seg = if slab { addr & !(mm::slab::CHUNK_BYTES - 1) } else { addr };
+        record(device, "segment_free", seg, unbacked, 0, 0);
+    }
+}
+
 fn row(s: &mut String, name: &str, cur: u64, peak: Option<u64>) {
     let peak = peak.map_or_else(|| "-".to_owned(), mib);
     let _ = writeln!(s, "| {name:<33} | {:>18} | {peak:>18} |", mib(cur));

@@ -59,6 +59,10 @@ actions = [e["action"] for e in t0]
 for a in ("alloc", "free_requested", "free_completed", "segment_alloc", "segment_free"):
     assert a in actions, (a, actions)
 assert [e["time_us"] for e in t0] == sorted(e["time_us"] for e in t0)
+# Every live segment was announced by a segment_alloc of its address and size, not freed since.
+for sg in segs:
+    evs = [e for e in t0 if e["addr"] == sg["address"] and e["action"] in ("segment_alloc", "segment_free")]
+    assert evs and evs[-1]["action"] == "segment_alloc" and evs[-1]["size"] == sg["total_size"], (sg["address"], evs)
 allocs = [e for e in t0 if e["action"] == "alloc"]
 assert allocs[0]["addr"] == big and allocs[0]["size"] >= 8 << 20
 assert any(e["action"] == "alloc" and e["addr"] == pb and e["stream"] != 0 for e in t0)
@@ -66,6 +70,26 @@ names = [f["name"] for f in allocs[0]["frames"]]
 assert "aclrtMalloc" in names and "main" in names, names
 assert not any(n.startswith("backtrace::") or "ascendcl::obs::" in n for n in names), names
 print("PICKLE OK", len(segs), "segments", len(t0), "events", backed, "bytes")
+"#;
+
+/// Python that checks the snapshot written at `aclFinalize` after everything was freed: no
+/// segment is left, every segment the trace opened it also closed, and the OOMs are recorded.
+const FINAL_PY: &str = r#"
+import pickle, sys
+s = pickle.load(open(sys.argv[1], "rb"))
+assert s["segments"] == [], s["segments"]
+t = s["device_traces"][0]
+a = [e["action"] for e in t]
+assert a.count("oom") == 2, a
+live = {}
+for e in t:
+    if e["action"] == "segment_alloc":
+        assert e["addr"] not in live, e
+        live[e["addr"]] = e["size"]
+    elif e["action"] == "segment_free":
+        assert live.pop(e["addr"]) == e["size"], e
+assert live == {}, live
+print("FINAL OK", len(a))
 "#;
 
 #[test]
@@ -116,12 +140,7 @@ fn snapshot_summary_and_oom_figures() {
     assert!(check.status.success() && text.contains("PICKLE OK"), "{text}");
     println!("{text}");
     // The snapshot at aclFinalize: everything was freed, every trace event is there.
-    let fin = Command::new("python3")
-        .arg("-c")
-        .arg("import pickle,sys; s=pickle.load(open(sys.argv[1],'rb')); assert s['segments']==[], s['segments']; a=[e['action'] for e in s['device_traces'][0]]; assert 'oom' in a, a; print('FINAL OK', len(a))")
-        .arg(&at_exit)
-        .output()
-        .expect("run python3");
+    let fin = Command::new("python3").arg("-c").arg(FINAL_PY).arg(&at_exit).output().expect("run python3");
     let text = format!("{}{}", String::from_utf8_lossy(&fin.stdout), String::from_utf8_lossy(&fin.stderr));
     assert!(fin.status.success() && text.contains("FINAL OK"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
