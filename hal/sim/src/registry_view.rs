@@ -171,18 +171,25 @@ pub struct MachineView {
 }
 
 /// Reads machine `instance` once. `Ok(None)` when no such machine is running (no registry
-/// file, or one its last process left).
+/// file, or one its last process left). Call it from a process that is not attached to the
+/// machine (`aclrs-smi`).
 ///
 /// # Errors
 ///
-/// An I/O error opening the file, or `InvalidData` when the registry cannot be decoded.
+/// An I/O error opening the file; `InvalidData` when the registry cannot be decoded; `Other`
+/// when this process is attached to the machine.
 pub fn inspect(instance: &str) -> std::io::Result<Option<MachineView>> {
     let path = std::path::PathBuf::from(format!("/dev/shm/aclrs.{instance}.registry"));
     let Some(mut file) = RegistryFile::open_existing(&path, MAP_BYTES)? else { return Ok(None) };
     let me = crate::sys::host_pid();
-    // Marked alive so that a kill mid-read lets the next process take the mutex over. When this
-    // process is itself attached to the machine, it is alive already (and the mark refused).
-    let _ = file.mark_alive(me);
+    // Marked alive so that a kill mid-read lets the next process take the mutex over. The mark
+    // is refused when this process is attached to the machine itself: its own registry may hold
+    // the mutex under the same pid, so reading here could overlap a write.
+    if file.mark_alive(me).is_err() {
+        return Err(std::io::Error::other(
+            "this process is attached to the machine (or its liveness mark is taken); inspect it from another process",
+        ));
+    }
     let config = SimConfig { instance: instance.to_owned(), ..SimConfig::default() };
     let reg = Registry { file, cache: Mutex::new(Cache::default()), me, config };
     let mut cache = reg.cache.lock().unwrap_or_else(|p| p.into_inner());
@@ -215,7 +222,7 @@ pub fn inspect(instance: &str) -> std::io::Result<Option<MachineView>> {
         .procs
         .iter()
         .map(|&pid| {
-            let alive = pid == me || reg.file.is_alive(pid);
+            let alive = reg.file.is_alive(pid);
             (pid, ProcessView { pid, alive, ..ProcessView::default() })
         })
         .collect();
@@ -280,4 +287,31 @@ pub fn inspect(instance: &str) -> std::io::Result<Option<MachineView>> {
     }
     view.processes = procs.into_values().collect();
     Ok(Some(view))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_machine_reads_as_none_and_an_attached_process_is_refused() {
+        let instance = format!("view-test-{}", std::process::id());
+        assert_eq!(inspect(&instance).unwrap(), None);
+        let config = SimConfig { instance: instance.clone(), ..SimConfig::default() };
+        let reg = Registry::attach(&config).unwrap();
+        let e = inspect(&instance).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::Other, "{e}");
+        // The slot names this process and its SoC, with zero pool figures.
+        let base = slot_base(reg.me).unwrap();
+        let word = |off| reg.file.counter(base + off).unwrap().load(Ordering::SeqCst);
+        assert_eq!((word(SLOT_PID), soc_of(word(SLOT_SOC))), (u64::from(reg.me), Some(SocProfile::A2)));
+        let c = PoolCounters::new(Arc::clone(&reg), 1).unwrap();
+        c.add(4 << 20, 2 << 20);
+        c.add(-(2 << 20), -(2 << 20));
+        let dev1 = SLOT_DEVICES + DEVICE_WORDS;
+        assert_eq!((word(dev1), word(dev1 + 8)), (2 << 20, 0));
+        assert!(PoolCounters::new(Arc::clone(&reg), 200).is_none(), "devices beyond the slot");
+        reg.detach();
+        assert_eq!(inspect(&instance).unwrap(), None, "the last process out removed the machine");
+    }
 }
