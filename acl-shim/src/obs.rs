@@ -9,9 +9,9 @@
 //!
 //! # Cost
 //!
-//! While recording is off, a hook is one relaxed atomic load. While it is on, each event takes
-//! the history's mutex and captures the host stack (symbols are resolved then), which is slow:
-//! it is a debugging aid, like PyTorch's.
+//! While recording is off, a hook is one relaxed atomic load. While it is on, each event walks
+//! the host stack (return addresses only) and takes the history's mutex; symbols are looked up
+//! when a snapshot is written, once per distinct address. It is a debugging aid, like PyTorch's.
 //!
 //! # Locking
 //!
@@ -42,7 +42,8 @@ static RECORDING: AtomicBool = AtomicBool::new(false);
 #[derive(Debug)]
 struct History {
     max: usize,
-    events: VecDeque<(u32, TraceEvent)>,
+    /// (logical device, event without frames, the raw return addresses of its host stack).
+    events: VecDeque<(u32, TraceEvent, Box<[usize]>)>,
 }
 
 static HISTORY: Mutex<History> = Mutex::new(History { max: DEFAULT_MAX_ENTRIES, events: VecDeque::new() });
@@ -103,38 +104,62 @@ fn now_us() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64)
 }
 
-fn capture_frames() -> Vec<Frame> {
-    let bt = backtrace::Backtrace::new();
+/// The raw return addresses of the calling thread's stack (no symbols: those are looked up
+/// once per address when a snapshot is written).
+fn capture_ips() -> Box<[usize]> {
+    let mut ips = Vec::with_capacity(MAX_FRAMES + 16);
+    backtrace::trace(|f| {
+        // CAST: an instruction address as a number.
+        ips.push(f.ip() as usize);
+        ips.len() < MAX_FRAMES + 16
+    });
+    ips.into_boxed_slice()
+}
+
+/// The frames of one return address (inlined calls give several), without the recorder's own.
+fn frames_of(ip: usize) -> Vec<Frame> {
     let mut out = Vec::new();
-    for f in bt.frames() {
-        for s in f.symbols() {
-            let name = s.name().map_or_else(|| "??".to_owned(), |n| format!("{n:#}"));
-            // The recorder's own frames tell the reader nothing.
-            let plumbing = ["backtrace::", "std::panicking::", "std::panic::", "<core::panic::"];
-            if plumbing.iter().any(|p| name.starts_with(p)) || name.contains("ascendcl::obs::") {
-                continue;
-            }
-            let filename = s.filename().map_or_else(String::new, |p| p.display().to_string());
-            out.push(Frame { filename, line: s.lineno().unwrap_or(0), name });
+    // CAST: back from the number `capture_ips` made.
+    backtrace::resolve(ip as *mut std::ffi::c_void, |s| {
+        let name = s.name().map_or_else(|| "??".to_owned(), |n| format!("{n:#}"));
+        let plumbing = ["backtrace::", "std::panicking::", "std::panic::", "<core::panic::"];
+        if plumbing.iter().any(|p| name.starts_with(p)) || name.contains("ascendcl::obs::") {
+            return;
         }
-        if out.len() >= MAX_FRAMES {
-            break;
-        }
-    }
-    out.truncate(MAX_FRAMES);
+        let filename = s.filename().map_or_else(String::new, |p| p.display().to_string());
+        out.push(Frame { filename, line: s.lineno().unwrap_or(0), name });
+    });
     out
+}
+
+/// Symbolises recorded stacks, each address once.
+fn resolve_all(events: Vec<(u32, TraceEvent, Box<[usize]>)>) -> Vec<(u32, TraceEvent)> {
+    let mut cache: std::collections::HashMap<usize, Vec<Frame>> = std::collections::HashMap::new();
+    events
+        .into_iter()
+        .map(|(d, mut ev, ips)| {
+            for ip in ips.iter() {
+                ev.frames.extend(cache.entry(*ip).or_insert_with(|| frames_of(*ip)).iter().cloned());
+                if ev.frames.len() >= MAX_FRAMES {
+                    break;
+                }
+            }
+            ev.frames.truncate(MAX_FRAMES);
+            (d, ev)
+        })
+        .collect()
 }
 
 /// Records one event on logical device `device` (call only when [`recording`] is true).
 #[cold]
 pub fn record(device: u32, action: &'static str, addr: u64, size: u64, stream: u64, device_free: u64) {
-    let ev =
-        TraceEvent { action, addr, size, stream, time_us: now_us(), device_free, frames: capture_frames() };
+    let ev = TraceEvent { action, addr, size, stream, time_us: now_us(), device_free, frames: Vec::new() };
+    let ips = capture_ips();
     let mut h = history();
     while h.events.len() >= h.max {
         h.events.pop_front();
     }
-    h.events.push_back((device, ev));
+    h.events.push_back((device, ev, ips));
 }
 
 /// Records an event if recording is on.
@@ -360,9 +385,11 @@ impl Runtime {
     /// `ACL_ERROR_INTERNAL_ERROR` if serialisation fails.
     pub fn snapshot_bytes(&self, api: &str) -> Result<Vec<u8>> {
         let mut traces: Vec<Vec<TraceEvent>> = vec![Vec::new(); self.device_count() as usize];
-        for (d, ev) in history().events.iter() {
-            if let Some(t) = traces.get_mut(*d as usize) {
-                t.push(ev.clone());
+        // Copied out first: recording threads wait only for the copy, not for the symbols.
+        let recorded: Vec<_> = history().events.iter().cloned().collect();
+        for (d, ev) in resolve_all(recorded) {
+            if let Some(t) = traces.get_mut(d as usize) {
+                t.push(ev);
             }
         }
         let snap = Snapshot { segments: self.segments(), device_traces: traces };
