@@ -25,6 +25,7 @@ pub mod host_register;
 mod idmap;
 pub mod ipc;
 pub mod memory;
+pub mod obs;
 pub mod peer;
 pub mod pool;
 pub mod runtime;

@@ -219,8 +219,17 @@ impl Runtime {
             AclError::new(ACL_ERROR_RT_CONTEXT_NULL, format!("{api}: device {d} has no context"))
         })?;
         let mut backer = HalBacker::new(self.backend.driver(), d);
+        let backed_before = crate::obs::recording().then(|| alloc.accounting().backed.current);
         match alloc.allocate(&mut backer, &req, component) {
-            Ok(p) => Ok(p.as_u64()),
+            Ok(p) => {
+                if let Some(before) = backed_before {
+                    let grown = alloc.accounting().backed.current.saturating_sub(before);
+                    let slab = alloc.find(p).is_some_and(|i| i.is_slab);
+                    drop(st);
+                    crate::obs::alloc_events(d, p.as_u64(), req.usable_bytes, grown, slab);
+                }
+                Ok(p.as_u64())
+            }
             Err(e) => {
                 let why = match e {
                     mm::device::AllocError::OutOfVa => "no device VA range is left".to_owned(),
@@ -232,10 +241,19 @@ impl Runtime {
                     }
                     _ => ACL_ERROR_RT_MEMORY_ALLOCATION,
                 };
+                let figures = if code == ACL_ERROR_RT_MEMORY_ALLOCATION {
+                    format!("; {}", crate::obs::oom_figures(self.backend.driver(), d, alloc))
+                } else {
+                    String::new()
+                };
+                drop(st);
+                if code == ACL_ERROR_RT_MEMORY_ALLOCATION {
+                    crate::obs::after_oom(self, d, req.usable_bytes);
+                }
                 Err(AclError::new(
                     code,
                     format!(
-                        "{api}: cannot allocate {size} bytes ({} after rounding) on device {d} with {}: {why}",
+                        "{api}: cannot allocate {size} bytes ({} after rounding) on device {d} with {}: {why}{figures}",
                         req.usable_bytes,
                         policy_name(policy)
                     ),
@@ -338,8 +356,16 @@ impl Runtime {
             return Err(AclError::rt_invalid(format!("{api}: devPtr {ptr:#x} is a memory pool's segment")));
         }
         let mut backer = HalBacker::new(self.backend.driver(), d);
+        let backed_before = crate::obs::recording().then(|| alloc.accounting().backed.current);
         match alloc.free(&mut backer, DeviceAddr(ptr)) {
-            Ok(_) => Ok(()),
+            Ok(info) => {
+                if let Some(before) = backed_before {
+                    let shrunk = before.saturating_sub(alloc.accounting().backed.current);
+                    drop(st);
+                    crate::obs::free_events(d, ptr, info.usable_bytes, shrunk, info.is_slab);
+                }
+                Ok(())
+            }
             Err(FreeError::NotLive(why)) => Err(not_live(api, "devPtr", ptr, why)),
             Err(FreeError::Backing(e)) => Err(AclError::from_hal(e, api)),
         }

@@ -92,6 +92,39 @@ struct PoolInner {
     /// Destroyed with blocks still allocated: it accepts only their frees, and goes away with
     /// the last one.
     retired: bool,
+    /// Where this process publishes its pool figures for `aclrs-smi` (software NPU only).
+    counters: Option<hal_sim::registry::view::PoolCounters>,
+}
+
+/// A locked pool; when it is dropped, the change of the pool's statistics since it was locked
+/// is published to the pool counters (two atomic adds, only when they changed).
+struct PoolGuard<'a> {
+    inner: MutexGuard<'a, PoolInner>,
+    before: mm::pool::PoolStats,
+}
+
+impl std::ops::Deref for PoolGuard<'_> {
+    type Target = PoolInner;
+    fn deref(&self) -> &PoolInner {
+        &self.inner
+    }
+}
+
+impl std::ops::DerefMut for PoolGuard<'_> {
+    fn deref_mut(&mut self) -> &mut PoolInner {
+        &mut self.inner
+    }
+}
+
+impl Drop for PoolGuard<'_> {
+    fn drop(&mut self) {
+        let Some(c) = self.inner.counters.as_ref() else { return };
+        let now = self.inner.pool.stats();
+        // CAST: pool figures are far below 2^63; the differences are signed.
+        let reserved = now.reserved.current as i64 - self.before.reserved.current as i64;
+        let used = now.used.current as i64 - self.before.used.current as i64;
+        c.add(reserved, used);
+    }
 }
 
 /// A stream-ordered free of plain device memory, waiting for its stream to get there.
@@ -121,8 +154,10 @@ fn tables(rt: &Runtime) -> MutexGuard<'static, Tables> {
 
 const TAG_POOL: u64 = 0xac50 << 48;
 
-fn lock(p: &PoolObj) -> MutexGuard<'_, PoolInner> {
-    p.inner.lock().unwrap_or_else(|e| e.into_inner())
+fn lock(p: &PoolObj) -> PoolGuard<'_> {
+    let inner = p.inner.lock().unwrap_or_else(|e| e.into_inner());
+    let before = inner.pool.stats();
+    PoolGuard { inner, before }
 }
 
 /// The stream-order oracle over the backend's queues of one device.
@@ -169,17 +204,21 @@ impl Segments<'_> {
 
 impl PoolBacking for Segments<'_> {
     fn reserve(&mut self, len_bytes: u64) -> std::result::Result<VaRange, hal::Error> {
-        self.with(|a, _| {
+        let r = self.with(|a, _| {
             a.reserve_range(len_bytes, POOL_COMPONENT)
                 .map_err(|_| hal::Error::new(hal::ErrorKind::OutOfMemory, "no device VA for a pool region"))
-        })
+        })?;
+        crate::obs::note(self.dev, "segment_alloc", r.start().as_u64(), r.len_bytes(), 0);
+        Ok(r)
     }
 
     fn unreserve(&mut self, range: VaRange) -> std::result::Result<(), hal::Error> {
         self.with(|a, _| {
             a.unreserve_range(range)
                 .map_err(|_| hal::Error::new(hal::ErrorKind::InvalidHandle, "not a pool region"))
-        })
+        })?;
+        crate::obs::note(self.dev, "segment_free", range.start().as_u64(), range.len_bytes(), 0);
+        Ok(())
     }
 
     fn back(&mut self, page: VaRange) -> std::result::Result<(), hal::Error> {
@@ -302,10 +341,30 @@ impl Runtime {
         t.next += 1;
         let obj = PoolObj {
             device: d,
-            inner: Mutex::new(PoolInner { pool: Pool::new(max, ReuseModes::default()), retired: false }),
+            inner: Mutex::new(PoolInner {
+                pool: Pool::new(max, ReuseModes::default()),
+                retired: false,
+                counters: self.backend().device_sim().and_then(|s| s.pool_counters(DeviceId(d))),
+            }),
         };
         t.pools.insert(h, Arc::new(obj));
         Ok(h)
+    }
+
+    /// Every pool of this process (retired ones included): handle, device, statistics and
+    /// regions, for the memory summary and snapshots. Takes the tables, then each pool.
+    pub(crate) fn pool_walk(&self) -> Vec<(u64, u32, mm::pool::PoolStats, Vec<mm::pool::PoolRegion>)> {
+        let list: Vec<(u64, Arc<PoolObj>)> =
+            tables(self).pools.iter().map(|(h, p)| (*h, Arc::clone(p))).collect();
+        let mut out: Vec<_> = list
+            .into_iter()
+            .map(|(h, p)| {
+                let inner = lock(&p);
+                (h, p.device, inner.pool.stats(), inner.pool.regions())
+            })
+            .collect();
+        out.sort_by_key(|p| p.0);
+        out
     }
 
     /// `aclrtMemPoolDestroy`: the handle goes at once; the pool's memory goes as soon as
@@ -372,10 +431,27 @@ impl Runtime {
         let mut inner = lock(&p);
         let order = self.order(p.device);
         let mut seg = Segments { rt: self, dev: p.device };
-        let g = inner
-            .pool
-            .allocate(&mut seg, &order, s.queue.0, size)
-            .map_err(|e| pool_err(api, e, "allocation"))?;
+        let g = match inner.pool.allocate(&mut seg, &order, s.queue.0, size) {
+            Ok(g) => g,
+            Err(e) => {
+                drop(inner);
+                let mut err = pool_err(api, e, "allocation");
+                if let PoolError::OutOfMemory(_) = e {
+                    let figures = {
+                        let st = self.dev(p.device);
+                        st.alloc
+                            .as_ref()
+                            .map(|a| crate::obs::oom_figures(self.backend().driver(), p.device, a))
+                    };
+                    if let Some(f) = figures {
+                        err = AclError::new(err.code(), format!("{}; {f}", err.message()));
+                    }
+                    crate::obs::after_oom(self, p.device, size);
+                }
+                return Err(err);
+            }
+        };
+        crate::obs::note(p.device, "alloc", g.addr.as_u64(), g.size_bytes, u64::from(s.queue.0));
         if let Some(w) = g.wait_for {
             // Internal dependency: this stream waits for the stream that freed the block.
             let drv = self.backend().driver();
@@ -424,11 +500,15 @@ impl Runtime {
             .map_err(|e| AclError::from_hal(e, api))?;
         if let Some((h, p)) = self.pool_of(d, ptr) {
             let mut inner = lock(&p);
-            inner
+            let size = inner
                 .pool
                 .free(DeviceAddr(ptr), s.queue.0, seq)
                 .map_err(|e| pool_err(api, e, &format!("ptr {ptr:#x}")))?;
             drop(inner);
+            // The block is back in the pool for its stream at once (later work on that stream
+            // may reuse it), so the free completes as it is requested.
+            crate::obs::note(d, "free_requested", ptr, size, u64::from(s.queue.0));
+            crate::obs::note(d, "free_completed", ptr, size, u64::from(s.queue.0));
             self.collect_retired(h, &p);
             return Ok(());
         }
@@ -485,7 +565,12 @@ impl Runtime {
         let r = inner
             .pool
             .free(DeviceAddr(ptr), mm::pool::UNORDERED, 0)
-            .map(|_| ())
+            .map(|size| {
+                if crate::obs::recording() {
+                    crate::obs::note(d, "free_requested", ptr, size, 0);
+                    crate::obs::note(d, "free_completed", ptr, size, 0);
+                }
+            })
             .map_err(|e| pool_err(api, e, &format!("devPtr {ptr:#x}")));
         drop(inner);
         self.collect_retired(h, &p);

@@ -272,6 +272,7 @@ pub fn finalize() -> Result<()> {
             AclError::new(ACL_ERROR_REPEAT_FINALIZE, "aclFinalize: not initialised (repeated finalize?)")
         })?
     };
+    crate::obs::write_env_snapshot(&rt);
     for i in 0..rt.devices.len() {
         // CAST: the device count fits in u32.
         rt.teardown(i as u32);

@@ -290,11 +290,17 @@ impl Runtime {
         let attrs = if p2p { MemAttr::P2P } else { MemAttr::empty() };
         let phys = self.backend.driver().alloc_physical(DeviceId(d), size, page, attrs).map_err(|e| {
             if e.kind() == ErrorKind::OutOfMemory {
+                let figures = {
+                    let st = self.dev(d);
+                    st.alloc.as_ref().map(|a| crate::obs::oom_figures(self.backend.driver(), d, a))
+                };
+                crate::obs::after_oom(self, d, size);
                 AclError::new(
                     ACL_ERROR_RT_MEMORY_ALLOCATION,
                     format!(
-                        "{api}: cannot allocate {size} bytes of physical memory on device {d}: {}",
-                        e.detail()
+                        "{api}: cannot allocate {size} bytes of physical memory on device {d}: {}{}",
+                        e.detail(),
+                        figures.map_or_else(String::new, |f| format!("; {f}"))
                     ),
                 )
             } else {

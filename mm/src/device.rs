@@ -230,6 +230,26 @@ pub struct Info {
     pub is_slab: bool,
 }
 
+/// One backed range of a device allocator, as a memory snapshot shows it: a direct block or a
+/// slab chunk (pool reservations are walked through their [`crate::pool::Pool`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// Its first address.
+    pub base: DeviceAddr,
+    /// Its VA length.
+    pub len_bytes: u64,
+    /// Physical bytes backing it.
+    pub backed_bytes: u64,
+    /// The size of the pages backing it (of its first piece).
+    pub page_size: PageSize,
+    /// Who it is charged to.
+    pub component: Component,
+    /// Whether it is a slab chunk (its objects are the blocks), else one direct block.
+    pub is_slab: bool,
+    /// The live allocations in it: (base, usable bytes), in address order.
+    pub blocks: Vec<(u64, u64)>,
+}
+
 /// Why an address is not a live allocation base.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NotLive {
@@ -325,6 +345,46 @@ impl DeviceAllocator {
     /// Number of live allocations (blocks and slab objects).
     pub fn live_count(&self) -> usize {
         self.blocks.len() + self.chunks.iter().flatten().map(|(c, _)| c.used() as usize).sum::<usize>()
+    }
+
+    /// Length of the largest free VA range of the window: no single allocation larger than
+    /// this can be placed, however much memory is free.
+    pub fn largest_free_va(&self) -> u64 {
+        self.va.largest_free()
+    }
+
+    /// Every direct block and slab chunk, in address order (for memory snapshots; it builds a
+    /// list, so it is not for hot paths).
+    pub fn segments(&self) -> Vec<Segment> {
+        let mut out: Vec<Segment> = self
+            .blocks
+            .iter()
+            .map(|(&base, b)| Segment {
+                base: DeviceAddr(base),
+                len_bytes: b.pieces.va.len_bytes(),
+                backed_bytes: b.pieces.backed_bytes(),
+                page_size: b.pieces.first.1,
+                component: b.component,
+                is_slab: false,
+                blocks: vec![(base, b.usable)],
+            })
+            .collect();
+        for (chunk, k) in self.chunks.iter().flatten() {
+            let kind = self.kinds[*k as usize];
+            let mut blocks = Vec::new();
+            chunk.for_each_live(|a, u| blocks.push((a, u)));
+            out.push(Segment {
+                base: DeviceAddr(chunk.base),
+                len_bytes: CHUNK_BYTES,
+                backed_bytes: CHUNK_BYTES,
+                page_size: kind.page,
+                component: kind.component,
+                is_slab: true,
+                blocks,
+            });
+        }
+        out.sort_by_key(|s| s.base.as_u64());
+        out
     }
 
     fn slot_index(&self, addr: u64) -> Option<usize> {
@@ -903,6 +963,29 @@ mod tests {
         a.free(&mut b, x).unwrap();
         assert_eq!(b.frames.info().free_bytes, 64 * MIB);
         assert_eq!(a.accounting().backed.current, 0);
+    }
+
+    #[test]
+    fn segments_and_largest_free_va_describe_the_window() {
+        let (mut a, mut b) = setup(64 * MIB, 32 * MIB, 0);
+        assert_eq!(a.largest_free_va(), 64 << 30);
+        assert!(a.segments().is_empty());
+        let big = a.allocate(&mut b, &req(3 * MIB, HUGE_FIRST), APP).unwrap();
+        let s1 = a.allocate(&mut b, &req(100, NORMAL_ONLY), 7).unwrap();
+        let s2 = a.allocate(&mut b, &req(100, NORMAL_ONLY), 7).unwrap();
+        let segs = a.segments();
+        assert_eq!(segs.len(), 2, "{segs:?}");
+        assert!(segs.windows(2).all(|w| w[0].base < w[1].base), "address order");
+        let d = segs.iter().find(|s| !s.is_slab).unwrap();
+        assert_eq!((d.base, d.component, d.blocks.clone()), (big, APP, vec![(big.as_u64(), 3 * MIB + 32)]));
+        let c = segs.iter().find(|s| s.is_slab).unwrap();
+        assert_eq!((c.len_bytes, c.backed_bytes, c.component), (CHUNK_BYTES, CHUNK_BYTES, 7));
+        assert_eq!(c.blocks, vec![(s1.as_u64(), 160), (s2.as_u64(), 160)]);
+        let backed: u64 = segs.iter().map(|s| s.backed_bytes).sum();
+        assert_eq!(backed, a.accounting().backed.current);
+        assert!(a.largest_free_va() < 64 << 30);
+        a.free(&mut b, s1).unwrap();
+        assert_eq!(a.segments().iter().find(|s| s.is_slab).unwrap().blocks, vec![(s2.as_u64(), 160)]);
     }
 
     #[test]

@@ -160,6 +160,30 @@ struct Extent {
     region: u64,
 }
 
+/// What a piece of a pool region holds, as [`Pool::regions`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExtentState {
+    /// Not allocated.
+    Free,
+    /// Allocated to a caller.
+    Busy,
+    /// Freed on a stream, waiting to be reused or for its free to complete.
+    Cached,
+}
+
+/// One region of a pool, as [`Pool::regions`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolRegion {
+    /// Its first address.
+    pub base: DeviceAddr,
+    /// Its VA length.
+    pub len_bytes: u64,
+    /// Bytes of its backed pages.
+    pub backed_bytes: u64,
+    /// Its extents, tiling it: (address, length, state).
+    pub extents: Vec<(u64, u64, ExtentState)>,
+}
+
 /// Pool statistics, as the pool attributes report them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PoolStats {
@@ -289,6 +313,30 @@ impl Pool {
     pub fn find_busy(&self, addr: DeviceAddr) -> Option<(DeviceAddr, u64)> {
         let (&s, e) = self.extents.range(..=addr.as_u64()).next_back()?;
         (e.state == State::Busy && addr.as_u64() < s + e.len).then_some((DeviceAddr(s), e.len))
+    }
+
+    /// Every region of the pool, in address order: (base, VA length, backed bytes, and its
+    /// extents as (address, length, state)). For memory snapshots; it builds a list.
+    pub fn regions(&self) -> Vec<PoolRegion> {
+        self.regions
+            .iter()
+            .map(|(&base, &len)| {
+                let backed = self.pages.range(base..base + len).count() as u64 * PAGE;
+                let extents = self
+                    .extents
+                    .range(base..base + len)
+                    .map(|(&a, e)| {
+                        let state = match e.state {
+                            State::Free => ExtentState::Free,
+                            State::Busy => ExtentState::Busy,
+                            State::Cached(_) => ExtentState::Cached,
+                        };
+                        (a, e.len, state)
+                    })
+                    .collect();
+                PoolRegion { base: DeviceAddr(base), len_bytes: len, backed_bytes: backed, extents }
+            })
+            .collect()
     }
 
     /// Number of busy blocks.
@@ -806,6 +854,29 @@ mod tests {
         assert_eq!(p.free(a.addr, 0, 1), Ok(2 * MIB));
         assert_eq!(p.free(a.addr, 0, 1), Err(PoolError::NotAllocated));
         assert_eq!(p.free(DeviceAddr(b.addr.as_u64() + 512), 0, 1), Err(PoolError::Interior(b.addr)));
+    }
+
+    #[test]
+    fn regions_report_extents_and_backed_pages() {
+        let (mut src, ord) = (Src::new(1 << 30), Order::default());
+        let mut p = Pool::new(64 * MIB, ReuseModes::default());
+        assert!(p.regions().is_empty());
+        let a = p.allocate(&mut src, &ord, 0, 2 * MIB).unwrap();
+        let b = p.allocate(&mut src, &ord, 0, 3 * MIB).unwrap();
+        p.free(a.addr, 0, 5).unwrap();
+        let rs = p.regions();
+        assert_eq!(rs.len(), 1);
+        let r = &rs[0];
+        assert_eq!(r.backed_bytes, p.stats().reserved.current);
+        let mut at = r.base.as_u64();
+        for &(addr, len, _) in &r.extents {
+            assert_eq!(addr, at, "extents tile the region");
+            at += len;
+        }
+        assert_eq!(at, r.base.as_u64() + r.len_bytes);
+        assert!(r.extents.contains(&(a.addr.as_u64(), 2 * MIB, ExtentState::Cached)));
+        assert!(r.extents.contains(&(b.addr.as_u64(), 3 * MIB, ExtentState::Busy)));
+        assert!(r.extents.iter().any(|e| e.2 == ExtentState::Free));
     }
 
     #[test]

@@ -171,6 +171,14 @@ impl Chunk {
             .then(|| (self.base + u64::from(slot) * object, u64::from(self.sizes[slot as usize])))
     }
 
+    /// Calls `f(base, usable bytes)` for every live object, in address order.
+    pub fn for_each_live(&self, mut f: impl FnMut(u64, u64)) {
+        let object = self.object_bytes();
+        for slot in (0..self.capacity).filter(|&s| self.is_live(s)) {
+            f(self.base + u64::from(slot) * object, u64::from(self.sizes[slot as usize]));
+        }
+    }
+
     /// Frees the object in `slot` (from [`Self::slot_of`]); returns its usable bytes.
     pub fn free(&mut self, slot: u32) -> u64 {
         debug_assert!(self.is_live(slot));

@@ -139,6 +139,11 @@ impl VaAllocator {
         self.free_bytes
     }
 
+    /// Length of the largest free range (0 when the window is full).
+    pub fn largest_free(&self) -> u64 {
+        self.by_size.last().map_or(0, |&(len, _)| len)
+    }
+
     /// The window this allocator hands out ranges from.
     pub fn window(&self) -> VaRange {
         self.window

@@ -136,7 +136,7 @@ fn output(cmd: &mut Command) -> Option<String> {
 
 /// Every workspace member's manifest must opt into the workspace lints.
 fn check_lint_opt_in() -> Result {
-    let members = ["hal", "hal/sim", "hal/davinci", "mm", "sched", "acl-shim", "tests", "xtask"];
+    let members = ["hal", "hal/sim", "hal/davinci", "mm", "sched", "acl-shim", "tools/smi", "tests", "xtask"];
     for m in members {
         let path = root().join(m).join("Cargo.toml");
         let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;

@@ -14,6 +14,7 @@
 #ifndef ACLRS_ACL_ACL_SIM_H
 #define ACLRS_ACL_ACL_SIM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "acl_base.h"
@@ -30,6 +31,43 @@ extern "C" {
  * Only meaningful when called from a kernel body during a launch.
  */
 ACL_FUNC_VISIBILITY void aclrsKernelFail(int32_t code);
+
+/*
+ * Memory observability (not part of CANN).
+ *
+ * aclrsMemSummary writes a readable summary of this process's device memory,
+ * one table per open device (allocated, active, reserved, per component, per
+ * stream-ordered pool, peaks), like torch.cuda.memory_summary(). It returns
+ * the length of the whole summary without the terminating NUL, and writes at
+ * most len - 1 bytes of it plus a NUL when len > 0 (like snprintf: a return
+ * value >= len means the text was truncated; call with buf = NULL, len = 0 to
+ * size the buffer). It returns 0 on error (before aclInit, or buf NULL with
+ * len > 0), with the reason in aclGetRecentErrMsg.
+ */
+ACL_FUNC_VISIBILITY size_t aclrsMemSummary(char *buf, size_t len);
+
+/*
+ * aclrsMemRecordHistory(1, maxEntries) starts recording allocation events
+ * (alloc, free_requested, free_completed, segment_alloc, segment_free, oom)
+ * with their host stack frames, keeping the newest maxEntries (0: 100000),
+ * and clears what was recorded before. aclrsMemRecordHistory(0, 0) stops
+ * recording and keeps the events for later snapshots. Recording is per
+ * process and may be switched before aclInit. ACL_ERROR_INVALID_PARAM for an
+ * enable other than 0 or 1. Off, it costs one atomic load per allocation.
+ */
+ACL_FUNC_VISIBILITY aclError aclrsMemRecordHistory(int enable, size_t maxEntries);
+
+/*
+ * aclrsMemSnapshot writes a memory snapshot to path (replacing it): the
+ * pickle torch.cuda.memory._dump_snapshot writes, a dict with `segments`
+ * (every direct allocation, slab chunk and pool region of this process with
+ * its blocks) and `device_traces` (the recorded events, one list per device),
+ * which pytorch.org/memory_viz opens. Setting ACLRS_MEM_SNAPSHOT=PATH writes
+ * one at aclFinalize and after every out-of-memory failure.
+ * ACL_ERROR_INVALID_PARAM for a NULL or empty path or a file that cannot be
+ * written; ACL_ERROR_UNINITIALIZE before aclInit.
+ */
+ACL_FUNC_VISIBILITY aclError aclrsMemSnapshot(const char *path);
 
 #ifdef __cplusplus
 }

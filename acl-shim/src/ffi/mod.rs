@@ -26,6 +26,7 @@ pub mod allocator;
 pub mod async_copy;
 pub mod kernel;
 pub mod memory;
+pub mod obs;
 pub mod pool;
 pub mod stream;
 pub mod vmm;
@@ -40,7 +41,7 @@ thread_local! {
     static RETURNED: RefCell<Option<CString>> = const { RefCell::new(None) };
 }
 
-fn record(e: &AclError) {
+pub(crate) fn record(e: &AclError) {
     let text = e.message().replace('\0', " ");
     let msg = CString::new(text).unwrap_or_default();
     stream::note_error(e.code());

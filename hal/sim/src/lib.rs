@@ -211,6 +211,14 @@ impl Sim {
         Ok(reg)
     }
 
+    /// The counters through which this process publishes the stream-ordered pool figures of
+    /// logical device `dev` for `aclrs-smi` (see [`registry::view`]); `None` when the machine's
+    /// registry cannot be joined or the device or pid is out of the slots' range.
+    pub fn pool_counters(&self, dev: DeviceId) -> Option<registry::view::PoolCounters> {
+        let physical = self.physical(dev).ok()?;
+        registry::view::PoolCounters::new(self.registry().ok()?, physical)
+    }
+
     /// The physical device behind logical `dev`.
     fn physical(&self, dev: DeviceId) -> Result<u32> {
         self.config.visible.get(dev.index()).copied().ok_or(Error::new(ErrorKind::NoDevice, "no such device"))

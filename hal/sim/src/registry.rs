@@ -79,12 +79,21 @@ const SNAP_BYTES: u64 = 1 << 32;
 const LOG_BASE: u64 = SNAP_BASE + 2 * SNAP_BYTES;
 /// Room for the log.
 const LOG_BYTES: u64 = 1 << 31;
+/// The per-process statistics area (see [`view`]): one slot of [`STATS_STRIDE`] bytes per host
+/// pid below [`STATS_PIDS`], written only by its process with atomic adds (no lock), read by
+/// `aclrs-smi`. Sparse: a slot costs nothing until its process attaches.
+const STATS_BASE: u64 = LOG_BASE + LOG_BYTES;
+const STATS_STRIDE: u64 = 2048;
+const STATS_PIDS: u64 = 1 << 22;
 /// Bytes of the file every process maps.
-const MAP_BYTES: u64 = LOG_BASE + LOG_BYTES;
+const MAP_BYTES: u64 = STATS_BASE + STATS_PIDS * STATS_STRIDE;
 /// The log is compacted once it is longer than this and than twice the snapshot.
 pub(crate) const LOG_MIN_BYTES: u64 = 1 << 20;
 /// Changes of one process between two liveness scans of the other processes.
 pub(crate) const REAP_EVERY: u32 = 256;
+
+#[path = "registry_view.rs"]
+pub mod view;
 
 /// One allocation of frames on one device.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -625,6 +634,7 @@ impl Registry {
             file = RegistryFile::open(&path, MAP_BYTES)?;
         }
         file.mark_alive(me)?;
+        view::reset_slot(&file, me, config.soc);
         let this = Arc::new(Self { file, cache: Mutex::new(Cache::default()), me, config: config.clone() });
         {
             let held_file = this.file.lock_file()?;

@@ -103,15 +103,23 @@ impl RegistryFile {
     pub(crate) fn open(path: &Path, map_len: u64) -> io::Result<Self> {
         let file =
             OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o600).open(path)?;
-        let len = usize::try_from(map_len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
         if map_len < 4096 {
             return Err(io::ErrorKind::InvalidInput.into());
         }
         if file.metadata()?.len() < map_len {
             file.set_len(map_len)?;
         }
+        Self::map(file, path, map_len)
+    }
+
+    /// Maps the first `map_len` bytes of `file` (open read-write, at least that long).
+    fn map(file: File, path: &Path, map_len: u64) -> io::Result<Self> {
+        let len = usize::try_from(map_len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        if map_len < 4096 || file.metadata()?.len() < map_len {
+            return Err(io::ErrorKind::InvalidInput.into());
+        }
         // SAFETY: a fresh shared mapping of our own descriptor, placed by the kernel; it
-        // replaces nothing. The file is at least `map_len` long (extended above; the registry
+        // replaces nothing. The file is at least `map_len` long (checked above; the registry
         // never shrinks it while mapped), so every mapped byte is backed.
         let map = unsafe {
             libc::mmap(
@@ -128,6 +136,31 @@ impl RegistryFile {
         }
         // INVARIANT: open, long enough and mapped above.
         Ok(Self { file, path: path.to_owned(), map: map.cast(), map_len, live_pid: None })
+    }
+
+    /// Opens the registry file at `path` only if it exists and is at least `map_len` long (a
+    /// machine some process started), and maps it like [`Self::open`]. `Ok(None)` otherwise.
+    pub(crate) fn open_existing(path: &Path, map_len: u64) -> io::Result<Option<Self>> {
+        let file = match OpenOptions::new().read(true).write(true).open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        if file.metadata()?.len() < map_len {
+            return Ok(None);
+        }
+        Self::map(file, path, map_len).map(Some)
+    }
+
+    /// A shared counter word at `offset` past the first page (the per-process statistics
+    /// area), or `None` when `offset` is misaligned or outside the mapping.
+    pub(crate) fn counter(&self, offset: u64) -> Option<&AtomicU64> {
+        if offset % 8 != 0 || offset < 4096 || offset.checked_add(8)? > self.map_len {
+            return None;
+        }
+        // SAFETY: checked above: 8-aligned (the mapping is page aligned) and inside the mapping,
+        // which lives as long as `self`; counter words are only ever accessed atomically.
+        Some(unsafe { AtomicU64::from_ptr(self.map.add(offset as usize).cast()) })
     }
 
     fn atomic_u32(&self, offset: u64) -> &AtomicU32 {

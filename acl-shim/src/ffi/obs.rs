@@ -1,0 +1,77 @@
+//! C exports of the memory observability calls of `acl/acl_sim.h`: `aclrsMemSummary`,
+//! `aclrsMemRecordHistory` and `aclrsMemSnapshot` (the work is in [`crate::obs`]).
+
+use std::ffi::{c_char, CStr, OsStr};
+use std::os::unix::ffi::OsStrExt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use super::{guard, record, AclErrorCode};
+use crate::error::{AclError, Result};
+use crate::runtime;
+
+fn summary_into(buf: *mut c_char, len: usize) -> Result<usize> {
+    const API: &str = "aclrsMemSummary";
+    if buf.is_null() && len != 0 {
+        return Err(AclError::invalid(format!("{API}: buf is NULL but len is {len}")));
+    }
+    let text = runtime::runtime(API)?.memory_summary();
+    let bytes = text.as_bytes();
+    if len > 0 {
+        let n = bytes.len().min(len - 1);
+        // SAFETY: `buf` is non-null (checked) and the caller guarantees `len` writable bytes;
+        // we write `n + 1 <= len` of them; `bytes` is our own string and cannot overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr().cast::<c_char>(), buf, n);
+            buf.add(n).write(0);
+        }
+    }
+    Ok(bytes.len())
+}
+
+/// `size_t aclrsMemSummary(char *buf, size_t len);` — the summary's length (without the NUL);
+/// at most `len - 1` bytes and a NUL are written, like `snprintf`. 0 on error.
+#[no_mangle]
+pub unsafe extern "C" fn aclrsMemSummary(buf: *mut c_char, len: usize) -> usize {
+    let r = catch_unwind(AssertUnwindSafe(|| summary_into(buf, len))).unwrap_or_else(|_| {
+        Err(AclError::new(crate::codes::ACL_ERROR_INTERNAL_ERROR, "aclrsMemSummary: internal error"))
+    });
+    match r {
+        Ok(n) => n,
+        Err(e) => {
+            record(&e);
+            0
+        }
+    }
+}
+
+/// `aclError aclrsMemRecordHistory(int enable, size_t maxEntries);`
+#[no_mangle]
+pub extern "C" fn aclrsMemRecordHistory(enable: i32, max_entries: usize) -> AclErrorCode {
+    guard("aclrsMemRecordHistory", || {
+        if enable != 0 && enable != 1 {
+            return Err(AclError::invalid(format!(
+                "aclrsMemRecordHistory: enable must be 0 or 1, not {enable}"
+            )));
+        }
+        crate::obs::record_history(enable == 1, max_entries);
+        Ok(())
+    })
+}
+
+/// `aclError aclrsMemSnapshot(const char *path);`
+#[no_mangle]
+pub unsafe extern "C" fn aclrsMemSnapshot(path: *const c_char) -> AclErrorCode {
+    const API: &str = "aclrsMemSnapshot";
+    guard(API, || {
+        if path.is_null() {
+            return Err(AclError::invalid(format!("{API}: path is NULL")));
+        }
+        // SAFETY: non-null (checked); the caller passes a NUL-terminated path.
+        let p = unsafe { CStr::from_ptr(path) };
+        if p.is_empty() {
+            return Err(AclError::invalid(format!("{API}: path is empty")));
+        }
+        let p = std::path::Path::new(OsStr::from_bytes(p.to_bytes()));
+        runtime::runtime(API)?.write_snapshot(API, p)
+    })
+}
