@@ -22,6 +22,7 @@
 
 extern crate alloc;
 
+mod addr_map;
 pub mod device;
 pub mod error;
 pub mod heap;
