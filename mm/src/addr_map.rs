@@ -78,12 +78,6 @@ impl<V: Copy> AddrMap<V> {
         self.slot(key).and_then(|i| self.values[i])
     }
 
-    /// A mutable reference to the value of `key`.
-    pub(crate) fn get_mut(&mut self, key: u64) -> Option<&mut V> {
-        let i = self.slot(key)?;
-        self.values[i].as_mut()
-    }
-
     /// Inserts or replaces the value of `key` (which must not be `u64::MAX`).
     pub(crate) fn insert(&mut self, key: u64, value: V) {
         debug_assert_ne!(key, EMPTY);
@@ -133,18 +127,6 @@ impl<V: Copy> AddrMap<V> {
         value
     }
 
-    /// Every entry, in no particular order.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, V)> + '_ {
-        self.keys.iter().zip(&self.values).filter_map(|(&k, v)| v.map(|v| (k, v)))
-    }
-
-    /// Removes every entry (keeping the storage).
-    pub(crate) fn clear(&mut self) {
-        self.keys.fill(EMPTY);
-        self.values.fill(None);
-        self.len = 0;
-    }
-
     fn grow(&mut self) {
         let slots = self.keys.len() * 2;
         let keys = core::mem::replace(&mut self.keys, vec![EMPTY; slots]);
@@ -182,14 +164,9 @@ mod tests {
         for i in 0..200u64 {
             assert_eq!(m.get(i * 4096), (i % 2 == 1).then_some(i as u32));
         }
-        *m.get_mut(4096).unwrap() = 7;
-        assert_eq!(m.get(4096), Some(7));
         m.insert(4096, 8);
         assert_eq!(m.get(4096), Some(8));
-        assert_eq!(m.iter().count(), 100);
-        m.clear();
-        assert_eq!(m.len(), 0);
-        assert_eq!(m.get(4096), None);
+        assert_eq!(m.len(), 100);
     }
 
     #[test]

@@ -10,19 +10,40 @@
 //!
 //! - Small requests (at most [`SLAB_MAX_BYTES`], any plan but 1 GiB pages) take an object of a
 //!   slab size class; a chunk is a 2 MiB VA range backed by one 2 MiB page (HUGE_ONLY) or by
-//!   4 KiB pages (the normal-page plans), and goes back as soon as it empties (one empty chunk
-//!   per class is kept).
+//!   4 KiB pages (the normal-page plans). A chunk goes back when its last object goes, unless it
+//!   is kept as its class's spare (below).
 //! - HUGE_FIRST: a 2 MiB-aligned range; every whole 2 MiB is backed by a 2 MiB page and the
 //!   tail by 4 KiB pages, so physical use is the size rounded to 4 KiB, not to 2 MiB. When no
 //!   2 MiB page is left, the whole range falls back to 4 KiB pages.
 //! - HUGE_ONLY, 1 GiB: whole pages of that size, no fallback.
 //! - NORMAL_ONLY: 4 KiB pages, backed from any free frames however fragmented.
 //!
+//! # Lookups and costs
+//!
+//! The window is cut into 2 MiB slots, and a table with one entry per slot names the slab chunk
+//! or the 2 MiB-aligned block that owns the slot (every such block owns whole slots), so finding
+//! the allocation behind an address, and freeing it, is O(1). Only NORMAL_ONLY blocks, which are
+//! 4 KiB-aligned and may share a slot, are found through an ordered map. Blocks and chunks live
+//! in tables indexed by id with free-id lists; a chunk's slot storage is reused for the next chunk
+//! of its class; the chunks of a class with free slots form an intrusive list, so a slab
+//! allocation or free is O(1). In steady state (no table growing past its high-water mark) the
+//! slab paths and the 2 MiB-aligned block paths allocate nothing on the heap.
+//!
+//! # Spare chunks
+//!
+//! With [`DeviceAllocator::set_keep_spare`] on, the last empty chunk of each slab class and kind
+//! stays backed, so that an alloc/free loop of a lone small object costs no backing calls. A
+//! spare chunk is memory in use by the allocator: it counts in `backed` (not in `live`), and the
+//! backer's free memory (what `aclrtGetMemInfo` reports) does not include it until it is
+//! released. Spares are released by [`DeviceAllocator::trim`], and automatically when an
+//! allocation would otherwise fail for lack of memory or VA (the allocation is then retried
+//! once). The option is off by default, so that freed memory shows as free at once.
+//!
 //! # Accounting
 //!
 //! `backed` counts the physical bytes backed, `live` the usable bytes handed out; each is kept
 //! per component and per policy with current and peak values. The difference between backed and
-//! live is the allocator's overhead (page rounding, slab slack, the kept empty chunks).
+//! live is the allocator's overhead (page rounding, slab slack, the kept spare chunks).
 
 use alloc::collections::BTreeMap;
 use alloc::vec;
@@ -30,6 +51,7 @@ use alloc::vec::Vec;
 
 use hal::{DeviceAddr, ErrorKind, MemAttr, PageSize, VaRange};
 
+use crate::addr_map::AddrMap;
 use crate::error::Error;
 use crate::phys::{FrameAllocator, PhysRun};
 use crate::policy::{PagePlan, PolicyClass, Request};
@@ -64,19 +86,45 @@ impl<B: Backer + ?Sized> Backer for &mut B {
     }
 }
 
+/// Runs a [`FrameBacker`] keeps inline per range; more (fragmented frames) go to a side table.
+const INLINE_RUNS: usize = 4;
+/// No side-table entry.
+const NO_SPILL: u32 = u32::MAX;
+
+/// What one backed range holds.
+#[derive(Clone, Copy, Debug)]
+struct Backed {
+    len: u64,
+    page: PageSize,
+    n: u8,
+    runs: [PhysRun; INLINE_RUNS],
+    spill: u32,
+}
+
 /// A [`Backer`] that takes frames from a [`FrameAllocator`] and maps nothing: the device side of
 /// the bookkeeping, for firmware, tests and benchmarks.
+///
+/// Each backed range is found by its start in O(1) expected time; its physical runs are kept
+/// inline (up to four, which covers every range whose frames are not fragmented), so backing
+/// and unbacking allocate nothing on the heap in steady state.
 #[derive(Debug)]
 pub struct FrameBacker {
     /// The frames.
     pub frames: FrameAllocator,
-    ranges: BTreeMap<u64, (u64, PageSize, Vec<PhysRun>)>,
+    ranges: AddrMap<Backed>,
+    spill: Vec<Vec<PhysRun>>,
+    spill_free: Vec<u32>,
 }
 
 impl FrameBacker {
     /// Backs ranges from `frames`.
     pub fn new(frames: FrameAllocator) -> Self {
-        Self { frames, ranges: BTreeMap::new() }
+        Self { frames, ranges: AddrMap::new(), spill: Vec::new(), spill_free: Vec::new() }
+    }
+
+    /// Number of ranges backed.
+    pub fn backed_ranges(&self) -> usize {
+        self.ranges.len()
     }
 }
 
@@ -85,20 +133,61 @@ impl Backer for FrameBacker {
         if !range.start().is_aligned(page.bytes()) || range.len_bytes() % page.bytes() != 0 {
             return Err(hal::Error::new(ErrorKind::InvalidArgument, "range not aligned to its page size"));
         }
-        let runs = self.frames.alloc_pages(page, range.len_bytes() / page.bytes())?;
-        self.ranges.insert(range.start().as_u64(), (range.len_bytes(), page, runs));
+        let start = range.start().as_u64();
+        if self.ranges.get(start).is_some() {
+            return Err(hal::Error::new(ErrorKind::InvalidArgument, "range already backed"));
+        }
+        let count = range.len_bytes() / page.bytes();
+        let mut rec = Backed {
+            len: range.len_bytes(),
+            page,
+            n: 0,
+            runs: [PhysRun::default(); INLINE_RUNS],
+            spill: NO_SPILL,
+        };
+        match self.frames.alloc_pages_into(page, count, &mut rec.runs) {
+            // CAST: at most INLINE_RUNS.
+            Ok(n) => rec.n = n as u8,
+            // The count is valid, so this means more runs than fit inline (fragmented frames).
+            Err(Error::InvalidArgument) => {
+                let runs = self.frames.alloc_pages(page, count)?;
+                let i = match self.spill_free.pop() {
+                    Some(i) => {
+                        self.spill[i as usize] = runs;
+                        i
+                    }
+                    None => {
+                        self.spill.push(runs);
+                        // CAST: fewer than 2^32 ranges.
+                        (self.spill.len() - 1) as u32
+                    }
+                };
+                rec.spill = i;
+            }
+            Err(e) => return Err(e.into()),
+        }
+        self.ranges.insert(start, rec);
         Ok(())
     }
 
     fn unback(&mut self, range: VaRange) -> Result<(), hal::Error> {
-        match self.ranges.get(&range.start().as_u64()) {
-            Some((len, _, _)) if *len == range.len_bytes() => {}
+        let start = range.start().as_u64();
+        let rec = match self.ranges.get(start) {
+            Some(rec) if rec.len == range.len_bytes() => rec,
             _ => return Err(hal::Error::new(ErrorKind::InvalidHandle, "range was not backed")),
-        }
-        let Some((_, page, runs)) = self.ranges.remove(&range.start().as_u64()) else {
-            return Err(hal::Error::new(ErrorKind::Internal, "range vanished"));
         };
-        self.frames.free_pages(page, &runs).map_err(hal::Error::from)
+        if rec.spill == NO_SPILL {
+            self.frames.free_pages(rec.page, &rec.runs[..usize::from(rec.n)])?;
+        } else {
+            let runs = core::mem::take(&mut self.spill[rec.spill as usize]);
+            if let Err(e) = self.frames.free_pages(rec.page, &runs) {
+                self.spill[rec.spill as usize] = runs;
+                return Err(e.into());
+            }
+            self.spill_free.push(rec.spill);
+        }
+        self.ranges.remove(start);
+        Ok(())
     }
 }
 
@@ -194,6 +283,17 @@ struct Block {
     pieces: Pieces,
 }
 
+impl Block {
+    fn base(&self) -> u64 {
+        self.pieces.va.start().as_u64()
+    }
+
+    /// Whether its VA is 4 KiB-aligned only (found through the ordered map, not the slots).
+    fn is_normal_va(&self) -> bool {
+        !self.pieces.va.start().is_aligned(CHUNK_BYTES) || self.pieces.va.len_bytes() % CHUNK_BYTES != 0
+    }
+}
+
 /// Slab objects also carry who they are charged to; kept per chunk slot would cost memory, so
 /// the charge is recorded per chunk kind: every object of a chunk has the same component and
 /// policy (they are part of the chunk's kind).
@@ -205,12 +305,31 @@ struct SlabKind {
     class: PolicyClass,
 }
 
-#[derive(Debug, Default)]
+/// No chunk.
+const NIL: u32 = u32::MAX;
+
+/// A live chunk and its links in its class's list of chunks with free slots.
+#[derive(Debug)]
+struct ChunkRec {
+    chunk: Chunk,
+    kind: u16,
+    prev: u32,
+    next: u32,
+    listed: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
 struct ClassHeads {
-    /// Chunks of this class with a free slot.
-    partial: Vec<u32>,
+    /// First chunk of this class with a free slot (an intrusive list through the records).
+    partial: u32,
     /// One empty chunk kept to absorb alloc/free loops.
     spare: Option<u32>,
+}
+
+impl Default for ClassHeads {
+    fn default() -> Self {
+        Self { partial: NIL, spare: None }
+    }
 }
 
 /// Facts about a live allocation.
@@ -254,29 +373,53 @@ pub enum AllocError {
 }
 
 const RECENT_FREES: usize = 64;
+/// A slot entry naming a slab chunk (with its id in the low bits).
 const SLAB_FLAG: u32 = 1 << 31;
+/// A slot entry naming a direct block (with its id in the low bits).
+const BLOCK_FLAG: u32 = 1 << 30;
+/// The id bits of a slot entry.
+const ID_MASK: u32 = BLOCK_FLAG - 1;
+
+/// Where a live allocation's record is.
+#[derive(Clone, Copy, Debug)]
+enum Loc {
+    Chunk(u32),
+    Block(u32),
+}
 
 /// The allocator of one device's VA window.
 ///
 /// # Invariants
 ///
-/// - Every live direct block is keyed by its base in `blocks`; its pieces are backed and its VA
-///   range is allocated in `va`.
+/// - Every live direct block is `Some` in `blocks`; its pieces are backed and its VA range is
+///   allocated in `va`. A block whose VA is 2 MiB-aligned and a multiple of 2 MiB long has its
+///   id with [`BLOCK_FLAG`] in every slot it covers; any other block is in `normal_blocks`
+///   under its base.
 /// - Every chunk in `chunks` is backed and allocated in `va`, and its slot in `slots` holds its
-///   id with the slab flag bit set; no other slot entry is non-zero.
+///   id with [`SLAB_FLAG`]; the chunks with a free slot that are not a spare are exactly those
+///   on their class's `partial` list (`listed`).
+/// - No other slot entry is non-zero.
 /// - `acct.backed.current` is the sum of the backed bytes of all blocks and chunks;
-///   `acct.live.current` the sum of the usable bytes of all blocks and slab objects.
+///   `acct.live.current` the sum of the usable bytes of all blocks and slab objects;
+///   `live_blocks` and `live_objects` count them, `spares` counts the spare chunks.
 #[derive(Debug)]
 pub struct DeviceAllocator {
     va: VaAllocator,
     window: VaRange,
-    blocks: BTreeMap<u64, Block>,
-    chunks: Vec<Option<(Chunk, u16)>>,
+    blocks: Vec<Option<Block>>,
+    free_block_ids: Vec<u32>,
+    normal_blocks: BTreeMap<u64, u32>,
+    chunks: Vec<Option<ChunkRec>>,
     free_chunk_ids: Vec<u32>,
+    /// One chunk's slot storage per class, kept from a released chunk for the next one.
+    chunk_cache: Vec<Option<Chunk>>,
     kinds: Vec<SlabKind>,
-    heads: Vec<Vec<ClassHeads>>,
+    heads: Vec<[ClassHeads; CLASSES]>,
     slots: Vec<u32>,
     acct: Accounting,
+    live_blocks: usize,
+    live_objects: usize,
+    spares: usize,
     recent: [u64; RECENT_FREES],
     recent_next: usize,
     keep_spare: bool,
@@ -289,18 +432,24 @@ pub struct DeviceAllocator {
 impl DeviceAllocator {
     /// An empty allocator over `window` (whose start and length are multiples of 2 MiB).
     pub fn new(window: VaRange) -> Self {
-        // CAST: a window of at most 128 GiB has at most 65536 chunk slots.
+        // CAST: a window of at most 2 TiB has at most 2^20 chunk slots.
         let nslots = (window.len_bytes() / CHUNK_BYTES) as usize;
         Self {
             va: VaAllocator::new(window),
             window,
-            blocks: BTreeMap::new(),
+            blocks: Vec::new(),
+            free_block_ids: Vec::new(),
+            normal_blocks: BTreeMap::new(),
             chunks: Vec::new(),
             free_chunk_ids: Vec::new(),
+            chunk_cache: (0..CLASSES).map(|_| None).collect(),
             kinds: Vec::new(),
             heads: Vec::new(),
             slots: vec![0; nslots],
             acct: Accounting::default(),
+            live_blocks: 0,
+            live_objects: 0,
+            spares: 0,
             recent: [0; RECENT_FREES],
             recent_next: 0,
             keep_spare: false,
@@ -309,10 +458,12 @@ impl DeviceAllocator {
         }
     }
 
-    /// Whether to keep one empty chunk per slab class instead of giving it back at once.
+    /// Whether to keep one empty chunk per slab class instead of giving it back at once (see
+    /// the module docs: spares count as backed memory until released).
     ///
     /// Off by default, so that freed memory shows up as free immediately; on, an alloc/free loop
-    /// of a lone small object costs no backing calls.
+    /// of a lone small object costs no backing calls. Turning it off does not release the
+    /// spares already kept; [`Self::trim`] does.
     pub fn set_keep_spare(&mut self, keep: bool) {
         self.keep_spare = keep;
     }
@@ -324,9 +475,15 @@ impl DeviceAllocator {
 
     /// Number of live allocations (blocks and slab objects).
     pub fn live_count(&self) -> usize {
-        self.blocks.len() + self.chunks.iter().flatten().map(|(c, _)| c.used() as usize).sum::<usize>()
+        self.live_blocks + self.live_objects
     }
 
+    /// Number of spare chunks kept.
+    pub fn spare_chunks(&self) -> usize {
+        self.spares
+    }
+
+    #[inline]
     fn slot_index(&self, addr: u64) -> Option<usize> {
         let off = addr.checked_sub(self.window.start().as_u64())?;
         // CAST: bounded by the slot count below.
@@ -334,17 +491,49 @@ impl DeviceAllocator {
         (i < self.slots.len()).then_some(i)
     }
 
-    fn chunk_at(&self, addr: u64) -> Option<u32> {
+    /// The record that owns the slot of `addr`, or the NORMAL_ONLY block that may contain it.
+    #[inline]
+    fn locate(&self, addr: u64) -> Option<Loc> {
         let e = self.slots[self.slot_index(addr)?];
-        (e & SLAB_FLAG != 0).then_some(e & !SLAB_FLAG)
+        if e & SLAB_FLAG != 0 {
+            return Some(Loc::Chunk(e & !SLAB_FLAG));
+        }
+        if e & BLOCK_FLAG != 0 {
+            return Some(Loc::Block(e & ID_MASK));
+        }
+        if self.normal_blocks.is_empty() {
+            return None;
+        }
+        let (_, &id) = self.normal_blocks.range(..=addr).next_back()?;
+        Some(Loc::Block(id))
     }
 
     /// Allocates `req`, charged to `component`.
     ///
+    /// When it would fail for lack of memory or VA while spare chunks are kept, the spares are
+    /// released and the allocation is tried once more.
+    ///
     /// # Errors
     ///
-    /// [`AllocError::OutOfVa`] or [`AllocError::Backing`]; nothing changes then.
+    /// [`AllocError::OutOfVa`] or [`AllocError::Backing`]; nothing changes then (apart from
+    /// spare chunks released).
     pub fn allocate<B: Backer>(
+        &mut self,
+        backer: &mut B,
+        req: &Request,
+        component: Component,
+    ) -> Result<DeviceAddr, AllocError> {
+        match self.allocate_once(backer, req, component) {
+            Err(e) if self.spares > 0 && is_pressure(&e) => {
+                self.trim(backer);
+                self.allocate_once(backer, req, component)
+            }
+            r => r,
+        }
+    }
+
+    #[inline]
+    fn allocate_once<B: Backer>(
         &mut self,
         backer: &mut B,
         req: &Request,
@@ -367,39 +556,78 @@ impl DeviceAllocator {
         let class = class_of(usable)
             .ok_or(AllocError::Backing(hal::Error::new(ErrorKind::InvalidArgument, "size")))?;
         let k = self.kind_index(kind);
-        let head = &self.heads[k][class];
-        let id = match head.partial.last().copied().or(head.spare) {
-            Some(id) => id,
-            None => self.new_chunk(backer, k, class)?,
+        let head = self.heads[k][class];
+        let id = if head.partial != NIL {
+            head.partial
+        } else if let Some(id) = head.spare {
+            self.heads[k][class].spare = None;
+            self.spares -= 1;
+            self.list_push(k, class, id);
+            id
+        } else {
+            self.new_chunk(backer, k, class)?
         };
-        let Some((chunk, _)) = self.chunks[id as usize].as_mut() else {
+        let Some(rec) = self.chunks[id as usize].as_mut() else {
             return Err(AllocError::Backing(hal::Error::new(ErrorKind::Internal, "chunk vanished")));
         };
-        let was_empty = chunk.is_empty();
         // CAST: usable <= 64 KiB.
-        let Some(addr) = chunk.alloc(usable as u32) else {
+        let Some(addr) = rec.chunk.alloc(usable as u32) else {
             return Err(AllocError::Backing(hal::Error::new(ErrorKind::Internal, "chunk full")));
         };
-        let full = chunk.is_full();
-        let heads = &mut self.heads[k][class];
-        if was_empty && heads.spare == Some(id) {
-            heads.spare = None;
-            heads.partial.push(id);
+        if rec.chunk.is_full() {
+            self.list_unlink(k, class, id);
         }
-        if full {
-            heads.partial.retain(|&c| c != id);
-        }
+        self.live_objects += 1;
         self.acct.charge(kind.component, kind.class, usable);
         Ok(DeviceAddr(addr))
     }
 
+    /// Puts chunk `id` at the head of its class's list of chunks with free slots.
+    fn list_push(&mut self, k: usize, class: usize, id: u32) {
+        let head = self.heads[k][class].partial;
+        if let Some(rec) = self.chunks[id as usize].as_mut() {
+            rec.prev = NIL;
+            rec.next = head;
+            rec.listed = true;
+        }
+        if head != NIL {
+            if let Some(h) = self.chunks[head as usize].as_mut() {
+                h.prev = id;
+            }
+        }
+        self.heads[k][class].partial = id;
+    }
+
+    /// Takes chunk `id` off its class's list (when it is on it).
+    fn list_unlink(&mut self, k: usize, class: usize, id: u32) {
+        let Some(rec) = self.chunks[id as usize].as_mut() else { return };
+        if !rec.listed {
+            return;
+        }
+        let (prev, next) = (rec.prev, rec.next);
+        rec.listed = false;
+        rec.prev = NIL;
+        rec.next = NIL;
+        if prev == NIL {
+            self.heads[k][class].partial = next;
+        } else if let Some(p) = self.chunks[prev as usize].as_mut() {
+            p.next = next;
+        }
+        if next != NIL {
+            if let Some(n) = self.chunks[next as usize].as_mut() {
+                n.prev = prev;
+            }
+        }
+    }
+
     /// The index of `kind` in the kind table, added when new (there are a handful at most).
+    #[inline]
     fn kind_index(&mut self, kind: SlabKind) -> usize {
         match self.kinds.iter().position(|k| *k == kind) {
             Some(i) => i,
             None => {
                 self.kinds.push(kind);
-                self.heads.push((0..CLASSES).map(|_| ClassHeads::default()).collect());
+                self.heads.push([ClassHeads::default(); CLASSES]);
                 self.kinds.len() - 1
             }
         }
@@ -412,27 +640,55 @@ impl DeviceAllocator {
             let _ = self.va.free(range);
             return Err(AllocError::Backing(e));
         }
-        let chunk = Chunk::new(range.start().as_u64(), class, kind.page as u8);
+        let base = range.start().as_u64();
+        let chunk = match self.chunk_cache[class].take() {
+            Some(mut c) => {
+                c.reset(base, kind.page as u8);
+                c
+            }
+            None => Chunk::new(base, class, kind.page as u8),
+        };
         // CAST: a handful of kinds.
-        let entry = Some((chunk, k as u16));
+        let rec = Some(ChunkRec { chunk, kind: k as u16, prev: NIL, next: NIL, listed: false });
         let id = match self.free_chunk_ids.pop() {
             Some(id) => {
-                self.chunks[id as usize] = entry;
+                self.chunks[id as usize] = rec;
                 id
             }
             None => {
-                self.chunks.push(entry);
-                // CAST: fewer than 2^31 chunks fit in any window.
+                self.chunks.push(rec);
+                // CAST: fewer than 2^30 chunks fit in any window.
                 (self.chunks.len() - 1) as u32
             }
         };
-        if let Some(i) = self.slot_index(range.start().as_u64()) {
+        if let Some(i) = self.slot_index(base) {
             // INVARIANT: the chunk owns its whole 2 MiB slot.
             self.slots[i] = id | SLAB_FLAG;
         }
         self.acct.backed.add(CHUNK_BYTES);
-        self.heads[k][class].partial.push(id);
+        self.list_push(k, class, id);
         Ok(id)
+    }
+
+    /// A free block id, growing the table when none is left.
+    fn block_id(&mut self) -> u32 {
+        match self.free_block_ids.pop() {
+            Some(id) => id,
+            None => {
+                self.blocks.push(None);
+                // CAST: fewer than 2^30 blocks fit in any window.
+                (self.blocks.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Writes `entry` into every slot of `va`.
+    fn mark_slots(&mut self, va: VaRange, entry: u32) {
+        let (Some(first), Some(last)) = (self.slot_index(va.start().as_u64()), self.slot_index(va.end() - 1))
+        else {
+            return;
+        };
+        self.slots[first..=last].fill(entry);
     }
 
     fn alloc_direct<B: Backer>(
@@ -481,8 +737,7 @@ impl DeviceAllocator {
                             }
                         }
                     }
-                    // No whole 2 MiB: a 4 KiB-page range (cannot happen above 1 MiB... unless
-                    // the request is between 1 and 2 MiB).
+                    // No whole 2 MiB (a request between 64 KiB and 2 MiB): 4 KiB pages.
                     Ok(None) => {
                         let r = mk(0, normal_len).map_err(bad)?;
                         backer.back(r, PageSize::Normal, req.attrs).map(|()| Pieces {
@@ -522,38 +777,55 @@ impl DeviceAllocator {
         };
         self.acct.backed.add(pieces.backed_bytes());
         self.acct.charge(component, req.class, req.usable_bytes);
-        // INVARIANT: backed and VA-allocated above.
-        self.blocks.insert(
-            start.as_u64(),
-            Block { usable: req.usable_bytes, attrs: req.attrs, component, class: req.class, pieces },
-        );
+        let block = Block { usable: req.usable_bytes, attrs: req.attrs, component, class: req.class, pieces };
+        let id = self.block_id();
+        // INVARIANT: backed and VA-allocated above; recorded where `locate` looks.
+        self.blocks[id as usize] = Some(block);
+        if block.is_normal_va() {
+            self.normal_blocks.insert(start.as_u64(), id);
+        } else {
+            self.mark_slots(va, id | BLOCK_FLAG);
+        }
+        self.live_blocks += 1;
         Ok(start)
     }
 
-    /// The live allocation containing `addr`.
-    pub fn find(&self, addr: DeviceAddr) -> Option<Info> {
-        if let Some(id) = self.chunk_at(addr.as_u64()) {
-            let (chunk, k) = self.chunks.get(id as usize)?.as_ref()?;
-            let kind = self.kinds[*k as usize];
-            let (base, usable) = chunk.object_at(addr.as_u64())?;
-            return Some(Info {
-                base: DeviceAddr(base),
-                usable_bytes: usable,
-                page_size: kind.page,
-                attrs: kind.attrs,
-                component: kind.component,
-                is_slab: true,
-            });
-        }
-        let (&start, b) = self.blocks.range(..=addr.as_u64()).next_back()?;
-        b.pieces.va.contains(addr).then_some(Info {
-            base: DeviceAddr(start),
+    fn block_info(b: &Block) -> Info {
+        Info {
+            base: b.pieces.va.start(),
             usable_bytes: b.usable,
             page_size: b.pieces.first.1,
             attrs: b.attrs,
             component: b.component,
             is_slab: false,
-        })
+        }
+    }
+
+    fn chunk_info(&self, rec: &ChunkRec, base: u64, usable: u64) -> Info {
+        let kind = self.kinds[usize::from(rec.kind)];
+        Info {
+            base: DeviceAddr(base),
+            usable_bytes: usable,
+            page_size: kind.page,
+            attrs: kind.attrs,
+            component: kind.component,
+            is_slab: true,
+        }
+    }
+
+    /// The live allocation containing `addr`.
+    pub fn find(&self, addr: DeviceAddr) -> Option<Info> {
+        match self.locate(addr.as_u64())? {
+            Loc::Chunk(id) => {
+                let rec = self.chunks.get(id as usize)?.as_ref()?;
+                let (base, usable) = rec.chunk.object_at(addr.as_u64())?;
+                Some(self.chunk_info(rec, base, usable))
+            }
+            Loc::Block(id) => {
+                let b = self.blocks.get(id as usize)?.as_ref()?;
+                b.pieces.va.contains(addr).then(|| Self::block_info(b))
+            }
+        }
     }
 
     /// Whether `[addr, addr + len_bytes)` lies inside one live allocation's usable bytes.
@@ -561,6 +833,15 @@ impl DeviceAllocator {
         let Some(info) = self.find(addr) else { return false };
         let Some(end) = addr.as_u64().checked_add(len_bytes) else { return false };
         end <= info.base.as_u64() + info.usable_bytes
+    }
+
+    /// Why `base`, which names no live allocation, is not one.
+    fn not_live(&self, base: DeviceAddr) -> NotLive {
+        if base.as_u64() != 0 && self.recent.contains(&base.as_u64()) {
+            NotLive::Freed
+        } else {
+            NotLive::Unknown
+        }
     }
 
     /// The live allocation starting exactly at `base`.
@@ -572,8 +853,7 @@ impl DeviceAllocator {
         match self.find(base) {
             Some(i) if i.base == base => Ok(i),
             Some(i) => Err(NotLive::Interior { base: i.base }),
-            None if base.as_u64() != 0 && self.recent.contains(&base.as_u64()) => Err(NotLive::Freed),
-            None => Err(NotLive::Unknown),
+            None => Err(self.not_live(base)),
         }
     }
 
@@ -584,85 +864,136 @@ impl DeviceAllocator {
     /// [`FreeError::NotLive`] when `base` is not a live allocation base;
     /// [`FreeError::Backing`] when the backer refused to unback (a bug below). Nothing changes.
     pub fn free<B: Backer>(&mut self, backer: &mut B, base: DeviceAddr) -> Result<Info, FreeError> {
-        let info = self.get(base).map_err(FreeError::NotLive)?;
-        if info.is_slab {
-            self.free_slab(backer, base)?;
-        } else {
-            let b = self.blocks.get(&base.as_u64()).copied().ok_or(FreeError::NotLive(NotLive::Unknown))?;
-            if let Some(t) = b.pieces.tail {
-                backer.unback(t).map_err(FreeError::Backing)?;
-            }
-            if let Err(e) = backer.unback(b.pieces.first.0) {
-                // Put the tail back so that nothing changed.
-                if let Some(t) = b.pieces.tail {
-                    let _ = backer.back(t, PageSize::Normal, b.attrs);
-                }
-                return Err(FreeError::Backing(e));
-            }
-            let _ = self.va.free(b.pieces.va);
-            self.blocks.remove(&base.as_u64());
-            self.acct.backed.sub(b.pieces.backed_bytes());
-            self.acct.refund(b.component, b.class, b.usable);
-        }
-        self.recent[self.recent_next] = base.as_u64();
+        let addr = base.as_u64();
+        let info = match self.locate(addr) {
+            Some(Loc::Chunk(id)) => self.free_slab(backer, id, base)?,
+            Some(Loc::Block(id)) => self.free_block(backer, id, base)?,
+            None => return Err(FreeError::NotLive(self.not_live(base))),
+        };
+        self.recent[self.recent_next] = addr;
         self.recent_next = (self.recent_next + 1) % RECENT_FREES;
         Ok(info)
     }
 
-    fn free_slab<B: Backer>(&mut self, backer: &mut B, base: DeviceAddr) -> Result<(), FreeError> {
-        let id = self.chunk_at(base.as_u64()).ok_or(FreeError::NotLive(NotLive::Unknown))?;
-        let Some((chunk, k)) = self.chunks[id as usize].as_mut() else {
+    fn free_block<B: Backer>(
+        &mut self,
+        backer: &mut B,
+        id: u32,
+        base: DeviceAddr,
+    ) -> Result<Info, FreeError> {
+        let Some(b) = self.blocks.get(id as usize).copied().flatten() else {
+            return Err(FreeError::NotLive(self.not_live(base)));
+        };
+        if b.base() != base.as_u64() {
+            return Err(FreeError::NotLive(if b.pieces.va.contains(base) {
+                NotLive::Interior { base: b.pieces.va.start() }
+            } else {
+                self.not_live(base)
+            }));
+        }
+        if let Some(t) = b.pieces.tail {
+            backer.unback(t).map_err(FreeError::Backing)?;
+        }
+        if let Err(e) = backer.unback(b.pieces.first.0) {
+            // Put the tail back so that nothing changed.
+            if let Some(t) = b.pieces.tail {
+                let _ = backer.back(t, PageSize::Normal, b.attrs);
+            }
+            return Err(FreeError::Backing(e));
+        }
+        let _ = self.va.free(b.pieces.va);
+        if b.is_normal_va() {
+            self.normal_blocks.remove(&b.base());
+        } else {
+            self.mark_slots(b.pieces.va, 0);
+        }
+        self.blocks[id as usize] = None;
+        self.free_block_ids.push(id);
+        self.live_blocks -= 1;
+        self.acct.backed.sub(b.pieces.backed_bytes());
+        self.acct.refund(b.component, b.class, b.usable);
+        Ok(Self::block_info(&b))
+    }
+
+    fn free_slab<B: Backer>(&mut self, backer: &mut B, id: u32, base: DeviceAddr) -> Result<Info, FreeError> {
+        let Some(rec) = self.chunks.get_mut(id as usize).and_then(Option::as_mut) else {
             return Err(FreeError::NotLive(NotLive::Unknown));
         };
-        let k = *k as usize;
-        let slot = chunk.slot_of(base.as_u64()).map_err(|e| {
-            FreeError::NotLive(match e {
-                SlotError::Interior { base } => NotLive::Interior { base: DeviceAddr(base) },
-                _ => NotLive::Unknown,
-            })
-        })?;
+        let slot = match rec.chunk.slot_of(base.as_u64()) {
+            Ok(slot) => slot,
+            Err(SlotError::Interior { base }) => {
+                return Err(FreeError::NotLive(NotLive::Interior { base: DeviceAddr(base) }))
+            }
+            Err(_) => return Err(FreeError::NotLive(self.not_live(base))),
+        };
+        let k = usize::from(rec.kind);
+        let was_full = rec.chunk.is_full();
+        let usable = rec.chunk.free(slot);
+        let empty = rec.chunk.is_empty();
+        let class = usize::from(rec.chunk.class);
         let kind = self.kinds[k];
-        let was_full = chunk.is_full();
-        let usable = chunk.free(slot);
-        let empty = chunk.is_empty();
-        let class = chunk.class as usize;
+        let info = Info {
+            base,
+            usable_bytes: usable,
+            page_size: kind.page,
+            attrs: kind.attrs,
+            component: kind.component,
+            is_slab: true,
+        };
+        self.live_objects -= 1;
         self.acct.refund(kind.component, kind.class, usable);
-        let heads = &mut self.heads[k][class];
         if was_full {
-            heads.partial.push(id);
+            self.list_push(k, class, id);
         }
         if empty {
-            heads.partial.retain(|&c| c != id);
-            if self.keep_spare && heads.spare.is_none() {
-                heads.spare = Some(id);
-            } else {
-                self.release_chunk(backer, id).map_err(FreeError::Backing)?;
+            self.list_unlink(k, class, id);
+            if self.keep_spare && self.heads[k][class].spare.is_none() {
+                self.heads[k][class].spare = Some(id);
+                self.spares += 1;
+            } else if let Err(e) = self.release_chunk(backer, id) {
+                // Keep the chunk listed so that nothing is lost; the object is freed.
+                self.list_push(k, class, id);
+                return Err(FreeError::Backing(e));
             }
         }
-        Ok(())
+        Ok(info)
     }
 
     fn release_chunk<B: Backer>(&mut self, backer: &mut B, id: u32) -> Result<(), hal::Error> {
-        let Some((chunk, _)) = self.chunks[id as usize].as_ref() else { return Ok(()) };
-        let range = VaRange::try_new(DeviceAddr(chunk.base), CHUNK_BYTES)?;
+        let Some(rec) = self.chunks[id as usize].as_ref() else { return Ok(()) };
+        let base = rec.chunk.base;
+        let range = VaRange::try_new(DeviceAddr(base), CHUNK_BYTES)?;
         backer.unback(range)?;
         let _ = self.va.free(range);
-        if let Some(i) = self.slot_index(chunk.base) {
+        if let Some(i) = self.slot_index(base) {
             self.slots[i] = 0;
         }
-        self.chunks[id as usize] = None;
+        if let Some(rec) = self.chunks[id as usize].take() {
+            let class = usize::from(rec.chunk.class);
+            if self.chunk_cache[class].is_none() && rec.chunk.is_empty() {
+                self.chunk_cache[class] = Some(rec.chunk);
+            }
+        }
         self.free_chunk_ids.push(id);
         self.acct.backed.sub(CHUNK_BYTES);
         Ok(())
     }
 
-    /// Gives back every empty chunk kept for reuse; returns the bytes released.
+    /// Gives back every spare chunk kept for reuse; returns the bytes released.
     pub fn trim<B: Backer>(&mut self, backer: &mut B) -> u64 {
-        let spares: Vec<u32> = self.heads.iter_mut().flatten().filter_map(|h| h.spare.take()).collect();
         let mut released = 0;
-        for id in spares {
-            if self.release_chunk(backer, id).is_ok() {
-                released += CHUNK_BYTES;
+        for k in 0..self.heads.len() {
+            for class in 0..CLASSES {
+                if let Some(id) = self.heads[k][class].spare.take() {
+                    self.spares -= 1;
+                    if self.release_chunk(backer, id).is_ok() {
+                        released += CHUNK_BYTES;
+                    } else {
+                        // Still backed: keep it as the spare.
+                        self.heads[k][class].spare = Some(id);
+                        self.spares += 1;
+                    }
+                }
             }
         }
         released
@@ -767,16 +1098,22 @@ impl DeviceAllocator {
             }
         }
         let n = self.live_count();
-        let blocks: Vec<u64> = self.blocks.keys().copied().collect();
+        let blocks: Vec<u64> = self.blocks.iter().flatten().map(Block::base).collect();
         for b in blocks {
             let _ = self.free(backer, DeviceAddr(b));
         }
-        let ids: Vec<u32> =
-            (0..self.chunks.len()).filter(|&i| self.chunks[i].is_some()).map(|i| i as u32).collect();
-        for id in ids {
-            let _ = self.release_chunk(backer, id);
+        for id in 0..self.chunks.len() {
+            if let Some(rec) = self.chunks[id].as_mut() {
+                // The objects die with the device; the chunk then goes back empty.
+                let chunk = Chunk::new(rec.chunk.base, usize::from(rec.chunk.class), rec.chunk.kind);
+                rec.chunk = chunk;
+                // CAST: chunk ids fit in u32.
+                let _ = self.release_chunk(backer, id as u32);
+            }
         }
-        self.heads.iter_mut().flatten().for_each(|h| *h = ClassHeads::default());
+        self.heads.iter_mut().for_each(|h| *h = [ClassHeads::default(); CLASSES]);
+        self.spares = 0;
+        self.live_objects = 0;
         self.acct.live = Usage { current: 0, peak: self.acct.live.peak };
         for (_, u) in &mut self.acct.components {
             u.current = 0;
@@ -803,6 +1140,14 @@ impl From<Error> for AllocError {
             Error::OutOfVa => AllocError::OutOfVa,
             other => AllocError::Backing(other.into()),
         }
+    }
+}
+
+/// Whether an allocation failed for lack of memory or VA (so that releasing spares may help).
+fn is_pressure(e: &AllocError) -> bool {
+    match e {
+        AllocError::OutOfVa => true,
+        AllocError::Backing(e) => e.kind() == ErrorKind::OutOfMemory,
     }
 }
 

@@ -105,11 +105,6 @@ impl Bits {
         Self { words: vec![0; ix(bits.div_ceil(64))] }
     }
 
-    #[inline]
-    fn test(&self, i: u64) -> bool {
-        self.words[ix(i / 64)] & (1 << (i % 64)) != 0
-    }
-
     /// Calls `f(word index, mask)` for the words covering bits `[lo, hi)`.
     #[inline]
     fn spans(lo: u64, hi: u64, mut f: impl FnMut(usize, u64) -> bool) -> bool {

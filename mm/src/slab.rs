@@ -2,10 +2,14 @@
 //!
 //! This module owns the bookkeeping of objects inside chunks — which class a size falls in, which
 //! slots of a chunk are taken — and nothing else: the chunk's VA and its backing are decided by
-//! [`crate::device`], which gives a chunk back as soon as its last object goes (keeping at most
-//! one empty chunk per class so that an alloc/free loop does not back and unback every time).
+//! [`crate::device`], which gives a chunk back when its last object goes (or keeps it as the
+//! class's one spare chunk, see there).
 //!
-//! Costs: allocation and free are O(1) apart from the bitmap scan, which resumes from a hint.
+//! Costs: allocation and free are O(1): a chunk hands out never-used slots in address order and
+//! then reuses freed slots from a stack (last freed, first reused); a bitmap says which slots are
+//! live, for the checks of a free. A chunk's storage is sized once, when it is made, and
+//! [`Chunk::reset`] reuses it for another chunk of the same class, so nothing is allocated on the
+//! heap per object.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -53,8 +57,9 @@ pub fn class_of(bytes: u64) -> Option<usize> {
 ///
 /// # Invariants
 ///
-/// `used` is the number of set bits in `bitmap`; a slot's `sizes` entry is meaningful only while
-/// its bit is set.
+/// `used` is the number of set bits in `bitmap`; slots at or above `bump` were never handed out
+/// since the last reset and their bits are clear; `free_slots` holds exactly the slots below
+/// `bump` whose bits are clear. A slot's `sizes` entry is meaningful only while its bit is set.
 #[derive(Clone, Debug)]
 pub struct Chunk {
     /// First device address of the chunk.
@@ -65,7 +70,9 @@ pub struct Chunk {
     pub kind: u8,
     used: u32,
     capacity: u32,
-    hint: u32,
+    bump: u32,
+    object: u32,
+    free_slots: Vec<u16>,
     bitmap: Vec<u64>,
     sizes: Vec<u32>,
 }
@@ -73,9 +80,9 @@ pub struct Chunk {
 impl Chunk {
     /// An empty chunk of `class` at `base`.
     pub fn new(base: u64, class: usize, kind: u8) -> Self {
-        let object = u64::from(CLASS_BYTES[class]);
+        let object = CLASS_BYTES[class];
         // CAST: at most 2 MiB / 64 = 32768 objects.
-        let capacity = (CHUNK_BYTES / object) as u32;
+        let capacity = (CHUNK_BYTES / u64::from(object)) as u32;
         let words = capacity.div_ceil(64) as usize;
         // CAST: class < 44.
         Self {
@@ -84,15 +91,30 @@ impl Chunk {
             kind,
             used: 0,
             capacity,
-            hint: 0,
+            bump: 0,
+            object,
+            free_slots: Vec::with_capacity(capacity as usize),
             bitmap: vec![0; words],
             sizes: vec![0; capacity as usize],
         }
     }
 
+    /// Makes this (empty) chunk a chunk of the same class at `base` for `kind`, reusing its
+    /// storage.
+    pub fn reset(&mut self, base: u64, kind: u8) {
+        debug_assert!(self.is_empty());
+        self.base = base;
+        self.kind = kind;
+        self.used = 0;
+        self.bump = 0;
+        self.free_slots.clear();
+        self.bitmap.fill(0);
+    }
+
     /// Bytes per object.
+    #[inline]
     pub fn object_bytes(&self) -> u64 {
-        u64::from(CLASS_BYTES[self.class as usize])
+        u64::from(self.object)
     }
 
     /// Objects in use.
@@ -101,45 +123,37 @@ impl Chunk {
     }
 
     /// Whether every slot is taken.
+    #[inline]
     pub fn is_full(&self) -> bool {
         self.used == self.capacity
     }
 
     /// Whether no slot is taken.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.used == 0
     }
 
     /// Takes a free slot for an object of `usable` bytes; returns its address.
+    #[inline]
     pub fn alloc(&mut self, usable: u32) -> Option<u64> {
-        if self.is_full() {
-            return None;
-        }
-        let words = self.bitmap.len();
-        let start = (self.hint as usize) % words;
-        for i in 0..words {
-            let w = (start + i) % words;
-            let bits = self.bitmap[w];
-            if bits != u64::MAX {
-                let bit = bits.trailing_ones();
-                // CAST: w < 512 and bit < 64.
-                let slot = w as u32 * 64 + bit;
-                if slot >= self.capacity {
-                    continue;
-                }
-                self.bitmap[w] |= 1 << bit;
-                self.sizes[slot as usize] = usable;
-                // INVARIANT: one bit set, one more in use.
-                self.used += 1;
-                // CAST: w < 512.
-                self.hint = w as u32;
-                return Some(self.base + u64::from(slot) * self.object_bytes());
+        let slot = match self.free_slots.pop() {
+            Some(s) => u32::from(s),
+            None if self.bump < self.capacity => {
+                self.bump += 1;
+                self.bump - 1
             }
-        }
-        None
+            None => return None,
+        };
+        self.bitmap[(slot / 64) as usize] |= 1 << (slot % 64);
+        self.sizes[slot as usize] = usable;
+        // INVARIANT: one bit set, one more in use.
+        self.used += 1;
+        Some(self.base + u64::from(slot) * self.object_bytes())
     }
 
     /// The slot holding an object that starts exactly at `addr`, if it is live.
+    #[inline]
     pub fn slot_of(&self, addr: u64) -> Result<u32, SlotError> {
         let off = addr.checked_sub(self.base).ok_or(SlotError::Outside)?;
         let object = self.object_bytes();
@@ -157,6 +171,7 @@ impl Chunk {
         Ok(slot)
     }
 
+    #[inline]
     fn is_live(&self, slot: u32) -> bool {
         self.bitmap[(slot / 64) as usize] & (1 << (slot % 64)) != 0
     }
@@ -172,12 +187,14 @@ impl Chunk {
     }
 
     /// Frees the object in `slot` (from [`Self::slot_of`]); returns its usable bytes.
+    #[inline]
     pub fn free(&mut self, slot: u32) -> u64 {
         debug_assert!(self.is_live(slot));
         self.bitmap[(slot / 64) as usize] &= !(1 << (slot % 64));
-        // INVARIANT: one bit cleared, one fewer in use.
+        // INVARIANT: one bit cleared, one fewer in use; the slot is below `bump`.
         self.used -= 1;
-        self.hint = slot / 64;
+        // CAST: slot < capacity <= 32768.
+        self.free_slots.push(slot as u16);
         u64::from(self.sizes[slot as usize])
     }
 }
