@@ -10,8 +10,11 @@
 //!
 //! - Small requests (at most [`SLAB_MAX_BYTES`], any plan but 1 GiB pages) take an object of a
 //!   slab size class; a chunk is a 2 MiB VA range backed by one 2 MiB page (HUGE_ONLY) or by
-//!   4 KiB pages (the normal-page plans). A chunk goes back when its last object goes, unless it
-//!   is kept as its class's spare (below).
+//!   4 KiB pages (the normal-page plans). A 4 KiB-page chunk is backed in segments as its objects
+//!   first reach them — 64 KiB, 64 KiB, 128 KiB, … 1 MiB, each as large as all before it
+//!   ([`crate::slab::segment_end`]) — so a class with few objects costs 64 KiB, not 2 MiB, and a
+//!   full chunk six backing calls. A chunk goes back when its last object goes, unless it is
+//!   kept as its class's spare (below).
 //! - HUGE_FIRST: a 2 MiB-aligned range; every whole 2 MiB is backed by a 2 MiB page and the
 //!   tail by 4 KiB pages, so physical use is the size rounded to 4 KiB, not to 2 MiB. When no
 //!   2 MiB page is left, the whole range falls back to 4 KiB pages.
@@ -55,7 +58,9 @@ use crate::addr_map::AddrMap;
 use crate::error::Error;
 use crate::phys::{FrameAllocator, PhysRun};
 use crate::policy::{PagePlan, PolicyClass, Request};
-use crate::slab::{class_of, Chunk, SlotError, CHUNK_BYTES, CLASSES, SLAB_MAX_BYTES};
+use crate::slab::{
+    class_of, segment_end, segment_start, Chunk, SlotError, CHUNK_BYTES, CLASSES, SLAB_MAX_BYTES,
+};
 use crate::va::VaAllocator;
 
 /// Backs device VA with physical pages.
@@ -312,6 +317,9 @@ const NIL: u32 = u32::MAX;
 #[derive(Debug)]
 struct ChunkRec {
     chunk: Chunk,
+    /// Bytes backed from the chunk's start: a segment end (see [`segment_end`]), or the whole
+    /// chunk for 2 MiB-page kinds.
+    backed: u64,
     kind: u16,
     prev: u32,
     next: u32,
@@ -570,6 +578,17 @@ impl DeviceAllocator {
         let Some(rec) = self.chunks[id as usize].as_mut() else {
             return Err(AllocError::Backing(hal::Error::new(ErrorKind::Internal, "chunk vanished")));
         };
+        // A never-used slot may lie past the segments backed so far: back the next one.
+        if let Some(end) = rec.chunk.next_fresh_end() {
+            while rec.backed < end {
+                let seg_end = segment_end(rec.backed);
+                let seg = VaRange::try_new(DeviceAddr(rec.chunk.base + rec.backed), seg_end - rec.backed)
+                    .map_err(AllocError::Backing)?;
+                backer.back(seg, kind.page, kind.attrs).map_err(AllocError::Backing)?;
+                self.acct.backed.add(seg.len_bytes());
+                rec.backed = seg_end;
+            }
+        }
         // CAST: usable <= 64 KiB.
         let Some(addr) = rec.chunk.alloc(usable as u32) else {
             return Err(AllocError::Backing(hal::Error::new(ErrorKind::Internal, "chunk full")));
@@ -636,11 +655,14 @@ impl DeviceAllocator {
     fn new_chunk<B: Backer>(&mut self, backer: &mut B, k: usize, class: usize) -> Result<u32, AllocError> {
         let kind = self.kinds[k];
         let range = self.va.alloc(CHUNK_BYTES, CHUNK_BYTES).map_err(|_| AllocError::OutOfVa)?;
-        if let Err(e) = backer.back(range, kind.page, kind.attrs) {
+        let base = range.start().as_u64();
+        // A 2 MiB page backs the whole chunk; 4 KiB pages back its first segment for now.
+        let backed = if kind.page == PageSize::Normal { segment_end(0) } else { CHUNK_BYTES };
+        let first = VaRange::try_new(range.start(), backed).map_err(AllocError::Backing)?;
+        if let Err(e) = backer.back(first, kind.page, kind.attrs) {
             let _ = self.va.free(range);
             return Err(AllocError::Backing(e));
         }
-        let base = range.start().as_u64();
         let chunk = match self.chunk_cache[class].take() {
             Some(mut c) => {
                 c.reset(base, kind.page as u8);
@@ -649,7 +671,7 @@ impl DeviceAllocator {
             None => Chunk::new(base, class, kind.page as u8),
         };
         // CAST: a handful of kinds.
-        let rec = Some(ChunkRec { chunk, kind: k as u16, prev: NIL, next: NIL, listed: false });
+        let rec = Some(ChunkRec { chunk, backed, kind: k as u16, prev: NIL, next: NIL, listed: false });
         let id = match self.free_chunk_ids.pop() {
             Some(id) => {
                 self.chunks[id as usize] = rec;
@@ -665,7 +687,7 @@ impl DeviceAllocator {
             // INVARIANT: the chunk owns its whole 2 MiB slot.
             self.slots[i] = id | SLAB_FLAG;
         }
-        self.acct.backed.add(CHUNK_BYTES);
+        self.acct.backed.add(backed);
         self.list_push(k, class, id);
         Ok(id)
     }
@@ -950,7 +972,7 @@ impl DeviceAllocator {
             if self.keep_spare && self.heads[k][class].spare.is_none() {
                 self.heads[k][class].spare = Some(id);
                 self.spares += 1;
-            } else if let Err(e) = self.release_chunk(backer, id) {
+            } else if let Err(e) = self.release_chunk(backer, id).map(|_| ()) {
                 // Keep the chunk listed so that nothing is lost; the object is freed.
                 self.list_push(k, class, id);
                 return Err(FreeError::Backing(e));
@@ -959,11 +981,21 @@ impl DeviceAllocator {
         Ok(info)
     }
 
-    fn release_chunk<B: Backer>(&mut self, backer: &mut B, id: u32) -> Result<(), hal::Error> {
-        let Some(rec) = self.chunks[id as usize].as_ref() else { return Ok(()) };
+    /// Unbacks chunk `id` segment by segment (from the top, so that a failure leaves the rest
+    /// consistent), frees its VA and its id; returns the bytes released.
+    fn release_chunk<B: Backer>(&mut self, backer: &mut B, id: u32) -> Result<u64, hal::Error> {
+        let Some(rec) = self.chunks[id as usize].as_mut() else { return Ok(0) };
         let base = rec.chunk.base;
+        let whole = rec.backed == CHUNK_BYTES && self.kinds[usize::from(rec.kind)].page != PageSize::Normal;
+        let released = rec.backed;
+        while rec.backed > 0 {
+            let start = if whole { 0 } else { segment_start(rec.backed) };
+            let seg = VaRange::try_new(DeviceAddr(base + start), rec.backed - start)?;
+            backer.unback(seg)?;
+            self.acct.backed.sub(seg.len_bytes());
+            rec.backed = start;
+        }
         let range = VaRange::try_new(DeviceAddr(base), CHUNK_BYTES)?;
-        backer.unback(range)?;
         let _ = self.va.free(range);
         if let Some(i) = self.slot_index(base) {
             self.slots[i] = 0;
@@ -975,8 +1007,7 @@ impl DeviceAllocator {
             }
         }
         self.free_chunk_ids.push(id);
-        self.acct.backed.sub(CHUNK_BYTES);
-        Ok(())
+        Ok(released)
     }
 
     /// Gives back every spare chunk kept for reuse; returns the bytes released.
@@ -986,8 +1017,8 @@ impl DeviceAllocator {
             for class in 0..CLASSES {
                 if let Some(id) = self.heads[k][class].spare.take() {
                     self.spares -= 1;
-                    if self.release_chunk(backer, id).is_ok() {
-                        released += CHUNK_BYTES;
+                    if let Ok(bytes) = self.release_chunk(backer, id) {
+                        released += bytes;
                     } else {
                         // Still backed: keep it as the spare.
                         self.heads[k][class].spare = Some(id);
@@ -1230,7 +1261,8 @@ mod tests {
         let r = req(100, NORMAL_ONLY);
         let xs: Vec<DeviceAddr> = (0..100).map(|_| a.allocate(&mut b, &r, APP).unwrap()).collect();
         assert!(xs.iter().all(|x| x.is_aligned(64)));
-        assert_eq!(b.frames.info().total_bytes - b.frames.info().free_bytes, 2 * MIB, "one chunk");
+        let used = |b: &FrameBacker| b.frames.info().total_bytes - b.frames.info().free_bytes;
+        assert_eq!(used(&b), 64 << 10, "the first 64 KiB segment of one chunk");
         assert_eq!(a.accounting().live.current, 100 * 160);
         assert_eq!(a.get(DeviceAddr(xs[3].as_u64() + 64)), Err(NotLive::Interior { base: xs[3] }));
         for x in &xs {
@@ -1238,16 +1270,66 @@ mod tests {
         }
         assert_eq!(a.free(&mut b, xs[99]), Err(FreeError::NotLive(NotLive::Freed)));
         assert_eq!(a.accounting().live.current, 0);
-        assert_eq!(a.accounting().overhead(), 2 * MIB, "one empty chunk is kept");
-        assert_eq!(a.trim(&mut b), 2 * MIB);
+        assert_eq!(a.accounting().overhead(), 64 << 10, "one empty chunk is kept");
+        assert_eq!(a.spare_chunks(), 1);
+        assert_eq!(a.trim(&mut b), 64 << 10);
         assert_eq!(b.frames.info().free_bytes, 64 * MIB);
         // Without a spare, the chunk goes back with its last object.
         a.set_keep_spare(false);
         let x = a.allocate(&mut b, &r, APP).unwrap();
-        assert_eq!(b.frames.info().free_bytes, 62 * MIB);
+        assert_eq!(b.frames.info().free_bytes, 64 * MIB - (64 << 10));
         a.free(&mut b, x).unwrap();
         assert_eq!(b.frames.info().free_bytes, 64 * MIB);
         assert_eq!(a.accounting().backed.current, 0);
+    }
+
+    #[test]
+    fn chunks_are_backed_in_growing_segments() {
+        let (mut a, mut b) = setup(64 * MIB, 32 * MIB, 0);
+        let used = |b: &FrameBacker| b.frames.info().total_bytes - b.frames.info().free_bytes;
+        // 64 KiB objects: one per 64 KiB, so the segments come in as the objects reach them.
+        let r = req(60 << 10, NORMAL_ONLY);
+        let mut xs = Vec::new();
+        let mut seen = Vec::new();
+        for _ in 0..32 {
+            xs.push(a.allocate(&mut b, &r, APP).unwrap());
+            if seen.last() != Some(&used(&b)) {
+                seen.push(used(&b));
+            }
+        }
+        let kib: Vec<u64> = seen.iter().map(|v| v >> 10).collect();
+        assert_eq!(kib, [64, 128, 256, 512, 1024, 2048]);
+        assert_eq!(a.accounting().backed.current, 2 * MIB);
+        assert_eq!(b.backed_ranges(), 6, "one backing call per segment");
+        for x in xs.drain(..) {
+            a.free(&mut b, x).unwrap();
+        }
+        assert_eq!(used(&b), 0);
+        assert_eq!(b.backed_ranges(), 0);
+        // A HUGE_ONLY chunk is one 2 MiB page from the start.
+        let h = a.allocate(&mut b, &req(100, HUGE_ONLY), APP).unwrap();
+        assert_eq!(used(&b), 2 * MIB);
+        a.free(&mut b, h).unwrap();
+        assert_eq!(used(&b), 0);
+    }
+
+    #[test]
+    fn memory_pressure_releases_spares() {
+        let (mut a, mut b) = setup(4 * MIB, 0, 0);
+        a.set_keep_spare(true);
+        // Two spare chunks of different classes hold 128 KiB.
+        for size in [100, 5000] {
+            let x = a.allocate(&mut b, &req(size, NORMAL_ONLY), APP).unwrap();
+            a.free(&mut b, x).unwrap();
+        }
+        assert_eq!(a.spare_chunks(), 2);
+        assert_eq!(b.frames.info().free_bytes, 4 * MIB - (128 << 10));
+        // 4 MiB minus 64 KiB fits only once the spares are gone.
+        let big = a.allocate(&mut b, &req(4 * MIB - (64 << 10) - 64, NORMAL_ONLY), APP).unwrap();
+        assert_eq!(a.spare_chunks(), 0);
+        assert_eq!(a.accounting().backed.current, 4 * MIB - (64 << 10));
+        a.free(&mut b, big).unwrap();
+        assert_eq!(b.frames.info().free_bytes, 4 * MIB);
     }
 
     #[test]

@@ -148,36 +148,44 @@ impl Bits {
 }
 
 /// A bitmap with summary levels: bit `j` of level `k + 1` is set when word `j` of level `k` is
-/// non-zero, up to a single top word, so the lowest set bit is found in one pass down.
+/// non-zero, up to a single top word, so the lowest set bit is found in one pass down. The levels
+/// are stored one after another in one vector, leaf level first.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct BitTree {
-    levels: Vec<Vec<u64>>,
+    words: Vec<u64>,
+    /// Where each level starts in `words`; `depth` levels are used.
+    offsets: [usize; 8],
+    depth: usize,
 }
 
 impl BitTree {
     fn new(bits: u64) -> Self {
-        let mut levels = Vec::new();
+        let mut offsets = [0; 8];
+        let mut depth = 0;
+        let mut total = 0;
         let mut n = bits.max(1);
         loop {
-            let words = n.div_ceil(64);
-            levels.push(vec![0; ix(words)]);
+            let words = ix(n.div_ceil(64));
+            offsets[depth] = total;
+            total += words;
+            depth += 1;
             if words == 1 {
                 break;
             }
-            n = words;
+            n = words as u64;
         }
-        Self { levels }
+        Self { words: vec![0; total], offsets, depth }
     }
 
     #[inline]
     fn test(&self, i: u64) -> bool {
-        self.levels[0][ix(i / 64)] & (1 << (i % 64)) != 0
+        self.words[ix(i / 64)] & (1 << (i % 64)) != 0
     }
 
     #[inline]
     fn set(&mut self, mut i: u64) {
-        for level in &mut self.levels {
-            let w = &mut level[ix(i / 64)];
+        for l in 0..self.depth {
+            let w = &mut self.words[self.offsets[l] + ix(i / 64)];
             let was = *w;
             *w |= 1 << (i % 64);
             if was != 0 {
@@ -189,8 +197,8 @@ impl BitTree {
 
     #[inline]
     fn clear(&mut self, mut i: u64) {
-        for level in &mut self.levels {
-            let w = &mut level[ix(i / 64)];
+        for l in 0..self.depth {
+            let w = &mut self.words[self.offsets[l] + ix(i / 64)];
             *w &= !(1 << (i % 64));
             if *w != 0 {
                 return;
@@ -203,8 +211,8 @@ impl BitTree {
     #[inline]
     fn first(&self) -> Option<u64> {
         let mut i = 0u64;
-        for level in self.levels.iter().rev() {
-            let w = level[ix(i)];
+        for l in (0..self.depth).rev() {
+            let w = self.words[self.offsets[l] + ix(i)];
             if w == 0 {
                 return None;
             }
@@ -423,14 +431,14 @@ impl FrameAllocator {
             }
         }
         let order = page_order(page);
-        if self.capacity(order) < count {
-            return Err(Error::OutOfMemory);
-        }
         let frames = count << order;
         // One block when some free block holds every page: the smallest such order.
         let want = order + count.next_power_of_two().ilog2();
         let single =
             if want <= MAX_ORDER { (want..=MAX_ORDER).find(|&o| self.free_count[slot(o)] > 0) } else { None };
+        if single.is_none() && self.capacity(order) < count {
+            return Err(Error::OutOfMemory);
+        }
         if let Some(o) = single {
             let frame = self.pop_block(o);
             if !sink.push(frame, frames) {

@@ -6,8 +6,10 @@
 //! class's one spare chunk, see there).
 //!
 //! Costs: allocation and free are O(1): a chunk hands out never-used slots in address order and
-//! then reuses freed slots from a stack (last freed, first reused); a bitmap says which slots are
-//! live, for the checks of a free. A chunk's storage is sized once, when it is made, and
+//! then reuses freed slots from a stack (last freed, first reused); a slot's recorded usable size
+//! (never zero while it is live) says whether it is live, for the checks of a free, and the slot
+//! of an address is found with a multiply by a precomputed reciprocal, not a division. A chunk's
+//! storage is sized once, when it is made, and
 //! [`Chunk::reset`] reuses it for another chunk of the same class, so nothing is allocated on the
 //! heap per object.
 
@@ -16,6 +18,31 @@ use alloc::vec::Vec;
 
 /// Size of one slab chunk: a 2 MiB page.
 pub const CHUNK_BYTES: u64 = 2 << 20;
+/// The first backing segment of a chunk backed by 4 KiB pages (see [`segment_end`]).
+pub const FIRST_SEGMENT_BYTES: u64 = 64 << 10;
+
+/// The end of the backing segment that starts at chunk offset `at` (0 or a previous segment's
+/// end): a chunk of 4 KiB pages is backed in segments of 64 KiB, 64 KiB, 128 KiB, … 1 MiB (each
+/// as large as everything before it), as its objects first reach them.
+pub const fn segment_end(at: u64) -> u64 {
+    if at < FIRST_SEGMENT_BYTES {
+        FIRST_SEGMENT_BYTES
+    } else if at * 2 < CHUNK_BYTES {
+        at * 2
+    } else {
+        CHUNK_BYTES
+    }
+}
+
+/// The start of the backing segment that ends at chunk offset `end` (the inverse of
+/// [`segment_end`]).
+pub const fn segment_start(end: u64) -> u64 {
+    if end <= FIRST_SEGMENT_BYTES {
+        0
+    } else {
+        end / 2
+    }
+}
 /// Largest size served by a slab; larger allocations are backed directly.
 pub const SLAB_MAX_BYTES: u64 = 64 << 10;
 
@@ -57,9 +84,10 @@ pub fn class_of(bytes: u64) -> Option<usize> {
 ///
 /// # Invariants
 ///
-/// `used` is the number of set bits in `bitmap`; slots at or above `bump` were never handed out
-/// since the last reset and their bits are clear; `free_slots` holds exactly the slots below
-/// `bump` whose bits are clear. A slot's `sizes` entry is meaningful only while its bit is set.
+/// A slot is live exactly when its `sizes` entry (its usable bytes, at least 1) is non-zero;
+/// `used` is the number of live slots; slots at or above `bump` were never handed out since the
+/// last reset and are not live; `free_slots` holds exactly the slots below `bump` that are not
+/// live. `recip` is `ceil(2^RECIP_SHIFT / object)`.
 #[derive(Clone, Debug)]
 pub struct Chunk {
     /// First device address of the chunk.
@@ -72,10 +100,14 @@ pub struct Chunk {
     capacity: u32,
     bump: u32,
     object: u32,
+    recip: u64,
     free_slots: Vec<u16>,
-    bitmap: Vec<u64>,
     sizes: Vec<u32>,
 }
+
+/// Offsets into a chunk are below 2^21 and objects at most 2^16 bytes, so with this shift
+/// `(off * recip) >> RECIP_SHIFT` is exactly `off / object` and the product fits in 64 bits.
+const RECIP_SHIFT: u32 = 38;
 
 impl Chunk {
     /// An empty chunk of `class` at `base`.
@@ -83,7 +115,6 @@ impl Chunk {
         let object = CLASS_BYTES[class];
         // CAST: at most 2 MiB / 64 = 32768 objects.
         let capacity = (CHUNK_BYTES / u64::from(object)) as u32;
-        let words = capacity.div_ceil(64) as usize;
         // CAST: class < 44.
         Self {
             base,
@@ -93,8 +124,8 @@ impl Chunk {
             capacity,
             bump: 0,
             object,
+            recip: (1u64 << RECIP_SHIFT).div_ceil(u64::from(object)),
             free_slots: Vec::with_capacity(capacity as usize),
-            bitmap: vec![0; words],
             sizes: vec![0; capacity as usize],
         }
     }
@@ -108,7 +139,7 @@ impl Chunk {
         self.used = 0;
         self.bump = 0;
         self.free_slots.clear();
-        self.bitmap.fill(0);
+        self.sizes.fill(0);
     }
 
     /// Bytes per object.
@@ -134,9 +165,21 @@ impl Chunk {
         self.used == 0
     }
 
-    /// Takes a free slot for an object of `usable` bytes; returns its address.
+    /// The offset just past the slot the next [`Self::alloc`] takes when it is a never-used one
+    /// (whose bytes may not be backed yet); `None` when it reuses a freed slot or the chunk is
+    /// full.
+    #[inline]
+    pub fn next_fresh_end(&self) -> Option<u64> {
+        (self.free_slots.is_empty() && self.bump < self.capacity)
+            .then(|| u64::from(self.bump + 1) * self.object_bytes())
+    }
+
+    /// Takes a free slot for an object of `usable` bytes (at least 1); returns its address.
     #[inline]
     pub fn alloc(&mut self, usable: u32) -> Option<u64> {
+        if usable == 0 {
+            return None;
+        }
         let slot = match self.free_slots.pop() {
             Some(s) => u32::from(s),
             None if self.bump < self.capacity => {
@@ -145,9 +188,8 @@ impl Chunk {
             }
             None => return None,
         };
-        self.bitmap[(slot / 64) as usize] |= 1 << (slot % 64);
         self.sizes[slot as usize] = usable;
-        // INVARIANT: one bit set, one more in use.
+        // INVARIANT: one more slot live.
         self.used += 1;
         Some(self.base + u64::from(slot) * self.object_bytes())
     }
@@ -160,28 +202,37 @@ impl Chunk {
         if off >= u64::from(self.capacity) * object {
             return Err(SlotError::Outside);
         }
-        // CAST: off / object < capacity.
-        let slot = (off / object) as u32;
+        let slot = self.slot_at(off);
         if !self.is_live(slot) {
             return Err(SlotError::NotLive);
         }
-        if off % object != 0 {
+        if off != u64::from(slot) * object {
             return Err(SlotError::Interior { base: self.base + u64::from(slot) * object });
         }
         Ok(slot)
     }
 
+    /// `off / object` for an offset inside the chunk.
+    #[inline]
+    fn slot_at(&self, off: u64) -> u32 {
+        debug_assert!(off < CHUNK_BYTES);
+        // CAST: below the capacity for offsets inside the chunk.
+        ((off * self.recip) >> RECIP_SHIFT) as u32
+    }
+
     #[inline]
     fn is_live(&self, slot: u32) -> bool {
-        self.bitmap[(slot / 64) as usize] & (1 << (slot % 64)) != 0
+        self.sizes[slot as usize] != 0
     }
 
     /// The live object containing `addr`: (its base, its usable bytes).
     pub fn object_at(&self, addr: u64) -> Option<(u64, u64)> {
         let off = addr.checked_sub(self.base)?;
+        if off >= CHUNK_BYTES {
+            return None;
+        }
         let object = self.object_bytes();
-        // CAST: bounded by capacity below.
-        let slot = (off / object) as u32;
+        let slot = self.slot_at(off);
         (slot < self.capacity && self.is_live(slot))
             .then(|| (self.base + u64::from(slot) * object, u64::from(self.sizes[slot as usize])))
     }
@@ -190,12 +241,12 @@ impl Chunk {
     #[inline]
     pub fn free(&mut self, slot: u32) -> u64 {
         debug_assert!(self.is_live(slot));
-        self.bitmap[(slot / 64) as usize] &= !(1 << (slot % 64));
-        // INVARIANT: one bit cleared, one fewer in use; the slot is below `bump`.
+        let usable = core::mem::take(&mut self.sizes[slot as usize]);
+        // INVARIANT: one slot fewer live; the slot is below `bump`.
         self.used -= 1;
         // CAST: slot < capacity <= 32768.
         self.free_slots.push(slot as u16);
-        u64::from(self.sizes[slot as usize])
+        u64::from(usable)
     }
 }
 
@@ -242,6 +293,33 @@ mod tests {
                 b / 4
             };
             assert!(c - b < bound, "size {b} class {c}");
+        }
+    }
+
+    #[test]
+    fn segments_double_up_to_the_chunk() {
+        let mut at = 0;
+        let mut ends = Vec::new();
+        while at < CHUNK_BYTES {
+            let end = segment_end(at);
+            assert_eq!(segment_start(end), at);
+            ends.push(end >> 10);
+            at = end;
+        }
+        assert_eq!(ends, [64, 128, 256, 512, 1024, 2048]);
+    }
+
+    #[test]
+    fn reciprocal_slot_is_exact_division() {
+        for (class, &object) in CLASS_BYTES.iter().enumerate() {
+            let c = Chunk::new(0, class, 0);
+            let object = u64::from(object);
+            // Every slot boundary and its neighbours, across the whole chunk.
+            for slot in (0..CHUNK_BYTES / object).step_by(if cfg!(miri) { 1021 } else { 1 }) {
+                for off in [slot * object, slot * object + 1, (slot + 1) * object - 1] {
+                    assert_eq!(u64::from(c.slot_at(off)), off / object, "class {class} off {off}");
+                }
+            }
         }
     }
 

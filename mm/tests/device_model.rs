@@ -153,8 +153,9 @@ proptest! {
                 Op::Trim => {
                     let spares = a.spare_chunks() as u64;
                     let backed = a.accounting().backed.current;
-                    prop_assert_eq!(a.trim(&mut b), spares * 2 * MIB);
-                    prop_assert_eq!(a.accounting().backed.current, backed - spares * 2 * MIB);
+                    let released = a.trim(&mut b);
+                    prop_assert!(released >= spares * 64 * 1024 && released <= spares * 2 * MIB);
+                    prop_assert_eq!(a.accounting().backed.current, backed - released);
                     prop_assert_eq!(a.spare_chunks(), 0);
                 }
             }
@@ -168,8 +169,9 @@ proptest! {
             a.free(&mut b, DeviceAddr(base)).unwrap();
         }
         let spares = a.spare_chunks() as u64;
-        prop_assert_eq!(a.accounting().backed.current, spares * 2 * MIB, "only spares stay backed");
-        prop_assert_eq!(a.trim(&mut b), spares * 2 * MIB);
+        let backed = a.accounting().backed.current;
+        prop_assert!(backed >= spares * 64 * 1024 && backed <= spares * 2 * MIB, "only spares stay backed");
+        prop_assert_eq!(a.trim(&mut b), backed);
         prop_assert_eq!(a.accounting().backed.current, 0, "everything goes back");
         prop_assert_eq!(b.frames.info().free_bytes, TOTAL);
     }

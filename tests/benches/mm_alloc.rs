@@ -144,7 +144,11 @@ fn pool_replay(ops: &[(bool, u64, u64)]) -> Option<(usize, f64, u64, u64)> {
     Some((ops.len(), ns, st.used.peak, st.reserved.peak))
 }
 
+/// `../shared/traces/` next to the workspace, or the directory `ACLRS_TRACES_DIR` names.
 fn traces_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("ACLRS_TRACES_DIR") {
+        return PathBuf::from(dir);
+    }
     aclrs_tests::workspace().parent().map(|p| p.join("shared/traces")).unwrap_or_default()
 }
 
