@@ -10,10 +10,10 @@
 //!
 //! - Small requests (at most [`SLAB_MAX_BYTES`], any plan but 1 GiB pages) take an object of a
 //!   slab size class; a chunk is a 2 MiB VA range backed by one 2 MiB page (HUGE_ONLY) or by
-//!   4 KiB pages (the normal-page plans). A 4 KiB-page chunk is backed in segments as its objects
-//!   first reach them — 64 KiB, 64 KiB, 128 KiB, … 1 MiB, each as large as all before it
-//!   ([`crate::slab::segment_end`]) — so a class with few objects costs 64 KiB, not 2 MiB, and a
-//!   full chunk six backing calls. A chunk goes back when its last object goes, unless it is
+//!   4 KiB pages (the normal-page plans). A chunk hands out its lowest free slot first, and a
+//!   4 KiB-page chunk is backed 64 KiB at a time ([`crate::slab::SEGMENT_BYTES`]) as its objects
+//!   reach a segment, and gives back the segments at its top that no object overlaps any more:
+//!   a class with few objects holds one 64 KiB segment, not 2 MiB. A chunk goes back when its last object goes, unless it is
 //!   kept as its class's spare (below).
 //! - HUGE_FIRST: a 2 MiB-aligned range; every whole 2 MiB is backed by a 2 MiB page and the
 //!   tail by 4 KiB pages, so physical use is the size rounded to 4 KiB, not to 2 MiB. When no
@@ -58,9 +58,7 @@ use crate::addr_map::AddrMap;
 use crate::error::Error;
 use crate::phys::{FrameAllocator, PhysRun};
 use crate::policy::{PagePlan, PolicyClass, Request};
-use crate::slab::{
-    class_of, segment_end, segment_start, Chunk, SlotError, CHUNK_BYTES, CLASSES, SLAB_MAX_BYTES,
-};
+use crate::slab::{class_of, Chunk, SlotError, CHUNK_BYTES, CLASSES, SEGMENT_BYTES, SLAB_MAX_BYTES};
 use crate::va::VaAllocator;
 
 /// Backs device VA with physical pages.
@@ -317,8 +315,8 @@ const NIL: u32 = u32::MAX;
 #[derive(Debug)]
 struct ChunkRec {
     chunk: Chunk,
-    /// Bytes backed from the chunk's start: a segment end (see [`segment_end`]), or the whole
-    /// chunk for 2 MiB-page kinds.
+    /// Bytes backed from the chunk's start: a multiple of [`SEGMENT_BYTES`], or the whole chunk
+    /// for 2 MiB-page kinds.
     backed: u64,
     kind: u16,
     prev: u32,
@@ -578,10 +576,10 @@ impl DeviceAllocator {
         let Some(rec) = self.chunks[id as usize].as_mut() else {
             return Err(AllocError::Backing(hal::Error::new(ErrorKind::Internal, "chunk vanished")));
         };
-        // A never-used slot may lie past the segments backed so far: back the next one.
-        if let Some(end) = rec.chunk.next_fresh_end() {
+        // The slot may lie past the segments backed so far: back the next ones.
+        if let Some(end) = rec.chunk.next_end() {
             while rec.backed < end {
-                let seg_end = segment_end(rec.backed);
+                let seg_end = rec.backed + SEGMENT_BYTES;
                 let seg = VaRange::try_new(DeviceAddr(rec.chunk.base + rec.backed), seg_end - rec.backed)
                     .map_err(AllocError::Backing)?;
                 backer.back(seg, kind.page, kind.attrs).map_err(AllocError::Backing)?;
@@ -657,7 +655,7 @@ impl DeviceAllocator {
         let range = self.va.alloc(CHUNK_BYTES, CHUNK_BYTES).map_err(|_| AllocError::OutOfVa)?;
         let base = range.start().as_u64();
         // A 2 MiB page backs the whole chunk; 4 KiB pages back its first segment for now.
-        let backed = if kind.page == PageSize::Normal { segment_end(0) } else { CHUNK_BYTES };
+        let backed = if kind.page == PageSize::Normal { SEGMENT_BYTES } else { CHUNK_BYTES };
         let first = VaRange::try_new(range.start(), backed).map_err(AllocError::Backing)?;
         if let Err(e) = backer.back(first, kind.page, kind.attrs) {
             let _ = self.va.free(range);
@@ -967,6 +965,9 @@ impl DeviceAllocator {
         if was_full {
             self.list_push(k, class, id);
         }
+        if kind.page == PageSize::Normal {
+            self.shrink_chunk(backer, id).map_err(FreeError::Backing)?;
+        }
         if empty {
             self.list_unlink(k, class, id);
             if self.keep_spare && self.heads[k][class].spare.is_none() {
@@ -981,6 +982,23 @@ impl DeviceAllocator {
         Ok(info)
     }
 
+    /// Unbacks the segments at the top of 4 KiB-page chunk `id` that no live object overlaps,
+    /// keeping the first (the chunk itself goes when it empties).
+    fn shrink_chunk<B: Backer>(&mut self, backer: &mut B, id: u32) -> Result<(), hal::Error> {
+        let Some(rec) = self.chunks[id as usize].as_mut() else { return Ok(()) };
+        while rec.backed > SEGMENT_BYTES {
+            let start = rec.backed - SEGMENT_BYTES;
+            // CAST: below SEGMENTS.
+            if rec.chunk.segment_live((start / SEGMENT_BYTES) as usize) != 0 {
+                break;
+            }
+            backer.unback(VaRange::try_new(DeviceAddr(rec.chunk.base + start), SEGMENT_BYTES)?)?;
+            self.acct.backed.sub(SEGMENT_BYTES);
+            rec.backed = start;
+        }
+        Ok(())
+    }
+
     /// Unbacks chunk `id` segment by segment (from the top, so that a failure leaves the rest
     /// consistent), frees its VA and its id; returns the bytes released.
     fn release_chunk<B: Backer>(&mut self, backer: &mut B, id: u32) -> Result<u64, hal::Error> {
@@ -989,7 +1007,7 @@ impl DeviceAllocator {
         let whole = rec.backed == CHUNK_BYTES && self.kinds[usize::from(rec.kind)].page != PageSize::Normal;
         let released = rec.backed;
         while rec.backed > 0 {
-            let start = if whole { 0 } else { segment_start(rec.backed) };
+            let start = if whole { 0 } else { rec.backed - SEGMENT_BYTES };
             let seg = VaRange::try_new(DeviceAddr(base + start), rec.backed - start)?;
             backer.unback(seg)?;
             self.acct.backed.sub(seg.len_bytes());
@@ -1284,24 +1302,29 @@ mod tests {
     }
 
     #[test]
-    fn chunks_are_backed_in_growing_segments() {
+    fn chunks_are_backed_by_segments_and_shrink_from_the_top() {
         let (mut a, mut b) = setup(64 * MIB, 32 * MIB, 0);
         let used = |b: &FrameBacker| b.frames.info().total_bytes - b.frames.info().free_bytes;
-        // 64 KiB objects: one per 64 KiB, so the segments come in as the objects reach them.
+        // 64 KiB objects: one per segment, so each object brings in its segment.
         let r = req(60 << 10, NORMAL_ONLY);
         let mut xs = Vec::new();
-        let mut seen = Vec::new();
-        for _ in 0..32 {
+        for i in 1..=32 {
             xs.push(a.allocate(&mut b, &r, APP).unwrap());
-            if seen.last() != Some(&used(&b)) {
-                seen.push(used(&b));
-            }
+            assert_eq!(used(&b), i * (64 << 10));
         }
-        let kib: Vec<u64> = seen.iter().map(|v| v >> 10).collect();
-        assert_eq!(kib, [64, 128, 256, 512, 1024, 2048]);
         assert_eq!(a.accounting().backed.current, 2 * MIB);
-        assert_eq!(b.backed_ranges(), 6, "one backing call per segment");
-        for x in xs.drain(..) {
+        assert_eq!(b.backed_ranges(), 32, "one backing call per segment");
+        // A hole in the middle stays backed; the top goes as soon as nothing overlaps it.
+        a.free(&mut b, xs[10]).unwrap();
+        assert_eq!(used(&b), 2 * MIB);
+        a.free(&mut b, xs[31]).unwrap();
+        assert_eq!(used(&b), 2 * MIB - (64 << 10));
+        // The lowest free slot is reused first: the hole, with no backing call.
+        let again = a.allocate(&mut b, &r, APP).unwrap();
+        assert_eq!(again, xs[10]);
+        assert_eq!(used(&b), 2 * MIB - (64 << 10));
+        xs[10] = again;
+        for x in xs.drain(..31) {
             a.free(&mut b, x).unwrap();
         }
         assert_eq!(used(&b), 0);

@@ -18,31 +18,11 @@ use alloc::vec::Vec;
 
 /// Size of one slab chunk: a 2 MiB page.
 pub const CHUNK_BYTES: u64 = 2 << 20;
-/// The first backing segment of a chunk backed by 4 KiB pages (see [`segment_end`]).
-pub const FIRST_SEGMENT_BYTES: u64 = 64 << 10;
+/// A chunk backed by 4 KiB pages is backed in segments of this size, as its objects reach them.
+pub const SEGMENT_BYTES: u64 = 64 << 10;
+/// Segments in a chunk.
+pub const SEGMENTS: usize = (CHUNK_BYTES / SEGMENT_BYTES) as usize;
 
-/// The end of the backing segment that starts at chunk offset `at` (0 or a previous segment's
-/// end): a chunk of 4 KiB pages is backed in segments of 64 KiB, 64 KiB, 128 KiB, … 1 MiB (each
-/// as large as everything before it), as its objects first reach them.
-pub const fn segment_end(at: u64) -> u64 {
-    if at < FIRST_SEGMENT_BYTES {
-        FIRST_SEGMENT_BYTES
-    } else if at * 2 < CHUNK_BYTES {
-        at * 2
-    } else {
-        CHUNK_BYTES
-    }
-}
-
-/// The start of the backing segment that ends at chunk offset `end` (the inverse of
-/// [`segment_end`]).
-pub const fn segment_start(end: u64) -> u64 {
-    if end <= FIRST_SEGMENT_BYTES {
-        0
-    } else {
-        end / 2
-    }
-}
 /// Largest size served by a slab; larger allocations are backed directly.
 pub const SLAB_MAX_BYTES: u64 = 64 << 10;
 
@@ -80,14 +60,18 @@ pub fn class_of(bytes: u64) -> Option<usize> {
     Some(idx as usize)
 }
 
+/// Words of the slot bitmap (32768 slots at most).
+const MAP_WORDS: usize = (CHUNK_BYTES / 64 / 64) as usize;
+
 /// One 2 MiB chunk of equal-size objects.
 ///
 /// # Invariants
 ///
-/// A slot is live exactly when its `sizes` entry (its usable bytes, at least 1) is non-zero;
-/// `used` is the number of live slots; slots at or above `bump` were never handed out since the
-/// last reset and are not live; `free_slots` holds exactly the slots below `bump` that are not
-/// live. `recip` is `ceil(2^RECIP_SHIFT / object)`.
+/// A slot is live exactly when its `sizes` entry (its usable bytes, at least 1) is non-zero, and
+/// exactly then its bit in `live` is set; bit `w` of `full` is set when word `w` of `live` has no
+/// free slot below `capacity`. `used` is the number of live slots. `seg_live[i]` counts the live
+/// objects that overlap segment `i` (bytes `[i · 64 KiB, (i + 1) · 64 KiB)`). `recip` is
+/// `ceil(2^RECIP_SHIFT / object)`.
 #[derive(Clone, Debug)]
 pub struct Chunk {
     /// First device address of the chunk.
@@ -98,11 +82,12 @@ pub struct Chunk {
     pub kind: u8,
     used: u32,
     capacity: u32,
-    bump: u32,
     object: u32,
     recip: u64,
-    free_slots: Vec<u16>,
+    full: [u64; MAP_WORDS.div_ceil(64)],
+    live: Vec<u64>,
     sizes: Vec<u32>,
+    seg_live: [u16; SEGMENTS],
 }
 
 /// Offsets into a chunk are below 2^21 and objects at most 2^16 bytes, so with this shift
@@ -116,18 +101,21 @@ impl Chunk {
         // CAST: at most 2 MiB / 64 = 32768 objects.
         let capacity = (CHUNK_BYTES / u64::from(object)) as u32;
         // CAST: class < 44.
-        Self {
+        let mut this = Self {
             base,
             class: class as u8,
             kind,
             used: 0,
             capacity,
-            bump: 0,
             object,
             recip: (1u64 << RECIP_SHIFT).div_ceil(u64::from(object)),
-            free_slots: Vec::with_capacity(capacity as usize),
+            full: [0; MAP_WORDS.div_ceil(64)],
+            live: vec![0; capacity.div_ceil(64) as usize],
             sizes: vec![0; capacity as usize],
-        }
+            seg_live: [0; SEGMENTS],
+        };
+        this.reset(base, kind);
+        this
     }
 
     /// Makes this (empty) chunk a chunk of the same class at `base` for `kind`, reusing its
@@ -137,9 +125,21 @@ impl Chunk {
         self.base = base;
         self.kind = kind;
         self.used = 0;
-        self.bump = 0;
-        self.free_slots.clear();
+        self.live.fill(0);
         self.sizes.fill(0);
+        self.seg_live = [0; SEGMENTS];
+        // Words past the last live word count as full, and so do the bits past the capacity in
+        // the last word.
+        self.full = [u64::MAX; MAP_WORDS.div_ceil(64)];
+        for w in 0..self.live.len() {
+            self.full[w / 64] &= !(1 << (w % 64));
+        }
+        let tail = self.capacity % 64;
+        if tail != 0 {
+            if let Some(last) = self.live.last_mut() {
+                *last = !((1u64 << tail) - 1);
+            }
+        }
     }
 
     /// Bytes per object.
@@ -165,30 +165,55 @@ impl Chunk {
         self.used == 0
     }
 
-    /// The offset just past the slot the next [`Self::alloc`] takes when it is a never-used one
-    /// (whose bytes may not be backed yet); `None` when it reuses a freed slot or the chunk is
-    /// full.
+    /// The lowest free slot: the one the next [`Self::alloc`] takes.
     #[inline]
-    pub fn next_fresh_end(&self) -> Option<u64> {
-        (self.free_slots.is_empty() && self.bump < self.capacity)
-            .then(|| u64::from(self.bump + 1) * self.object_bytes())
+    fn lowest_free(&self) -> Option<u32> {
+        let (i, f) = self.full.iter().enumerate().find(|(_, f)| **f != u64::MAX)?;
+        let w = i * 64 + f.trailing_ones() as usize;
+        let bit = self.live.get(w)?.trailing_ones();
+        // CAST: w < 512 and bit < 64.
+        Some(w as u32 * 64 + bit)
     }
 
-    /// Takes a free slot for an object of `usable` bytes (at least 1); returns its address.
+    /// The offset just past the slot the next [`Self::alloc`] takes (whose bytes the caller may
+    /// have to back first), or `None` when the chunk is full.
+    #[inline]
+    pub fn next_end(&self) -> Option<u64> {
+        self.lowest_free().map(|slot| u64::from(slot + 1) * self.object_bytes())
+    }
+
+    /// The segments the object in `slot` overlaps.
+    #[inline]
+    fn segments(&self, slot: u32) -> core::ops::RangeInclusive<usize> {
+        let start = u64::from(slot) * self.object_bytes();
+        let end = start + self.object_bytes() - 1;
+        // CAST: below SEGMENTS.
+        (start / SEGMENT_BYTES) as usize..=(end / SEGMENT_BYTES) as usize
+    }
+
+    /// Live objects overlapping segment `i`.
+    #[inline]
+    pub fn segment_live(&self, i: usize) -> u16 {
+        self.seg_live[i]
+    }
+
+    /// Takes the lowest free slot for an object of `usable` bytes (at least 1); returns its
+    /// address.
     #[inline]
     pub fn alloc(&mut self, usable: u32) -> Option<u64> {
         if usable == 0 {
             return None;
         }
-        let slot = match self.free_slots.pop() {
-            Some(s) => u32::from(s),
-            None if self.bump < self.capacity => {
-                self.bump += 1;
-                self.bump - 1
-            }
-            None => return None,
-        };
+        let slot = self.lowest_free()?;
+        let w = (slot / 64) as usize;
+        self.live[w] |= 1 << (slot % 64);
+        if self.live[w] == u64::MAX {
+            self.full[w / 64] |= 1 << (w % 64);
+        }
         self.sizes[slot as usize] = usable;
+        for i in self.segments(slot) {
+            self.seg_live[i] += 1;
+        }
         // INVARIANT: one more slot live.
         self.used += 1;
         Some(self.base + u64::from(slot) * self.object_bytes())
@@ -242,10 +267,14 @@ impl Chunk {
     pub fn free(&mut self, slot: u32) -> u64 {
         debug_assert!(self.is_live(slot));
         let usable = core::mem::take(&mut self.sizes[slot as usize]);
-        // INVARIANT: one slot fewer live; the slot is below `bump`.
+        let w = (slot / 64) as usize;
+        self.live[w] &= !(1 << (slot % 64));
+        self.full[w / 64] &= !(1 << (w % 64));
+        for i in self.segments(slot) {
+            self.seg_live[i] -= 1;
+        }
+        // INVARIANT: one slot fewer live.
         self.used -= 1;
-        // CAST: slot < capacity <= 32768.
-        self.free_slots.push(slot as u16);
         u64::from(usable)
     }
 }
@@ -297,16 +326,26 @@ mod tests {
     }
 
     #[test]
-    fn segments_double_up_to_the_chunk() {
-        let mut at = 0;
-        let mut ends = Vec::new();
-        while at < CHUNK_BYTES {
-            let end = segment_end(at);
-            assert_eq!(segment_start(end), at);
-            ends.push(end >> 10);
-            at = end;
-        }
-        assert_eq!(ends, [64, 128, 256, 512, 1024, 2048]);
+    fn lowest_slots_first_and_segment_counts() {
+        // 5120-byte objects straddle segment boundaries.
+        let mut c = Chunk::new(0, class_of(5000).unwrap(), 0);
+        assert_eq!(c.object_bytes(), 5120);
+        assert_eq!(c.next_end(), Some(5120));
+        let xs: Vec<u64> = (0..13).map(|_| c.alloc(5000).unwrap()).collect();
+        assert_eq!(xs[12], 12 * 5120);
+        // Slot 12 spans [61440, 66560): both of the first two segments.
+        assert_eq!((c.segment_live(0), c.segment_live(1)), (13, 1));
+        c.free(c.slot_of(xs[3]).unwrap());
+        assert_eq!(c.next_end(), Some(4 * 5120), "the lowest free slot is reused first");
+        c.free(c.slot_of(xs[12]).unwrap());
+        assert_eq!((c.segment_live(0), c.segment_live(1)), (11, 0));
+        assert_eq!(c.alloc(1), Some(3 * 5120));
+        let n = c.used();
+        while c.alloc(1).is_some() {}
+        assert!(c.is_full());
+        assert_eq!(c.used(), 409);
+        assert!(n < c.used());
+        assert_eq!(c.next_end(), None);
     }
 
     #[test]
