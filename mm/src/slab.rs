@@ -68,8 +68,9 @@ const MAP_WORDS: usize = (CHUNK_BYTES / 64 / 64) as usize;
 /// # Invariants
 ///
 /// A slot is live exactly when its `sizes` entry (its usable bytes, at least 1) is non-zero, and
-/// exactly then its bit in `live` is set; bit `w` of `full` is set when word `w` of `live` has no
-/// free slot below `capacity`. `used` is the number of live slots. `seg_live[i]` counts the live
+/// exactly then its bit in `live` is set (the bits past `capacity` in the last word are always
+/// set, so they are never taken); bit `w` of `full` is set when word `w` of `live` is all ones or
+/// does not exist. `used` is the number of live slots. `seg_live[i]` counts the live
 /// objects that overlap segment `i` (bytes `[i · 64 KiB, (i + 1) · 64 KiB)`). `recip` is
 /// `ceil(2^RECIP_SHIFT / object)`.
 #[derive(Clone, Debug)]
