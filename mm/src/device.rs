@@ -24,9 +24,10 @@
 //! # Lookups and costs
 //!
 //! The window is cut into 2 MiB slots, and a table with one entry per slot names the slab chunk
-//! or the 2 MiB-aligned block that owns the slot (every such block owns whole slots), so finding
-//! the allocation behind an address, and freeing it, is O(1). Only NORMAL_ONLY blocks, which are
-//! 4 KiB-aligned and may share a slot, are found through an ordered map. Blocks and chunks live
+//! or the block that owns the slot, so finding the allocation behind an address, and freeing it,
+//! is O(1). 4 KiB-aligned (NORMAL_ONLY-page) blocks may share their first and last slots; such a
+//! slot has a table of its 64 KiB granules naming the (at most two) blocks that overlap each, so
+//! they are found in O(1) too, and recording a block costs O(its slots + 64). Blocks and chunks live
 //! in tables indexed by id with free-id lists; a chunk's slot storage is reused for the next chunk
 //! of its class; the chunks of a class with free slots form an intrusive list, so a slab
 //! allocation or free is O(1). In steady state (no table growing past its high-water mark) the
@@ -290,11 +291,6 @@ impl Block {
     fn base(&self) -> u64 {
         self.pieces.va.start().as_u64()
     }
-
-    /// Whether its VA is 4 KiB-aligned only (found through the ordered map, not the slots).
-    fn is_normal_va(&self) -> bool {
-        !self.pieces.va.start().is_aligned(CHUNK_BYTES) || self.pieces.va.len_bytes() % CHUNK_BYTES != 0
-    }
 }
 
 /// Slab objects also carry who they are charged to; kept per chunk slot would cost memory, so
@@ -383,8 +379,25 @@ const RECENT_FREES: usize = 64;
 const SLAB_FLAG: u32 = 1 << 31;
 /// A slot entry naming a direct block (with its id in the low bits).
 const BLOCK_FLAG: u32 = 1 << 30;
+/// A slot entry naming the granule table of a slot that 4 KiB-aligned blocks share.
+const FINE_FLAG: u32 = 1 << 29;
 /// The id bits of a slot entry.
-const ID_MASK: u32 = BLOCK_FLAG - 1;
+const ID_MASK: u32 = FINE_FLAG - 1;
+/// Bytes of one granule of a granule table.
+const GRANULE_BYTES: u64 = 64 << 10;
+/// Granules in a slot.
+const GRANULES: usize = (CHUNK_BYTES / GRANULE_BYTES) as usize;
+
+/// The blocks that overlap each 64 KiB granule of one 2 MiB slot, as block id + 1 (0 = none).
+///
+/// Only blocks larger than 64 KiB are recorded here (smaller requests are slab objects), and
+/// disjoint ranges longer than a granule overlap it two at most, so two entries suffice.
+#[derive(Clone, Copy, Debug)]
+struct Granules {
+    ids: [[u32; 2]; GRANULES],
+    /// Blocks recorded in the table.
+    blocks: u32,
+}
 
 /// Where a live allocation's record is.
 #[derive(Clone, Copy, Debug)]
@@ -398,9 +411,9 @@ enum Loc {
 /// # Invariants
 ///
 /// - Every live direct block is `Some` in `blocks`; its pieces are backed and its VA range is
-///   allocated in `va`. A block whose VA is 2 MiB-aligned and a multiple of 2 MiB long has its
-///   id with [`BLOCK_FLAG`] in every slot it covers; any other block is in `normal_blocks`
-///   under its base.
+///   allocated in `va`. Every slot it covers entirely holds its id with [`BLOCK_FLAG`]; a slot it
+///   covers only in part (a 4 KiB-aligned block's first and last slots) holds a granule table
+///   ([`FINE_FLAG`]) in which its id + 1 is an entry of every granule it overlaps.
 /// - Every chunk in `chunks` is backed and allocated in `va`, and its slot in `slots` holds its
 ///   id with [`SLAB_FLAG`]; the chunks with a free slot that are not a spare are exactly those
 ///   on their class's `partial` list (`listed`).
@@ -414,7 +427,8 @@ pub struct DeviceAllocator {
     window: VaRange,
     blocks: Vec<Option<Block>>,
     free_block_ids: Vec<u32>,
-    normal_blocks: BTreeMap<u64, u32>,
+    fine: Vec<Granules>,
+    free_fine: Vec<u32>,
     chunks: Vec<Option<ChunkRec>>,
     free_chunk_ids: Vec<u32>,
     /// One chunk's slot storage per class, kept from a released chunk for the next one.
@@ -445,7 +459,8 @@ impl DeviceAllocator {
             window,
             blocks: Vec::new(),
             free_block_ids: Vec::new(),
-            normal_blocks: BTreeMap::new(),
+            fine: Vec::new(),
+            free_fine: Vec::new(),
             chunks: Vec::new(),
             free_chunk_ids: Vec::new(),
             chunk_cache: (0..CLASSES).map(|_| None).collect(),
@@ -507,11 +522,82 @@ impl DeviceAllocator {
         if e & BLOCK_FLAG != 0 {
             return Some(Loc::Block(e & ID_MASK));
         }
-        if self.normal_blocks.is_empty() {
+        if e & FINE_FLAG == 0 {
             return None;
         }
-        let (_, &id) = self.normal_blocks.range(..=addr).next_back()?;
-        Some(Loc::Block(id))
+        let g = self.fine.get((e & ID_MASK) as usize)?;
+        // CAST: below GRANULES.
+        let i = ((addr % CHUNK_BYTES) / GRANULE_BYTES) as usize;
+        g.ids[i].iter().filter(|&&v| v != 0).map(|&v| v - 1).find_map(|id| {
+            let b = self.blocks.get(id as usize)?.as_ref()?;
+            b.pieces.va.contains(DeviceAddr(addr)).then_some(Loc::Block(id))
+        })
+    }
+
+    /// Records block `id` over `va` in the slot table (and granule tables), or with `add` false
+    /// takes it out.
+    fn record_block(&mut self, va: VaRange, id: u32, add: bool) {
+        let (Some(first), Some(last)) = (self.slot_index(va.start().as_u64()), self.slot_index(va.end() - 1))
+        else {
+            return;
+        };
+        let base = self.window.start().as_u64();
+        for s in first..=last {
+            // CAST: slot indices fit in u64.
+            let slot_start = base + s as u64 * CHUNK_BYTES;
+            let lo = va.start().as_u64().max(slot_start);
+            let hi = va.end().min(slot_start + CHUNK_BYTES);
+            if lo == slot_start && hi == slot_start + CHUNK_BYTES {
+                self.slots[s] = if add { id | BLOCK_FLAG } else { 0 };
+                continue;
+            }
+            let e = self.slots[s];
+            let f = if e & FINE_FLAG != 0 {
+                e & ID_MASK
+            } else if add {
+                let g = Granules { ids: [[0; 2]; GRANULES], blocks: 0 };
+                let f = match self.free_fine.pop() {
+                    Some(f) => {
+                        self.fine[f as usize] = g;
+                        f
+                    }
+                    None => {
+                        self.fine.push(g);
+                        // CAST: fewer than 2^29 slots.
+                        (self.fine.len() - 1) as u32
+                    }
+                };
+                self.slots[s] = f | FINE_FLAG;
+                f
+            } else {
+                continue;
+            };
+            let g = &mut self.fine[f as usize];
+            // CAST: below GRANULES.
+            let (gi, gj) = (
+                ((lo - slot_start) / GRANULE_BYTES) as usize,
+                ((hi - 1 - slot_start) / GRANULE_BYTES) as usize,
+            );
+            for entry in &mut g.ids[gi..=gj] {
+                if add {
+                    debug_assert!(entry.contains(&0), "a granule overlaps two blocks at most");
+                    if let Some(v) = entry.iter_mut().find(|v| **v == 0) {
+                        *v = id + 1;
+                    }
+                } else if let Some(v) = entry.iter_mut().find(|v| **v == id + 1) {
+                    *v = 0;
+                }
+            }
+            if add {
+                g.blocks += 1;
+            } else {
+                g.blocks -= 1;
+                if g.blocks == 0 {
+                    self.slots[s] = 0;
+                    self.free_fine.push(f);
+                }
+            }
+        }
     }
 
     /// Allocates `req`, charged to `component`.
@@ -702,15 +788,6 @@ impl DeviceAllocator {
         }
     }
 
-    /// Writes `entry` into every slot of `va`.
-    fn mark_slots(&mut self, va: VaRange, entry: u32) {
-        let (Some(first), Some(last)) = (self.slot_index(va.start().as_u64()), self.slot_index(va.end() - 1))
-        else {
-            return;
-        };
-        self.slots[first..=last].fill(entry);
-    }
-
     fn alloc_direct<B: Backer>(
         &mut self,
         backer: &mut B,
@@ -801,11 +878,7 @@ impl DeviceAllocator {
         let id = self.block_id();
         // INVARIANT: backed and VA-allocated above; recorded where `locate` looks.
         self.blocks[id as usize] = Some(block);
-        if block.is_normal_va() {
-            self.normal_blocks.insert(start.as_u64(), id);
-        } else {
-            self.mark_slots(va, id | BLOCK_FLAG);
-        }
+        self.record_block(va, id, true);
         self.live_blocks += 1;
         Ok(start)
     }
@@ -922,11 +995,7 @@ impl DeviceAllocator {
             return Err(FreeError::Backing(e));
         }
         let _ = self.va.free(b.pieces.va);
-        if b.is_normal_va() {
-            self.normal_blocks.remove(&b.base());
-        } else {
-            self.mark_slots(b.pieces.va, 0);
-        }
+        self.record_block(b.pieces.va, id, false);
         self.blocks[id as usize] = None;
         self.free_block_ids.push(id);
         self.live_blocks -= 1;
@@ -1334,6 +1403,39 @@ mod tests {
         assert_eq!(used(&b), 2 * MIB);
         a.free(&mut b, h).unwrap();
         assert_eq!(used(&b), 0);
+    }
+
+    #[test]
+    fn blocks_sharing_a_slot_are_found_by_any_address() {
+        let (mut a, mut b) = setup(64 * MIB, 0, 0);
+        // 4 KiB-aligned blocks of 100 KiB and 3 MiB: they share slots with their neighbours.
+        let r = req(100 << 10, NORMAL_ONLY);
+        let xs: Vec<DeviceAddr> = (0..25).map(|_| a.allocate(&mut b, &r, APP).unwrap()).collect();
+        let big = a.allocate(&mut b, &req(3 * MIB, NORMAL_ONLY), APP).unwrap();
+        assert!(xs.windows(2).all(|w| w[1].as_u64() - w[0].as_u64() == 104 << 10), "packed at 4 KiB");
+        let at = |p: DeviceAddr, off: u64| DeviceAddr(p.as_u64() + off);
+        for &x in xs.iter().chain([&big]) {
+            let usable = a.find(x).unwrap().usable_bytes;
+            for off in [0, 1, 64 << 10, usable - 1] {
+                assert_eq!(a.find(at(x, off)).map(|i| i.base), Some(x), "{x:?} + {off}");
+            }
+        }
+        assert_eq!(
+            a.free(&mut b, at(xs[7], 70 << 10)),
+            Err(FreeError::NotLive(NotLive::Interior { base: xs[7] }))
+        );
+        a.free(&mut b, xs[7]).unwrap();
+        assert_eq!(a.find(at(xs[7], 10)), None);
+        assert_eq!(a.get(xs[7]), Err(NotLive::Freed));
+        assert_eq!(a.find(at(xs[6], 100 << 10)).map(|i| i.base), Some(xs[6]));
+        assert_eq!(a.find(xs[8]).map(|i| i.base), Some(xs[8]));
+        for x in xs.iter().enumerate().filter(|(i, _)| *i != 7).map(|(_, x)| *x).chain([big]) {
+            a.free(&mut b, x).unwrap();
+        }
+        assert_eq!(a.live_count(), 0);
+        assert_eq!(b.frames.info().free_bytes, 64 * MIB);
+        assert!(a.slots.iter().all(|&e| e == 0), "every slot entry is cleared");
+        assert_eq!(a.free_fine.len(), a.fine.len(), "every granule table is free for reuse");
     }
 
     #[test]
