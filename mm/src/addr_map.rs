@@ -102,6 +102,29 @@ impl<V: Copy> AddrMap<V> {
         }
     }
 
+    /// Inserts `key` with `value` unless it is present; whether it was inserted.
+    pub(crate) fn insert_new(&mut self, key: u64, value: V) -> bool {
+        debug_assert_ne!(key, EMPTY);
+        if (self.len + 1) * 2 > self.keys.len() {
+            self.grow();
+        }
+        let mask = self.mask();
+        let mut i = self.home(key);
+        loop {
+            let k = self.keys[i];
+            if k == key {
+                return false;
+            }
+            if k == EMPTY {
+                self.keys[i] = key;
+                self.values[i] = Some(value);
+                self.len += 1;
+                return true;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
     /// Removes `key`, returning its value.
     pub(crate) fn remove(&mut self, key: u64) -> Option<V> {
         let mut hole = self.slot(key)?;
@@ -167,6 +190,10 @@ mod tests {
         m.insert(4096, 8);
         assert_eq!(m.get(4096), Some(8));
         assert_eq!(m.len(), 100);
+        assert!(!m.insert_new(4096, 9));
+        assert_eq!(m.get(4096), Some(8));
+        assert!(m.insert_new(0, 9));
+        assert_eq!(m.get(0), Some(9));
     }
 
     #[test]

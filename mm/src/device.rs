@@ -138,9 +138,6 @@ impl Backer for FrameBacker {
             return Err(hal::Error::new(ErrorKind::InvalidArgument, "range not aligned to its page size"));
         }
         let start = range.start().as_u64();
-        if self.ranges.get(start).is_some() {
-            return Err(hal::Error::new(ErrorKind::InvalidArgument, "range already backed"));
-        }
         let count = range.len_bytes() / page.bytes();
         let mut rec = Backed {
             len: range.len_bytes(),
@@ -170,7 +167,18 @@ impl Backer for FrameBacker {
             }
             Err(e) => return Err(e.into()),
         }
-        self.ranges.insert(start, rec);
+        if !self.ranges.insert_new(start, rec) {
+            // Backed twice: give the frames back (the allocator returns to its exact state).
+            let _ = match rec.spill {
+                NO_SPILL => self.frames.free_pages(page, &rec.runs[..usize::from(rec.n)]),
+                i => {
+                    let runs = core::mem::take(&mut self.spill[i as usize]);
+                    self.spill_free.push(i);
+                    self.frames.free_pages(page, &runs)
+                }
+            };
+            return Err(hal::Error::new(ErrorKind::InvalidArgument, "range already backed"));
+        }
         Ok(())
     }
 

@@ -445,7 +445,7 @@ impl FrameAllocator {
                 self.release_range(frame, order_frames(o));
                 return Err(Error::InvalidArgument);
             }
-            self.release_range(frame + frames, order_frames(o) - frames);
+            self.release_split(frame + frames, order_frames(o) - frames);
         } else if !self.take_greedy(order, count, sink) {
             for r in sink.written() {
                 let (start, len) = (r.offset, r.len_bytes);
@@ -733,6 +733,20 @@ impl FrameAllocator {
         while frame < end {
             let order = largest_block(frame, end - frame);
             self.release_block(frame, order);
+            frame += order_frames(order);
+        }
+    }
+
+    /// Puts the unused part `[start, start + frames)` of a block just split on the free lists,
+    /// without trying to merge: every piece's buddy lies inside the block and holds some of
+    /// the frames just taken, so no merge is possible.
+    fn release_split(&mut self, start: u64, frames: u64) {
+        let end = start + frames;
+        let mut frame = start;
+        while frame < end {
+            let order = largest_block(frame, end - frame);
+            self.free[slot(order)].set(frame >> order);
+            self.free_count[slot(order)] += 1;
             frame += order_frames(order);
         }
     }
