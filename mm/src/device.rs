@@ -30,8 +30,10 @@
 //! they are found in O(1) too, and recording a block costs O(its slots + 64). Blocks and chunks live
 //! in tables indexed by id with free-id lists; a chunk's slot storage is reused for the next chunk
 //! of its class; the chunks of a class with free slots form an intrusive list, so a slab
-//! allocation or free is O(1). In steady state (no table growing past its high-water mark) the
-//! slab paths and the 2 MiB-aligned block paths allocate nothing on the heap.
+//! allocation or free is O(1). In steady state (no table growing past its high-water mark)
+//! allocation and free allocate nothing on the heap: granule tables, ids and chunk storage are
+//! recycled. (Stream-ordered pool reservations, [`DeviceAllocator::reserve_range`] and the pages
+//! backed in them, still use ordered maps.)
 //!
 //! # Spare chunks
 //!
