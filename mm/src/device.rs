@@ -10,19 +10,46 @@
 //!
 //! - Small requests (at most [`SLAB_MAX_BYTES`], any plan but 1 GiB pages) take an object of a
 //!   slab size class; a chunk is a 2 MiB VA range backed by one 2 MiB page (HUGE_ONLY) or by
-//!   4 KiB pages (the normal-page plans), and goes back as soon as it empties (one empty chunk
-//!   per class is kept).
+//!   4 KiB pages (the normal-page plans). A chunk hands out its lowest free slot first, and a
+//!   4 KiB-page chunk is backed 64 KiB at a time ([`crate::slab::SEGMENT_BYTES`]) as its objects
+//!   reach a segment, and gives back the segments at its top that no object overlaps any more:
+//!   a class with few objects holds one 64 KiB segment, not 2 MiB. A chunk goes back when its last object goes, unless it is
+//!   kept as its class's spare (below).
 //! - HUGE_FIRST: a 2 MiB-aligned range; every whole 2 MiB is backed by a 2 MiB page and the
 //!   tail by 4 KiB pages, so physical use is the size rounded to 4 KiB, not to 2 MiB. When no
 //!   2 MiB page is left, the whole range falls back to 4 KiB pages.
 //! - HUGE_ONLY, 1 GiB: whole pages of that size, no fallback.
 //! - NORMAL_ONLY: 4 KiB pages, backed from any free frames however fragmented.
 //!
+//! # Lookups and costs
+//!
+//! The window is cut into 2 MiB slots, and a table with one entry per slot names the slab chunk
+//! or the block that owns the slot, so finding the allocation behind an address, and freeing it,
+//! is O(1). 4 KiB-aligned (NORMAL_ONLY-page) blocks may share their first and last slots; such a
+//! slot has a table of its 64 KiB granules naming the (at most two) blocks that overlap each, so
+//! they are found in O(1) too, and recording a block costs O(its slots + 64). Blocks and chunks live
+//! in tables indexed by id with free-id lists; a chunk's slot storage is reused for the next chunk
+//! of its class; the chunks of a class with free slots form an intrusive list, so a slab
+//! allocation or free is O(1). In steady state (no table growing past its high-water mark)
+//! allocation and free allocate nothing on the heap: granule tables, ids and chunk storage are
+//! recycled. (Stream-ordered pool reservations, [`DeviceAllocator::reserve_range`] and the pages
+//! backed in them, still use ordered maps.)
+//!
+//! # Spare chunks
+//!
+//! With [`DeviceAllocator::set_keep_spare`] on, the last empty chunk of each slab class and kind
+//! stays backed, so that an alloc/free loop of a lone small object costs no backing calls. A
+//! spare chunk is memory in use by the allocator: it counts in `backed` (not in `live`), and the
+//! backer's free memory (what `aclrtGetMemInfo` reports) does not include it until it is
+//! released. Spares are released by [`DeviceAllocator::trim`], and automatically when an
+//! allocation would otherwise fail for lack of memory or VA (the allocation is then retried
+//! once). The option is off by default, so that freed memory shows as free at once.
+//!
 //! # Accounting
 //!
 //! `backed` counts the physical bytes backed, `live` the usable bytes handed out; each is kept
 //! per component and per policy with current and peak values. The difference between backed and
-//! live is the allocator's overhead (page rounding, slab slack, the kept empty chunks).
+//! live is the allocator's overhead (page rounding, slab slack, the kept spare chunks).
 
 use alloc::collections::BTreeMap;
 use alloc::vec;
@@ -30,10 +57,11 @@ use alloc::vec::Vec;
 
 use hal::{DeviceAddr, ErrorKind, MemAttr, PageSize, VaRange};
 
+use crate::addr_map::AddrMap;
 use crate::error::Error;
 use crate::phys::{FrameAllocator, PhysRun};
 use crate::policy::{PagePlan, PolicyClass, Request};
-use crate::slab::{class_of, Chunk, SlotError, CHUNK_BYTES, CLASSES, SLAB_MAX_BYTES};
+use crate::slab::{class_of, Chunk, SlotError, CHUNK_BYTES, CLASSES, SEGMENT_BYTES, SLAB_MAX_BYTES};
 use crate::va::VaAllocator;
 
 /// Backs device VA with physical pages.
@@ -64,19 +92,45 @@ impl<B: Backer + ?Sized> Backer for &mut B {
     }
 }
 
+/// Runs a [`FrameBacker`] keeps inline per range; more (fragmented frames) go to a side table.
+const INLINE_RUNS: usize = 4;
+/// No side-table entry.
+const NO_SPILL: u32 = u32::MAX;
+
+/// What one backed range holds.
+#[derive(Clone, Copy, Debug)]
+struct Backed {
+    len: u64,
+    page: PageSize,
+    n: u8,
+    runs: [PhysRun; INLINE_RUNS],
+    spill: u32,
+}
+
 /// A [`Backer`] that takes frames from a [`FrameAllocator`] and maps nothing: the device side of
 /// the bookkeeping, for firmware, tests and benchmarks.
+///
+/// Each backed range is found by its start in O(1) expected time; its physical runs are kept
+/// inline (up to four, which covers every range whose frames are not fragmented), so backing
+/// and unbacking allocate nothing on the heap in steady state.
 #[derive(Debug)]
 pub struct FrameBacker {
     /// The frames.
     pub frames: FrameAllocator,
-    ranges: BTreeMap<u64, (u64, PageSize, Vec<PhysRun>)>,
+    ranges: AddrMap<Backed>,
+    spill: Vec<Vec<PhysRun>>,
+    spill_free: Vec<u32>,
 }
 
 impl FrameBacker {
     /// Backs ranges from `frames`.
     pub fn new(frames: FrameAllocator) -> Self {
-        Self { frames, ranges: BTreeMap::new() }
+        Self { frames, ranges: AddrMap::new(), spill: Vec::new(), spill_free: Vec::new() }
+    }
+
+    /// Number of ranges backed.
+    pub fn backed_ranges(&self) -> usize {
+        self.ranges.len()
     }
 }
 
@@ -85,20 +139,69 @@ impl Backer for FrameBacker {
         if !range.start().is_aligned(page.bytes()) || range.len_bytes() % page.bytes() != 0 {
             return Err(hal::Error::new(ErrorKind::InvalidArgument, "range not aligned to its page size"));
         }
-        let runs = self.frames.alloc_pages(page, range.len_bytes() / page.bytes())?;
-        self.ranges.insert(range.start().as_u64(), (range.len_bytes(), page, runs));
+        let start = range.start().as_u64();
+        let count = range.len_bytes() / page.bytes();
+        let mut rec = Backed {
+            len: range.len_bytes(),
+            page,
+            n: 0,
+            runs: [PhysRun::default(); INLINE_RUNS],
+            spill: NO_SPILL,
+        };
+        match self.frames.alloc_pages_into(page, count, &mut rec.runs) {
+            // CAST: at most INLINE_RUNS.
+            Ok(n) => rec.n = n as u8,
+            // The count is valid, so this means more runs than fit inline (fragmented frames).
+            Err(Error::InvalidArgument) => {
+                let runs = self.frames.alloc_pages(page, count)?;
+                let i = match self.spill_free.pop() {
+                    Some(i) => {
+                        self.spill[i as usize] = runs;
+                        i
+                    }
+                    None => {
+                        self.spill.push(runs);
+                        // CAST: fewer than 2^32 ranges.
+                        (self.spill.len() - 1) as u32
+                    }
+                };
+                rec.spill = i;
+            }
+            Err(e) => return Err(e.into()),
+        }
+        if !self.ranges.insert_new(start, rec) {
+            // Backed twice: give the frames back (the allocator returns to its exact state).
+            let _ = match rec.spill {
+                NO_SPILL => self.frames.free_pages(page, &rec.runs[..usize::from(rec.n)]),
+                i => {
+                    let runs = core::mem::take(&mut self.spill[i as usize]);
+                    self.spill_free.push(i);
+                    self.frames.free_pages(page, &runs)
+                }
+            };
+            return Err(hal::Error::new(ErrorKind::InvalidArgument, "range already backed"));
+        }
         Ok(())
     }
 
     fn unback(&mut self, range: VaRange) -> Result<(), hal::Error> {
-        match self.ranges.get(&range.start().as_u64()) {
-            Some((len, _, _)) if *len == range.len_bytes() => {}
+        let start = range.start().as_u64();
+        let rec = match self.ranges.get(start) {
+            Some(rec) if rec.len == range.len_bytes() => rec,
             _ => return Err(hal::Error::new(ErrorKind::InvalidHandle, "range was not backed")),
-        }
-        let Some((_, page, runs)) = self.ranges.remove(&range.start().as_u64()) else {
-            return Err(hal::Error::new(ErrorKind::Internal, "range vanished"));
         };
-        self.frames.free_pages(page, &runs).map_err(hal::Error::from)
+        if rec.spill == NO_SPILL {
+            self.frames.free_pages(rec.page, &rec.runs[..usize::from(rec.n)])?;
+        } else {
+            let runs = core::mem::take(&mut self.spill[rec.spill as usize]);
+            if let Err(e) = self.frames.free_pages(rec.page, &runs) {
+                self.spill[rec.spill as usize] = runs;
+                return Err(e.into());
+            }
+            self.spill_free.push(rec.spill);
+        }
+        self.ranges.remove(start);
+        Ok(())
     }
 }
 
@@ -194,6 +297,12 @@ struct Block {
     pieces: Pieces,
 }
 
+impl Block {
+    fn base(&self) -> u64 {
+        self.pieces.va.start().as_u64()
+    }
+}
+
 /// Slab objects also carry who they are charged to; kept per chunk slot would cost memory, so
 /// the charge is recorded per chunk kind: every object of a chunk has the same component and
 /// policy (they are part of the chunk's kind).
@@ -205,12 +314,34 @@ struct SlabKind {
     class: PolicyClass,
 }
 
-#[derive(Debug, Default)]
+/// No chunk.
+const NIL: u32 = u32::MAX;
+
+/// A live chunk and its links in its class's list of chunks with free slots.
+#[derive(Debug)]
+struct ChunkRec {
+    chunk: Chunk,
+    /// Bytes backed from the chunk's start: a multiple of [`SEGMENT_BYTES`], or the whole chunk
+    /// for 2 MiB-page kinds.
+    backed: u64,
+    kind: u16,
+    prev: u32,
+    next: u32,
+    listed: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
 struct ClassHeads {
-    /// Chunks of this class with a free slot.
-    partial: Vec<u32>,
+    /// First chunk of this class with a free slot (an intrusive list through the records).
+    partial: u32,
     /// One empty chunk kept to absorb alloc/free loops.
     spare: Option<u32>,
+}
+
+impl Default for ClassHeads {
+    fn default() -> Self {
+        Self { partial: NIL, spare: None }
+    }
 }
 
 /// Facts about a live allocation.
@@ -274,29 +405,71 @@ pub enum AllocError {
 }
 
 const RECENT_FREES: usize = 64;
+/// A slot entry naming a slab chunk (with its id in the low bits).
 const SLAB_FLAG: u32 = 1 << 31;
+/// A slot entry naming a direct block (with its id in the low bits).
+const BLOCK_FLAG: u32 = 1 << 30;
+/// A slot entry naming the granule table of a slot that 4 KiB-aligned blocks share.
+const FINE_FLAG: u32 = 1 << 29;
+/// The id bits of a slot entry.
+const ID_MASK: u32 = FINE_FLAG - 1;
+/// Bytes of one granule of a granule table.
+const GRANULE_BYTES: u64 = 64 << 10;
+/// Granules in a slot.
+const GRANULES: usize = (CHUNK_BYTES / GRANULE_BYTES) as usize;
+
+/// The blocks that overlap each 64 KiB granule of one 2 MiB slot, as block id + 1 (0 = none).
+///
+/// Only blocks larger than 64 KiB are recorded here (smaller requests are slab objects), and
+/// disjoint ranges longer than a granule overlap it two at most, so two entries suffice.
+#[derive(Clone, Copy, Debug)]
+struct Granules {
+    ids: [[u32; 2]; GRANULES],
+    /// Blocks recorded in the table.
+    blocks: u32,
+}
+
+/// Where a live allocation's record is.
+#[derive(Clone, Copy, Debug)]
+enum Loc {
+    Chunk(u32),
+    Block(u32),
+}
 
 /// The allocator of one device's VA window.
 ///
 /// # Invariants
 ///
-/// - Every live direct block is keyed by its base in `blocks`; its pieces are backed and its VA
-///   range is allocated in `va`.
+/// - Every live direct block is `Some` in `blocks`; its pieces are backed and its VA range is
+///   allocated in `va`. Every slot it covers entirely holds its id with [`BLOCK_FLAG`]; a slot it
+///   covers only in part (a 4 KiB-aligned block's first and last slots) holds a granule table
+///   ([`FINE_FLAG`]) in which its id + 1 is an entry of every granule it overlaps.
 /// - Every chunk in `chunks` is backed and allocated in `va`, and its slot in `slots` holds its
-///   id with the slab flag bit set; no other slot entry is non-zero.
+///   id with [`SLAB_FLAG`]; the chunks with a free slot that are not a spare are exactly those
+///   on their class's `partial` list (`listed`).
+/// - No other slot entry is non-zero.
 /// - `acct.backed.current` is the sum of the backed bytes of all blocks and chunks;
-///   `acct.live.current` the sum of the usable bytes of all blocks and slab objects.
+///   `acct.live.current` the sum of the usable bytes of all blocks and slab objects;
+///   `live_blocks` and `live_objects` count them, `spares` counts the spare chunks.
 #[derive(Debug)]
 pub struct DeviceAllocator {
     va: VaAllocator,
     window: VaRange,
-    blocks: BTreeMap<u64, Block>,
-    chunks: Vec<Option<(Chunk, u16)>>,
+    blocks: Vec<Option<Block>>,
+    free_block_ids: Vec<u32>,
+    fine: Vec<Granules>,
+    free_fine: Vec<u32>,
+    chunks: Vec<Option<ChunkRec>>,
     free_chunk_ids: Vec<u32>,
+    /// One chunk's slot storage per class, kept from a released chunk for the next one.
+    chunk_cache: Vec<Option<Chunk>>,
     kinds: Vec<SlabKind>,
-    heads: Vec<Vec<ClassHeads>>,
+    heads: Vec<[ClassHeads; CLASSES]>,
     slots: Vec<u32>,
     acct: Accounting,
+    live_blocks: usize,
+    live_objects: usize,
+    spares: usize,
     recent: [u64; RECENT_FREES],
     recent_next: usize,
     keep_spare: bool,
@@ -309,18 +482,25 @@ pub struct DeviceAllocator {
 impl DeviceAllocator {
     /// An empty allocator over `window` (whose start and length are multiples of 2 MiB).
     pub fn new(window: VaRange) -> Self {
-        // CAST: a window of at most 128 GiB has at most 65536 chunk slots.
+        // CAST: a window of at most 2 TiB has at most 2^20 chunk slots.
         let nslots = (window.len_bytes() / CHUNK_BYTES) as usize;
         Self {
             va: VaAllocator::new(window),
             window,
-            blocks: BTreeMap::new(),
+            blocks: Vec::new(),
+            free_block_ids: Vec::new(),
+            fine: Vec::new(),
+            free_fine: Vec::new(),
             chunks: Vec::new(),
             free_chunk_ids: Vec::new(),
+            chunk_cache: (0..CLASSES).map(|_| None).collect(),
             kinds: Vec::new(),
             heads: Vec::new(),
             slots: vec![0; nslots],
             acct: Accounting::default(),
+            live_blocks: 0,
+            live_objects: 0,
+            spares: 0,
             recent: [0; RECENT_FREES],
             recent_next: 0,
             keep_spare: false,
@@ -329,10 +509,12 @@ impl DeviceAllocator {
         }
     }
 
-    /// Whether to keep one empty chunk per slab class instead of giving it back at once.
+    /// Whether to keep one empty chunk per slab class instead of giving it back at once (see
+    /// the module docs: spares count as backed memory until released).
     ///
     /// Off by default, so that freed memory shows up as free immediately; on, an alloc/free loop
-    /// of a lone small object costs no backing calls.
+    /// of a lone small object costs no backing calls. Turning it off does not release the
+    /// spares already kept; [`Self::trim`] does.
     pub fn set_keep_spare(&mut self, keep: bool) {
         self.keep_spare = keep;
     }
@@ -344,7 +526,7 @@ impl DeviceAllocator {
 
     /// Number of live allocations (blocks and slab objects).
     pub fn live_count(&self) -> usize {
-        self.blocks.len() + self.chunks.iter().flatten().map(|(c, _)| c.used() as usize).sum::<usize>()
+        self.live_blocks + self.live_objects
     }
 
     /// Length of the largest free VA range of the window: no single allocation larger than
@@ -359,24 +541,25 @@ impl DeviceAllocator {
         let mut out: Vec<Segment> = self
             .blocks
             .iter()
-            .map(|(&base, b)| Segment {
-                base: DeviceAddr(base),
+            .flatten()
+            .map(|b| Segment {
+                base: DeviceAddr(b.base()),
                 len_bytes: b.pieces.va.len_bytes(),
                 backed_bytes: b.pieces.backed_bytes(),
                 page_size: b.pieces.first.1,
                 component: b.component,
                 is_slab: false,
-                blocks: vec![(base, b.usable)],
+                blocks: vec![(b.base(), b.usable)],
             })
             .collect();
-        for (chunk, k) in self.chunks.iter().flatten() {
-            let kind = self.kinds[*k as usize];
+        for rec in self.chunks.iter().flatten() {
+            let kind = self.kinds[rec.kind as usize];
             let mut blocks = Vec::new();
-            chunk.for_each_live(|a, u| blocks.push((a, u)));
+            rec.chunk.for_each_live(|a, u| blocks.push((a, u)));
             out.push(Segment {
-                base: DeviceAddr(chunk.base),
+                base: DeviceAddr(rec.chunk.base),
                 len_bytes: CHUNK_BYTES,
-                backed_bytes: CHUNK_BYTES,
+                backed_bytes: rec.backed,
                 page_size: kind.page,
                 component: kind.component,
                 is_slab: true,
@@ -387,6 +570,12 @@ impl DeviceAllocator {
         out
     }
 
+    /// Number of spare chunks kept.
+    pub fn spare_chunks(&self) -> usize {
+        self.spares
+    }
+
+    #[inline]
     fn slot_index(&self, addr: u64) -> Option<usize> {
         let off = addr.checked_sub(self.window.start().as_u64())?;
         // CAST: bounded by the slot count below.
@@ -394,17 +583,120 @@ impl DeviceAllocator {
         (i < self.slots.len()).then_some(i)
     }
 
-    fn chunk_at(&self, addr: u64) -> Option<u32> {
+    /// The record that owns the slot of `addr`, or the NORMAL_ONLY block that may contain it.
+    #[inline]
+    fn locate(&self, addr: u64) -> Option<Loc> {
         let e = self.slots[self.slot_index(addr)?];
-        (e & SLAB_FLAG != 0).then_some(e & !SLAB_FLAG)
+        if e & SLAB_FLAG != 0 {
+            return Some(Loc::Chunk(e & !SLAB_FLAG));
+        }
+        if e & BLOCK_FLAG != 0 {
+            return Some(Loc::Block(e & ID_MASK));
+        }
+        if e & FINE_FLAG == 0 {
+            return None;
+        }
+        let g = self.fine.get((e & ID_MASK) as usize)?;
+        // CAST: below GRANULES.
+        let i = ((addr % CHUNK_BYTES) / GRANULE_BYTES) as usize;
+        g.ids[i].iter().filter(|&&v| v != 0).map(|&v| v - 1).find_map(|id| {
+            let b = self.blocks.get(id as usize)?.as_ref()?;
+            b.pieces.va.contains(DeviceAddr(addr)).then_some(Loc::Block(id))
+        })
+    }
+
+    /// Records block `id` over `va` in the slot table (and granule tables), or with `add` false
+    /// takes it out.
+    fn record_block(&mut self, va: VaRange, id: u32, add: bool) {
+        let (Some(first), Some(last)) = (self.slot_index(va.start().as_u64()), self.slot_index(va.end() - 1))
+        else {
+            return;
+        };
+        let base = self.window.start().as_u64();
+        for s in first..=last {
+            // CAST: slot indices fit in u64.
+            let slot_start = base + s as u64 * CHUNK_BYTES;
+            let lo = va.start().as_u64().max(slot_start);
+            let hi = va.end().min(slot_start + CHUNK_BYTES);
+            if lo == slot_start && hi == slot_start + CHUNK_BYTES {
+                self.slots[s] = if add { id | BLOCK_FLAG } else { 0 };
+                continue;
+            }
+            let e = self.slots[s];
+            let f = if e & FINE_FLAG != 0 {
+                e & ID_MASK
+            } else if add {
+                let g = Granules { ids: [[0; 2]; GRANULES], blocks: 0 };
+                let f = match self.free_fine.pop() {
+                    Some(f) => {
+                        self.fine[f as usize] = g;
+                        f
+                    }
+                    None => {
+                        self.fine.push(g);
+                        // CAST: fewer than 2^29 slots.
+                        (self.fine.len() - 1) as u32
+                    }
+                };
+                self.slots[s] = f | FINE_FLAG;
+                f
+            } else {
+                continue;
+            };
+            let g = &mut self.fine[f as usize];
+            // CAST: below GRANULES.
+            let (gi, gj) = (
+                ((lo - slot_start) / GRANULE_BYTES) as usize,
+                ((hi - 1 - slot_start) / GRANULE_BYTES) as usize,
+            );
+            for entry in &mut g.ids[gi..=gj] {
+                if add {
+                    debug_assert!(entry.contains(&0), "a granule overlaps two blocks at most");
+                    if let Some(v) = entry.iter_mut().find(|v| **v == 0) {
+                        *v = id + 1;
+                    }
+                } else if let Some(v) = entry.iter_mut().find(|v| **v == id + 1) {
+                    *v = 0;
+                }
+            }
+            if add {
+                g.blocks += 1;
+            } else {
+                g.blocks -= 1;
+                if g.blocks == 0 {
+                    self.slots[s] = 0;
+                    self.free_fine.push(f);
+                }
+            }
+        }
     }
 
     /// Allocates `req`, charged to `component`.
     ///
+    /// When it would fail for lack of memory or VA while spare chunks are kept, the spares are
+    /// released and the allocation is tried once more.
+    ///
     /// # Errors
     ///
-    /// [`AllocError::OutOfVa`] or [`AllocError::Backing`]; nothing changes then.
+    /// [`AllocError::OutOfVa`] or [`AllocError::Backing`]; nothing changes then (apart from
+    /// spare chunks released).
     pub fn allocate<B: Backer>(
+        &mut self,
+        backer: &mut B,
+        req: &Request,
+        component: Component,
+    ) -> Result<DeviceAddr, AllocError> {
+        match self.allocate_once(backer, req, component) {
+            Err(e) if self.spares > 0 && is_pressure(&e) => {
+                self.trim(backer);
+                self.allocate_once(backer, req, component)
+            }
+            r => r,
+        }
+    }
+
+    #[inline]
+    fn allocate_once<B: Backer>(
         &mut self,
         backer: &mut B,
         req: &Request,
@@ -427,39 +719,89 @@ impl DeviceAllocator {
         let class = class_of(usable)
             .ok_or(AllocError::Backing(hal::Error::new(ErrorKind::InvalidArgument, "size")))?;
         let k = self.kind_index(kind);
-        let head = &self.heads[k][class];
-        let id = match head.partial.last().copied().or(head.spare) {
-            Some(id) => id,
-            None => self.new_chunk(backer, k, class)?,
+        let head = self.heads[k][class];
+        let id = if head.partial != NIL {
+            head.partial
+        } else if let Some(id) = head.spare {
+            self.heads[k][class].spare = None;
+            self.spares -= 1;
+            self.list_push(k, class, id);
+            id
+        } else {
+            self.new_chunk(backer, k, class)?
         };
-        let Some((chunk, _)) = self.chunks[id as usize].as_mut() else {
+        let Some(rec) = self.chunks[id as usize].as_mut() else {
             return Err(AllocError::Backing(hal::Error::new(ErrorKind::Internal, "chunk vanished")));
         };
-        let was_empty = chunk.is_empty();
+        // The slot may lie past the segments backed so far: back the next ones.
+        if let Some(end) = rec.chunk.next_end() {
+            while rec.backed < end {
+                let seg_end = rec.backed + SEGMENT_BYTES;
+                let seg = VaRange::try_new(DeviceAddr(rec.chunk.base + rec.backed), seg_end - rec.backed)
+                    .map_err(AllocError::Backing)?;
+                backer.back(seg, kind.page, kind.attrs).map_err(AllocError::Backing)?;
+                self.acct.backed.add(seg.len_bytes());
+                rec.backed = seg_end;
+            }
+        }
         // CAST: usable <= 64 KiB.
-        let Some(addr) = chunk.alloc(usable as u32) else {
+        let Some(addr) = rec.chunk.alloc(usable as u32) else {
             return Err(AllocError::Backing(hal::Error::new(ErrorKind::Internal, "chunk full")));
         };
-        let full = chunk.is_full();
-        let heads = &mut self.heads[k][class];
-        if was_empty && heads.spare == Some(id) {
-            heads.spare = None;
-            heads.partial.push(id);
+        if rec.chunk.is_full() {
+            self.list_unlink(k, class, id);
         }
-        if full {
-            heads.partial.retain(|&c| c != id);
-        }
+        self.live_objects += 1;
         self.acct.charge(kind.component, kind.class, usable);
         Ok(DeviceAddr(addr))
     }
 
+    /// Puts chunk `id` at the head of its class's list of chunks with free slots.
+    fn list_push(&mut self, k: usize, class: usize, id: u32) {
+        let head = self.heads[k][class].partial;
+        if let Some(rec) = self.chunks[id as usize].as_mut() {
+            rec.prev = NIL;
+            rec.next = head;
+            rec.listed = true;
+        }
+        if head != NIL {
+            if let Some(h) = self.chunks[head as usize].as_mut() {
+                h.prev = id;
+            }
+        }
+        self.heads[k][class].partial = id;
+    }
+
+    /// Takes chunk `id` off its class's list (when it is on it).
+    fn list_unlink(&mut self, k: usize, class: usize, id: u32) {
+        let Some(rec) = self.chunks[id as usize].as_mut() else { return };
+        if !rec.listed {
+            return;
+        }
+        let (prev, next) = (rec.prev, rec.next);
+        rec.listed = false;
+        rec.prev = NIL;
+        rec.next = NIL;
+        if prev == NIL {
+            self.heads[k][class].partial = next;
+        } else if let Some(p) = self.chunks[prev as usize].as_mut() {
+            p.next = next;
+        }
+        if next != NIL {
+            if let Some(n) = self.chunks[next as usize].as_mut() {
+                n.prev = prev;
+            }
+        }
+    }
+
     /// The index of `kind` in the kind table, added when new (there are a handful at most).
+    #[inline]
     fn kind_index(&mut self, kind: SlabKind) -> usize {
         match self.kinds.iter().position(|k| *k == kind) {
             Some(i) => i,
             None => {
                 self.kinds.push(kind);
-                self.heads.push((0..CLASSES).map(|_| ClassHeads::default()).collect());
+                self.heads.push([ClassHeads::default(); CLASSES]);
                 self.kinds.len() - 1
             }
         }
@@ -468,31 +810,53 @@ impl DeviceAllocator {
     fn new_chunk<B: Backer>(&mut self, backer: &mut B, k: usize, class: usize) -> Result<u32, AllocError> {
         let kind = self.kinds[k];
         let range = self.va.alloc(CHUNK_BYTES, CHUNK_BYTES).map_err(|_| AllocError::OutOfVa)?;
-        if let Err(e) = backer.back(range, kind.page, kind.attrs) {
+        let base = range.start().as_u64();
+        // A 2 MiB page backs the whole chunk; 4 KiB pages back its first segment for now.
+        let backed = if kind.page == PageSize::Normal { SEGMENT_BYTES } else { CHUNK_BYTES };
+        let first = VaRange::try_new(range.start(), backed).map_err(AllocError::Backing)?;
+        if let Err(e) = backer.back(first, kind.page, kind.attrs) {
             let _ = self.va.free(range);
             return Err(AllocError::Backing(e));
         }
-        let chunk = Chunk::new(range.start().as_u64(), class, kind.page as u8);
+        let chunk = match self.chunk_cache[class].take() {
+            Some(mut c) => {
+                c.reset(base, kind.page as u8);
+                c
+            }
+            None => Chunk::new(base, class, kind.page as u8),
+        };
         // CAST: a handful of kinds.
-        let entry = Some((chunk, k as u16));
+        let rec = Some(ChunkRec { chunk, backed, kind: k as u16, prev: NIL, next: NIL, listed: false });
         let id = match self.free_chunk_ids.pop() {
             Some(id) => {
-                self.chunks[id as usize] = entry;
+                self.chunks[id as usize] = rec;
                 id
             }
             None => {
-                self.chunks.push(entry);
-                // CAST: fewer than 2^31 chunks fit in any window.
+                self.chunks.push(rec);
+                // CAST: fewer than 2^30 chunks fit in any window.
                 (self.chunks.len() - 1) as u32
             }
         };
-        if let Some(i) = self.slot_index(range.start().as_u64()) {
+        if let Some(i) = self.slot_index(base) {
             // INVARIANT: the chunk owns its whole 2 MiB slot.
             self.slots[i] = id | SLAB_FLAG;
         }
-        self.acct.backed.add(CHUNK_BYTES);
-        self.heads[k][class].partial.push(id);
+        self.acct.backed.add(backed);
+        self.list_push(k, class, id);
         Ok(id)
+    }
+
+    /// A free block id, growing the table when none is left.
+    fn block_id(&mut self) -> u32 {
+        match self.free_block_ids.pop() {
+            Some(id) => id,
+            None => {
+                self.blocks.push(None);
+                // CAST: fewer than 2^30 blocks fit in any window.
+                (self.blocks.len() - 1) as u32
+            }
+        }
     }
 
     fn alloc_direct<B: Backer>(
@@ -541,8 +905,7 @@ impl DeviceAllocator {
                             }
                         }
                     }
-                    // No whole 2 MiB: a 4 KiB-page range (cannot happen above 1 MiB... unless
-                    // the request is between 1 and 2 MiB).
+                    // No whole 2 MiB (a request between 64 KiB and 2 MiB): 4 KiB pages.
                     Ok(None) => {
                         let r = mk(0, normal_len).map_err(bad)?;
                         backer.back(r, PageSize::Normal, req.attrs).map(|()| Pieces {
@@ -582,38 +945,51 @@ impl DeviceAllocator {
         };
         self.acct.backed.add(pieces.backed_bytes());
         self.acct.charge(component, req.class, req.usable_bytes);
-        // INVARIANT: backed and VA-allocated above.
-        self.blocks.insert(
-            start.as_u64(),
-            Block { usable: req.usable_bytes, attrs: req.attrs, component, class: req.class, pieces },
-        );
+        let block = Block { usable: req.usable_bytes, attrs: req.attrs, component, class: req.class, pieces };
+        let id = self.block_id();
+        // INVARIANT: backed and VA-allocated above; recorded where `locate` looks.
+        self.blocks[id as usize] = Some(block);
+        self.record_block(va, id, true);
+        self.live_blocks += 1;
         Ok(start)
     }
 
-    /// The live allocation containing `addr`.
-    pub fn find(&self, addr: DeviceAddr) -> Option<Info> {
-        if let Some(id) = self.chunk_at(addr.as_u64()) {
-            let (chunk, k) = self.chunks.get(id as usize)?.as_ref()?;
-            let kind = self.kinds[*k as usize];
-            let (base, usable) = chunk.object_at(addr.as_u64())?;
-            return Some(Info {
-                base: DeviceAddr(base),
-                usable_bytes: usable,
-                page_size: kind.page,
-                attrs: kind.attrs,
-                component: kind.component,
-                is_slab: true,
-            });
-        }
-        let (&start, b) = self.blocks.range(..=addr.as_u64()).next_back()?;
-        b.pieces.va.contains(addr).then_some(Info {
-            base: DeviceAddr(start),
+    fn block_info(b: &Block) -> Info {
+        Info {
+            base: b.pieces.va.start(),
             usable_bytes: b.usable,
             page_size: b.pieces.first.1,
             attrs: b.attrs,
             component: b.component,
             is_slab: false,
-        })
+        }
+    }
+
+    fn chunk_info(&self, rec: &ChunkRec, base: u64, usable: u64) -> Info {
+        let kind = self.kinds[usize::from(rec.kind)];
+        Info {
+            base: DeviceAddr(base),
+            usable_bytes: usable,
+            page_size: kind.page,
+            attrs: kind.attrs,
+            component: kind.component,
+            is_slab: true,
+        }
+    }
+
+    /// The live allocation containing `addr`.
+    pub fn find(&self, addr: DeviceAddr) -> Option<Info> {
+        match self.locate(addr.as_u64())? {
+            Loc::Chunk(id) => {
+                let rec = self.chunks.get(id as usize)?.as_ref()?;
+                let (base, usable) = rec.chunk.object_at(addr.as_u64())?;
+                Some(self.chunk_info(rec, base, usable))
+            }
+            Loc::Block(id) => {
+                let b = self.blocks.get(id as usize)?.as_ref()?;
+                b.pieces.va.contains(addr).then(|| Self::block_info(b))
+            }
+        }
     }
 
     /// Whether `[addr, addr + len_bytes)` lies inside one live allocation's usable bytes.
@@ -621,6 +997,15 @@ impl DeviceAllocator {
         let Some(info) = self.find(addr) else { return false };
         let Some(end) = addr.as_u64().checked_add(len_bytes) else { return false };
         end <= info.base.as_u64() + info.usable_bytes
+    }
+
+    /// Why `base`, which names no live allocation, is not one.
+    fn not_live(&self, base: DeviceAddr) -> NotLive {
+        if base.as_u64() != 0 && self.recent.contains(&base.as_u64()) {
+            NotLive::Freed
+        } else {
+            NotLive::Unknown
+        }
     }
 
     /// The live allocation starting exactly at `base`.
@@ -632,8 +1017,7 @@ impl DeviceAllocator {
         match self.find(base) {
             Some(i) if i.base == base => Ok(i),
             Some(i) => Err(NotLive::Interior { base: i.base }),
-            None if base.as_u64() != 0 && self.recent.contains(&base.as_u64()) => Err(NotLive::Freed),
-            None => Err(NotLive::Unknown),
+            None => Err(self.not_live(base)),
         }
     }
 
@@ -644,85 +1028,161 @@ impl DeviceAllocator {
     /// [`FreeError::NotLive`] when `base` is not a live allocation base;
     /// [`FreeError::Backing`] when the backer refused to unback (a bug below). Nothing changes.
     pub fn free<B: Backer>(&mut self, backer: &mut B, base: DeviceAddr) -> Result<Info, FreeError> {
-        let info = self.get(base).map_err(FreeError::NotLive)?;
-        if info.is_slab {
-            self.free_slab(backer, base)?;
-        } else {
-            let b = self.blocks.get(&base.as_u64()).copied().ok_or(FreeError::NotLive(NotLive::Unknown))?;
-            if let Some(t) = b.pieces.tail {
-                backer.unback(t).map_err(FreeError::Backing)?;
-            }
-            if let Err(e) = backer.unback(b.pieces.first.0) {
-                // Put the tail back so that nothing changed.
-                if let Some(t) = b.pieces.tail {
-                    let _ = backer.back(t, PageSize::Normal, b.attrs);
-                }
-                return Err(FreeError::Backing(e));
-            }
-            let _ = self.va.free(b.pieces.va);
-            self.blocks.remove(&base.as_u64());
-            self.acct.backed.sub(b.pieces.backed_bytes());
-            self.acct.refund(b.component, b.class, b.usable);
-        }
-        self.recent[self.recent_next] = base.as_u64();
+        let addr = base.as_u64();
+        let info = match self.locate(addr) {
+            Some(Loc::Chunk(id)) => self.free_slab(backer, id, base)?,
+            Some(Loc::Block(id)) => self.free_block(backer, id, base)?,
+            None => return Err(FreeError::NotLive(self.not_live(base))),
+        };
+        self.recent[self.recent_next] = addr;
         self.recent_next = (self.recent_next + 1) % RECENT_FREES;
         Ok(info)
     }
 
-    fn free_slab<B: Backer>(&mut self, backer: &mut B, base: DeviceAddr) -> Result<(), FreeError> {
-        let id = self.chunk_at(base.as_u64()).ok_or(FreeError::NotLive(NotLive::Unknown))?;
-        let Some((chunk, k)) = self.chunks[id as usize].as_mut() else {
+    fn free_block<B: Backer>(
+        &mut self,
+        backer: &mut B,
+        id: u32,
+        base: DeviceAddr,
+    ) -> Result<Info, FreeError> {
+        let Some(b) = self.blocks.get(id as usize).copied().flatten() else {
+            return Err(FreeError::NotLive(self.not_live(base)));
+        };
+        if b.base() != base.as_u64() {
+            return Err(FreeError::NotLive(if b.pieces.va.contains(base) {
+                NotLive::Interior { base: b.pieces.va.start() }
+            } else {
+                self.not_live(base)
+            }));
+        }
+        if let Some(t) = b.pieces.tail {
+            backer.unback(t).map_err(FreeError::Backing)?;
+        }
+        if let Err(e) = backer.unback(b.pieces.first.0) {
+            // Put the tail back so that nothing changed.
+            if let Some(t) = b.pieces.tail {
+                let _ = backer.back(t, PageSize::Normal, b.attrs);
+            }
+            return Err(FreeError::Backing(e));
+        }
+        let _ = self.va.free(b.pieces.va);
+        self.record_block(b.pieces.va, id, false);
+        self.blocks[id as usize] = None;
+        self.free_block_ids.push(id);
+        self.live_blocks -= 1;
+        self.acct.backed.sub(b.pieces.backed_bytes());
+        self.acct.refund(b.component, b.class, b.usable);
+        Ok(Self::block_info(&b))
+    }
+
+    fn free_slab<B: Backer>(&mut self, backer: &mut B, id: u32, base: DeviceAddr) -> Result<Info, FreeError> {
+        let Some(rec) = self.chunks.get_mut(id as usize).and_then(Option::as_mut) else {
             return Err(FreeError::NotLive(NotLive::Unknown));
         };
-        let k = *k as usize;
-        let slot = chunk.slot_of(base.as_u64()).map_err(|e| {
-            FreeError::NotLive(match e {
-                SlotError::Interior { base } => NotLive::Interior { base: DeviceAddr(base) },
-                _ => NotLive::Unknown,
-            })
-        })?;
+        let slot = match rec.chunk.slot_of(base.as_u64()) {
+            Ok(slot) => slot,
+            Err(SlotError::Interior { base }) => {
+                return Err(FreeError::NotLive(NotLive::Interior { base: DeviceAddr(base) }))
+            }
+            Err(_) => return Err(FreeError::NotLive(self.not_live(base))),
+        };
+        let k = usize::from(rec.kind);
+        let was_full = rec.chunk.is_full();
+        let usable = rec.chunk.free(slot);
+        let empty = rec.chunk.is_empty();
+        let class = usize::from(rec.chunk.class);
         let kind = self.kinds[k];
-        let was_full = chunk.is_full();
-        let usable = chunk.free(slot);
-        let empty = chunk.is_empty();
-        let class = chunk.class as usize;
+        let info = Info {
+            base,
+            usable_bytes: usable,
+            page_size: kind.page,
+            attrs: kind.attrs,
+            component: kind.component,
+            is_slab: true,
+        };
+        self.live_objects -= 1;
         self.acct.refund(kind.component, kind.class, usable);
-        let heads = &mut self.heads[k][class];
         if was_full {
-            heads.partial.push(id);
+            self.list_push(k, class, id);
+        }
+        if kind.page == PageSize::Normal {
+            self.shrink_chunk(backer, id).map_err(FreeError::Backing)?;
         }
         if empty {
-            heads.partial.retain(|&c| c != id);
-            if self.keep_spare && heads.spare.is_none() {
-                heads.spare = Some(id);
-            } else {
-                self.release_chunk(backer, id).map_err(FreeError::Backing)?;
+            self.list_unlink(k, class, id);
+            if self.keep_spare && self.heads[k][class].spare.is_none() {
+                self.heads[k][class].spare = Some(id);
+                self.spares += 1;
+            } else if let Err(e) = self.release_chunk(backer, id).map(|_| ()) {
+                // Keep the chunk listed so that nothing is lost; the object is freed.
+                self.list_push(k, class, id);
+                return Err(FreeError::Backing(e));
             }
         }
+        Ok(info)
+    }
+
+    /// Unbacks the segments at the top of 4 KiB-page chunk `id` that no live object overlaps,
+    /// keeping the first (the chunk itself goes when it empties).
+    fn shrink_chunk<B: Backer>(&mut self, backer: &mut B, id: u32) -> Result<(), hal::Error> {
+        let Some(rec) = self.chunks[id as usize].as_mut() else { return Ok(()) };
+        while rec.backed > SEGMENT_BYTES {
+            let start = rec.backed - SEGMENT_BYTES;
+            // CAST: below SEGMENTS.
+            if rec.chunk.segment_live((start / SEGMENT_BYTES) as usize) != 0 {
+                break;
+            }
+            backer.unback(VaRange::try_new(DeviceAddr(rec.chunk.base + start), SEGMENT_BYTES)?)?;
+            self.acct.backed.sub(SEGMENT_BYTES);
+            rec.backed = start;
+        }
         Ok(())
     }
 
-    fn release_chunk<B: Backer>(&mut self, backer: &mut B, id: u32) -> Result<(), hal::Error> {
-        let Some((chunk, _)) = self.chunks[id as usize].as_ref() else { return Ok(()) };
-        let range = VaRange::try_new(DeviceAddr(chunk.base), CHUNK_BYTES)?;
-        backer.unback(range)?;
+    /// Unbacks chunk `id` segment by segment (from the top, so that a failure leaves the rest
+    /// consistent), frees its VA and its id; returns the bytes released.
+    fn release_chunk<B: Backer>(&mut self, backer: &mut B, id: u32) -> Result<u64, hal::Error> {
+        let Some(rec) = self.chunks[id as usize].as_mut() else { return Ok(0) };
+        let base = rec.chunk.base;
+        let whole = rec.backed == CHUNK_BYTES && self.kinds[usize::from(rec.kind)].page != PageSize::Normal;
+        let released = rec.backed;
+        while rec.backed > 0 {
+            let start = if whole { 0 } else { rec.backed - SEGMENT_BYTES };
+            let seg = VaRange::try_new(DeviceAddr(base + start), rec.backed - start)?;
+            backer.unback(seg)?;
+            self.acct.backed.sub(seg.len_bytes());
+            rec.backed = start;
+        }
+        let range = VaRange::try_new(DeviceAddr(base), CHUNK_BYTES)?;
         let _ = self.va.free(range);
-        if let Some(i) = self.slot_index(chunk.base) {
+        if let Some(i) = self.slot_index(base) {
             self.slots[i] = 0;
         }
-        self.chunks[id as usize] = None;
+        if let Some(rec) = self.chunks[id as usize].take() {
+            let class = usize::from(rec.chunk.class);
+            if self.chunk_cache[class].is_none() && rec.chunk.is_empty() {
+                self.chunk_cache[class] = Some(rec.chunk);
+            }
+        }
         self.free_chunk_ids.push(id);
-        self.acct.backed.sub(CHUNK_BYTES);
-        Ok(())
+        Ok(released)
     }
 
-    /// Gives back every empty chunk kept for reuse; returns the bytes released.
+    /// Gives back every spare chunk kept for reuse; returns the bytes released.
     pub fn trim<B: Backer>(&mut self, backer: &mut B) -> u64 {
-        let spares: Vec<u32> = self.heads.iter_mut().flatten().filter_map(|h| h.spare.take()).collect();
         let mut released = 0;
-        for id in spares {
-            if self.release_chunk(backer, id).is_ok() {
-                released += CHUNK_BYTES;
+        for k in 0..self.heads.len() {
+            for class in 0..CLASSES {
+                if let Some(id) = self.heads[k][class].spare.take() {
+                    self.spares -= 1;
+                    if let Ok(bytes) = self.release_chunk(backer, id) {
+                        released += bytes;
+                    } else {
+                        // Still backed: keep it as the spare.
+                        self.heads[k][class].spare = Some(id);
+                        self.spares += 1;
+                    }
+                }
             }
         }
         released
@@ -827,16 +1287,22 @@ impl DeviceAllocator {
             }
         }
         let n = self.live_count();
-        let blocks: Vec<u64> = self.blocks.keys().copied().collect();
+        let blocks: Vec<u64> = self.blocks.iter().flatten().map(Block::base).collect();
         for b in blocks {
             let _ = self.free(backer, DeviceAddr(b));
         }
-        let ids: Vec<u32> =
-            (0..self.chunks.len()).filter(|&i| self.chunks[i].is_some()).map(|i| i as u32).collect();
-        for id in ids {
-            let _ = self.release_chunk(backer, id);
+        for id in 0..self.chunks.len() {
+            if let Some(rec) = self.chunks[id].as_mut() {
+                // The objects die with the device; the chunk then goes back empty.
+                let chunk = Chunk::new(rec.chunk.base, usize::from(rec.chunk.class), rec.chunk.kind);
+                rec.chunk = chunk;
+                // CAST: chunk ids fit in u32.
+                let _ = self.release_chunk(backer, id as u32);
+            }
         }
-        self.heads.iter_mut().flatten().for_each(|h| *h = ClassHeads::default());
+        self.heads.iter_mut().for_each(|h| *h = [ClassHeads::default(); CLASSES]);
+        self.spares = 0;
+        self.live_objects = 0;
         self.acct.live = Usage { current: 0, peak: self.acct.live.peak };
         for (_, u) in &mut self.acct.components {
             u.current = 0;
@@ -863,6 +1329,14 @@ impl From<Error> for AllocError {
             Error::OutOfVa => AllocError::OutOfVa,
             other => AllocError::Backing(other.into()),
         }
+    }
+}
+
+/// Whether an allocation failed for lack of memory or VA (so that releasing spares may help).
+fn is_pressure(e: &AllocError) -> bool {
+    match e {
+        AllocError::OutOfVa => true,
+        AllocError::Backing(e) => e.kind() == ErrorKind::OutOfMemory,
     }
 }
 
@@ -945,7 +1419,8 @@ mod tests {
         let r = req(100, NORMAL_ONLY);
         let xs: Vec<DeviceAddr> = (0..100).map(|_| a.allocate(&mut b, &r, APP).unwrap()).collect();
         assert!(xs.iter().all(|x| x.is_aligned(64)));
-        assert_eq!(b.frames.info().total_bytes - b.frames.info().free_bytes, 2 * MIB, "one chunk");
+        let used = |b: &FrameBacker| b.frames.info().total_bytes - b.frames.info().free_bytes;
+        assert_eq!(used(&b), 64 << 10, "the first 64 KiB segment of one chunk");
         assert_eq!(a.accounting().live.current, 100 * 160);
         assert_eq!(a.get(DeviceAddr(xs[3].as_u64() + 64)), Err(NotLive::Interior { base: xs[3] }));
         for x in &xs {
@@ -953,13 +1428,14 @@ mod tests {
         }
         assert_eq!(a.free(&mut b, xs[99]), Err(FreeError::NotLive(NotLive::Freed)));
         assert_eq!(a.accounting().live.current, 0);
-        assert_eq!(a.accounting().overhead(), 2 * MIB, "one empty chunk is kept");
-        assert_eq!(a.trim(&mut b), 2 * MIB);
+        assert_eq!(a.accounting().overhead(), 64 << 10, "one empty chunk is kept");
+        assert_eq!(a.spare_chunks(), 1);
+        assert_eq!(a.trim(&mut b), 64 << 10);
         assert_eq!(b.frames.info().free_bytes, 64 * MIB);
         // Without a spare, the chunk goes back with its last object.
         a.set_keep_spare(false);
         let x = a.allocate(&mut b, &r, APP).unwrap();
-        assert_eq!(b.frames.info().free_bytes, 62 * MIB);
+        assert_eq!(b.frames.info().free_bytes, 64 * MIB - (64 << 10));
         a.free(&mut b, x).unwrap();
         assert_eq!(b.frames.info().free_bytes, 64 * MIB);
         assert_eq!(a.accounting().backed.current, 0);
@@ -979,13 +1455,102 @@ mod tests {
         let d = segs.iter().find(|s| !s.is_slab).unwrap();
         assert_eq!((d.base, d.component, d.blocks.clone()), (big, APP, vec![(big.as_u64(), 3 * MIB + 32)]));
         let c = segs.iter().find(|s| s.is_slab).unwrap();
-        assert_eq!((c.len_bytes, c.backed_bytes, c.component), (CHUNK_BYTES, CHUNK_BYTES, 7));
+        assert_eq!((c.len_bytes, c.component), (CHUNK_BYTES, 7));
+        // A 4 KiB-page chunk is backed one segment at a time.
+        assert_eq!(c.backed_bytes, SEGMENT_BYTES);
         assert_eq!(c.blocks, vec![(s1.as_u64(), 160), (s2.as_u64(), 160)]);
         let backed: u64 = segs.iter().map(|s| s.backed_bytes).sum();
         assert_eq!(backed, a.accounting().backed.current);
         assert!(a.largest_free_va() < 64 << 30);
         a.free(&mut b, s1).unwrap();
         assert_eq!(a.segments().iter().find(|s| s.is_slab).unwrap().blocks, vec![(s2.as_u64(), 160)]);
+    }
+
+    #[test]
+    fn chunks_are_backed_by_segments_and_shrink_from_the_top() {
+        let (mut a, mut b) = setup(64 * MIB, 32 * MIB, 0);
+        let used = |b: &FrameBacker| b.frames.info().total_bytes - b.frames.info().free_bytes;
+        // 64 KiB objects: one per segment, so each object brings in its segment.
+        let r = req(60 << 10, NORMAL_ONLY);
+        let mut xs = Vec::new();
+        for i in 1..=32 {
+            xs.push(a.allocate(&mut b, &r, APP).unwrap());
+            assert_eq!(used(&b), i * (64 << 10));
+        }
+        assert_eq!(a.accounting().backed.current, 2 * MIB);
+        assert_eq!(b.backed_ranges(), 32, "one backing call per segment");
+        // A hole in the middle stays backed; the top goes as soon as nothing overlaps it.
+        a.free(&mut b, xs[10]).unwrap();
+        assert_eq!(used(&b), 2 * MIB);
+        a.free(&mut b, xs[31]).unwrap();
+        assert_eq!(used(&b), 2 * MIB - (64 << 10));
+        // The lowest free slot is reused first: the hole, with no backing call.
+        let again = a.allocate(&mut b, &r, APP).unwrap();
+        assert_eq!(again, xs[10]);
+        assert_eq!(used(&b), 2 * MIB - (64 << 10));
+        xs[10] = again;
+        for x in xs.drain(..31) {
+            a.free(&mut b, x).unwrap();
+        }
+        assert_eq!(used(&b), 0);
+        assert_eq!(b.backed_ranges(), 0);
+        // A HUGE_ONLY chunk is one 2 MiB page from the start.
+        let h = a.allocate(&mut b, &req(100, HUGE_ONLY), APP).unwrap();
+        assert_eq!(used(&b), 2 * MIB);
+        a.free(&mut b, h).unwrap();
+        assert_eq!(used(&b), 0);
+    }
+
+    #[test]
+    fn blocks_sharing_a_slot_are_found_by_any_address() {
+        let (mut a, mut b) = setup(64 * MIB, 0, 0);
+        // 4 KiB-aligned blocks of 100 KiB and 3 MiB: they share slots with their neighbours.
+        let r = req(100 << 10, NORMAL_ONLY);
+        let xs: Vec<DeviceAddr> = (0..25).map(|_| a.allocate(&mut b, &r, APP).unwrap()).collect();
+        let big = a.allocate(&mut b, &req(3 * MIB, NORMAL_ONLY), APP).unwrap();
+        assert!(xs.windows(2).all(|w| w[1].as_u64() - w[0].as_u64() == 104 << 10), "packed at 4 KiB");
+        let at = |p: DeviceAddr, off: u64| DeviceAddr(p.as_u64() + off);
+        for &x in xs.iter().chain([&big]) {
+            let usable = a.find(x).unwrap().usable_bytes;
+            for off in [0, 1, 64 << 10, usable - 1] {
+                assert_eq!(a.find(at(x, off)).map(|i| i.base), Some(x), "{x:?} + {off}");
+            }
+        }
+        assert_eq!(
+            a.free(&mut b, at(xs[7], 70 << 10)),
+            Err(FreeError::NotLive(NotLive::Interior { base: xs[7] }))
+        );
+        a.free(&mut b, xs[7]).unwrap();
+        assert_eq!(a.find(at(xs[7], 10)), None);
+        assert_eq!(a.get(xs[7]), Err(NotLive::Freed));
+        assert_eq!(a.find(at(xs[6], 100 << 10)).map(|i| i.base), Some(xs[6]));
+        assert_eq!(a.find(xs[8]).map(|i| i.base), Some(xs[8]));
+        for x in xs.iter().enumerate().filter(|(i, _)| *i != 7).map(|(_, x)| *x).chain([big]) {
+            a.free(&mut b, x).unwrap();
+        }
+        assert_eq!(a.live_count(), 0);
+        assert_eq!(b.frames.info().free_bytes, 64 * MIB);
+        assert!(a.slots.iter().all(|&e| e == 0), "every slot entry is cleared");
+        assert_eq!(a.free_fine.len(), a.fine.len(), "every granule table is free for reuse");
+    }
+
+    #[test]
+    fn memory_pressure_releases_spares() {
+        let (mut a, mut b) = setup(4 * MIB, 0, 0);
+        a.set_keep_spare(true);
+        // Two spare chunks of different classes hold 128 KiB.
+        for size in [100, 5000] {
+            let x = a.allocate(&mut b, &req(size, NORMAL_ONLY), APP).unwrap();
+            a.free(&mut b, x).unwrap();
+        }
+        assert_eq!(a.spare_chunks(), 2);
+        assert_eq!(b.frames.info().free_bytes, 4 * MIB - (128 << 10));
+        // 4 MiB minus 64 KiB fits only once the spares are gone.
+        let big = a.allocate(&mut b, &req(4 * MIB - (64 << 10) - 64, NORMAL_ONLY), APP).unwrap();
+        assert_eq!(a.spare_chunks(), 0);
+        assert_eq!(a.accounting().backed.current, 4 * MIB - (64 << 10));
+        a.free(&mut b, big).unwrap();
+        assert_eq!(b.frames.info().free_bytes, 4 * MIB);
     }
 
     #[test]

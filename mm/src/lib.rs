@@ -11,8 +11,9 @@
 //!
 //! # Design rules
 //!
-//! - `no_std` unconditionally, with `alloc` for the ordered maps that index free space; the same
-//!   code runs in device firmware (`aarch64-unknown-none`) and inside the software NPU.
+//! - `no_std` unconditionally, with `alloc` for tables sized up front or grown by doubling (the
+//!   allocators' hot paths allocate nothing on the heap in steady state); the same code runs in
+//!   device firmware (`aarch64-unknown-none`) and inside the software NPU.
 //! - Every operation is all or nothing: a failed call leaves the allocator exactly as it was.
 //! - Errors are the small [`Error`] enum with stable numbers; [`hal::Error`] is reached through
 //!   an explicit `From` impl.
@@ -22,6 +23,7 @@
 
 extern crate alloc;
 
+mod addr_map;
 pub mod device;
 pub mod error;
 pub mod heap;

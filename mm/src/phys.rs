@@ -8,33 +8,43 @@
 //! # Algorithm
 //!
 //! A binary buddy allocator over 4 KiB frames with orders 0 (4 KiB) to [`MAX_ORDER`] (18, 1 GiB).
-//! Each order has a free list ordered by frame number (a `BTreeSet`), so the lowest block of an
-//! order is taken first and a buddy is found or removed in O(log n). The initial free memory is
-//! the largest aligned blocks covering `[0, total)`.
+//! The free blocks of each order are one bit each in a hierarchical bitmap (64-way summary words
+//! above the leaf words), so the lowest free block of an order is found, and a buddy tested,
+//! taken or put back, in O(log64 n) word operations; a count per order answers capacity
+//! questions in O(19). What is allocated is one bit per page of each page size (per 4 KiB frame,
+//! per 2 MiB, per 1 GiB), which frees and claims check a word (64 pages) at a time. All of this
+//! storage is sized once by [`FrameAllocator::new`] (about 3 bits per frame: 1.5 MiB for 16 GiB
+//! of HBM) and no operation allocates on the heap, apart from the [`Vec`] that
+//! [`FrameAllocator::alloc_pages`] returns; [`FrameAllocator::alloc_pages_into`] writes into the
+//! caller's buffer instead. The initial free memory is the largest aligned blocks covering
+//! `[0, total)`.
 //!
-//! - Normal (4 KiB) allocations take blocks greedily: the largest free block not larger than
-//!   what remains; when every free block is larger, the smallest larger block is split and only
-//!   its low part is taken. They therefore succeed whenever enough bytes are free, however
-//!   fragmented, and come back as few physically contiguous runs as possible.
+//! - An allocation of `count` pages takes one block: the lowest free block of the smallest order
+//!   that holds all of them (splitting a larger block when needed), keeping the low part and
+//!   giving the rest back. It is one physically contiguous run whenever any free block is large
+//!   enough.
+//! - When none is (fragmented memory), normal (4 KiB) allocations take blocks greedily: the
+//!   largest free block not larger than what remains; when every free block is larger, the
+//!   smallest larger block is split and only its low part is taken. They therefore succeed
+//!   whenever enough bytes are free, however fragmented, as few runs as possible.
 //! - Huge (2 MiB) and giant (1 GiB) allocations do the same restricted to blocks of order 9 or
 //!   18 and above, so every piece is aligned to and a multiple of its page size. They are also
 //!   limited by a budget of bytes that may be in use as that page size.
-//! - Frees validate every run against an allocation record (a `BTreeMap` from first frame to
-//!   length and page size) before changing anything, then merge freed blocks with free buddies.
+//! - Frees check every page of every run against the allocation bits of that page size before
+//!   anything is given back (all or nothing), then merge freed blocks with free buddies.
 //!
 //! # Complexity
 //!
-//! With `n` free blocks or records and 19 orders: an allocation costs O(k · (19 + log n)) for
-//! `k` blocks taken (k is at most about 19 per power of two in the request for a fresh
-//! allocator, and bounded by the number of free blocks when fragmented), plus O(19) to check
-//! capacity. A free costs O(r log r) to sort its `r` runs, O(log n) per allocation record a run
-//! touches to validate, and O(19 · log n) per buddy block released. [`FrameAllocator::info`] is
-//! O(19).
+//! With `L` = log64 of the frame count (at most 6) and 19 orders: an allocation that fits one
+//! block costs O(19 + L · 19) (find, split, give back the unused part), plus O(pages / 64) to
+//! mark its pages; a fragmented one O(k · (19 + L)) for `k` blocks taken. A free costs
+//! O(pages / 64) to check and clear its pages and O(19 · L) per buddy block released.
+//! [`FrameAllocator::info`] is O(19).
 //!
 //! Frame arithmetic inside the allocator is bounded by its invariants (every frame number is
 //! below `total_frames` ≤ 2^36), so only values that come from callers are checked explicitly.
 
-use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::vec;
 use alloc::vec::Vec;
 
 use hal::{MemoryInfo, PageSize};
@@ -51,8 +61,8 @@ pub const MAX_ORDER: u32 = 18;
 const ORDERS: usize = MAX_ORDER as usize + 1;
 /// The largest HBM size [`FrameAllocator::new`] accepts: 256 TiB.
 ///
-/// The bound keeps every byte offset and frame count far from overflow and the initial free
-/// lists small (at most 2^18 blocks of 1 GiB).
+/// The bound keeps every byte offset and frame count far from overflow. The allocator's own
+/// storage is about 3 bits per 4 KiB frame.
 pub const MAX_TOTAL_BYTES: u64 = 1 << 48;
 
 /// The buddy order of one page of `page` size.
@@ -65,7 +75,7 @@ const fn order_frames(order: u32) -> u64 {
     1 << order
 }
 
-/// The free-list index of `order` (always below [`ORDERS`]).
+/// The index of `order` (always below [`ORDERS`]).
 const fn slot(order: u32) -> usize {
     // CAST: order <= MAX_ORDER, so it fits in usize.
     order as usize
@@ -75,6 +85,141 @@ const fn slot(order: u32) -> usize {
 fn largest_block(frame: u64, avail: u64) -> u32 {
     let align = if frame == 0 { MAX_ORDER } else { frame.trailing_zeros().min(MAX_ORDER) };
     align.min(avail.max(1).ilog2())
+}
+
+/// `usize` of a bit or word index (bounded by the storage `new` allocated).
+#[inline]
+fn ix(i: u64) -> usize {
+    // CAST: every index is below a length that was allocated as a Vec.
+    i as usize
+}
+
+/// A flat bitmap with range operations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Bits {
+    words: Vec<u64>,
+}
+
+impl Bits {
+    fn new(bits: u64) -> Self {
+        Self { words: vec![0; ix(bits.div_ceil(64))] }
+    }
+
+    /// Calls `f(word index, mask)` for the words covering bits `[lo, hi)`.
+    #[inline]
+    fn spans(lo: u64, hi: u64, mut f: impl FnMut(usize, u64) -> bool) -> bool {
+        let mut i = lo;
+        while i < hi {
+            let w = i / 64;
+            let b = i % 64;
+            let n = (64 - b).min(hi - i);
+            let mask = if n == 64 { u64::MAX } else { ((1u64 << n) - 1) << b };
+            if !f(ix(w), mask) {
+                return false;
+            }
+            i += n;
+        }
+        true
+    }
+
+    fn all_set(&self, lo: u64, hi: u64) -> bool {
+        Self::spans(lo, hi, |w, m| self.words[w] & m == m)
+    }
+
+    fn none_set(&self, lo: u64, hi: u64) -> bool {
+        Self::spans(lo, hi, |w, m| self.words[w] & m == 0)
+    }
+
+    fn set_range(&mut self, lo: u64, hi: u64) {
+        let words = &mut self.words;
+        Self::spans(lo, hi, |w, m| {
+            words[w] |= m;
+            true
+        });
+    }
+
+    fn clear_range(&mut self, lo: u64, hi: u64) {
+        let words = &mut self.words;
+        Self::spans(lo, hi, |w, m| {
+            words[w] &= !m;
+            true
+        });
+    }
+}
+
+/// A bitmap with summary levels: bit `j` of level `k + 1` is set when word `j` of level `k` is
+/// non-zero, up to a single top word, so the lowest set bit is found in one pass down. The levels
+/// are stored one after another in one vector, leaf level first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct BitTree {
+    words: Vec<u64>,
+    /// Where each level starts in `words`; `depth` levels are used.
+    offsets: [usize; 8],
+    depth: usize,
+}
+
+impl BitTree {
+    fn new(bits: u64) -> Self {
+        let mut offsets = [0; 8];
+        let mut depth = 0;
+        let mut total = 0;
+        let mut n = bits.max(1);
+        loop {
+            let words = ix(n.div_ceil(64));
+            offsets[depth] = total;
+            total += words;
+            depth += 1;
+            if words == 1 {
+                break;
+            }
+            n = words as u64;
+        }
+        Self { words: vec![0; total], offsets, depth }
+    }
+
+    #[inline]
+    fn test(&self, i: u64) -> bool {
+        self.words[ix(i / 64)] & (1 << (i % 64)) != 0
+    }
+
+    #[inline]
+    fn set(&mut self, mut i: u64) {
+        for l in 0..self.depth {
+            let w = &mut self.words[self.offsets[l] + ix(i / 64)];
+            let was = *w;
+            *w |= 1 << (i % 64);
+            if was != 0 {
+                return;
+            }
+            i /= 64;
+        }
+    }
+
+    #[inline]
+    fn clear(&mut self, mut i: u64) {
+        for l in 0..self.depth {
+            let w = &mut self.words[self.offsets[l] + ix(i / 64)];
+            *w &= !(1 << (i % 64));
+            if *w != 0 {
+                return;
+            }
+            i /= 64;
+        }
+    }
+
+    /// The lowest set bit.
+    #[inline]
+    fn first(&self) -> Option<u64> {
+        let mut i = 0u64;
+        for l in (0..self.depth).rev() {
+            let w = self.words[self.offsets[l] + ix(i)];
+            if w == 0 {
+                return None;
+            }
+            i = i * 64 + u64::from(w.trailing_zeros());
+        }
+        Some(i)
+    }
 }
 
 /// How much HBM a device has and how much of it may be used as huge or giant pages.
@@ -89,7 +234,7 @@ pub struct PhysConfig {
 }
 
 /// A physically contiguous piece of HBM: a byte offset and a length.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PhysRun {
     /// Byte offset into the device's HBM.
     pub offset: u64,
@@ -104,13 +249,52 @@ impl PhysRun {
     }
 }
 
-/// One allocation record: a run of frames that is allocated with one page size.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Extent {
-    /// Length in frames (never zero).
-    frames: u64,
-    /// The page size the frames were allocated with.
-    page: PageSize,
+/// Where an allocation writes its runs (frame spans, coalesced).
+trait Sink {
+    /// Appends a span; `false` when there is no room (the allocation is then undone).
+    fn push(&mut self, start: u64, frames: u64) -> bool;
+    /// The spans written so far.
+    fn written(&self) -> &[PhysRun];
+    /// The spans written so far, to rewrite in place.
+    fn written_mut(&mut self) -> &mut [PhysRun];
+}
+
+/// Runs written into a caller's slice.
+struct SliceSink<'a> {
+    out: &'a mut [PhysRun],
+    n: usize,
+}
+
+impl Sink for SliceSink<'_> {
+    fn push(&mut self, start: u64, frames: u64) -> bool {
+        let Some(slot) = self.out.get_mut(self.n) else { return false };
+        *slot = PhysRun { offset: start, len_bytes: frames };
+        self.n += 1;
+        true
+    }
+
+    fn written(&self) -> &[PhysRun] {
+        &self.out[..self.n]
+    }
+
+    fn written_mut(&mut self) -> &mut [PhysRun] {
+        &mut self.out[..self.n]
+    }
+}
+
+impl Sink for Vec<PhysRun> {
+    fn push(&mut self, start: u64, frames: u64) -> bool {
+        Vec::push(self, PhysRun { offset: start, len_bytes: frames });
+        true
+    }
+
+    fn written(&self) -> &[PhysRun] {
+        self
+    }
+
+    fn written_mut(&mut self) -> &mut [PhysRun] {
+        self
+    }
 }
 
 /// The per-device buddy allocator of physical frames.
@@ -121,23 +305,34 @@ struct Extent {
 /// # Invariants
 ///
 /// - `total_frames` is in `1..=MAX_TOTAL_BYTES / FRAME_BYTES`.
-/// - `free[o]` holds the first frames of the free blocks of order `o`; each is aligned to
-///   `2^o` frames and lies inside `[0, total_frames)`; no two free blocks overlap and no free
-///   block overlaps an allocation record.
-/// - Free blocks and allocation records together cover `[0, total_frames)` exactly.
-/// - `allocated_frames` is the sum of the records' frames; `huge_in_use` and `giant_in_use`
-///   count the pages of records with that page size and never exceed their budgets.
-/// - Records of huge and giant pages start at and are multiples of their page size.
+/// - Bit `i` of `free[o]` is set when frames `[i · 2^o, (i + 1) · 2^o)` are a free block of order
+///   `o` inside `[0, total_frames)`; no two free blocks overlap, and no two free blocks are
+///   buddies (freed blocks merge), so the free blocks are the canonical decomposition of the
+///   free frames. `free_count[o]` is the number of bits set in `free[o]`.
+/// - `used[p]` has the bit of every page allocated with page size `p` (per frame, per 2 MiB,
+///   per 1 GiB); free blocks and pages allocated with any page size partition the frames.
+/// - `allocated_frames` is the number of frames allocated; `huge_in_use` and `giant_in_use`
+///   count the pages allocated with that page size and never exceed their budgets.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FrameAllocator {
     total_frames: u64,
     huge_budget_bytes: u64,
     giant_budget_bytes: u64,
-    free: [BTreeSet<u64>; ORDERS],
-    allocated: BTreeMap<u64, Extent>,
+    free: Vec<BitTree>,
+    free_count: [u64; ORDERS],
+    used: [Bits; 3],
     allocated_frames: u64,
     huge_in_use: u64,
     giant_in_use: u64,
+}
+
+/// The index of `page` in `used`.
+const fn used_index(page: PageSize) -> usize {
+    match page {
+        PageSize::Normal => 0,
+        PageSize::Huge => 1,
+        PageSize::Giant => 2,
+    }
 }
 
 impl FrameAllocator {
@@ -158,12 +353,18 @@ impl FrameAllocator {
         }
         let budget = |bytes: u64, page: PageSize| bytes.min(total_bytes) & !(page.bytes() - 1);
         let total_frames = total_bytes >> FRAME_SHIFT;
+        let pages = |page: PageSize| total_frames.div_ceil(order_frames(page_order(page)));
         let mut this = Self {
             total_frames,
             huge_budget_bytes: budget(cfg.huge_budget_bytes, PageSize::Huge),
             giant_budget_bytes: budget(cfg.giant_budget_bytes, PageSize::Giant),
-            free: core::array::from_fn(|_| BTreeSet::new()),
-            allocated: BTreeMap::new(),
+            free: (0..=MAX_ORDER).map(|o| BitTree::new(total_frames >> o)).collect(),
+            free_count: [0; ORDERS],
+            used: [
+                Bits::new(pages(PageSize::Normal)),
+                Bits::new(pages(PageSize::Huge)),
+                Bits::new(pages(PageSize::Giant)),
+            ],
             allocated_frames: 0,
             huge_in_use: 0,
             giant_in_use: 0,
@@ -178,11 +379,14 @@ impl FrameAllocator {
         self.total_frames << FRAME_SHIFT
     }
 
-    /// Allocates `count` pages of `page` size, all or nothing.
+    /// Allocates `count` pages of `page` size, all or nothing, and returns their runs.
     ///
     /// The pages come back as runs in allocation order, physically adjacent pieces coalesced;
-    /// every run starts at and is a multiple of the page size. Normal pages succeed whenever
+    /// every run starts at and is a multiple of the page size; there is one run whenever a free
+    /// block can hold all the pages (see the module docs). Normal pages succeed whenever
     /// `count` × 4 KiB bytes are free in total and count against no budget.
+    ///
+    /// This is [`Self::alloc_pages_into`] with a growing buffer.
     ///
     /// # Errors
     ///
@@ -192,6 +396,26 @@ impl FrameAllocator {
     /// - [`Error::OutOfMemory`] when not enough free memory (in blocks aligned to the page
     ///   size) is left.
     pub fn alloc_pages(&mut self, page: PageSize, count: u64) -> Result<Vec<PhysRun>> {
+        let mut runs = Vec::new();
+        self.alloc_core(page, count, &mut runs)?;
+        Ok(runs)
+    }
+
+    /// Allocates `count` pages of `page` size like [`Self::alloc_pages`], writing the runs to
+    /// the front of `out`; returns how many runs were written. Allocates nothing on the heap.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Self::alloc_pages`], and [`Error::InvalidArgument`] when the pages need more
+    /// runs than `out` holds (only when memory is fragmented: one run always suffices while a
+    /// free block can hold all the pages). Nothing changes on error.
+    pub fn alloc_pages_into(&mut self, page: PageSize, count: u64, out: &mut [PhysRun]) -> Result<usize> {
+        let mut sink = SliceSink { out, n: 0 };
+        self.alloc_core(page, count, &mut sink)?;
+        Ok(sink.n)
+    }
+
+    fn alloc_core(&mut self, page: PageSize, count: u64, sink: &mut impl Sink) -> Result<()> {
         if count == 0 || count.checked_mul(page.bytes()).is_none() {
             return Err(Error::InvalidArgument);
         }
@@ -207,30 +431,33 @@ impl FrameAllocator {
             }
         }
         let order = page_order(page);
-        if self.capacity(order) < count {
+        let frames = count << order;
+        // One block when some free block holds every page: the smallest such order.
+        let want = order + count.next_power_of_two().ilog2();
+        let single =
+            if want <= MAX_ORDER { (want..=MAX_ORDER).find(|&o| self.free_count[slot(o)] > 0) } else { None };
+        if single.is_none() && self.capacity(order) < count {
             return Err(Error::OutOfMemory);
         }
-        let pieces = self.take(order, count);
-        let frames = count << order;
-        if pieces.iter().map(|&(_, len)| len).sum::<u64>() != frames {
-            // Unreachable while the invariants hold (capacity was checked); stay all or nothing.
-            for &(start, len) in &pieces {
+        if let Some(o) = single {
+            let frame = self.pop_block(o);
+            if !sink.push(frame, frames) {
+                self.release_range(frame, order_frames(o));
+                return Err(Error::InvalidArgument);
+            }
+            self.release_split(frame + frames, order_frames(o) - frames);
+        } else if !self.take_greedy(order, count, sink) {
+            for r in sink.written() {
+                let (start, len) = (r.offset, r.len_bytes);
                 self.release_range(start, len);
             }
-            return Err(Error::OutOfMemory);
+            return Err(Error::InvalidArgument);
         }
-        let mut runs: Vec<(u64, u64)> = Vec::with_capacity(pieces.len());
-        for (start, len) in pieces {
-            match runs.last_mut() {
-                Some((prev_start, prev_len)) if *prev_start + *prev_len == start => {
-                    *prev_len += len;
-                }
-                _ => runs.push((start, len)),
-            }
-        }
-        for &(start, len) in &runs {
-            // INVARIANT: the frames were just taken from the free lists.
-            self.allocated.insert(start, Extent { frames: len, page });
+        // The sink holds frame spans; record them and turn them into byte runs.
+        let n = sink.written().len();
+        for i in 0..n {
+            let r = sink.written()[i];
+            self.mark(page, r.offset, r.offset + r.len_bytes, true);
         }
         self.allocated_frames += frames;
         match page {
@@ -238,10 +465,38 @@ impl FrameAllocator {
             PageSize::Huge => self.huge_in_use += count,
             PageSize::Giant => self.giant_in_use += count,
         }
-        Ok(runs
-            .into_iter()
-            .map(|(start, len)| PhysRun { offset: start << FRAME_SHIFT, len_bytes: len << FRAME_SHIFT })
-            .collect())
+        for r in sink.written_mut() {
+            *r = PhysRun { offset: r.offset << FRAME_SHIFT, len_bytes: r.len_bytes << FRAME_SHIFT };
+        }
+        Ok(())
+    }
+
+    /// Sets or clears the allocation bits of `page` size for frames `[start, end)` (aligned to
+    /// the page size).
+    fn mark(&mut self, page: PageSize, start: u64, end: u64, on: bool) {
+        let o = page_order(page);
+        let bits = &mut self.used[used_index(page)];
+        if on {
+            bits.set_range(start >> o, end >> o);
+        } else {
+            bits.clear_range(start >> o, end >> o);
+        }
+    }
+
+    /// Whether every page of `page` size in frames `[start, end)` is allocated with that size.
+    fn is_marked(&self, page: PageSize, start: u64, end: u64) -> bool {
+        let o = page_order(page);
+        self.used[used_index(page)].all_set(start >> o, end >> o)
+    }
+
+    /// Whether no frame of `[start, end)` is allocated with any page size.
+    fn is_unused(&self, start: u64, end: u64) -> bool {
+        let giant = page_order(PageSize::Giant);
+        let huge = page_order(PageSize::Huge);
+        let up = |v: u64, o: u32| v.div_ceil(order_frames(o));
+        self.used[0].none_set(start, end)
+            && self.used[1].none_set(start >> huge, up(end, huge))
+            && self.used[2].none_set(start >> giant, up(end, giant))
     }
 
     /// Frees `runs`, each of which must be allocated with `page` size, all or nothing.
@@ -260,29 +515,30 @@ impl FrameAllocator {
     ///
     /// On error nothing changes. An empty slice frees nothing.
     pub fn free_pages(&mut self, page: PageSize, runs: &[PhysRun]) -> Result<()> {
-        let mut spans: Vec<(u64, u64)> = Vec::with_capacity(runs.len());
+        let mask = page.bytes() - 1;
         for run in runs {
-            let mask = page.bytes() - 1;
-            let end = run.checked_end().ok_or(Error::InvalidArgument)?;
+            run.checked_end().ok_or(Error::InvalidArgument)?;
             if run.len_bytes == 0 || run.offset & mask != 0 || run.len_bytes & mask != 0 {
                 return Err(Error::InvalidArgument);
             }
-            spans.push((run.offset >> FRAME_SHIFT, end >> FRAME_SHIFT));
         }
-        spans.sort_unstable();
-        for pair in spans.windows(2) {
-            if pair[1].0 < pair[0].1 {
+        let span = |r: &PhysRun| (r.offset >> FRAME_SHIFT, (r.offset + r.len_bytes) >> FRAME_SHIFT);
+        // Check and clear run by run, so that runs overlapping each other fail as a double free;
+        // on failure put back the bits of the runs already cleared.
+        for (i, run) in runs.iter().enumerate() {
+            let (start, end) = span(run);
+            if end > self.total_frames || !self.is_marked(page, start, end) {
+                for done in &runs[..i] {
+                    let (s, e) = span(done);
+                    self.mark(page, s, e, true);
+                }
                 return Err(Error::NotAllocated);
             }
-        }
-        for &(start, end) in &spans {
-            if !self.is_allocated_as(start, end, page) {
-                return Err(Error::NotAllocated);
-            }
+            self.mark(page, start, end, false);
         }
         // Validated: from here on nothing can fail.
-        for &(start, end) in &spans {
-            self.unrecord(start, end, page);
+        for run in runs {
+            let (start, end) = span(run);
             self.release_range(start, end - start);
             let frames = end - start;
             self.allocated_frames -= frames;
@@ -310,7 +566,7 @@ impl FrameAllocator {
     /// On error nothing changes.
     pub fn claim_pages(&mut self, page: PageSize, runs: &[PhysRun]) -> Result<()> {
         let mask = page.bytes() - 1;
-        let mut spans: Vec<(u64, u64)> = Vec::with_capacity(runs.len());
+        let mut frames = 0u64;
         for run in runs {
             let end = run.checked_end().ok_or(Error::InvalidArgument)?;
             if run.len_bytes == 0 || run.offset & mask != 0 || run.len_bytes & mask != 0 {
@@ -319,15 +575,8 @@ impl FrameAllocator {
             if end >> FRAME_SHIFT > self.total_frames {
                 return Err(Error::InvalidArgument);
             }
-            spans.push((run.offset >> FRAME_SHIFT, end >> FRAME_SHIFT));
+            frames += run.len_bytes >> FRAME_SHIFT;
         }
-        spans.sort_unstable();
-        for pair in spans.windows(2) {
-            if pair[1].0 < pair[0].1 {
-                return Err(Error::OutOfMemory);
-            }
-        }
-        let frames: u64 = spans.iter().map(|&(s, e)| e - s).sum();
         let pages = frames >> page_order(page);
         let budget = match page {
             PageSize::Normal => None,
@@ -339,42 +588,42 @@ impl FrameAllocator {
                 return Err(Error::BudgetExhausted);
             }
         }
-        // Find the free block holding every frame before changing anything.
-        let mut blocks: Vec<(u64, u32)> = Vec::new();
-        for &(start, end) in &spans {
+        let span = |r: &PhysRun| (r.offset >> FRAME_SHIFT, (r.offset + r.len_bytes) >> FRAME_SHIFT);
+        // Check and mark run by run, so that runs overlapping each other fail; on failure clear
+        // the bits of the runs already marked.
+        for (i, run) in runs.iter().enumerate() {
+            let (start, end) = span(run);
+            if !self.is_unused(start, end) {
+                for done in &runs[..i] {
+                    let (s, e) = span(done);
+                    self.mark(page, s, e, false);
+                }
+                return Err(Error::OutOfMemory);
+            }
+            self.mark(page, start, end, true);
+        }
+        // Validated: every frame of every run lies in a free block. Take those blocks and give
+        // back their parts outside the run.
+        for run in runs {
+            let (start, end) = span(run);
             let mut cursor = start;
             while cursor < end {
                 let found = (0..=MAX_ORDER).find_map(|o| {
-                    let b = cursor & !(order_frames(o) - 1);
-                    self.free[slot(o)].contains(&b).then_some((b, o))
+                    let b = cursor >> o;
+                    self.free[slot(o)].test(b).then_some((b << o, o))
                 });
-                let Some((b, o)) = found else { return Err(Error::OutOfMemory) };
-                if blocks.last() != Some(&(b, o)) {
-                    blocks.push((b, o));
+                let Some((b, o)) = found else { break };
+                self.free[slot(o)].clear(b >> o);
+                self.free_count[slot(o)] -= 1;
+                let block_end = b + order_frames(o);
+                if b < cursor {
+                    self.release_range(b, cursor - b);
                 }
-                cursor = b + order_frames(o);
-            }
-        }
-        // Validated: take the blocks, give back the parts outside the runs, record the runs.
-        for &(b, o) in &blocks {
-            self.free[slot(o)].remove(&b);
-        }
-        for &(b, o) in &blocks {
-            let block_end = b + order_frames(o);
-            let mut cursor = b;
-            for &(s, e) in spans.iter().filter(|&&(s, e)| s < block_end && e > b) {
-                if s > cursor {
-                    self.release_range(cursor, s - cursor);
+                if block_end > end {
+                    self.release_range(end, block_end - end);
                 }
-                cursor = e.min(block_end);
+                cursor = block_end;
             }
-            if cursor < block_end {
-                self.release_range(cursor, block_end - cursor);
-            }
-        }
-        for &(s, e) in &spans {
-            // INVARIANT: the frames were just taken from the free lists.
-            self.allocated.insert(s, Extent { frames: e - s, page });
         }
         self.allocated_frames += frames;
         match page {
@@ -413,82 +662,66 @@ impl FrameAllocator {
 
     /// How many blocks of `order` the free blocks of that order or larger could provide.
     fn capacity(&self, order: u32) -> u64 {
-        (order..=MAX_ORDER)
-            .map(|o| {
-                // CAST: a free list never holds more than 2^36 entries.
-                let blocks = self.free[slot(o)].len() as u64;
-                blocks << (o - order)
-            })
-            .sum()
+        (order..=MAX_ORDER).map(|o| self.free_count[slot(o)] << (o - order)).sum()
     }
 
-    /// Takes `count` blocks' worth of order `order` from the free lists, as (frame, frames)
-    /// pieces in allocation order.
-    ///
-    /// The caller has checked that `self.capacity(order) >= count`.
-    fn take(&mut self, order: u32, count: u64) -> Vec<(u64, u64)> {
-        let mut pieces = Vec::new();
+    /// Takes the lowest free block of `order` (which must have one); returns its first frame.
+    #[inline]
+    fn pop_block(&mut self, order: u32) -> u64 {
+        let tree = &mut self.free[slot(order)];
+        let i = tree.first().unwrap_or(0);
+        tree.clear(i);
+        self.free_count[slot(order)] -= 1;
+        i << order
+    }
+
+    /// Takes `count` blocks' worth of order `order` greedily (largest first), writing frame
+    /// spans (coalesced) to `sink`. `false` when the sink ran out of room; the spans written
+    /// are then all the frames still taken. The caller has checked that
+    /// `self.capacity(order) >= count`.
+    fn take_greedy(&mut self, order: u32, count: u64, sink: &mut impl Sink) -> bool {
+        let mut pending: Option<(u64, u64)> = None;
         let mut remaining = count;
         while remaining > 0 {
             let target = (order + remaining.ilog2()).min(MAX_ORDER);
-            let whole = (order..=target).rev().find_map(|o| self.free[slot(o)].pop_first().map(|f| (o, f)));
-            if let Some((o, frame)) = whole {
-                pieces.push((frame, order_frames(o)));
+            let whole = (order..=target).rev().find(|&o| self.free_count[slot(o)] > 0);
+            let (start, len) = if let Some(o) = whole {
+                let frame = self.pop_block(o);
                 remaining -= 1 << (o - order);
-                continue;
-            }
-            // Every usable free block is larger than what remains: split the smallest one and
-            // keep its low part. Capacity was checked, so such a block exists.
-            let larger =
-                (target + 1..=MAX_ORDER).find_map(|o| self.free[slot(o)].pop_first().map(|f| (o, f)));
-            let Some((o, frame)) = larger else {
-                break;
+                (frame, order_frames(o))
+            } else {
+                // Every usable free block is larger than what remains: split the smallest one
+                // and keep its low part. Capacity was checked, so such a block exists.
+                let Some(o) = (target + 1..=MAX_ORDER).find(|&o| self.free_count[slot(o)] > 0) else {
+                    break;
+                };
+                let frame = self.pop_block(o);
+                let frames = remaining << order;
+                self.release_range(frame + frames, order_frames(o) - frames);
+                remaining = 0;
+                (frame, frames)
             };
-            let frames = remaining << order;
-            pieces.push((frame, frames));
-            self.release_range(frame + frames, order_frames(o) - frames);
-            remaining = 0;
+            pending = match pending {
+                Some((s, l)) if s + l == start => Some((s, l + len)),
+                Some((s, l)) => {
+                    if !sink.push(s, l) {
+                        self.release_range(s, l);
+                        self.release_range(start, len);
+                        return false;
+                    }
+                    Some((start, len))
+                }
+                None => Some((start, len)),
+            };
         }
-        pieces
-    }
-
-    /// Whether every frame of `[start, end)` is covered by records of `page` size.
-    fn is_allocated_as(&self, start: u64, end: u64, page: PageSize) -> bool {
-        let mut cursor = start;
-        while cursor < end {
-            let Some((&rec_start, ext)) = self.allocated.range(..=cursor).next_back() else {
+        if let Some((s, l)) = pending {
+            if !sink.push(s, l) {
+                self.release_range(s, l);
                 return false;
-            };
-            let rec_end = rec_start + ext.frames;
-            if ext.page != page || rec_end <= cursor {
-                return false;
             }
-            cursor = rec_end;
         }
-        true
-    }
-
-    /// Removes `[start, end)` from the records, splitting records it cuts.
-    ///
-    /// The caller has checked [`Self::is_allocated_as`].
-    fn unrecord(&mut self, start: u64, end: u64, page: PageSize) {
-        let mut cursor = start;
-        while cursor < end {
-            let Some((&rec_start, &ext)) = self.allocated.range(..=cursor).next_back() else {
-                break;
-            };
-            let rec_end = rec_start + ext.frames;
-            self.allocated.remove(&rec_start);
-            if rec_start < start {
-                let frames = start - rec_start;
-                self.allocated.insert(rec_start, Extent { frames, page });
-            }
-            if rec_end > end {
-                let frames = rec_end - end;
-                self.allocated.insert(end, Extent { frames, page });
-            }
-            cursor = rec_end;
-        }
+        // `remaining > 0` is unreachable while the invariants hold (capacity was checked).
+        remaining == 0
     }
 
     /// Puts the `frames` frames from `start` on the free lists, merging with free buddies.
@@ -504,17 +737,35 @@ impl FrameAllocator {
         }
     }
 
+    /// Puts the unused part `[start, start + frames)` of a block just split on the free lists,
+    /// without trying to merge: every piece's buddy lies inside the block and holds some of
+    /// the frames just taken, so no merge is possible.
+    fn release_split(&mut self, start: u64, frames: u64) {
+        let end = start + frames;
+        let mut frame = start;
+        while frame < end {
+            let order = largest_block(frame, end - frame);
+            self.free[slot(order)].set(frame >> order);
+            self.free_count[slot(order)] += 1;
+            frame += order_frames(order);
+        }
+    }
+
     /// Puts one aligned block on the free lists, merging it with its buddy while possible.
     fn release_block(&mut self, mut frame: u64, mut order: u32) {
         while order < MAX_ORDER {
             let buddy = frame ^ order_frames(order);
-            if !self.free[slot(order)].remove(&buddy) {
+            let tree = &mut self.free[slot(order)];
+            if buddy >= self.total_frames || !tree.test(buddy >> order) {
                 break;
             }
+            tree.clear(buddy >> order);
+            self.free_count[slot(order)] -= 1;
             frame = frame.min(buddy);
             order += 1;
         }
-        self.free[slot(order)].insert(frame);
+        self.free[slot(order)].set(frame >> order);
+        self.free_count[slot(order)] += 1;
     }
 }
 

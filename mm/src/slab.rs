@@ -2,16 +2,27 @@
 //!
 //! This module owns the bookkeeping of objects inside chunks — which class a size falls in, which
 //! slots of a chunk are taken — and nothing else: the chunk's VA and its backing are decided by
-//! [`crate::device`], which gives a chunk back as soon as its last object goes (keeping at most
-//! one empty chunk per class so that an alloc/free loop does not back and unback every time).
+//! [`crate::device`], which gives a chunk back when its last object goes (or keeps it as the
+//! class's one spare chunk, see there).
 //!
-//! Costs: allocation and free are O(1) apart from the bitmap scan, which resumes from a hint.
+//! Costs: allocation and free are O(1): a chunk hands out never-used slots in address order and
+//! then reuses freed slots from a stack (last freed, first reused); a slot's recorded usable size
+//! (never zero while it is live) says whether it is live, for the checks of a free, and the slot
+//! of an address is found with a multiply by a precomputed reciprocal, not a division. A chunk's
+//! storage is sized once, when it is made, and
+//! [`Chunk::reset`] reuses it for another chunk of the same class, so nothing is allocated on the
+//! heap per object.
 
 use alloc::vec;
 use alloc::vec::Vec;
 
 /// Size of one slab chunk: a 2 MiB page.
 pub const CHUNK_BYTES: u64 = 2 << 20;
+/// A chunk backed by 4 KiB pages is backed in segments of this size, as its objects reach them.
+pub const SEGMENT_BYTES: u64 = 64 << 10;
+/// Segments in a chunk.
+pub const SEGMENTS: usize = (CHUNK_BYTES / SEGMENT_BYTES) as usize;
+
 /// Largest size served by a slab; larger allocations are backed directly.
 pub const SLAB_MAX_BYTES: u64 = 64 << 10;
 
@@ -49,12 +60,19 @@ pub fn class_of(bytes: u64) -> Option<usize> {
     Some(idx as usize)
 }
 
+/// Words of the slot bitmap (32768 slots at most).
+const MAP_WORDS: usize = (CHUNK_BYTES / 64 / 64) as usize;
+
 /// One 2 MiB chunk of equal-size objects.
 ///
 /// # Invariants
 ///
-/// `used` is the number of set bits in `bitmap`; a slot's `sizes` entry is meaningful only while
-/// its bit is set.
+/// A slot is live exactly when its `sizes` entry (its usable bytes, at least 1) is non-zero, and
+/// exactly then its bit in `live` is set (the bits past `capacity` in the last word are always
+/// set, so they are never taken); bit `w` of `full` is set when word `w` of `live` is all ones or
+/// does not exist. `used` is the number of live slots. `seg_live[i]` counts the live
+/// objects that overlap segment `i` (bytes `[i · 64 KiB, (i + 1) · 64 KiB)`). `recip` is
+/// `ceil(2^RECIP_SHIFT / object)`.
 #[derive(Clone, Debug)]
 pub struct Chunk {
     /// First device address of the chunk.
@@ -65,34 +83,70 @@ pub struct Chunk {
     pub kind: u8,
     used: u32,
     capacity: u32,
-    hint: u32,
-    bitmap: Vec<u64>,
+    object: u32,
+    recip: u64,
+    full: [u64; MAP_WORDS.div_ceil(64)],
+    live: Vec<u64>,
     sizes: Vec<u32>,
+    seg_live: [u16; SEGMENTS],
 }
+
+/// Offsets into a chunk are below 2^21 and objects at most 2^16 bytes, so with this shift
+/// `(off * recip) >> RECIP_SHIFT` is exactly `off / object` and the product fits in 64 bits.
+const RECIP_SHIFT: u32 = 38;
 
 impl Chunk {
     /// An empty chunk of `class` at `base`.
     pub fn new(base: u64, class: usize, kind: u8) -> Self {
-        let object = u64::from(CLASS_BYTES[class]);
+        let object = CLASS_BYTES[class];
         // CAST: at most 2 MiB / 64 = 32768 objects.
-        let capacity = (CHUNK_BYTES / object) as u32;
-        let words = capacity.div_ceil(64) as usize;
+        let capacity = (CHUNK_BYTES / u64::from(object)) as u32;
         // CAST: class < 44.
-        Self {
+        let mut this = Self {
             base,
             class: class as u8,
             kind,
             used: 0,
             capacity,
-            hint: 0,
-            bitmap: vec![0; words],
+            object,
+            recip: (1u64 << RECIP_SHIFT).div_ceil(u64::from(object)),
+            full: [0; MAP_WORDS.div_ceil(64)],
+            live: vec![0; capacity.div_ceil(64) as usize],
             sizes: vec![0; capacity as usize],
+            seg_live: [0; SEGMENTS],
+        };
+        this.reset(base, kind);
+        this
+    }
+
+    /// Makes this (empty) chunk a chunk of the same class at `base` for `kind`, reusing its
+    /// storage.
+    pub fn reset(&mut self, base: u64, kind: u8) {
+        debug_assert!(self.is_empty());
+        self.base = base;
+        self.kind = kind;
+        self.used = 0;
+        self.live.fill(0);
+        self.sizes.fill(0);
+        self.seg_live = [0; SEGMENTS];
+        // Words past the last live word count as full, and so do the bits past the capacity in
+        // the last word.
+        self.full = [u64::MAX; MAP_WORDS.div_ceil(64)];
+        for w in 0..self.live.len() {
+            self.full[w / 64] &= !(1 << (w % 64));
+        }
+        let tail = self.capacity % 64;
+        if tail != 0 {
+            if let Some(last) = self.live.last_mut() {
+                *last = !((1u64 << tail) - 1);
+            }
         }
     }
 
     /// Bytes per object.
+    #[inline]
     pub fn object_bytes(&self) -> u64 {
-        u64::from(CLASS_BYTES[self.class as usize])
+        u64::from(self.object)
     }
 
     /// Objects in use.
@@ -101,72 +155,110 @@ impl Chunk {
     }
 
     /// Whether every slot is taken.
+    #[inline]
     pub fn is_full(&self) -> bool {
         self.used == self.capacity
     }
 
     /// Whether no slot is taken.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.used == 0
     }
 
-    /// Takes a free slot for an object of `usable` bytes; returns its address.
+    /// The lowest free slot: the one the next [`Self::alloc`] takes.
+    #[inline]
+    fn lowest_free(&self) -> Option<u32> {
+        let (i, f) = self.full.iter().enumerate().find(|(_, f)| **f != u64::MAX)?;
+        let w = i * 64 + f.trailing_ones() as usize;
+        let bit = self.live.get(w)?.trailing_ones();
+        // CAST: w < 512 and bit < 64.
+        Some(w as u32 * 64 + bit)
+    }
+
+    /// The offset just past the slot the next [`Self::alloc`] takes (whose bytes the caller may
+    /// have to back first), or `None` when the chunk is full.
+    #[inline]
+    pub fn next_end(&self) -> Option<u64> {
+        self.lowest_free().map(|slot| u64::from(slot + 1) * self.object_bytes())
+    }
+
+    /// The segments the object in `slot` overlaps.
+    #[inline]
+    fn segments(&self, slot: u32) -> core::ops::RangeInclusive<usize> {
+        let start = u64::from(slot) * self.object_bytes();
+        let end = start + self.object_bytes() - 1;
+        // CAST: below SEGMENTS.
+        (start / SEGMENT_BYTES) as usize..=(end / SEGMENT_BYTES) as usize
+    }
+
+    /// Live objects overlapping segment `i`.
+    #[inline]
+    pub fn segment_live(&self, i: usize) -> u16 {
+        self.seg_live[i]
+    }
+
+    /// Takes the lowest free slot for an object of `usable` bytes (at least 1); returns its
+    /// address.
+    #[inline]
     pub fn alloc(&mut self, usable: u32) -> Option<u64> {
-        if self.is_full() {
+        if usable == 0 {
             return None;
         }
-        let words = self.bitmap.len();
-        let start = (self.hint as usize) % words;
-        for i in 0..words {
-            let w = (start + i) % words;
-            let bits = self.bitmap[w];
-            if bits != u64::MAX {
-                let bit = bits.trailing_ones();
-                // CAST: w < 512 and bit < 64.
-                let slot = w as u32 * 64 + bit;
-                if slot >= self.capacity {
-                    continue;
-                }
-                self.bitmap[w] |= 1 << bit;
-                self.sizes[slot as usize] = usable;
-                // INVARIANT: one bit set, one more in use.
-                self.used += 1;
-                // CAST: w < 512.
-                self.hint = w as u32;
-                return Some(self.base + u64::from(slot) * self.object_bytes());
-            }
+        let slot = self.lowest_free()?;
+        let w = (slot / 64) as usize;
+        self.live[w] |= 1 << (slot % 64);
+        if self.live[w] == u64::MAX {
+            self.full[w / 64] |= 1 << (w % 64);
         }
-        None
+        self.sizes[slot as usize] = usable;
+        for i in self.segments(slot) {
+            self.seg_live[i] += 1;
+        }
+        // INVARIANT: one more slot live.
+        self.used += 1;
+        Some(self.base + u64::from(slot) * self.object_bytes())
     }
 
     /// The slot holding an object that starts exactly at `addr`, if it is live.
+    #[inline]
     pub fn slot_of(&self, addr: u64) -> Result<u32, SlotError> {
         let off = addr.checked_sub(self.base).ok_or(SlotError::Outside)?;
         let object = self.object_bytes();
         if off >= u64::from(self.capacity) * object {
             return Err(SlotError::Outside);
         }
-        // CAST: off / object < capacity.
-        let slot = (off / object) as u32;
+        let slot = self.slot_at(off);
         if !self.is_live(slot) {
             return Err(SlotError::NotLive);
         }
-        if off % object != 0 {
+        if off != u64::from(slot) * object {
             return Err(SlotError::Interior { base: self.base + u64::from(slot) * object });
         }
         Ok(slot)
     }
 
+    /// `off / object` for an offset inside the chunk.
+    #[inline]
+    fn slot_at(&self, off: u64) -> u32 {
+        debug_assert!(off < CHUNK_BYTES);
+        // CAST: below the capacity for offsets inside the chunk.
+        ((off * self.recip) >> RECIP_SHIFT) as u32
+    }
+
+    #[inline]
     fn is_live(&self, slot: u32) -> bool {
-        self.bitmap[(slot / 64) as usize] & (1 << (slot % 64)) != 0
+        self.sizes[slot as usize] != 0
     }
 
     /// The live object containing `addr`: (its base, its usable bytes).
     pub fn object_at(&self, addr: u64) -> Option<(u64, u64)> {
         let off = addr.checked_sub(self.base)?;
+        if off >= CHUNK_BYTES {
+            return None;
+        }
         let object = self.object_bytes();
-        // CAST: bounded by capacity below.
-        let slot = (off / object) as u32;
+        let slot = self.slot_at(off);
         (slot < self.capacity && self.is_live(slot))
             .then(|| (self.base + u64::from(slot) * object, u64::from(self.sizes[slot as usize])))
     }
@@ -180,13 +272,19 @@ impl Chunk {
     }
 
     /// Frees the object in `slot` (from [`Self::slot_of`]); returns its usable bytes.
+    #[inline]
     pub fn free(&mut self, slot: u32) -> u64 {
         debug_assert!(self.is_live(slot));
-        self.bitmap[(slot / 64) as usize] &= !(1 << (slot % 64));
-        // INVARIANT: one bit cleared, one fewer in use.
+        let usable = core::mem::take(&mut self.sizes[slot as usize]);
+        let w = (slot / 64) as usize;
+        self.live[w] &= !(1 << (slot % 64));
+        self.full[w / 64] &= !(1 << (w % 64));
+        for i in self.segments(slot) {
+            self.seg_live[i] -= 1;
+        }
+        // INVARIANT: one slot fewer live.
         self.used -= 1;
-        self.hint = slot / 64;
-        u64::from(self.sizes[slot as usize])
+        u64::from(usable)
     }
 }
 
@@ -233,6 +331,43 @@ mod tests {
                 b / 4
             };
             assert!(c - b < bound, "size {b} class {c}");
+        }
+    }
+
+    #[test]
+    fn lowest_slots_first_and_segment_counts() {
+        // 5120-byte objects straddle segment boundaries.
+        let mut c = Chunk::new(0, class_of(5000).unwrap(), 0);
+        assert_eq!(c.object_bytes(), 5120);
+        assert_eq!(c.next_end(), Some(5120));
+        let xs: Vec<u64> = (0..13).map(|_| c.alloc(5000).unwrap()).collect();
+        assert_eq!(xs[12], 12 * 5120);
+        // Slot 12 spans [61440, 66560): both of the first two segments.
+        assert_eq!((c.segment_live(0), c.segment_live(1)), (13, 1));
+        c.free(c.slot_of(xs[3]).unwrap());
+        assert_eq!(c.next_end(), Some(4 * 5120), "the lowest free slot is reused first");
+        c.free(c.slot_of(xs[12]).unwrap());
+        assert_eq!((c.segment_live(0), c.segment_live(1)), (11, 0));
+        assert_eq!(c.alloc(1), Some(3 * 5120));
+        let n = c.used();
+        while c.alloc(1).is_some() {}
+        assert!(c.is_full());
+        assert_eq!(c.used(), 409);
+        assert!(n < c.used());
+        assert_eq!(c.next_end(), None);
+    }
+
+    #[test]
+    fn reciprocal_slot_is_exact_division() {
+        for (class, &object) in CLASS_BYTES.iter().enumerate() {
+            let c = Chunk::new(0, class, 0);
+            let object = u64::from(object);
+            // Every slot boundary and its neighbours, across the whole chunk.
+            for slot in (0..CHUNK_BYTES / object).step_by(if cfg!(miri) { 1021 } else { 1 }) {
+                for off in [slot * object, slot * object + 1, (slot + 1) * object - 1] {
+                    assert_eq!(u64::from(c.slot_at(off)), off / object, "class {class} off {off}");
+                }
+            }
         }
     }
 

@@ -5,68 +5,254 @@
 //!
 //! # Algorithm and why
 //!
-//! Best fit by (size, address). Free ranges are indexed twice: by `(len, start)` in a
-//! `BTreeSet` for the fit search, and by `start` in a `BTreeMap` for coalescing with the
-//! neighbours of a freed range. Allocated ranges live in a third `BTreeMap` keyed by start, so
-//! an exact-match free check and an address lookup ([`VaAllocator::find`]) are O(log n).
+//! A two-level segregated fit (the TLSF scheme): free ranges sit in size classes, the first
+//! level by power of two and the second by [`SL_COUNT`] linear steps inside it (so a class spans
+//! at most 1/32 of its sizes; below 32 bytes every size is its own class). One bit per non-empty
+//! class in two bitmaps finds the next non-empty class above any size in O(1). Ranges are nodes
+//! in one table with links to their address neighbours (boundary tags), so a free merges with
+//! free neighbours in O(1); a hash index from start address to node ([`crate::addr_map`]) makes
+//! the exact-match check of a free O(1) expected. Node storage and the index grow by doubling and
+//! are reused, so in steady state an alloc or free allocates nothing on the heap.
 //!
-//! Best fit keeps large free ranges whole for the large allocations device memory sees (the
-//! runtime reserves VA for multi-GiB buffers next to many small ones), and ordering ties by
-//! address keeps the layout deterministic, which the software NPU's reproducible traces rely
-//! on. Ordered trees give O(log n) for every step without a fixed capacity; a segregated-fit
-//! array of lists would be faster in the common case but loses exact best fit.
+//! The search keeps fragmentation close to best fit: it looks in the request's own class first
+//! (any block there may or may not fit), then in the non-empty classes above it, and in each
+//! class it looks at up to [`SCAN`] blocks and takes the best of them by (size, address). Ties
+//! by address keep the layout deterministic, which the software NPU's reproducible traces rely
+//! on. In the classes above the request's, every block fits an unaligned request, so the search
+//! ends in the first of them; an aligned request may skip blocks whose aligned start does not
+//! fit, up to the class of `len + align - 1`, above which every block fits again (apart from the
+//! very top of the address space, where aligning can overflow and the search goes on).
 //!
-//! An aligned allocation searches the size index from `len` upward and takes the first block
-//! in which an aligned start fits; the unaligned head and the tail go back to the free indexes.
-//! Any block of at least `len + align - 1` bytes fits, so the search stops at the first such
-//! block: the worst case is O(m + log n), where `m` is the number of free blocks whose length
-//! lies in `[len, len + align - 1)`, and it is O(log n) whenever `align` is 1 or no free block
-//! in that band is misaligned.
+//! Costs: alloc is O(SCAN · k) where `k` is the number of non-empty classes visited (1 or 2
+//! for unaligned requests, bounded by 32 per doubling of `align`); free is O(1) expected;
+//! [`VaAllocator::find`] walks the ranges in address order, O(n): it serves tests and cold
+//! paths, and the device allocator keeps its own O(1) index by address.
 //!
 //! Every address computation is checked; a window may end anywhere below 2^64.
 
-use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::vec;
+use alloc::vec::Vec;
 
 use hal::{DeviceAddr, VaRange};
 
+use crate::addr_map::AddrMap;
 use crate::error::{Error, Result};
+
+/// log2 of the number of second-level classes per power of two.
+const SL_LOG: u32 = 5;
+/// Second-level classes per power of two.
+pub const SL_COUNT: usize = 1 << SL_LOG;
+/// First-level classes: sizes below 2^64.
+const FL_COUNT: usize = 64 - SL_LOG as usize + 1;
+/// Blocks looked at per class before settling for the best seen.
+pub const SCAN: usize = 8;
+/// No node.
+const NIL: u32 = u32::MAX;
+
+/// The class of a free range of `len` bytes (rounded down: every range in a class is at least
+/// the class's lower bound).
+#[inline]
+fn class_of(len: u64) -> usize {
+    if len < SL_COUNT as u64 {
+        // CAST: below 32.
+        return len as usize;
+    }
+    let log = 63 - len.leading_zeros();
+    let fl = (log - SL_LOG + 1) as usize;
+    // CAST: the top SL_LOG + 1 bits of len, minus the leading one.
+    let sl = ((len >> (log - SL_LOG)) as usize) - SL_COUNT;
+    fl * SL_COUNT + sl
+}
+
+/// One range of the window: free or allocated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Node {
+    start: u64,
+    len: u64,
+    /// Address neighbours (NIL at the window's ends).
+    prev_phys: u32,
+    next_phys: u32,
+    /// Free-list neighbours within the class (free nodes only).
+    prev_free: u32,
+    next_free: u32,
+    free: bool,
+}
 
 /// Allocates ranges of device VA inside one window.
 ///
 /// The allocator is plain data: it takes `&mut self` for every change and does no locking;
-/// the owner serialises access.
+/// the owner serialises access. Two allocators compare equal when they have the same window and
+/// the same free and allocated ranges (however their nodes are stored).
 ///
 /// # Invariants
 ///
-/// - `by_size` and `by_addr` hold the same free ranges; free and allocated ranges are disjoint,
-///   non-empty, inside `window`, and together cover it exactly.
-/// - No two free ranges are adjacent (freed ranges are coalesced).
-/// - `free_bytes` is the sum of the free ranges' lengths.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// - The nodes reachable from node 0 through `next_phys` are in address order, cover the window
+///   exactly, are non-empty, and `prev_phys` links them back; node 0 starts at the window start.
+/// - No two free nodes are address neighbours (freed ranges are coalesced).
+/// - Every free node is in the free list of `class_of(len)`, and only there; a class's bit is set
+///   in `sl_bitmap` (and its first level's in `fl_bitmap`) exactly when its list is non-empty.
+/// - `allocated` maps the start of every allocated node, and nothing else, to its index.
+/// - `free_bytes` is the sum of the free nodes' lengths; `spare` holds the unused node indices.
+#[derive(Clone, Debug)]
 pub struct VaAllocator {
     window: VaRange,
-    by_size: BTreeSet<(u64, u64)>,
-    by_addr: BTreeMap<u64, u64>,
-    allocated: BTreeMap<u64, u64>,
+    nodes: Vec<Node>,
+    spare: Vec<u32>,
+    heads: Vec<u32>,
+    fl_bitmap: u64,
+    sl_bitmap: [u32; FL_COUNT],
+    allocated: AddrMap<u32>,
     free_bytes: u64,
 }
+
+impl PartialEq for VaAllocator {
+    fn eq(&self, other: &Self) -> bool {
+        self.window == other.window
+            && self.free_bytes == other.free_bytes
+            && self.allocated.len() == other.allocated.len()
+            && self.ranges().eq(other.ranges())
+    }
+}
+
+impl Eq for VaAllocator {}
 
 impl VaAllocator {
     /// Creates an allocator with all of `window` free.
     pub fn new(window: VaRange) -> Self {
         let mut this = Self {
             window,
-            by_size: BTreeSet::new(),
-            by_addr: BTreeMap::new(),
-            allocated: BTreeMap::new(),
+            nodes: Vec::with_capacity(16),
+            spare: Vec::new(),
+            heads: vec![NIL; FL_COUNT * SL_COUNT],
+            fl_bitmap: 0,
+            sl_bitmap: [0; FL_COUNT],
+            allocated: AddrMap::new(),
             free_bytes: 0,
         };
-        // INVARIANT: the whole window is one free range.
-        this.insert_free(window.start().as_u64(), window.len_bytes());
+        // INVARIANT: the whole window is one free node, node 0.
+        let n = this.new_node(window.start().as_u64(), window.len_bytes());
+        this.link_free(n);
         this
     }
 
-    /// Allocates `len_bytes` of VA starting at a multiple of `align`, best fit by (size, address).
+    /// Every range in address order: (start, length, whether free).
+    fn ranges(&self) -> impl Iterator<Item = (u64, u64, bool)> + '_ {
+        let mut i = 0;
+        core::iter::from_fn(move || {
+            let n = self.nodes.get(i as usize)?;
+            i = n.next_phys;
+            Some((n.start, n.len, n.free))
+        })
+    }
+
+    fn new_node(&mut self, start: u64, len: u64) -> u32 {
+        let node =
+            Node { start, len, prev_phys: NIL, next_phys: NIL, prev_free: NIL, next_free: NIL, free: false };
+        match self.spare.pop() {
+            Some(i) => {
+                self.nodes[i as usize] = node;
+                i
+            }
+            None => {
+                self.nodes.push(node);
+                // CAST: a window holds fewer than 2^32 ranges in any realistic use; node
+                // indices past that would need 64 GiB of node storage first.
+                (self.nodes.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Puts free node `n` at the head of its class's list.
+    fn link_free(&mut self, n: u32) {
+        let c = class_of(self.nodes[n as usize].len);
+        let head = self.heads[c];
+        {
+            let node = &mut self.nodes[n as usize];
+            node.free = true;
+            node.prev_free = NIL;
+            node.next_free = head;
+        }
+        if head != NIL {
+            self.nodes[head as usize].prev_free = n;
+        }
+        self.heads[c] = n;
+        self.sl_bitmap[c / SL_COUNT] |= 1 << (c % SL_COUNT);
+        self.fl_bitmap |= 1 << (c / SL_COUNT);
+        self.free_bytes += self.nodes[n as usize].len;
+    }
+
+    /// Takes free node `n` off its class's list.
+    fn unlink_free(&mut self, n: u32) {
+        let Node { len, prev_free, next_free, .. } = self.nodes[n as usize];
+        let c = class_of(len);
+        if prev_free == NIL {
+            self.heads[c] = next_free;
+            if next_free == NIL {
+                self.sl_bitmap[c / SL_COUNT] &= !(1 << (c % SL_COUNT));
+                if self.sl_bitmap[c / SL_COUNT] == 0 {
+                    self.fl_bitmap &= !(1 << (c / SL_COUNT));
+                }
+            }
+        } else {
+            self.nodes[prev_free as usize].next_free = next_free;
+        }
+        if next_free != NIL {
+            self.nodes[next_free as usize].prev_free = prev_free;
+        }
+        let node = &mut self.nodes[n as usize];
+        node.free = false;
+        self.free_bytes -= len;
+    }
+
+    /// The first non-empty class at or above `c`.
+    #[inline]
+    fn nonempty_from(&self, c: usize) -> Option<usize> {
+        let fl = c / SL_COUNT;
+        if fl >= FL_COUNT {
+            return None;
+        }
+        let sl = c % SL_COUNT;
+        let here = self.sl_bitmap[fl] & (u32::MAX << sl);
+        if here != 0 {
+            return Some(fl * SL_COUNT + here.trailing_zeros() as usize);
+        }
+        let above = self.fl_bitmap.checked_shr(1 + fl as u32).unwrap_or(0);
+        if above == 0 {
+            return None;
+        }
+        let fl = fl + 1 + above.trailing_zeros() as usize;
+        Some(fl * SL_COUNT + self.sl_bitmap[fl].trailing_zeros() as usize)
+    }
+
+    /// The best of the first [`SCAN`] blocks of class `c` that hold `len_bytes` at a multiple
+    /// of `align`: (node, aligned start).
+    #[inline]
+    fn best_in_class(&self, c: usize, len_bytes: u64, align: u64) -> Option<(u32, u64)> {
+        let mut best: Option<(u32, u64)> = None;
+        let mut n = self.heads[c];
+        let mut seen = 0;
+        while n != NIL && seen < SCAN {
+            let node = &self.nodes[n as usize];
+            if let Some(aligned) = align_up(node.start, align) {
+                let head = aligned - node.start;
+                if head.checked_add(len_bytes).is_some_and(|need| need <= node.len) {
+                    let better = best.is_none_or(|(b, _)| {
+                        let b = &self.nodes[b as usize];
+                        (node.len, node.start) < (b.len, b.start)
+                    });
+                    if better {
+                        best = Some((n, aligned));
+                    }
+                }
+            }
+            n = node.next_free;
+            seen += 1;
+        }
+        best
+    }
+
+    /// Allocates `len_bytes` of VA starting at a multiple of `align` (see the module docs for
+    /// which free range it comes from).
     ///
     /// # Errors
     ///
@@ -76,31 +262,54 @@ impl VaAllocator {
         if len_bytes == 0 || !align.is_power_of_two() {
             return Err(Error::InvalidArgument);
         }
-        // The first block (by size, then address) in which an aligned start fits. Any block of
-        // at least `len_bytes + align - 1` bytes fits unless aligning its start overflows.
-        let mut found = None;
-        for &(block_len, block_start) in self.by_size.range((len_bytes, 0)..) {
-            if let Some(aligned) = align_up(block_start, align) {
-                let head = aligned - block_start;
-                if head.checked_add(len_bytes).is_some_and(|need| need <= block_len) {
-                    found = Some((block_len, block_start, aligned));
-                    break;
-                }
+        let mut c = class_of(len_bytes);
+        let found = loop {
+            let Some(k) = self.nonempty_from(c) else { return Err(Error::OutOfVa) };
+            if let Some(hit) = self.best_in_class(k, len_bytes, align) {
+                break hit;
             }
-        }
-        let (block_len, block_start, aligned) = found.ok_or(Error::OutOfVa)?;
+            c = k + 1;
+        };
+        let (n, aligned) = found;
         let range = VaRange::try_new(DeviceAddr(aligned), len_bytes).map_err(|_| Error::InvalidArgument)?;
-        self.remove_free(block_start, block_len);
-        let head = aligned - block_start;
-        if head > 0 {
-            self.insert_free(block_start, head);
-        }
-        let tail = block_len - head - len_bytes;
-        if tail > 0 {
-            self.insert_free(range.end(), tail);
-        }
-        self.allocated.insert(aligned, len_bytes);
+        self.take(n, aligned, len_bytes);
         Ok(range)
+    }
+
+    /// Carves `[aligned, aligned + len)` out of free node `n`; the head and the tail stay free.
+    fn take(&mut self, n: u32, aligned: u64, len: u64) {
+        self.unlink_free(n);
+        let Node { start, len: block_len, next_phys, .. } = self.nodes[n as usize];
+        let head = aligned - start;
+        let tail = block_len - head - len;
+        // The original node stays the lowest piece, so node 0 always starts the window.
+        let used = if head > 0 {
+            self.nodes[n as usize].len = head;
+            let u = self.new_node(aligned, len);
+            self.nodes[u as usize].prev_phys = n;
+            self.nodes[u as usize].next_phys = next_phys;
+            self.nodes[n as usize].next_phys = u;
+            if next_phys != NIL {
+                self.nodes[next_phys as usize].prev_phys = u;
+            }
+            self.link_free(n);
+            u
+        } else {
+            self.nodes[n as usize].len = len;
+            n
+        };
+        if tail > 0 {
+            let after = self.nodes[used as usize].next_phys;
+            let t = self.new_node(aligned + len, tail);
+            self.nodes[t as usize].prev_phys = used;
+            self.nodes[t as usize].next_phys = after;
+            self.nodes[used as usize].next_phys = t;
+            if after != NIL {
+                self.nodes[after as usize].prev_phys = t;
+            }
+            self.link_free(t);
+        }
+        self.allocated.insert(aligned, used);
     }
 
     /// Frees `range`, which must be exactly a range returned by [`Self::alloc`] and still live.
@@ -112,26 +321,36 @@ impl VaAllocator {
     /// [`Error::NotAllocated`] when `range` is not exactly a live allocation; nothing changes.
     pub fn free(&mut self, range: VaRange) -> Result<()> {
         let start = range.start().as_u64();
-        if self.allocated.get(&start) != Some(&range.len_bytes()) {
+        let Some(mut n) = self.allocated.get(start) else { return Err(Error::NotAllocated) };
+        if self.nodes[n as usize].len != range.len_bytes() {
             return Err(Error::NotAllocated);
         }
-        self.allocated.remove(&start);
-        let mut free_start = start;
-        let mut free_len = range.len_bytes();
-        if let Some((&prev_start, &prev_len)) = self.by_addr.range(..start).next_back() {
-            if prev_start.checked_add(prev_len) == Some(start) {
-                self.remove_free(prev_start, prev_len);
-                free_start = prev_start;
-                free_len = free_len.checked_add(prev_len).ok_or(Error::InvalidArgument)?;
-            }
+        self.allocated.remove(start);
+        let prev = self.nodes[n as usize].prev_phys;
+        if prev != NIL && self.nodes[prev as usize].free {
+            self.unlink_free(prev);
+            self.absorb_next(prev);
+            n = prev;
         }
-        let end = range.end();
-        if let Some(&next_len) = self.by_addr.get(&end) {
-            self.remove_free(end, next_len);
-            free_len = free_len.checked_add(next_len).ok_or(Error::InvalidArgument)?;
+        let next = self.nodes[n as usize].next_phys;
+        if next != NIL && self.nodes[next as usize].free {
+            self.unlink_free(next);
+            self.absorb_next(n);
         }
-        self.insert_free(free_start, free_len);
+        self.link_free(n);
         Ok(())
+    }
+
+    /// Merges the address neighbour after `n` into `n` and recycles its node.
+    fn absorb_next(&mut self, n: u32) {
+        let next = self.nodes[n as usize].next_phys;
+        let Node { len, next_phys: after, .. } = self.nodes[next as usize];
+        self.nodes[n as usize].len += len;
+        self.nodes[n as usize].next_phys = after;
+        if after != NIL {
+            self.nodes[after as usize].prev_phys = n;
+        }
+        self.spare.push(next);
     }
 
     /// Bytes of the window not allocated.
@@ -141,7 +360,21 @@ impl VaAllocator {
 
     /// Length of the largest free range (0 when the window is full).
     pub fn largest_free(&self) -> u64 {
-        self.by_size.last().map_or(0, |&(len, _)| len)
+        // The largest free range is in the highest non-empty class; that class's list is
+        // walked for its longest member (a class spans sizes within 1/32 of each other).
+        if self.fl_bitmap == 0 {
+            return 0;
+        }
+        let fl = 63 - self.fl_bitmap.leading_zeros() as usize;
+        let sl = 31 - self.sl_bitmap[fl].leading_zeros() as usize;
+        let mut n = self.heads[fl * SL_COUNT + sl];
+        let mut best = 0;
+        while n != NIL {
+            let node = &self.nodes[n as usize];
+            best = best.max(node.len);
+            n = node.next_free;
+        }
+        best
     }
 
     /// The window this allocator hands out ranges from.
@@ -149,29 +382,30 @@ impl VaAllocator {
         self.window
     }
 
-    /// The live allocation that contains `addr`, if any.
+    /// Number of live allocations.
+    pub fn live_count(&self) -> usize {
+        self.allocated.len()
+    }
+
+    /// The live allocation starting exactly at `start`, if any: O(1) expected.
+    pub fn get(&self, start: DeviceAddr) -> Option<VaRange> {
+        let n = self.allocated.get(start.as_u64())?;
+        VaRange::try_new(start, self.nodes[n as usize].len).ok()
+    }
+
+    /// The live allocation that contains `addr`, if any (a walk in address order, O(n)).
     pub fn find(&self, addr: DeviceAddr) -> Option<VaRange> {
-        let (&start, &len) = self.allocated.range(..=addr.as_u64()).next_back()?;
-        let range = VaRange::try_new(DeviceAddr(start), len).ok()?;
-        range.contains(addr).then_some(range)
-    }
-
-    /// Adds a free range to both indexes.
-    fn insert_free(&mut self, start: u64, len: u64) {
-        self.by_size.insert((len, start));
-        self.by_addr.insert(start, len);
-        self.free_bytes += len;
-    }
-
-    /// Removes a free range from both indexes.
-    fn remove_free(&mut self, start: u64, len: u64) {
-        self.by_size.remove(&(len, start));
-        self.by_addr.remove(&start);
-        self.free_bytes -= len;
+        let a = addr.as_u64();
+        let (start, len, free) = self.ranges().find(|&(s, l, _)| a >= s && a - s < l)?;
+        if free {
+            return None;
+        }
+        VaRange::try_new(DeviceAddr(start), len).ok()
     }
 }
 
 /// `addr` rounded up to a multiple of `align` (a power of two), or `None` on overflow.
+#[inline]
 fn align_up(addr: u64, align: u64) -> Option<u64> {
     let mask = align - 1;
     addr.checked_add(mask).map(|v| v & !mask)

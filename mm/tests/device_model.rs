@@ -5,6 +5,9 @@
 //! After every step: live allocations never overlap, start 64-byte aligned, lie in the window;
 //! the accounting equals the model (usable bytes per component and in total) and the physical
 //! frames in use equal the bytes the allocator says it backed; a rejected free changes nothing.
+//! Half the cases keep a spare chunk per slab class: spares count as backed until a trim (or an
+//! allocation under memory pressure) releases them, and after a trim nothing is backed beyond
+//! the live objects' chunks.
 
 use hal::{DeviceAddr, SocProfile, VaRange};
 use mm::device::{DeviceAllocator, FrameBacker, FreeError, NotLive, APP};
@@ -24,6 +27,7 @@ enum Op {
     FreeInterior(usize, u64),
     FreeWild(u64),
     FreeTwice(usize),
+    Trim,
 }
 
 fn size() -> impl Strategy<Value = u64> {
@@ -43,6 +47,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (any::<usize>(), 1u64..4096).prop_map(|(i, o)| Op::FreeInterior(i, o)),
         1 => (0u64..(1 << 30)).prop_map(Op::FreeWild),
         1 => any::<usize>().prop_map(Op::FreeTwice),
+        1 => Just(Op::Trim),
     ]
 }
 
@@ -75,14 +80,15 @@ fn check(a: &DeviceAllocator, b: &FrameBacker, model: &BTreeMap<u64, Live>) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 2 } else { 48 }, .. ProptestConfig::default() })]
 
     #[test]
-    fn device_allocator_matches_the_model(ops in prop::collection::vec(op(), 1..160)) {
+    fn device_allocator_matches_the_model(ops in prop::collection::vec(op(), 1..160), keep_spare in any::<bool>()) {
         let window = VaRange::try_new(DeviceAddr(BASE), 64 << 30).unwrap();
         let frames = FrameAllocator::new(PhysConfig { total_bytes: TOTAL, huge_budget_bytes: 96 * MIB, giant_budget_bytes: 0 }).unwrap();
         let mut b = FrameBacker::new(frames);
         let mut a = DeviceAllocator::new(window);
+        a.set_keep_spare(keep_spare);
         let mut model: BTreeMap<u64, Live> = BTreeMap::new();
         let mut freed: Vec<u64> = Vec::new();
         for op in ops {
@@ -98,9 +104,14 @@ proptest! {
                             freed.retain(|&f| f != p.as_u64());
                         }
                         Err(_) => {
-                            // Out of memory: nothing changed.
-                            prop_assert_eq!(&before.0, a.accounting());
-                            prop_assert_eq!(before.1, b.frames.info());
+                            // Out of memory: nothing changed, apart from spares released
+                            // before the last try.
+                            prop_assert_eq!(a.spare_chunks(), 0);
+                            prop_assert_eq!(before.0.live, a.accounting().live);
+                            if before.0.backed == a.accounting().backed {
+                                prop_assert_eq!(&before.0, a.accounting());
+                                prop_assert_eq!(before.1, b.frames.info());
+                            }
                         }
                     }
                 }
@@ -139,6 +150,17 @@ proptest! {
                     prop_assert_eq!(&before.0, a.accounting());
                     prop_assert_eq!(before.1, b.frames.info());
                 }
+                Op::Trim => {
+                    let spares = a.spare_chunks() as u64;
+                    let backed = a.accounting().backed.current;
+                    let released = a.trim(&mut b);
+                    prop_assert!(released >= spares * 64 * 1024 && released <= spares * 2 * MIB);
+                    prop_assert_eq!(a.accounting().backed.current, backed - released);
+                    prop_assert_eq!(a.spare_chunks(), 0);
+                }
+            }
+            if !keep_spare {
+                prop_assert_eq!(a.spare_chunks(), 0);
             }
             check(&a, &b, &model);
         }
@@ -146,6 +168,10 @@ proptest! {
         for base in bases {
             a.free(&mut b, DeviceAddr(base)).unwrap();
         }
+        let spares = a.spare_chunks() as u64;
+        let backed = a.accounting().backed.current;
+        prop_assert!(backed >= spares * 64 * 1024 && backed <= spares * 2 * MIB, "only spares stay backed");
+        prop_assert_eq!(a.trim(&mut b), backed);
         prop_assert_eq!(a.accounting().backed.current, 0, "everything goes back");
         prop_assert_eq!(b.frames.info().free_bytes, TOTAL);
     }

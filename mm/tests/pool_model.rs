@@ -136,7 +136,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 2 } else { 64 }, .. ProptestConfig::default() })]
 
     #[test]
     fn pool_never_hands_out_memory_still_in_use(ops in prop::collection::vec(op(), 1..150), m in 0u8..8) {

@@ -1,8 +1,10 @@
 //! Benchmark of `mm` alone: the device allocator (policy, slab, VA, frames) driven with no
 //! driver underneath on slab-size and large-block churn, and the stream-ordered pool on replays
 //! of the LLM-training traces in `../shared/traces/` (the side-by-side with peer allocators on
-//! the uniform and RMM-style mixes and the same traces is `benches/suballoc.rs`). Prints
-//! Markdown tables; asserts nothing about time.
+//! the uniform and RMM-style mixes and the same traces is `benches/suballoc.rs`). Each churn row
+//! also runs `offset-allocator` (which, like `mm`, manages numbers, not memory) on the same
+//! stream of sizes and frees in the same run, and prints mm's ratio to it. Prints Markdown
+//! tables; asserts nothing about time. `ACLRS_TRACES_DIR` overrides where the traces are read.
 //!
 //! Run with `cargo bench -p aclrs-tests --bench mm_alloc` (add `-- --quick` for a short run).
 
@@ -85,6 +87,46 @@ fn churn(
     samples
 }
 
+/// [`churn`] with `offset-allocator` over `total` bytes in 32-byte units (mm's `Align32`
+/// granularity): the same sizes, the same frees, the same batches.
+fn churn_offset(
+    pick: &mut dyn FnMut(&mut Rng) -> u64,
+    live: usize,
+    batch: usize,
+    batches: usize,
+    total: u64,
+) -> Vec<f64> {
+    const UNIT: u64 = 32;
+    let units = u32::try_from(total / UNIT).unwrap_or(u32::MAX);
+    let max_allocs = u32::try_from(2 * live + 1024).unwrap_or(u32::MAX);
+    let mut a = offset_allocator::Allocator::<u32>::with_max_allocs(units, max_allocs);
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let sizes: Vec<u32> = (0..4096)
+        .map(|_| {
+            let req = request(Api::Align32, SocProfile::A2, pick(&mut rng), HUGE_FIRST).expect("request");
+            u32::try_from(req.usable_bytes.div_ceil(UNIT)).expect("units")
+        })
+        .collect();
+    let mut ptrs: Vec<offset_allocator::Allocation<u32>> =
+        (0..live).map(|i| a.allocate(sizes[i % sizes.len()]).expect("warm-up allocation")).collect();
+    let mut samples = Vec::with_capacity(batches);
+    let mut k = 0usize;
+    for _ in 0..batches {
+        let t = Instant::now();
+        for _ in 0..batch {
+            // CAST: `live` fits in u64 and the result is below it.
+            let i = rng.below(live as u64) as usize;
+            a.free(ptrs[i]);
+            k = (k + 1) % sizes.len();
+            ptrs[i] = a.allocate(sizes[k]).expect("allocation");
+        }
+        // CAST: batch counts are small.
+        samples.push(t.elapsed().as_nanos() as f64 / batch as f64);
+        black_box(&ptrs);
+    }
+    samples
+}
+
 /// Pool regions from the device allocator's reservations, pages from `mm::phys`.
 struct Backing<'a> {
     alloc: &'a mut DeviceAllocator,
@@ -144,7 +186,11 @@ fn pool_replay(ops: &[(bool, u64, u64)]) -> Option<(usize, f64, u64, u64)> {
     Some((ops.len(), ns, st.used.peak, st.reserved.peak))
 }
 
+/// `../shared/traces/` next to the workspace, or the directory `ACLRS_TRACES_DIR` names.
 fn traces_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("ACLRS_TRACES_DIR") {
+        return PathBuf::from(dir);
+    }
     aclrs_tests::workspace().parent().map(|p| p.join("shared/traces")).unwrap_or_default()
 }
 
@@ -168,7 +214,16 @@ type Case = (&'static str, Box<dyn FnMut(&mut Rng) -> u64>, usize, u64, f64);
 fn main() {
     let q = quick();
     let (batches, batch) = if q { (30, 20_000) } else { (200, 50_000) };
-    let mut table = Table::new(&["workload", "p50 ns/pair", "p99 ns/pair", "spread", "target", "vs target"]);
+    let mut table = Table::new(&[
+        "workload",
+        "p50 ns/pair",
+        "p99 ns/pair",
+        "spread",
+        "offset-allocator p50 ns/pair (same run)",
+        "vs offset-allocator",
+        "target",
+        "vs target",
+    ]);
     let cases: Vec<Case> = vec![
         (
             "slab sizes 1 B–64 KiB, 4096 live",
@@ -182,11 +237,14 @@ fn main() {
     ];
     for (name, mut pick, live, total, target) in cases {
         let s = Stats::of(&churn(&mut *pick, live, batch / 10, batches, total));
+        let peer = Stats::of(&churn_offset(&mut *pick, live, batch / 10, batches, total));
         table.row(vec![
             name.to_owned(),
             format!("{:.1}", s.median),
             format!("{:.1}", s.p99),
             s.spread(1),
+            format!("{:.1}", peer.median),
+            format!("{:.2}×", s.median / peer.median),
             format!("≤ {target} ns"),
             format!("{:.2}×", s.median / target),
         ]);

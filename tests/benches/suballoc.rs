@@ -554,7 +554,11 @@ fn workload(ops: &Ops, plan: Plan) -> (u64, Vec<Row>) {
     (scale, rows)
 }
 
+/// `../shared/traces/` next to the workspace, or the directory `ACLRS_TRACES_DIR` names.
 fn traces_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("ACLRS_TRACES_DIR") {
+        return PathBuf::from(dir);
+    }
     aclrs_tests::workspace().parent().map(|p| p.join("shared/traces")).unwrap_or_default()
 }
 

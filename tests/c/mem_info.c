@@ -52,9 +52,11 @@ static size_t huge_first_footprint(size_t size)
     return huge >= r ? huge : huge + round_up(r - huge, 4 * KIB);
 }
 
-/* Small requests (at most 64 KiB after rounding) are slab objects: the first object of a size
- * class takes a whole 2 MiB chunk, which goes back when its last object is freed. */
+/* Small requests (at most 64 KiB after rounding) are slab objects in 2 MiB chunks, which go back
+ * when their last object is freed. A HUGE_ONLY chunk is one 2 MiB page; a chunk of 4 KiB pages
+ * is backed in segments as its objects reach them, the first one 64 KiB. */
 #define SLAB_CHUNK (2 * MIB)
+#define SLAB_SEGMENT (64 * KIB)
 
 /* Parses a size such as "1G", "512M", "4096", "2GiB" from the environment.
  * Returns 1 and stores it when the variable is set and well formed. */
@@ -181,13 +183,13 @@ int main(void)
     check_section("NORMAL_ONLY takes 4 KiB pages");
     alloc_and_measure(100000, ACL_MEM_MALLOC_NORMAL_ONLY, footprint(100000, 4 * KIB), 0);
     CHECK(footprint(100000, 4 * KIB) == 102400);
-    alloc_and_measure(1, ACL_MEM_MALLOC_NORMAL_ONLY, SLAB_CHUNK, 0);
+    alloc_and_measure(1, ACL_MEM_MALLOC_NORMAL_ONLY, SLAB_SEGMENT, 0);
     alloc_and_measure(3 * MIB + 5, ACL_MEM_MALLOC_NORMAL_ONLY, footprint(3 * MIB + 5, 4 * KIB), 0);
 
     check_section("HUGE_FIRST up to 1 MiB takes 4 KiB pages");
     alloc_and_measure(MIB, ACL_MEM_MALLOC_HUGE_FIRST, footprint(MIB, 4 * KIB), 0);
     CHECK(footprint(MIB, 4 * KIB) == MIB + 4 * KIB);
-    alloc_and_measure(1000, ACL_MEM_MALLOC_HUGE_FIRST, SLAB_CHUNK, 0);
+    alloc_and_measure(1000, ACL_MEM_MALLOC_HUGE_FIRST, SLAB_SEGMENT, 0);
 
     check_section("two live allocations are accounted separately");
     {
