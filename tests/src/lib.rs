@@ -166,7 +166,13 @@ fn compile(name: &str, ext: &str, link: Link) -> PathBuf {
         .arg(&exe);
     match link {
         Link::Shared => {
-            cmd.arg("-L").arg(lib).arg("-lascendcl").arg(format!("-Wl,-rpath,{}", lib.display()));
+            // DT_RPATH, not DT_RUNPATH: it is searched before `LD_LIBRARY_PATH`, which cargo
+            // points at `target/<profile>` too, where an older `libascendcl.so` may lie.
+            cmd.arg("-L")
+                .arg(lib)
+                .arg("-lascendcl")
+                .arg(format!("-Wl,-rpath,{}", lib.display()))
+                .arg("-Wl,--disable-new-dtags");
         }
         Link::Static => {
             cmd.arg(lib.join("libascendcl.a")).args(["-lpthread", "-ldl", "-lm", "-lrt"]);
