@@ -84,3 +84,10 @@ fn headers_compile_as_cpp() {
         .expect("run c++");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn a_child_forked_after_init_is_refused() {
+    let exe = compile_c("fork_child", Link::Shared);
+    let out = run_ok(&exe, "fork", &[]);
+    assert!(out.contains("fork_child (child): OK"), "{out}");
+}

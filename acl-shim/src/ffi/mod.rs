@@ -60,6 +60,9 @@ fn status(r: Result<()>) -> AclErrorCode {
 
 /// Runs `body` behind the panic wall and converts its result.
 pub(crate) fn guard(api: &'static str, body: impl FnOnce() -> Result<()>) -> AclErrorCode {
+    if let Err(e) = runtime::refuse_in_forked_child(api) {
+        return status(Err(e));
+    }
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(r) => status(r),
         Err(panic) => {
@@ -71,6 +74,21 @@ pub(crate) fn guard(api: &'static str, body: impl FnOnce() -> Result<()>) -> Acl
             status(Err(AclError::new(ACL_ERROR_INTERNAL_ERROR, format!("{api}: internal error: {what}"))))
         }
     }
+}
+
+/// Registers (once per process) the `fork()` child handler that makes every call of a child
+/// forked after `aclInit` fail ([`runtime::refuse_in_forked_child`]). Returns whether the
+/// handler is registered.
+pub(crate) fn watch_forks() -> bool {
+    extern "C" fn in_child() {
+        runtime::note_forked();
+    }
+    static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *REGISTERED.get_or_init(|| {
+        // SAFETY: registers a child handler only; `in_child` stores to an atomic and touches
+        // nothing else, which is safe in the single-threaded child right after `fork()`.
+        unsafe { libc::pthread_atfork(None, None, Some(in_child)) == 0 }
+    })
 }
 
 /// Checks an output pointer: non-null and aligned for `T`.
