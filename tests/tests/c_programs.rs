@@ -91,3 +91,9 @@ fn a_child_forked_after_init_is_refused() {
     let out = run_ok(&exe, "fork", &[]);
     assert!(out.contains("fork_child (child): OK"), "{out}");
 }
+
+#[test]
+fn stray_addresses_in_every_runtime_window_are_rejected() {
+    let exe = compile_c("window_addresses", Link::Shared);
+    run_ok(&exe, "windows", &[]);
+}
