@@ -262,7 +262,9 @@ fn check_config_file(path: &str) -> Result<()> {
     Ok(())
 }
 
-/// Finalises the runtime (`aclFinalize`): resets every device and releases the backend.
+/// Finalises the runtime (`aclFinalize`): resets every device as `aclrtResetDeviceForce` does
+/// (whatever its `aclrtSetDevice` count; queued tasks are dropped, so a wait that can never be
+/// satisfied cannot hang the process's exit) and releases the backend.
 ///
 /// # Errors
 ///
@@ -278,7 +280,7 @@ pub fn finalize() -> Result<()> {
     };
     for i in 0..rt.devices.len() {
         // CAST: the device count fits in u32.
-        rt.teardown(i as u32);
+        rt.teardown(i as u32, "aclFinalize", true);
     }
     rt.release_pinned();
     CURRENT.with(|c| c.set(None));
@@ -389,7 +391,7 @@ impl Runtime {
             st.refcount == 0
         };
         if last {
-            self.teardown(d);
+            self.teardown(d, api, force);
             self.dev(d).forced = force;
             // The context is gone: it is no longer current on this thread. (Other threads find
             // out through the zero reference count.)
@@ -403,11 +405,12 @@ impl Runtime {
         Ok(())
     }
 
-    /// Frees every allocation of device `d` and closes it.
-    fn teardown(&self, d: u32) {
-        // Outstanding tasks finish first (CANN's reset waits for them); then pools, stream-ordered
-        // frees and allocations go.
-        self.wait_device_idle(d);
+    /// Frees every allocation of device `d` and closes it (`api` resets it; `force`: the forced
+    /// form, which drops queued tasks).
+    fn teardown(&self, d: u32, api: &str, force: bool) {
+        // Outstanding tasks finish first (CANN's reset waits for them; the forced forms drop the
+        // queued ones, see `settle_device`); then pools, stream-ordered frees and allocations go.
+        self.settle_device(api, d, force);
         self.pools_teardown(d);
         self.vmm_teardown(d);
         let alloc = {

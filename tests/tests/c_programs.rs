@@ -97,3 +97,10 @@ fn stray_addresses_in_every_runtime_window_are_rejected() {
     let exe = compile_c("window_addresses", Link::Shared);
     run_ok(&exe, "windows", &[]);
 }
+
+#[test]
+fn forced_resets_and_finalize_do_not_wait_for_a_parked_value_wait() {
+    let exe = compile_c("reset_parked_wait", Link::Shared);
+    let out = run_ok(&exe, "parked", &[]);
+    assert!(out.contains("reset_parked_wait: OK"), "{out}");
+}
