@@ -84,7 +84,7 @@ static void cross_stream_wait_and_query(void)
     aclrtEventRecordedStatus es = ACL_EVENT_RECORDED_STATUS_COMPLETE;
     float ms = -1.0f;
 
-    check_section("a slow kernel on A, a wait on B: B's copy sees A's result");
+    check_section("a gated kernel on A, a wait on B: B's copy sees A's result");
     CHECK_OK(aclrtCreateStream(&a));
     CHECK_OK(aclrtCreateStream(&b));
     CHECK_OK(aclrtCreateEvent(&ev));
@@ -96,6 +96,10 @@ static void cross_stream_wait_and_query(void)
     CHECK_OK(aclrtQueryEventStatus(ev, &es));
     CHECK(es == ACL_EVENT_RECORDED_STATUS_NOT_READY); /* never recorded */
     CHECK_OK(aclrtRecordEvent(start, a));
+    /* A's kernel starts only when the test writes 1 to dev[8] (a gate), so A and ev are
+     * provably unfinished until then, on any machine; it then sleeps 200 ms for the elapsed
+     * time below. */
+    CHECK_OK(aclrtValueWait(dev + 8, 1, ACL_STREAM_WAIT_VALUE_EQ, a));
     launch_slow(dev, 200, 4, a);
     CHECK_OK(aclrtRecordEvent(ev, a));
     CHECK_OK(aclrtRecordEvent(end, a));
@@ -107,6 +111,11 @@ static void cross_stream_wait_and_query(void)
     CHECK(es == ACL_EVENT_RECORDED_STATUS_NOT_READY);
     CHECK_RET(aclrtSynchronizeStreamWithTimeout(a, 10), 507046);
     CHECK_RET(aclrtSynchronizeEventWithTimeout(ev, 10), 507047);
+    CHECK_RET(aclrtSynchronizeStreamWithTimeout(b, 10), 507046); /* B waits for ev */
+    {
+        const int64_t open = 1;
+        CHECK_OK(aclrtMemcpy(dev + 8, sizeof open, &open, sizeof open, ACL_MEMCPY_HOST_TO_DEVICE));
+    }
     CHECK_OK(aclrtSynchronizeStream(b));
     CHECK(((int32_t *)pinned)[0] == 1 && ((int32_t *)pinned)[3] == 1);
     CHECK_OK(aclrtQueryEventStatus(ev, &es));
