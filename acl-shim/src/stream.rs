@@ -978,8 +978,12 @@ impl Runtime {
     /// waits for every task, as CANN's does; when a stream is still busy after
     /// [`RESET_NOTE_AFTER_MS`] it says on stderr which stream it waits for, then waits on.
     pub(crate) fn settle_device(&self, api: &str, d: u32, force: bool) {
-        let streams: Vec<(u64, Arc<StreamObj>)> =
-            tables_for(self).streams.iter().filter(|(_, s)| s.device == d).map(|(&h, s)| (h, Arc::clone(s))).collect();
+        let streams: Vec<(u64, Arc<StreamObj>)> = tables_for(self)
+            .streams
+            .iter()
+            .filter(|(_, s)| s.device == d)
+            .map(|(&h, s)| (h, Arc::clone(s)))
+            .collect();
         let drv = self.sim_driver();
         let dev = DeviceId(d);
         for (h, s) in streams {

@@ -329,7 +329,11 @@ fn davinci_fake_module_busy_is_retried() {
     let kernel = FakeKernel::new(start_sim("busy"));
     kernel.refuse_binds_busy(3);
     let drv = Davinci::new(kernel, 1).expect("the open sequence outlasts a busy module");
-    assert_eq!(drv.transport().pauses(), [std::time::Duration::from_millis(100); 3], "three pauses of 100 ms");
+    assert_eq!(
+        drv.transport().pauses(),
+        [std::time::Duration::from_millis(100); 3],
+        "three pauses of 100 ms"
+    );
     assert_eq!(drv.transport().served(abi::DAVINCI_INTF_IOCTL_OPEN), 4, "three refusals, one bind");
     drv.open(DeviceId(0)).expect("open");
 }
