@@ -8,10 +8,12 @@
  * after its aclInit must not act as its parent: every call it makes (the
  * import, a malloc, queries, aclInit, reset and finalize) fails with
  * ACL_ERROR_RT_FEATURE_NOT_SUPPORT and a message that says why. The child
- * reports through its exit status, which the parent checks; the parent itself
- * then imports the key (so the child was refused for being forked, not by the
- * whitelist) and keeps working. A watchdog alarm fails the program if any
- * process hangs.
+ * leaves with exit(), so the library's exit hooks run in it, and reports
+ * through its exit status, which the parent checks. The parent's memory must
+ * survive the child's exit (the shared machine still counts it, and a new
+ * allocation does not reuse its frames); the parent then imports the key (so
+ * the child was refused for being forked, not by the whitelist) and keeps
+ * working. A watchdog alarm fails the program if any process hangs.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -26,6 +28,7 @@
 #include "check.h"
 
 #define SZ ((size_t)2 << 20)
+#define HELD ((size_t)64 << 20)
 
 /* Checks that `rc` is the fork refusal and that the message says so. */
 static void refused(const char *what, aclError rc)
@@ -89,10 +92,18 @@ static int exporter(int32_t allowed, int out, int in)
     return ok ? 0 : 1;
 }
 
+/* 1 when the `len` device bytes at p all equal `v` (read back through `buf`, len bytes). */
+static int device_holds(void *p, size_t len, unsigned char v, unsigned char *buf)
+{
+    memset(buf, ~v, len);
+    return aclrtMemcpy(buf, len, p, len, ACL_MEMCPY_DEVICE_TO_HOST) == ACL_SUCCESS && all_bytes(buf, len, v);
+}
+
 int main(void)
 {
-    void *imported = NULL;
-    unsigned char *host = (unsigned char *)malloc(SZ);
+    void *imported = NULL, *held = NULL, *fresh = NULL;
+    size_t free_before = 0, free_after = 0, total = 0;
+    unsigned char *host = (unsigned char *)malloc(HELD);
     char key[128];
     int32_t me = 0;
     int to_parent[2], to_exporter[2];
@@ -122,14 +133,17 @@ int main(void)
     }
     CHECK_OK(aclrtDeviceGetBareTgid(&me));
     CHECK(me == (int32_t)getpid());
+    CHECK_OK(aclrtMalloc(&held, HELD, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK_OK(aclrtMemset(held, HELD, 0x3C, HELD));
+    CHECK_OK(aclrtGetMemInfo(ACL_HBM_MEM, &free_before, &total));
 
     check_section("fork after aclInit");
     fflush(stdout);
     pid = fork();
     if (pid == 0) {
-        int rc = child(key);
-        fflush(stdout);
-        _exit(rc);
+        /* exit(), not _exit(): the library's exit hooks run in the child too, and must not
+         * release the parent's memory in the shared machine. */
+        exit(child(key));
     }
     CHECK(pid > 0);
     CHECK(waitpid(pid, &st, 0) == pid);
@@ -137,7 +151,15 @@ int main(void)
            WIFSIGNALED(st) ? WTERMSIG(st) : 0);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 
-    check_section("parent: the runtime still works, and the key was the parent's to import");
+    check_section("parent: its memory survived the child's exit, the key was the parent's to import");
+    CHECK_OK(aclrtGetMemInfo(ACL_HBM_MEM, &free_after, &total));
+    printf("  free before the fork %zu, after the child's exit %zu\n", free_before, free_after);
+    CHECK(free_after == free_before); /* the child's exit released nothing of the parent's */
+    CHECK_OK(aclrtMalloc(&fresh, HELD, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK_OK(aclrtMemset(fresh, HELD, 0xC3, HELD));
+    CHECK(device_holds(held, HELD, 0x3C, host)); /* a new allocation did not reuse its frames */
+    CHECK_OK(aclrtFree(fresh));
+    CHECK_OK(aclrtFree(held));
     if (CHECK_OK(aclrtIpcMemImportByKey(&imported, key, ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT))) {
         memset(host, 0, SZ);
         CHECK_OK(aclrtMemcpy(host, SZ, imported, SZ, ACL_MEMCPY_DEVICE_TO_HOST));
