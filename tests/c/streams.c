@@ -380,10 +380,18 @@ static void callbacks_and_value_wait(void)
     CHECK_OK(aclrtMalloc((void **)&dev, 64, ACL_MEM_MALLOC_HUGE_FIRST));
     CHECK_OK(aclrtMemset(flag, 64, 0, 64));
     CHECK_OK(aclrtMemset(dev, 64, 0, 64));
+    /* w waits for s's write of 5, which sits behind a gate (flag + 8) the test opens: until
+     * then w provably cannot finish, on any machine. */
     CHECK_OK(aclrtValueWait(flag, 5, ACL_STREAM_WAIT_VALUE_EQ, w));
     launch_slow(dev, 0, 1, w);
-    launch_slow(dev, 50, 1, s);
+    CHECK_OK(aclrtValueWait((char *)flag + 8, 1, ACL_STREAM_WAIT_VALUE_EQ, s));
+    launch_slow(dev, 0, 1, s);
     CHECK_OK(aclrtValueWrite(flag, 5, 0, s));
+    CHECK_RET(aclrtSynchronizeStreamWithTimeout(w, 20), 507046);
+    {
+        const int64_t open = 1;
+        CHECK_OK(aclrtMemcpy((char *)flag + 8, sizeof open, &open, sizeof open, ACL_MEMCPY_HOST_TO_DEVICE));
+    }
     CHECK_OK(aclrtSynchronizeStream(w));
     CHECK_OK(aclrtMemcpy(host, 4, dev, 4, ACL_MEMCPY_DEVICE_TO_HOST));
     CHECK(host[0] == 2);
