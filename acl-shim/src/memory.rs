@@ -20,7 +20,8 @@ pub enum Loc {
     Device(u32),
     /// Pinned host memory from `aclrtMallocHost`.
     Pinned,
-    /// Memory the runtime did not allocate (ordinary, pageable host memory).
+    /// Memory the runtime did not allocate (ordinary, pageable host memory), or an address of
+    /// the pool window, which the checks of every copy and set reject.
     Unregistered,
 }
 
@@ -486,6 +487,15 @@ impl Runtime {
                 self.host.lock().unwrap_or_else(|p| p.into_inner()).contains_range(DeviceAddr(addr), len)
             }
             Loc::Unregistered => {
+                if window_of(addr) == Window::Pool {
+                    // The pool window is the runtime's VA even where nothing lives: pool
+                    // blocks are carved from the device windows, so no byte here is memory.
+                    return Err(AclError::rt_invalid(format!(
+                        "{api}: {what} {addr:#x} lies in the runtime's stream-ordered pool window [{:#x}, {:#x}), which holds no memory",
+                        hal::layout::POOL_WINDOW_BASE,
+                        hal::layout::POOL_WINDOW_BASE + hal::layout::POOL_WINDOW_SIZE
+                    )));
+                }
                 if crosses_windows(addr, len) {
                     return Err(AclError::rt_invalid(format!(
                         "{api}: {what} range [{addr:#x}, +{len}) runs from ordinary host memory into a runtime VA window"

@@ -12,7 +12,7 @@
 //! has its own `Mutex`, and the pinned-host table another. No call holds two of those at once.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use hal::layout::{HOST_WINDOW_BASE, HOST_WINDOW_SIZE};
@@ -145,6 +145,40 @@ pub struct Runtime {
 static RUNTIME: RwLock<Option<Arc<Runtime>>> = RwLock::new(None);
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
+/// Set in a child `fork()`ed after this process's first `aclInit`, by the `pthread_atfork`
+/// child handler [`crate::ffi::watch_forks`] registers; one relaxed load per call checks it.
+static FORKED: AtomicBool = AtomicBool::new(false);
+/// The pid that called the first `aclInit` (a forked child still holds its parent's).
+static INIT_PID: AtomicU32 = AtomicU32::new(0);
+
+/// Marks this process as a child forked after `aclInit` (the `fork()` child handler: it only
+/// stores to an atomic, as a handler running in a forked child must).
+pub(crate) fn note_forked() {
+    FORKED.store(true, Ordering::Relaxed);
+}
+
+/// Refuses every call in a child forked after `aclInit`. CANN does not support that: the
+/// parent's devices, streams, device threads and IPC identity cannot be shared with a copy of
+/// the process, and a child holding them would act as its parent (for example, import IPC
+/// memory its parent's pid was allowed).
+///
+/// # Errors
+///
+/// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` in such a child.
+pub(crate) fn refuse_in_forked_child(api: &str) -> Result<()> {
+    if !FORKED.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    Err(AclError::new(
+        ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+        format!(
+            "{api}: this process (pid {}) was forked from pid {} after aclInit, and the runtime cannot be used in a forked child (CANN does not support fork after aclInit); fork before aclInit, or exec a new program in the child",
+            std::process::id(),
+            INIT_PID.load(Ordering::Relaxed)
+        ),
+    ))
+}
+
 thread_local! {
     /// The calling thread's current device, tagged with the runtime generation it was set in.
     static CURRENT: Cell<Option<(u64, u32)>> = const { Cell::new(None) };
@@ -156,8 +190,10 @@ thread_local! {
 ///
 /// `ACL_ERROR_REPEAT_INITIALIZE` when already initialised; `ACL_ERROR_INVALID_FILE` for an
 /// unreadable configuration file, `ACL_ERROR_PARSE_FILE` for one that is not JSON nested at most
-/// 10 deep; `ACL_ERROR_INVALID_PARAM` for a bad `ACLRS_SIM_*` setting.
+/// 10 deep; `ACL_ERROR_INVALID_PARAM` for a bad `ACLRS_SIM_*` setting;
+/// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` in a child forked after `aclInit`.
 pub fn init(config: Option<&str>) -> Result<()> {
+    refuse_in_forked_child("aclInit")?;
     let mut slot = RUNTIME.write().unwrap_or_else(|p| p.into_inner());
     if slot.is_some() {
         return Err(AclError::new(
@@ -174,6 +210,10 @@ pub fn init(config: Option<&str>) -> Result<()> {
     let soc = drv.device_info(DeviceId(0)).map(|i| i.soc).unwrap_or(SocProfile::A2);
     let host_window = VaRange::try_new(DeviceAddr(HOST_WINDOW_BASE), HOST_WINDOW_SIZE)
         .map_err(|e| AclError::from_hal(e, "aclInit"))?;
+    if !crate::ffi::watch_forks() {
+        return Err(AclError::new(ACL_ERROR_RT_INTERNAL_ERROR, "aclInit: pthread_atfork failed"));
+    }
+    INIT_PID.store(std::process::id(), Ordering::Relaxed);
     let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
     *slot = Some(Arc::new(Runtime {
         generation,
@@ -260,12 +300,16 @@ fn check_config_file(path: &str) -> Result<()> {
     Ok(())
 }
 
-/// Finalises the runtime (`aclFinalize`): resets every device and releases the backend.
+/// Finalises the runtime (`aclFinalize`): resets every device as `aclrtResetDeviceForce` does
+/// (whatever its `aclrtSetDevice` count; queued tasks are dropped, so a wait that can never be
+/// satisfied cannot hang the process's exit) and releases the backend.
 ///
 /// # Errors
 ///
-/// `ACL_ERROR_REPEAT_FINALIZE` when not initialised.
+/// `ACL_ERROR_REPEAT_FINALIZE` when not initialised; `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` in a
+/// child forked after `aclInit`.
 pub fn finalize() -> Result<()> {
+    refuse_in_forked_child("aclFinalize")?;
     let rt = {
         let mut slot = RUNTIME.write().unwrap_or_else(|p| p.into_inner());
         slot.take().ok_or_else(|| {
@@ -275,7 +319,7 @@ pub fn finalize() -> Result<()> {
     crate::obs::write_env_snapshot(&rt);
     for i in 0..rt.devices.len() {
         // CAST: the device count fits in u32.
-        rt.teardown(i as u32);
+        rt.teardown(i as u32, "aclFinalize", true);
     }
     rt.release_pinned();
     CURRENT.with(|c| c.set(None));
@@ -286,8 +330,10 @@ pub fn finalize() -> Result<()> {
 ///
 /// # Errors
 ///
-/// `ACL_ERROR_UNINITIALIZE` before `aclInit` or after `aclFinalize`.
+/// `ACL_ERROR_UNINITIALIZE` before `aclInit` or after `aclFinalize`;
+/// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` in a child forked after `aclInit`.
 pub fn runtime(api: &str) -> Result<Arc<Runtime>> {
+    refuse_in_forked_child(api)?;
     RUNTIME
         .read()
         .unwrap_or_else(|p| p.into_inner())
@@ -391,7 +437,7 @@ impl Runtime {
             st.refcount == 0
         };
         if last {
-            self.teardown(d);
+            self.teardown(d, api, force);
             self.dev(d).forced = force;
             // The context is gone: it is no longer current on this thread. (Other threads find
             // out through the zero reference count.)
@@ -405,11 +451,12 @@ impl Runtime {
         Ok(())
     }
 
-    /// Frees every allocation of device `d` and closes it.
-    fn teardown(&self, d: u32) {
-        // Outstanding tasks finish first (CANN's reset waits for them); then pools, stream-ordered
-        // frees and allocations go.
-        self.wait_device_idle(d);
+    /// Frees every allocation of device `d` and closes it (`api` resets it; `force`: the forced
+    /// form, which drops queued tasks).
+    fn teardown(&self, d: u32, api: &str, force: bool) {
+        // Outstanding tasks finish first (CANN's reset waits for them; the forced forms drop the
+        // queued ones, see `settle_device`); then pools, stream-ordered frees and allocations go.
+        self.settle_device(api, d, force);
         self.pools_teardown(d);
         self.vmm_teardown(d);
         let alloc = {

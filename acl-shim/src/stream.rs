@@ -985,6 +985,38 @@ impl Runtime {
         }
     }
 
+    /// Lets the tasks of device `d` settle before its reset by `api`.
+    ///
+    /// The forced forms (`aclrtResetDeviceForce`, and `aclFinalize`, which resets every device
+    /// that way) first drop every queued task of the device's streams, as
+    /// `aclrtDestroyStreamForce` does, so that a task that can never run (an `aclrtValueWait` on
+    /// a word nobody writes) cannot hold them; a task already running finishes. The plain reset
+    /// waits for every task, as CANN's does; when a stream is still busy after
+    /// [`RESET_NOTE_AFTER_MS`] it says on stderr which stream it waits for, then waits on.
+    pub(crate) fn settle_device(&self, api: &str, d: u32, force: bool) {
+        let streams: Vec<(u64, Arc<StreamObj>)> = tables_for(self)
+            .streams
+            .iter()
+            .filter(|(_, s)| s.device == d)
+            .map(|(&h, s)| (h, Arc::clone(s)))
+            .collect();
+        let drv = self.sim_driver();
+        let dev = DeviceId(d);
+        for (h, s) in streams {
+            // A backend that cannot drop queued tasks (NotSupported) waits like a plain reset.
+            let dropped = force && drv.abort_queue(dev, s.queue).is_ok();
+            let Ok(last) = drv.submitted(dev, s.queue) else { continue };
+            let grace = if dropped { None } else { Some(RESET_NOTE_AFTER_MS) };
+            if let Err(e) = drv.wait(dev, s.queue, last, grace) {
+                if e.kind() == hal::ErrorKind::Timeout {
+                    let done = drv.completed(dev, s.queue).map_or(0, |(seq, _)| seq);
+                    note_reset_wait(api, d, h, last, done);
+                    let _ = drv.wait(dev, s.queue, last, None);
+                }
+            }
+        }
+    }
+
     /// Forgets every stream, event and subscription of device `d` (its reset or
     /// `aclFinalize`); the device's queues go with the device.
     pub(crate) fn forget_device_handles(&self, d: u32) {
@@ -1000,6 +1032,19 @@ impl Runtime {
         t.subscribers.retain(|_, (dev, _)| *dev != d);
         PENDING_ERRORS.lock().unwrap_or_else(|p| p.into_inner()).retain(|&(dev, _), _| dev != d);
     }
+}
+
+/// How long a plain device reset waits for a stream before it says what it is waiting for.
+pub(crate) const RESET_NOTE_AFTER_MS: u32 = 1000;
+
+/// The one place a reset reports that it is still waiting (stderr, until the crate has a log
+/// facility): which stream, how far its tasks got, and how to stop waiting.
+fn note_reset_wait(api: &str, d: u32, stream: u64, last: u64, done: u64) {
+    eprintln!(
+        "aclrs: {api}({d}) is waiting for stream {stream:#x}: tasks up to #{last} were submitted, #{done} finished; \
+         a task that can never finish (such as an aclrtValueWait on a word nothing writes) keeps this reset waiting \
+         forever; aclrtResetDeviceForce drops queued tasks instead"
+    );
 }
 
 /// Errors taken by `aclrtStreamQuery` and kept for the next synchronisation, by (device, queue).

@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/c/pools.c - stream-ordered memory pools through the C ABI: creation rules,
- * attributes, every reuse mode on and off against a slow kernel (a block is never handed to a
+ * attributes, every reuse mode on and off against a gated kernel (a block is never handed to a
  * second stream while the first may still write it, unless a mode makes that safe), release
  * threshold and TrimTo arithmetic, stream-ordered frees of aclrtMalloc memory, destroy with
  * outstanding blocks, many threads on many streams, and the custom allocator descriptors.
  *
  * Needs ACLRS_TEST_KERNELS = the shared object built from tests/c/kernels/pool_kernels.c.
+ *
+ * Ordering is never decided by time: a "gated" kernel sits behind an aclrtValueWait on a
+ * device word that only release_gate() writes, so its block is provably still in use until
+ * the test opens the gate, on any machine.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +72,41 @@ static aclError launch_fill(void *p, size_t bytes, uint32_t value, uint32_t ms, 
     a.value = value;
     a.ms = ms;
     return aclrtLaunchKernelV2(g_fill, 4, &a, sizeof a, NULL, s);
+}
+
+/* The device word the gated kernels wait for, and the value that opened it last. */
+static void *g_gate;
+static uint64_t g_opened;
+
+/* Launches slow_fill(p, n words, value) on stream s behind the gate: s waits until the next
+ * release_gate() before the kernel starts. */
+static aclError launch_gated_fill(void *p, size_t bytes, uint32_t value, aclrtStream s)
+{
+    aclError rc = aclrtValueWait(g_gate, g_opened + 1, ACL_STREAM_WAIT_VALUE_GEQ, s);
+    return rc != ACL_SUCCESS ? rc : launch_fill(p, bytes, value, 0, s);
+}
+
+/* Opens the gate for every gated kernel launched so far. */
+static void release_gate(void)
+{
+    uint64_t v = g_opened + 1;
+    if (CHECK_OK(aclrtMemcpy(g_gate, sizeof v, &v, sizeof v, ACL_MEMCPY_HOST_TO_DEVICE))) {
+        g_opened = v;
+    }
+}
+
+/* A thread that opens the gate once the main thread says it is about to block. */
+static volatile int g_blocking;
+static void *release_when_blocking(void *arg)
+{
+    (void)arg;
+    CHECK_OK(aclrtSetDevice(0)); /* the current device is per thread */
+    while (!g_blocking) {
+        sched_yield();
+    }
+    release_gate();
+    CHECK_OK(aclrtResetDevice(0));
+    return NULL;
 }
 
 /* Whether all `bytes` at device address p hold the word `value`. */
@@ -185,8 +225,9 @@ static void creation_and_attributes(void)
 }
 
 /*
- * The reuse modes. Stream A runs a slow kernel that writes 0xAAAAAAAA over block X after
- * 300 ms, and frees X right after launching it. Stream B then asks for a block of X's size.
+ * The reuse modes. Stream A runs a gated kernel that writes 0xAAAAAAAA over block X once the
+ * test opens the gate, and frees X right after launching it. Stream B then asks for a block of
+ * X's size while the kernel provably has not run.
  */
 static void reuse_modes(void)
 {
@@ -204,11 +245,12 @@ static void reuse_modes(void)
     check_section("same stream: immediate reuse, in stream order");
     set_modes(pool, 0, 0, 0);
     CHECK_OK(aclrtMemPoolMallocAsync(&x, SZ, pool, a));
-    CHECK_OK(launch_fill(x, SZ, 0xAAAAAAAAu, 300, a));
+    CHECK_OK(launch_gated_fill(x, SZ, 0xAAAAAAAAu, a));
     CHECK_OK(aclrtMemPoolFreeAsync(x, a));
     CHECK_OK(aclrtMemPoolMallocAsync(&y, SZ, pool, a));
     CHECK(y == x);
     CHECK_OK(aclrtMemsetAsync(y, SZ, 0x11, SZ, a));
+    release_gate();
     CHECK_OK(aclrtSynchronizeStream(a));
     CHECK(holds(y, SZ, 0x11111111u)); /* the memset ran after the kernel, in stream order */
     CHECK_OK(aclrtMemPoolFreeAsync(y, a));
@@ -216,22 +258,24 @@ static void reuse_modes(void)
 
     check_section("no mode: another stream never gets a block still in use");
     CHECK_OK(aclrtMemPoolMallocAsync(&x, SZ, pool, a));
-    CHECK_OK(launch_fill(x, SZ, 0xAAAAAAAAu, 300, a));
+    CHECK_OK(launch_gated_fill(x, SZ, 0xAAAAAAAAu, a));
     CHECK_OK(aclrtMemPoolFreeAsync(x, a));
     CHECK_OK(aclrtMemPoolMallocAsync(&y, SZ, pool, b));
     CHECK(y != NULL && ((char *)y >= (char *)x + SZ || (char *)y + SZ <= (char *)x));
     CHECK_OK(aclrtMemPoolFreeAsync(y, b));
+    release_gate();
     CHECK_OK(aclrtSynchronizeStream(a));
     CHECK_OK(aclrtSynchronizeStream(b));
 
     check_section("opportunistic: only once the free has completed");
     set_modes(pool, 0, 1, 0);
     CHECK_OK(aclrtMemPoolMallocAsync(&x, SZ, pool, a));
-    CHECK_OK(launch_fill(x, SZ, 0xAAAAAAAAu, 300, a));
+    CHECK_OK(launch_gated_fill(x, SZ, 0xAAAAAAAAu, a));
     CHECK_OK(aclrtMemPoolFreeAsync(x, a));
     CHECK_OK(aclrtMemPoolMallocAsync(&y, SZ, pool, b));
-    CHECK(y != x);
+    CHECK(y != x); /* A's free cannot have completed: its kernel has not started */
     CHECK_OK(aclrtMemPoolFreeAsync(y, b));
+    release_gate();
     CHECK_OK(aclrtSynchronizeStream(a));
     {
         void *z = NULL;
@@ -244,13 +288,16 @@ static void reuse_modes(void)
     check_section("event dependency: B waits on an event recorded after A's free");
     set_modes(pool, 1, 0, 0);
     CHECK_OK(aclrtMemPoolMallocAsync(&x, SZ, pool, a));
-    CHECK_OK(launch_fill(x, SZ, 0xAAAAAAAAu, 300, a));
+    CHECK_OK(launch_gated_fill(x, SZ, 0xAAAAAAAAu, a));
     CHECK_OK(aclrtMemPoolFreeAsync(x, a));
     CHECK_OK(aclrtRecordEvent(ev, a));
     CHECK_OK(aclrtStreamWaitEvent(b, ev));
     CHECK_OK(aclrtMemPoolMallocAsync(&y, SZ, pool, b));
     CHECK(y == x);
     CHECK_OK(aclrtMemsetAsync(y, SZ, 0x22, SZ, b));
+    /* B cannot finish while A's kernel is gated (a correct runtime always times out here). */
+    CHECK_RET(aclrtSynchronizeStreamWithTimeout(b, 20), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
+    release_gate();
     CHECK_OK(aclrtSynchronizeStream(b));
     CHECK(holds(y, SZ, 0x22222222u)); /* B's memset ran after A's kernel */
     CHECK_OK(aclrtMemPoolFreeAsync(y, b));
@@ -260,11 +307,13 @@ static void reuse_modes(void)
     check_section("internal dependency: the pool makes B wait for A itself");
     set_modes(pool, 0, 0, 1);
     CHECK_OK(aclrtMemPoolMallocAsync(&x, SZ, pool, a));
-    CHECK_OK(launch_fill(x, SZ, 0xAAAAAAAAu, 300, a));
+    CHECK_OK(launch_gated_fill(x, SZ, 0xAAAAAAAAu, a));
     CHECK_OK(aclrtMemPoolFreeAsync(x, a));
     CHECK_OK(aclrtMemPoolMallocAsync(&y, SZ, pool, b));
     CHECK(y == x);
     CHECK_OK(aclrtMemsetAsync(y, SZ, 0x33, SZ, b));
+    CHECK_RET(aclrtSynchronizeStreamWithTimeout(b, 20), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
+    release_gate();
     CHECK_OK(aclrtSynchronizeStream(b));
     CHECK(holds(y, SZ, 0x33333333u)); /* without the inserted wait, A's kernel would win */
     CHECK_OK(aclrtMemPoolFreeAsync(y, b));
@@ -334,11 +383,12 @@ static void threshold_trim_and_plain_frees(void)
 
     check_section("aclrtMemPoolFreeAsync of aclrtMalloc memory frees it in stream order");
     if (CHECK_OK(aclrtMalloc(&d, 8 * MIB, ACL_MEM_MALLOC_HUGE_FIRST))) {
-        CHECK_OK(launch_fill(d, 8 * MIB, 0x44444444u, 200, s));
+        CHECK_OK(launch_gated_fill(d, 8 * MIB, 0x44444444u, s));
         CHECK_OK(aclrtMemPoolFreeAsync(d, s));
         CHECK_FAIL(aclrtMemPoolFreeAsync(d, s), ACL_ERROR_RT_PARAM_INVALID);
         CHECK_FAIL(aclrtFree(d), ACL_ERROR_RT_PARAM_INVALID); /* its free is pending */
-        CHECK(base - hbm_free() >= 8 * MIB); /* still held: the kernel is running */
+        CHECK(base - hbm_free() >= 8 * MIB); /* still held: the kernel has not run */
+        release_gate();
         CHECK_OK(aclrtSynchronizeStream(s));
         CHECK(hbm_free() == base);
         CHECK_FAIL(aclrtFree(d), ACL_ERROR_RT_PARAM_INVALID);
@@ -349,8 +399,14 @@ static void threshold_trim_and_plain_frees(void)
     if (CHECK_OK(aclrtMalloc(&d, 8 * MIB, ACL_MEM_MALLOC_HUGE_FIRST))) {
         void *h = NULL;
         aclrtStreamStatus st = ACL_STREAM_STATUS_NOT_READY;
-        CHECK_OK(launch_fill(d, 8 * MIB, 0x66666666u, 200, s));
+        pthread_t opener;
+        /* The gate opens only once this thread is about to block in the call. */
+        CHECK_OK(launch_gated_fill(d, 8 * MIB, 0x66666666u, s));
+        g_blocking = 0;
+        pthread_create(&opener, NULL, release_when_blocking, NULL);
+        g_blocking = 1;
         CHECK_OK(aclrtFreeWithDevSync(d)); /* returns only after the kernel ran */
+        pthread_join(opener, NULL);
         CHECK_OK(aclrtStreamQuery(s, &st));
         CHECK(st == ACL_STREAM_STATUS_COMPLETE);
         CHECK(hbm_free() == base);
@@ -358,8 +414,12 @@ static void threshold_trim_and_plain_frees(void)
         CHECK_FAIL(aclrtFreeWithDevSync(NULL), ACL_ERROR_INVALID_PARAM);
         if (CHECK_OK(aclrtMallocHost(&h, 4096)) && CHECK_OK(aclrtMalloc(&d, 4096, ACL_MEM_MALLOC_HUGE_FIRST))) {
             CHECK_OK(aclrtMemcpyAsync(d, 4096, h, 4096, ACL_MEMCPY_HOST_TO_DEVICE, s));
-            CHECK_OK(launch_fill(d, 4096, 1, 100, s));
+            CHECK_OK(launch_gated_fill(d, 4096, 1, s));
+            g_blocking = 0;
+            pthread_create(&opener, NULL, release_when_blocking, NULL);
+            g_blocking = 1;
             CHECK_OK(aclrtFreeHostWithDevSync(h));
+            pthread_join(opener, NULL);
             CHECK_OK(aclrtStreamQuery(s, &st));
             CHECK(st == ACL_STREAM_STATUS_COMPLETE);
             CHECK_FAIL(aclrtFreeHostWithDevSync(h), ACL_ERROR_RT_PARAM_INVALID);
@@ -525,11 +585,16 @@ int main(void)
         !CHECK_OK(aclrtBinaryGetFunction(bin, "slow_fill", &g_fill))) {
         return check_summary("pools");
     }
+    if (!CHECK_OK(aclrtMalloc(&g_gate, 64, ACL_MEM_MALLOC_HUGE_FIRST)) ||
+        !CHECK_OK(aclrtMemset(g_gate, 64, 0, 64))) {
+        return check_summary("pools");
+    }
     creation_and_attributes();
     reuse_modes();
     threshold_trim_and_plain_frees();
     threads();
     allocator_descriptors();
+    CHECK_OK(aclrtFree(g_gate));
     CHECK_OK(aclrtBinaryUnLoad(bin));
     CHECK_OK(aclrtResetDevice(0));
     CHECK_OK(aclFinalize());

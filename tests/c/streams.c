@@ -84,7 +84,7 @@ static void cross_stream_wait_and_query(void)
     aclrtEventRecordedStatus es = ACL_EVENT_RECORDED_STATUS_COMPLETE;
     float ms = -1.0f;
 
-    check_section("a slow kernel on A, a wait on B: B's copy sees A's result");
+    check_section("a gated kernel on A, a wait on B: B's copy sees A's result");
     CHECK_OK(aclrtCreateStream(&a));
     CHECK_OK(aclrtCreateStream(&b));
     CHECK_OK(aclrtCreateEvent(&ev));
@@ -96,6 +96,10 @@ static void cross_stream_wait_and_query(void)
     CHECK_OK(aclrtQueryEventStatus(ev, &es));
     CHECK(es == ACL_EVENT_RECORDED_STATUS_NOT_READY); /* never recorded */
     CHECK_OK(aclrtRecordEvent(start, a));
+    /* A's kernel starts only when the test writes 1 to dev[8] (a gate), so A and ev are
+     * provably unfinished until then, on any machine; it then sleeps 200 ms for the elapsed
+     * time below. */
+    CHECK_OK(aclrtValueWait(dev + 8, 1, ACL_STREAM_WAIT_VALUE_EQ, a));
     launch_slow(dev, 200, 4, a);
     CHECK_OK(aclrtRecordEvent(ev, a));
     CHECK_OK(aclrtRecordEvent(end, a));
@@ -107,6 +111,11 @@ static void cross_stream_wait_and_query(void)
     CHECK(es == ACL_EVENT_RECORDED_STATUS_NOT_READY);
     CHECK_RET(aclrtSynchronizeStreamWithTimeout(a, 10), 507046);
     CHECK_RET(aclrtSynchronizeEventWithTimeout(ev, 10), 507047);
+    CHECK_RET(aclrtSynchronizeStreamWithTimeout(b, 10), 507046); /* B waits for ev */
+    {
+        const int64_t open = 1;
+        CHECK_OK(aclrtMemcpy(dev + 8, sizeof open, &open, sizeof open, ACL_MEMCPY_HOST_TO_DEVICE));
+    }
     CHECK_OK(aclrtSynchronizeStream(b));
     CHECK(((int32_t *)pinned)[0] == 1 && ((int32_t *)pinned)[3] == 1);
     CHECK_OK(aclrtQueryEventStatus(ev, &es));
@@ -371,10 +380,18 @@ static void callbacks_and_value_wait(void)
     CHECK_OK(aclrtMalloc((void **)&dev, 64, ACL_MEM_MALLOC_HUGE_FIRST));
     CHECK_OK(aclrtMemset(flag, 64, 0, 64));
     CHECK_OK(aclrtMemset(dev, 64, 0, 64));
+    /* w waits for s's write of 5, which sits behind a gate (flag + 8) the test opens: until
+     * then w provably cannot finish, on any machine. */
     CHECK_OK(aclrtValueWait(flag, 5, ACL_STREAM_WAIT_VALUE_EQ, w));
     launch_slow(dev, 0, 1, w);
-    launch_slow(dev, 50, 1, s);
+    CHECK_OK(aclrtValueWait((char *)flag + 8, 1, ACL_STREAM_WAIT_VALUE_EQ, s));
+    launch_slow(dev, 0, 1, s);
     CHECK_OK(aclrtValueWrite(flag, 5, 0, s));
+    CHECK_RET(aclrtSynchronizeStreamWithTimeout(w, 20), 507046);
+    {
+        const int64_t open = 1;
+        CHECK_OK(aclrtMemcpy((char *)flag + 8, sizeof open, &open, sizeof open, ACL_MEMCPY_HOST_TO_DEVICE));
+    }
     CHECK_OK(aclrtSynchronizeStream(w));
     CHECK_OK(aclrtMemcpy(host, 4, dev, 4, ACL_MEMCPY_DEVICE_TO_HOST));
     CHECK(host[0] == 2);

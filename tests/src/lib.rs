@@ -15,31 +15,33 @@ pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
 }
 
-/// The directory holding `libascendcl.{so,a}`, built once per test process.
+/// The directory holding `libascendcl.{so,a}`.
 ///
 /// `ACLRS_LIB_DIR` names a directory that already holds the library (`cargo xtask ci` sets it);
-/// otherwise the debug build of `acl-shim` is made with cargo.
+/// otherwise it is the test binary's own directory (`target/<profile>/deps`): `acl-shim` is a
+/// dev-dependency of this crate, so cargo builds every crate type of it there, from the same
+/// sources and settings, before it builds any test binary. No nested cargo runs.
 ///
 /// # Panics
 ///
-/// When the library cannot be built.
+/// When the library is not there (a test binary run outside cargo without `ACLRS_LIB_DIR`).
 pub fn lib_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         if let Some(dir) = std::env::var_os("ACLRS_LIB_DIR") {
             return PathBuf::from(dir);
         }
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "--quiet", "-p", "acl-shim"])
-            .current_dir(workspace())
-            .status()
-            .expect("run cargo build -p acl-shim");
-        assert!(status.success(), "cargo build -p acl-shim failed");
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| workspace().join("target"));
-        target.join("debug")
+        let exe = std::env::current_exe().expect("the path of this test binary");
+        let dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+        for lib in ["libascendcl.so", "libascendcl.a"] {
+            assert!(
+                dir.join(lib).is_file(),
+                "{lib} is not next to the test binary in {} (cargo builds it there as a dev-dependency); \
+                 run the tests through cargo or set ACLRS_LIB_DIR",
+                dir.display()
+            );
+        }
+        dir
     })
 }
 
@@ -164,7 +166,13 @@ fn compile(name: &str, ext: &str, link: Link) -> PathBuf {
         .arg(&exe);
     match link {
         Link::Shared => {
-            cmd.arg("-L").arg(lib).arg("-lascendcl").arg(format!("-Wl,-rpath,{}", lib.display()));
+            // DT_RPATH, not DT_RUNPATH: it is searched before `LD_LIBRARY_PATH`, which cargo
+            // points at `target/<profile>` too, where an older `libascendcl.so` may lie.
+            cmd.arg("-L")
+                .arg(lib)
+                .arg("-lascendcl")
+                .arg(format!("-Wl,-rpath,{}", lib.display()))
+                .arg("-Wl,--disable-new-dtags");
         }
         Link::Static => {
             cmd.arg(lib.join("libascendcl.a")).args(["-lpthread", "-ldl", "-lm", "-lrt"]);

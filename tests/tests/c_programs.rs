@@ -92,3 +92,23 @@ fn api_contracts_found_broken_by_the_adversarial_run() {
     let out = run_ok(&exe, "contracts", &[("ACLRS_TEST_KERNELS", so.to_str().expect("utf-8 path"))]);
     assert!(out.contains("api_contracts: OK"), "{out}");
 }
+
+#[test]
+fn a_child_forked_after_init_is_refused() {
+    let exe = compile_c("fork_child", Link::Shared);
+    let out = run_ok(&exe, "fork", &[]);
+    assert!(out.contains("fork_child (child): OK"), "{out}");
+}
+
+#[test]
+fn stray_addresses_in_every_runtime_window_are_rejected() {
+    let exe = compile_c("window_addresses", Link::Shared);
+    run_ok(&exe, "windows", &[]);
+}
+
+#[test]
+fn forced_resets_and_finalize_do_not_wait_for_a_parked_value_wait() {
+    let exe = compile_c("reset_parked_wait", Link::Shared);
+    let out = run_ok(&exe, "parked", &[]);
+    assert!(out.contains("reset_parked_wait: OK"), "{out}");
+}

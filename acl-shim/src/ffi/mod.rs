@@ -66,6 +66,11 @@ fn status(r: Result<()>) -> AclErrorCode {
 /// result.
 pub(crate) fn guard(api: &'static str, body: impl FnOnce() -> Result<()>) -> AclErrorCode {
     crate::log::init();
+    if let Err(e) = runtime::refuse_in_forked_child(api) {
+        let code = status(Err(e));
+        crate::log::api_return(api, code);
+        return code;
+    }
     let code = match catch_unwind(AssertUnwindSafe(body)) {
         Ok(r) => status(r),
         Err(panic) => {
@@ -79,6 +84,21 @@ pub(crate) fn guard(api: &'static str, body: impl FnOnce() -> Result<()>) -> Acl
     };
     crate::log::api_return(api, code);
     code
+}
+
+/// Registers (once per process) the `fork()` child handler that makes every call of a child
+/// forked after `aclInit` fail ([`runtime::refuse_in_forked_child`]). Returns whether the
+/// handler is registered.
+pub(crate) fn watch_forks() -> bool {
+    extern "C" fn in_child() {
+        runtime::note_forked();
+    }
+    static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *REGISTERED.get_or_init(|| {
+        // SAFETY: registers a child handler only; `in_child` stores to an atomic and touches
+        // nothing else, which is safe in the single-threaded child right after `fork()`.
+        unsafe { libc::pthread_atfork(None, None, Some(in_child)) == 0 }
+    })
 }
 
 /// Checks an output pointer: non-null and aligned for `T`.

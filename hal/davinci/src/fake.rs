@@ -72,6 +72,9 @@ struct State {
     served: HashMap<u32, u64>,
     /// Module binds still to refuse with `EBUSY` (a driver still releasing an old user).
     busy_binds: u32,
+    /// The pauses the backend asked for between bind tries, in order (not spent: the fake
+    /// answers at once, so a test of the retry costs no real time).
+    pauses: Vec<Duration>,
     /// Pages behind the `TSDRV_MMAP` mappings the user holds, by start address.
     ring_maps: HashMap<usize, Arc<Anon>>,
     /// IPC shares this process opened: where they are mapped (the handle and bytes).
@@ -324,6 +327,11 @@ impl FakeKernel {
     /// user of the module is still being released.
     pub fn refuse_binds_busy(&self, n: u32) {
         self.lock().busy_binds = n;
+    }
+
+    /// The pauses the backend took between busy module binds, in order.
+    pub fn pauses(&self) -> Vec<Duration> {
+        self.lock().pauses.clone()
     }
 
     /// How many times command `cmd` was served.
@@ -981,5 +989,10 @@ impl Transport for FakeKernel {
             Some(l) if l == len => Ok(()),
             _ => Err(Errno(libc::EINVAL)),
         }
+    }
+
+    /// Records the pause instead of spending it: the fake's next bind answers at once.
+    fn pause(&self, pause: Duration) {
+        self.lock().pauses.push(pause);
     }
 }

@@ -228,6 +228,12 @@ pub trait Transport: Send + Sync {
     ///
     /// Nothing may refer to the mapping any more.
     unsafe fn munmap(&self, addr: usize, len: usize) -> std::result::Result<(), Errno>;
+
+    /// Waits `pause` before the backend tries a busy module bind again. A real kernel needs
+    /// the time to pass (`std::thread::sleep`); a fake may record the pause instead.
+    fn pause(&self, pause: Duration) {
+        std::thread::sleep(pause);
+    }
 }
 
 /// Why the backend could not start.
@@ -315,7 +321,7 @@ impl<T: Transport> ModuleFd<T> {
                 Ok(_) => return Ok(this),
                 Err(Errno(libc::EBUSY)) if tries < MODULE_OPEN_TRIES => {
                     tries += 1;
-                    std::thread::sleep(MODULE_OPEN_PAUSE);
+                    t.pause(MODULE_OPEN_PAUSE);
                 }
                 Err(errno) => return Err(StartError::Step { step: "bind module", errno }),
             }

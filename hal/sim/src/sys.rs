@@ -136,11 +136,37 @@ pub(crate) fn shm_unlink(name: &str) {
     }
 }
 
-/// Runs `hook` when the process exits normally (without `aclFinalize`, say).
+/// The hook [`at_exit`] runs, and whether this process is a child `fork()`ed after it was set.
+static EXIT_HOOK: std::sync::OnceLock<extern "C" fn()> = std::sync::OnceLock::new();
+static FORKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn exit_unless_forked() {
+    // A forked child is not the process that attached: leaving in its (inherited) name would
+    // hand the parent's live memory to others.
+    if !FORKED.load(std::sync::atomic::Ordering::Relaxed) {
+        if let Some(hook) = EXIT_HOOK.get() {
+            hook();
+        }
+    }
+}
+
+extern "C" fn mark_forked() {
+    FORKED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Runs `hook` (once registered, later calls do nothing) when the process exits normally
+/// (without `aclFinalize`, say), but not in a child forked from it.
 pub(crate) fn at_exit(hook: extern "C" fn()) {
-    // SAFETY: `hook` is an `extern "C" fn()` of this library that must not unwind (the caller
-    // guarantees it catches panics) and stays valid for the life of the process.
-    unsafe { libc::atexit(hook) };
+    if EXIT_HOOK.set(hook).is_err() {
+        return;
+    }
+    // SAFETY: both handlers are `extern "C" fn()`s of this library that cannot unwind (the
+    // exit hook's caller guarantees `hook` catches panics; `mark_forked` only stores to an
+    // atomic, which is safe in a just-forked child) and stay valid for the life of the process.
+    unsafe {
+        libc::atexit(exit_unless_forked);
+        libc::pthread_atfork(None, None, Some(mark_forked));
+    }
 }
 
 /// A fault: an access touched a byte of a window that is not mapped (or not writable).
