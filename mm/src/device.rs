@@ -441,11 +441,11 @@ enum Loc {
 /// # Invariants
 ///
 /// - Every live direct block is `Some` in `blocks`; its pieces are backed and its VA range is
-///   allocated in `va`. Every slot it covers entirely holds its id with [`BLOCK_FLAG`]; a slot it
+///   allocated in `va`. Every slot it covers entirely holds its id with `BLOCK_FLAG`; a slot it
 ///   covers only in part (a 4 KiB-aligned block's first and last slots) holds a granule table
-///   ([`FINE_FLAG`]) in which its id + 1 is an entry of every granule it overlaps.
+///   (`FINE_FLAG`) in which its id + 1 is an entry of every granule it overlaps.
 /// - Every chunk in `chunks` is backed and allocated in `va`, and its slot in `slots` holds its
-///   id with [`SLAB_FLAG`]; the chunks with a free slot that are not a spare are exactly those
+///   id with `SLAB_FLAG`; the chunks with a free slot that are not a spare are exactly those
 ///   on their class's `partial` list (`listed`).
 /// - No other slot entry is non-zero.
 /// - `acct.backed.current` is the sum of the backed bytes of all blocks and chunks;

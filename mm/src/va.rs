@@ -10,7 +10,7 @@
 //! at most 1/32 of its sizes; below 32 bytes every size is its own class). One bit per non-empty
 //! class in two bitmaps finds the next non-empty class above any size in O(1). Ranges are nodes
 //! in one table with links to their address neighbours (boundary tags), so a free merges with
-//! free neighbours in O(1); a hash index from start address to node ([`crate::addr_map`]) makes
+//! free neighbours in O(1); a hash index from start address to node (`addr_map`) makes
 //! the exact-match check of a free O(1) expected. Node storage and the index grow by doubling and
 //! are reused, so in steady state an alloc or free allocates nothing on the heap.
 //!

@@ -650,11 +650,11 @@ fn install(prefix: &Path, debug: bool) -> Result<PathBuf> {
     ensure_debian_tools(&["patchelf"])?;
     let profile = if debug { "debug" } else { "release" };
     let mut build = cargo();
-    build.args(["build", "-p", "acl-shim"]);
+    build.args(["build", "-p", "acl-shim", "-p", "aclrs-smi"]);
     if !debug {
         build.arg("--release");
     }
-    run(&format!("build libascendcl ({profile})"), &mut build)?;
+    run(&format!("build libascendcl and aclrs-smi ({profile})"), &mut build)?;
     std::fs::create_dir_all(prefix).map_err(io_err(prefix))?;
     let prefix = prefix.canonicalize().map_err(io_err(prefix))?;
     eprintln!("xtask: install libascendcl {LIB_VERSION} ({profile}) into {}", prefix.display());
@@ -689,6 +689,9 @@ fn install(prefix: &Path, debug: bool) -> Result<PathBuf> {
     std::fs::create_dir_all(&cmake_dir).map_err(io_err(&cmake_dir))?;
     write_file(&cmake_dir.join("ascendcl-config.cmake"), &cmake_config_file(&real, &soname), false)?;
     write_file(&cmake_dir.join("ascendcl-config-version.cmake"), &cmake_version_file(&so_version), false)?;
+    let smi = bin.join("aclrs-smi");
+    let _ = std::fs::remove_file(&smi);
+    std::fs::copy(built.join("aclrs-smi"), &smi).map_err(io_err(&smi))?;
     let env = set_env_script(&prefix);
     write_file(&prefix.join("set_env.sh"), &env, true)?;
     write_file(&bin.join("setenv.bash"), &env, true)?;
@@ -699,7 +702,7 @@ fn install(prefix: &Path, debug: bool) -> Result<PathBuf> {
     symlink("../lib64", &arch.join("lib64"))?;
     eprintln!(
         "xtask: installed: include/acl/, lib64/{{{real}, {soname}, libascendcl.so, libacl_rt.so, libascendcl.a, \
-         pkgconfig/ascendcl.pc}}, share/cmake/ascendcl/, set_env.sh, bin/setenv.bash, {}-linux/{{include,lib64}}\n\
+         pkgconfig/ascendcl.pc}}, share/cmake/ascendcl/, set_env.sh, bin/{{setenv.bash, aclrs-smi}}, {}-linux/{{include,lib64}}\n\
          xtask: use it with `source {}/set_env.sh`",
         std::env::consts::ARCH,
         prefix.display()
@@ -742,6 +745,7 @@ fn install_test() -> Result {
          test -f '{p}/lib64/libacl_rt.so'\n\
          test -f '{p}/{arch}-linux/include/acl/acl.h' && test -d '{p}/{arch}-linux/lib64'\n\
          readelf -d '{p}/lib64/libascendcl.so' | grep -q 'Library soname: \\[{soname}\\]'\n\
+         '{p}/bin/aclrs-smi' --json | grep -q '\"running\": *false'\n\
          echo 'install layout: ok'",
         arch = std::env::consts::ARCH
     );
