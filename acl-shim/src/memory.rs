@@ -226,8 +226,11 @@ impl Runtime {
                 if let Some(before) = backed_before {
                     let grown = alloc.accounting().backed.current.saturating_sub(before);
                     let slab = alloc.find(p).is_some_and(|i| i.is_slab);
+                    // A slab chunk is one segment from its first backing to its last release;
+                    // growing or shrinking it by segments is not a segment event.
+                    let new_chunk = slab && alloc.chunk_backed(p) == Some(grown);
                     drop(st);
-                    crate::obs::alloc_events(d, p.as_u64(), req.usable_bytes, grown, slab);
+                    crate::obs::alloc_events(d, p.as_u64(), req.usable_bytes, grown, slab, new_chunk);
                 }
                 Ok(p.as_u64())
             }
@@ -362,8 +365,9 @@ impl Runtime {
             Ok(info) => {
                 if let Some(before) = backed_before {
                     let shrunk = before.saturating_sub(alloc.accounting().backed.current);
+                    let chunk_gone = info.is_slab && alloc.chunk_backed(DeviceAddr(ptr)).is_none();
                     drop(st);
-                    crate::obs::free_events(d, ptr, info.usable_bytes, shrunk, info.is_slab);
+                    crate::obs::free_events(d, ptr, info.usable_bytes, shrunk, info.is_slab, chunk_gone);
                 }
                 Ok(())
             }

@@ -170,26 +170,29 @@ pub fn note(device: u32, action: &'static str, addr: u64, size: u64, stream: u64
     }
 }
 
-/// Records an `aclrtMalloc`: a `segment_alloc` of the bytes it newly backed (its own range, or
-/// the new slab chunk holding it), then the `alloc`.
+/// Records an `aclrtMalloc`: a `segment_alloc` of the range it newly backed, or of the whole
+/// slab chunk (`CHUNK_BYTES` of VA) when the object started a new chunk; then the `alloc`.
 #[cold]
-pub fn alloc_events(device: u32, addr: u64, size: u64, newly_backed: u64, slab: bool) {
-    if newly_backed > 0 {
-        let seg = if slab { addr & !(mm::slab::CHUNK_BYTES - 1) } else { addr };
-        record(device, "segment_alloc", seg, newly_backed, 0, 0);
+pub fn alloc_events(device: u32, addr: u64, size: u64, newly_backed: u64, slab: bool, new_chunk: bool) {
+    if slab && new_chunk {
+        record(device, "segment_alloc", addr & !(mm::slab::CHUNK_BYTES - 1), mm::slab::CHUNK_BYTES, 0, 0);
+    } else if !slab && newly_backed > 0 {
+        record(device, "segment_alloc", addr, newly_backed, 0, 0);
     }
     record(device, "alloc", addr, size, 0, 0);
 }
 
 /// Records an `aclrtFree`: `free_requested` and `free_completed` (a plain free completes at
-/// once), then a `segment_free` of the bytes it unbacked (its range, or its emptied chunk).
+/// once), then a `segment_free` of the range it unbacked, or of the whole slab chunk when the
+/// chunk went with it.
 #[cold]
-pub fn free_events(device: u32, addr: u64, size: u64, unbacked: u64, slab: bool) {
+pub fn free_events(device: u32, addr: u64, size: u64, unbacked: u64, slab: bool, chunk_gone: bool) {
     record(device, "free_requested", addr, size, 0, 0);
     record(device, "free_completed", addr, size, 0, 0);
-    if unbacked > 0 {
-        let seg = if slab { addr & !(mm::slab::CHUNK_BYTES - 1) } else { addr };
-        record(device, "segment_free", seg, unbacked, 0, 0);
+    if slab && chunk_gone {
+        record(device, "segment_free", addr & !(mm::slab::CHUNK_BYTES - 1), mm::slab::CHUNK_BYTES, 0, 0);
+    } else if !slab && unbacked > 0 {
+        record(device, "segment_free", addr, unbacked, 0, 0);
     }
 }
 

@@ -992,6 +992,15 @@ impl DeviceAllocator {
         }
     }
 
+    /// Bytes backed of the live slab chunk that contains `addr` (`None` when no live chunk
+    /// does): for memory snapshots, which show a chunk as one segment while it exists.
+    pub fn chunk_backed(&self, addr: DeviceAddr) -> Option<u64> {
+        match self.locate(addr.as_u64())? {
+            Loc::Chunk(id) => self.chunks.get(id as usize)?.as_ref().map(|rec| rec.backed),
+            Loc::Block(_) => None,
+        }
+    }
+
     /// Whether `[addr, addr + len_bytes)` lies inside one live allocation's usable bytes.
     pub fn contains_range(&self, addr: DeviceAddr, len_bytes: u64) -> bool {
         let Some(info) = self.find(addr) else { return false };
