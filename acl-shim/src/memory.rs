@@ -226,9 +226,9 @@ impl Runtime {
                 if let Some(before) = backed_before {
                     let grown = alloc.accounting().backed.current.saturating_sub(before);
                     let slab = alloc.find(p).is_some_and(|i| i.is_slab);
-                    // A slab chunk is one segment from its first backing to its last release;
-                    // growing or shrinking it by segments is not a segment event.
-                    let new_chunk = slab && alloc.chunk_backed(p) == Some(grown);
+                    // A slab chunk is one segment while it holds objects; growing or shrinking
+                    // it by 64 KiB segments is not a segment event, and a spare is no segment.
+                    let new_chunk = slab && alloc.chunk_objects(p) == Some(1);
                     drop(st);
                     crate::obs::alloc_events(d, p.as_u64(), req.usable_bytes, grown, slab, new_chunk);
                 }
@@ -365,7 +365,7 @@ impl Runtime {
             Ok(info) => {
                 if let Some(before) = backed_before {
                     let shrunk = before.saturating_sub(alloc.accounting().backed.current);
-                    let chunk_gone = info.is_slab && alloc.chunk_backed(DeviceAddr(ptr)).is_none();
+                    let chunk_gone = info.is_slab && alloc.chunk_objects(DeviceAddr(ptr)).unwrap_or(0) == 0;
                     drop(st);
                     crate::obs::free_events(d, ptr, info.usable_bytes, shrunk, info.is_slab, chunk_gone);
                 }
@@ -882,6 +882,18 @@ impl Runtime {
         }
     }
 
+    /// Gives back what device `d`'s allocator keeps for reuse: one empty chunk per slab class
+    /// and the empty segment kept at the top of a chunk (`mm::device::DeviceAllocator::trim`).
+    /// Called at `aclrtGetMemInfo` and `aclrtSynchronizeDevice`; under memory pressure `mm`
+    /// releases them itself before an allocation fails.
+    pub(crate) fn trim_spares(&self, d: u32) {
+        let mut st = self.dev(d);
+        if let Some(alloc) = st.alloc.as_mut() {
+            let mut backer = HalBacker::new(self.backend.driver(), d);
+            alloc.trim(&mut backer);
+        }
+    }
+
     /// `aclrtGetMemInfo` for the current device: `(free, total)`.
     ///
     /// # Errors
@@ -894,6 +906,9 @@ impl Runtime {
         }
         let d = self.current_device(api)?;
         self.process_deferred(d);
+        // Memory kept for reuse (spare slab chunks, a chunk's empty top segment) goes back
+        // first, so the figures show freed memory as free.
+        self.trim_spares(d);
         let drv = self.backend.driver();
         let info: MemoryInfo = drv.memory_info(DeviceId(d)).map_err(|e| AclError::from_hal(e, api))?;
         let kind = drv.device_info(DeviceId(d)).map(|i| i.memory).unwrap_or_default();

@@ -401,7 +401,11 @@ impl Runtime {
                 AclError::new(ACL_ERROR_RT_NO_DEVICE, format!("aclrtSetDevice({device_id}): {e}"))
             })?;
             // The upper half of the window is for VMM reservations and IPC imports.
-            st.alloc = Some(DeviceAllocator::new(crate::vmm::malloc_window(d)));
+            let mut alloc = DeviceAllocator::new(crate::vmm::malloc_window(d));
+            // One empty slab chunk per class is kept, so a lone small malloc/free loop does not
+            // back and unback a chunk every time; `trim_spares` gives it back.
+            alloc.set_keep_spare(true);
+            st.alloc = Some(alloc);
             st.forced = false;
         }
         st.refcount = st

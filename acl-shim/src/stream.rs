@@ -483,6 +483,7 @@ impl Runtime {
             }
         }
         self.pools_on_sync(d);
+        self.trim_spares(d);
         first.map_or(Ok(()), Err)
     }
 

@@ -535,7 +535,7 @@ impl DeviceAllocator {
         self.va.largest_free()
     }
 
-    /// Every direct block and slab chunk, in address order (for memory snapshots; it builds a
+    /// Every direct block and slab chunk holding objects, in address order (for memory snapshots; it builds a
     /// list, so it is not for hot paths).
     pub fn segments(&self) -> Vec<Segment> {
         let mut out: Vec<Segment> = self
@@ -552,7 +552,8 @@ impl DeviceAllocator {
                 blocks: vec![(b.base(), b.usable)],
             })
             .collect();
-        for rec in self.chunks.iter().flatten() {
+        // A spare chunk (no live object) is memory kept for reuse, not a segment.
+        for rec in self.chunks.iter().flatten().filter(|rec| rec.chunk.used() > 0) {
             let kind = self.kinds[rec.kind as usize];
             let mut blocks = Vec::new();
             rec.chunk.for_each_live(|a, u| blocks.push((a, u)));
@@ -679,7 +680,7 @@ impl DeviceAllocator {
     /// # Errors
     ///
     /// [`AllocError::OutOfVa`] or [`AllocError::Backing`]; nothing changes then (apart from
-    /// spare chunks released).
+    /// memory kept for reuse being released, as [`Self::trim`] does).
     pub fn allocate<B: Backer>(
         &mut self,
         backer: &mut B,
@@ -687,9 +688,13 @@ impl DeviceAllocator {
         component: Component,
     ) -> Result<DeviceAddr, AllocError> {
         match self.allocate_once(backer, req, component) {
-            Err(e) if self.spares > 0 && is_pressure(&e) => {
-                self.trim(backer);
-                self.allocate_once(backer, req, component)
+            // Memory kept for reuse (spare chunks, empty top segments) goes before a failure.
+            Err(e) if is_pressure(&e) => {
+                if self.trim(backer) > 0 {
+                    self.allocate_once(backer, req, component)
+                } else {
+                    Err(e)
+                }
             }
             r => r,
         }
@@ -992,11 +997,11 @@ impl DeviceAllocator {
         }
     }
 
-    /// Bytes backed of the live slab chunk that contains `addr` (`None` when no live chunk
-    /// does): for memory snapshots, which show a chunk as one segment while it exists.
-    pub fn chunk_backed(&self, addr: DeviceAddr) -> Option<u64> {
+    /// Live objects of the slab chunk that contains `addr` (`None` when no chunk does; 0 for
+    /// a spare): for memory snapshots, which show a chunk as one segment while it holds objects.
+    pub fn chunk_objects(&self, addr: DeviceAddr) -> Option<u32> {
         match self.locate(addr.as_u64())? {
-            Loc::Chunk(id) => self.chunks.get(id as usize)?.as_ref().map(|rec| rec.backed),
+            Loc::Chunk(id) => self.chunks.get(id as usize)?.as_ref().map(|rec| rec.chunk.used()),
             Loc::Block(_) => None,
         }
     }
@@ -1115,7 +1120,7 @@ impl DeviceAllocator {
             self.list_push(k, class, id);
         }
         if kind.page == PageSize::Normal {
-            self.shrink_chunk(backer, id).map_err(FreeError::Backing)?;
+            self.shrink_chunk(backer, id, true).map_err(FreeError::Backing)?;
         }
         if empty {
             self.list_unlink(k, class, id);
@@ -1132,13 +1137,26 @@ impl DeviceAllocator {
     }
 
     /// Unbacks the segments at the top of 4 KiB-page chunk `id` that no live object overlaps,
-    /// keeping the first (the chunk itself goes when it empties).
-    fn shrink_chunk<B: Backer>(&mut self, backer: &mut B, id: u32) -> Result<(), hal::Error> {
+    /// keeping the first (the chunk itself goes when it empties). With `hysteresis`, one empty
+    /// segment stays backed above the highest live one, so that an alloc/free pair at a segment
+    /// boundary does not back and unback a segment every time; [`Self::trim`] takes it too.
+    fn shrink_chunk<B: Backer>(
+        &mut self,
+        backer: &mut B,
+        id: u32,
+        hysteresis: bool,
+    ) -> Result<(), hal::Error> {
         let Some(rec) = self.chunks[id as usize].as_mut() else { return Ok(()) };
         while rec.backed > SEGMENT_BYTES {
             let start = rec.backed - SEGMENT_BYTES;
             // CAST: below SEGMENTS.
             if rec.chunk.segment_live((start / SEGMENT_BYTES) as usize) != 0 {
+                break;
+            }
+            // The top segment is empty; with hysteresis it goes only when the one below it is
+            // empty too (which then becomes the one kept).
+            // CAST: below SEGMENTS.
+            if hysteresis && rec.chunk.segment_live((start / SEGMENT_BYTES) as usize - 1) != 0 {
                 break;
             }
             backer.unback(VaRange::try_new(DeviceAddr(rec.chunk.base + start), SEGMENT_BYTES)?)?;
@@ -1177,9 +1195,21 @@ impl DeviceAllocator {
         Ok(released)
     }
 
-    /// Gives back every spare chunk kept for reuse; returns the bytes released.
+    /// Gives back every spare chunk kept for reuse and every empty segment kept at the top of a
+    /// chunk; returns the bytes released. Time linear in the number of chunks.
     pub fn trim<B: Backer>(&mut self, backer: &mut B) -> u64 {
-        let mut released = 0;
+        let before = self.acct.backed.current;
+        for id in 0..self.chunks.len() {
+            let normal = self.chunks[id]
+                .as_ref()
+                .is_some_and(|rec| self.kinds[usize::from(rec.kind)].page == PageSize::Normal);
+            // CAST: chunk ids are u32.
+            if normal && self.shrink_chunk(backer, id as u32, false).is_err() {
+                // What could not be unbacked stays backed and counted; nothing is lost.
+                continue;
+            }
+        }
+        let mut released = before - self.acct.backed.current;
         for k in 0..self.heads.len() {
             for class in 0..CLASSES {
                 if let Some(id) = self.heads[k][class].spare.take() {
@@ -1488,17 +1518,30 @@ mod tests {
         }
         assert_eq!(a.accounting().backed.current, 2 * MIB);
         assert_eq!(b.backed_ranges(), 32, "one backing call per segment");
-        // A hole in the middle stays backed; the top goes as soon as nothing overlaps it.
+        // A hole in the middle stays backed; one empty segment stays at the top (hysteresis),
+        // the next one goes as soon as nothing overlaps it and the one below is empty too.
         a.free(&mut b, xs[10]).unwrap();
         assert_eq!(used(&b), 2 * MIB);
         a.free(&mut b, xs[31]).unwrap();
-        assert_eq!(used(&b), 2 * MIB - (64 << 10));
+        assert_eq!(used(&b), 2 * MIB, "the empty top segment is kept");
+        // An alloc/free pair at the boundary backs and unbacks nothing.
+        let ranges = b.backed_ranges();
+        let top = a.allocate(&mut b, &r, APP).unwrap();
+        assert_eq!(top, xs[10], "the lowest free slot first: the hole");
+        a.free(&mut b, top).unwrap();
+        assert_eq!((used(&b), b.backed_ranges()), (2 * MIB, ranges));
+        a.free(&mut b, xs[30]).unwrap();
+        assert_eq!(used(&b), 2 * MIB - (64 << 10), "one empty segment left on top");
+        // trim takes the kept segment.
+        assert_eq!(a.trim(&mut b), 64 << 10);
+        assert_eq!(used(&b), 2 * MIB - 2 * (64 << 10));
+        xs.truncate(30);
         // The lowest free slot is reused first: the hole, with no backing call.
         let again = a.allocate(&mut b, &r, APP).unwrap();
         assert_eq!(again, xs[10]);
-        assert_eq!(used(&b), 2 * MIB - (64 << 10));
+        assert_eq!(used(&b), 2 * MIB - 2 * (64 << 10));
         xs[10] = again;
-        for x in xs.drain(..31) {
+        for x in xs.drain(..) {
             a.free(&mut b, x).unwrap();
         }
         assert_eq!(used(&b), 0);
