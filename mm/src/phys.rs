@@ -105,45 +105,65 @@ impl Bits {
         Self { words: vec![0; ix(bits.div_ceil(64))] }
     }
 
-    /// Calls `f(word index, mask)` for the words covering bits `[lo, hi)`.
+    /// The first and last words covering bits `[lo, hi)` (`lo < hi`) and the masks of the
+    /// bits of the range in each.
     #[inline]
-    fn spans(lo: u64, hi: u64, mut f: impl FnMut(usize, u64) -> bool) -> bool {
-        let mut i = lo;
-        while i < hi {
-            let w = i / 64;
-            let b = i % 64;
-            let n = (64 - b).min(hi - i);
-            let mask = if n == 64 { u64::MAX } else { ((1u64 << n) - 1) << b };
-            if !f(ix(w), mask) {
-                return false;
-            }
-            i += n;
-        }
-        true
+    fn words_of(lo: u64, hi: u64) -> (usize, usize, u64, u64) {
+        let m0 = u64::MAX << (lo % 64);
+        let m1 = u64::MAX >> (63 - (hi - 1) % 64);
+        (ix(lo / 64), ix((hi - 1) / 64), m0, m1)
     }
 
     fn all_set(&self, lo: u64, hi: u64) -> bool {
-        Self::spans(lo, hi, |w, m| self.words[w] & m == m)
+        if lo >= hi {
+            return true;
+        }
+        let (a, b, m0, m1) = Self::words_of(lo, hi);
+        if a == b {
+            return self.words[a] & m0 & m1 == m0 & m1;
+        }
+        self.words[a] & m0 == m0
+            && self.words[a + 1..b].iter().all(|&w| w == u64::MAX)
+            && self.words[b] & m1 == m1
     }
 
     fn none_set(&self, lo: u64, hi: u64) -> bool {
-        Self::spans(lo, hi, |w, m| self.words[w] & m == 0)
+        if lo >= hi {
+            return true;
+        }
+        let (a, b, m0, m1) = Self::words_of(lo, hi);
+        if a == b {
+            return self.words[a] & m0 & m1 == 0;
+        }
+        self.words[a] & m0 == 0 && self.words[a + 1..b].iter().all(|&w| w == 0) && self.words[b] & m1 == 0
     }
 
     fn set_range(&mut self, lo: u64, hi: u64) {
-        let words = &mut self.words;
-        Self::spans(lo, hi, |w, m| {
-            words[w] |= m;
-            true
-        });
+        if lo >= hi {
+            return;
+        }
+        let (a, b, m0, m1) = Self::words_of(lo, hi);
+        if a == b {
+            self.words[a] |= m0 & m1;
+        } else {
+            self.words[a] |= m0;
+            self.words[a + 1..b].fill(u64::MAX);
+            self.words[b] |= m1;
+        }
     }
 
     fn clear_range(&mut self, lo: u64, hi: u64) {
-        let words = &mut self.words;
-        Self::spans(lo, hi, |w, m| {
-            words[w] &= !m;
-            true
-        });
+        if lo >= hi {
+            return;
+        }
+        let (a, b, m0, m1) = Self::words_of(lo, hi);
+        if a == b {
+            self.words[a] &= !(m0 & m1);
+        } else {
+            self.words[a] &= !m0;
+            self.words[a + 1..b].fill(0);
+            self.words[b] &= !m1;
+        }
     }
 }
 
