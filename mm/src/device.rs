@@ -230,11 +230,13 @@ pub struct Usage {
 }
 
 impl Usage {
+    #[inline]
     pub(crate) fn add(&mut self, bytes: u64) {
         self.current += bytes;
         self.peak = self.peak.max(self.current);
     }
 
+    #[inline]
     pub(crate) fn sub(&mut self, bytes: u64) {
         self.current -= bytes;
     }
@@ -260,6 +262,7 @@ pub struct Accounting {
 }
 
 impl Accounting {
+    #[inline]
     fn component(&mut self, c: Component) -> &mut Usage {
         let i = match self.components.iter().position(|(k, _)| *k == c) {
             Some(i) => i,
@@ -271,12 +274,14 @@ impl Accounting {
         &mut self.components[i].1
     }
 
+    #[inline]
     fn charge(&mut self, c: Component, class: PolicyClass, bytes: u64) {
         self.live.add(bytes);
         self.component(c).add(bytes);
         self.policies[class.index()].add(bytes);
     }
 
+    #[inline]
     fn refund(&mut self, c: Component, class: PolicyClass, bytes: u64) {
         self.live.sub(bytes);
         self.component(c).sub(bytes);
@@ -787,6 +792,7 @@ impl DeviceAllocator {
     }
 
     /// Puts chunk `id` at the head of its class's list of chunks with free slots.
+    #[inline]
     fn list_push(&mut self, k: usize, class: usize, id: u32) {
         let head = self.heads[k][class].partial;
         if let Some(rec) = self.chunks[id as usize].as_mut() {
@@ -803,6 +809,7 @@ impl DeviceAllocator {
     }
 
     /// Takes chunk `id` off its class's list (when it is on it).
+    #[inline]
     fn list_unlink(&mut self, k: usize, class: usize, id: u32) {
         let Some(rec) = self.chunks[id as usize].as_mut() else { return };
         if !rec.listed {
@@ -880,6 +887,7 @@ impl DeviceAllocator {
     }
 
     /// A free block id, growing the table when none is left.
+    #[inline]
     fn block_id(&mut self) -> u32 {
         match self.free_block_ids.pop() {
             Some(id) => id,
