@@ -50,6 +50,10 @@
 //! `backed` counts the physical bytes backed, `live` the usable bytes handed out; each is kept
 //! per component and per policy with current and peak values. The difference between backed and
 //! live is the allocator's overhead (page rounding, slab slack, the kept spare chunks).
+//! A [`FrameBacker`] turns on its frames' quick reuse ([`FrameAllocator::set_quick_reuse`]):
+//! unbacked runs kept for the next range of the same size are free memory in its
+//! [`FrameAllocator::info`], exactly; [`DeviceAllocator::trim`] gives them back to the buddy
+//! lists (through [`Backer::trim`]).
 
 use alloc::collections::BTreeMap;
 use alloc::vec;

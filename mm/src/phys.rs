@@ -32,6 +32,13 @@
 //!   limited by a budget of bytes that may be in use as that page size.
 //! - Frees check every page of every run against the allocation bits of that page size before
 //!   anything is given back (all or nothing), then merge freed blocks with free buddies.
+//!   A run that was the low part of one block goes back as that whole block when the rest of
+//!   the block is still free as the split left it (one merge chain, not one per piece).
+//! - Quick reuse ([`FrameAllocator::set_quick_reuse`], off by default, on in
+//!   [`crate::device::FrameBacker`]): a run freed whole is kept in a 64-entry cache by its
+//!   length and page size, and the next allocation of that exact size takes it back in O(1)
+//!   with no split or merge. Cached frames are free memory (counted free, exactly); an
+//!   allocation that finds no free block large enough gives them all back first.
 //!
 //! # Complexity
 //!
