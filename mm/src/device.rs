@@ -50,6 +50,10 @@
 //! `backed` counts the physical bytes backed, `live` the usable bytes handed out; each is kept
 //! per component and per policy with current and peak values. The difference between backed and
 //! live is the allocator's overhead (page rounding, slab slack, the kept spare chunks).
+//! A [`FrameBacker`] turns on its frames' quick reuse ([`FrameAllocator::set_quick_reuse`]):
+//! unbacked runs kept for the next range of the same size are free memory in its
+//! [`FrameAllocator::info`], exactly; [`DeviceAllocator::trim`] gives them back to the buddy
+//! lists (through [`Backer::trim`]).
 
 use alloc::collections::BTreeMap;
 use alloc::vec;
@@ -80,6 +84,10 @@ pub trait Backer {
     ///
     /// A [`hal::Error`] when `range` was not backed.
     fn unback(&mut self, range: VaRange) -> Result<(), hal::Error>;
+
+    /// Gives back memory the backer keeps cached for reuse (none by default); called by
+    /// [`DeviceAllocator::trim`].
+    fn trim(&mut self) {}
 }
 
 impl<B: Backer + ?Sized> Backer for &mut B {
@@ -89,6 +97,10 @@ impl<B: Backer + ?Sized> Backer for &mut B {
 
     fn unback(&mut self, range: VaRange) -> Result<(), hal::Error> {
         (**self).unback(range)
+    }
+
+    fn trim(&mut self) {
+        (**self).trim();
     }
 }
 
@@ -123,8 +135,11 @@ pub struct FrameBacker {
 }
 
 impl FrameBacker {
-    /// Backs ranges from `frames`.
-    pub fn new(frames: FrameAllocator) -> Self {
+    /// Backs ranges from `frames`, with the frames' quick reuse on
+    /// ([`FrameAllocator::set_quick_reuse`]: an unbacked range's frames are kept for the next
+    /// range of the same length and page size; they count as free memory all along).
+    pub fn new(mut frames: FrameAllocator) -> Self {
+        frames.set_quick_reuse(true);
         Self { frames, ranges: AddrMap::new(), spill: Vec::new(), spill_free: Vec::new() }
     }
 
@@ -203,6 +218,10 @@ impl Backer for FrameBacker {
         self.ranges.remove(start);
         Ok(())
     }
+
+    fn trim(&mut self) {
+        self.frames.flush_quick();
+    }
 }
 
 /// A current value and its peak.
@@ -215,11 +234,13 @@ pub struct Usage {
 }
 
 impl Usage {
+    #[inline]
     pub(crate) fn add(&mut self, bytes: u64) {
         self.current += bytes;
         self.peak = self.peak.max(self.current);
     }
 
+    #[inline]
     pub(crate) fn sub(&mut self, bytes: u64) {
         self.current -= bytes;
     }
@@ -245,6 +266,7 @@ pub struct Accounting {
 }
 
 impl Accounting {
+    #[inline]
     fn component(&mut self, c: Component) -> &mut Usage {
         let i = match self.components.iter().position(|(k, _)| *k == c) {
             Some(i) => i,
@@ -256,12 +278,14 @@ impl Accounting {
         &mut self.components[i].1
     }
 
+    #[inline]
     fn charge(&mut self, c: Component, class: PolicyClass, bytes: u64) {
         self.live.add(bytes);
         self.component(c).add(bytes);
         self.policies[class.index()].add(bytes);
     }
 
+    #[inline]
     fn refund(&mut self, c: Component, class: PolicyClass, bytes: u64) {
         self.live.sub(bytes);
         self.component(c).sub(bytes);
@@ -295,6 +319,8 @@ struct Block {
     component: Component,
     class: PolicyClass,
     pieces: Pieces,
+    /// The VA allocator's handle of `pieces.va`.
+    va_node: u32,
 }
 
 impl Block {
@@ -328,6 +354,8 @@ struct ChunkRec {
     prev: u32,
     next: u32,
     listed: bool,
+    /// The VA allocator's handle of the chunk's range.
+    va_node: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -607,67 +635,78 @@ impl DeviceAllocator {
     }
 
     /// Records block `id` over `va` in the slot table (and granule tables), or with `add` false
-    /// takes it out.
+    /// takes it out. The slots it covers whole are filled in one pass; only its first and last
+    /// slots may be covered in part.
     fn record_block(&mut self, va: VaRange, id: u32, add: bool) {
         let (Some(first), Some(last)) = (self.slot_index(va.start().as_u64()), self.slot_index(va.end() - 1))
         else {
             return;
         };
         let base = self.window.start().as_u64();
-        for s in first..=last {
-            // CAST: slot indices fit in u64.
-            let slot_start = base + s as u64 * CHUNK_BYTES;
-            let lo = va.start().as_u64().max(slot_start);
-            let hi = va.end().min(slot_start + CHUNK_BYTES);
-            if lo == slot_start && hi == slot_start + CHUNK_BYTES {
-                self.slots[s] = if add { id | BLOCK_FLAG } else { 0 };
-                continue;
-            }
-            let e = self.slots[s];
-            let f = if e & FINE_FLAG != 0 {
-                e & ID_MASK
-            } else if add {
-                let g = Granules { ids: [[0; 2]; GRANULES], blocks: 0 };
-                let f = match self.free_fine.pop() {
-                    Some(f) => {
-                        self.fine[f as usize] = g;
-                        f
-                    }
-                    None => {
-                        self.fine.push(g);
-                        // CAST: fewer than 2^29 slots.
-                        (self.fine.len() - 1) as u32
-                    }
-                };
-                self.slots[s] = f | FINE_FLAG;
-                f
-            } else {
-                continue;
+        // CAST: slot indices fit in u64.
+        let slot_start = |s: usize| base + s as u64 * CHUNK_BYTES;
+        let (start, end) = (va.start().as_u64(), va.end());
+        let (mut lo_full, mut hi_full) = (first, last + 1);
+        if start != slot_start(first) || end < slot_start(first) + CHUNK_BYTES {
+            self.record_partial(first, start, end.min(slot_start(first) + CHUNK_BYTES), id, add);
+            lo_full = first + 1;
+        }
+        if last >= lo_full && end != slot_start(last) + CHUNK_BYTES {
+            self.record_partial(last, slot_start(last), end, id, add);
+            hi_full = last;
+        }
+        if lo_full < hi_full {
+            self.slots[lo_full..hi_full].fill(if add { id | BLOCK_FLAG } else { 0 });
+        }
+    }
+
+    /// Records (or with `add` false takes out) block `id` over `[lo, hi)`, part of slot `s`, in
+    /// the slot's granule table.
+    fn record_partial(&mut self, s: usize, lo: u64, hi: u64, id: u32, add: bool) {
+        // CAST: slot indices fit in u64.
+        let slot_start = self.window.start().as_u64() + s as u64 * CHUNK_BYTES;
+        let e = self.slots[s];
+        let f = if e & FINE_FLAG != 0 {
+            e & ID_MASK
+        } else if add {
+            let g = Granules { ids: [[0; 2]; GRANULES], blocks: 0 };
+            let f = match self.free_fine.pop() {
+                Some(f) => {
+                    self.fine[f as usize] = g;
+                    f
+                }
+                None => {
+                    self.fine.push(g);
+                    // CAST: fewer than 2^29 slots.
+                    (self.fine.len() - 1) as u32
+                }
             };
-            let g = &mut self.fine[f as usize];
-            // CAST: below GRANULES.
-            let (gi, gj) = (
-                ((lo - slot_start) / GRANULE_BYTES) as usize,
-                ((hi - 1 - slot_start) / GRANULE_BYTES) as usize,
-            );
-            for entry in &mut g.ids[gi..=gj] {
-                if add {
-                    debug_assert!(entry.contains(&0), "a granule overlaps two blocks at most");
-                    if let Some(v) = entry.iter_mut().find(|v| **v == 0) {
-                        *v = id + 1;
-                    }
-                } else if let Some(v) = entry.iter_mut().find(|v| **v == id + 1) {
-                    *v = 0;
-                }
-            }
+            self.slots[s] = f | FINE_FLAG;
+            f
+        } else {
+            return;
+        };
+        let g = &mut self.fine[f as usize];
+        // CAST: below GRANULES.
+        let (gi, gj) =
+            (((lo - slot_start) / GRANULE_BYTES) as usize, ((hi - 1 - slot_start) / GRANULE_BYTES) as usize);
+        for entry in &mut g.ids[gi..=gj] {
             if add {
-                g.blocks += 1;
-            } else {
-                g.blocks -= 1;
-                if g.blocks == 0 {
-                    self.slots[s] = 0;
-                    self.free_fine.push(f);
+                debug_assert!(entry.contains(&0), "a granule overlaps two blocks at most");
+                if let Some(v) = entry.iter_mut().find(|v| **v == 0) {
+                    *v = id + 1;
                 }
+            } else if let Some(v) = entry.iter_mut().find(|v| **v == id + 1) {
+                *v = 0;
+            }
+        }
+        if add {
+            g.blocks += 1;
+        } else {
+            g.blocks -= 1;
+            if g.blocks == 0 {
+                self.slots[s] = 0;
+                self.free_fine.push(f);
             }
         }
     }
@@ -762,6 +801,7 @@ impl DeviceAllocator {
     }
 
     /// Puts chunk `id` at the head of its class's list of chunks with free slots.
+    #[inline]
     fn list_push(&mut self, k: usize, class: usize, id: u32) {
         let head = self.heads[k][class].partial;
         if let Some(rec) = self.chunks[id as usize].as_mut() {
@@ -778,6 +818,7 @@ impl DeviceAllocator {
     }
 
     /// Takes chunk `id` off its class's list (when it is on it).
+    #[inline]
     fn list_unlink(&mut self, k: usize, class: usize, id: u32) {
         let Some(rec) = self.chunks[id as usize].as_mut() else { return };
         if !rec.listed {
@@ -814,13 +855,14 @@ impl DeviceAllocator {
 
     fn new_chunk<B: Backer>(&mut self, backer: &mut B, k: usize, class: usize) -> Result<u32, AllocError> {
         let kind = self.kinds[k];
-        let range = self.va.alloc(CHUNK_BYTES, CHUNK_BYTES).map_err(|_| AllocError::OutOfVa)?;
+        let (range, va_node) =
+            self.va.alloc_handle(CHUNK_BYTES, CHUNK_BYTES).map_err(|_| AllocError::OutOfVa)?;
         let base = range.start().as_u64();
         // A 2 MiB page backs the whole chunk; 4 KiB pages back its first segment for now.
         let backed = if kind.page == PageSize::Normal { SEGMENT_BYTES } else { CHUNK_BYTES };
         let first = VaRange::try_new(range.start(), backed).map_err(AllocError::Backing)?;
         if let Err(e) = backer.back(first, kind.page, kind.attrs) {
-            let _ = self.va.free(range);
+            let _ = self.va.free_handle(range, va_node);
             return Err(AllocError::Backing(e));
         }
         let chunk = match self.chunk_cache[class].take() {
@@ -831,7 +873,8 @@ impl DeviceAllocator {
             None => Chunk::new(base, class, kind.page as u8),
         };
         // CAST: a handful of kinds.
-        let rec = Some(ChunkRec { chunk, backed, kind: k as u16, prev: NIL, next: NIL, listed: false });
+        let rec =
+            Some(ChunkRec { chunk, backed, kind: k as u16, prev: NIL, next: NIL, listed: false, va_node });
         let id = match self.free_chunk_ids.pop() {
             Some(id) => {
                 self.chunks[id as usize] = rec;
@@ -853,6 +896,7 @@ impl DeviceAllocator {
     }
 
     /// A free block id, growing the table when none is left.
+    #[inline]
     fn block_id(&mut self) -> u32 {
         match self.free_block_ids.pop() {
             Some(id) => id,
@@ -877,7 +921,7 @@ impl DeviceAllocator {
             PagePlan::Giant => (PageSize::Giant, PageSize::Giant),
         };
         let va_len = va_page.round_up(req.usable_bytes).ok_or(AllocError::OutOfVa)?;
-        let va = self.va.alloc(va_len, va_page.bytes()).map_err(|_| AllocError::OutOfVa)?;
+        let (va, va_node) = self.va.alloc_handle(va_len, va_page.bytes()).map_err(|_| AllocError::OutOfVa)?;
         let start = va.start();
         let mk = |off: u64, len: u64| VaRange::try_new(DeviceAddr(start.as_u64() + off), len);
         let normal_len = PageSize::Normal.round_up(req.usable_bytes).ok_or(AllocError::OutOfVa)?;
@@ -944,13 +988,20 @@ impl DeviceAllocator {
         let pieces = match result {
             Ok(p) => p,
             Err(e) => {
-                let _ = self.va.free(va);
+                let _ = self.va.free_handle(va, va_node);
                 return Err(AllocError::Backing(e));
             }
         };
         self.acct.backed.add(pieces.backed_bytes());
         self.acct.charge(component, req.class, req.usable_bytes);
-        let block = Block { usable: req.usable_bytes, attrs: req.attrs, component, class: req.class, pieces };
+        let block = Block {
+            usable: req.usable_bytes,
+            attrs: req.attrs,
+            component,
+            class: req.class,
+            pieces,
+            va_node,
+        };
         let id = self.block_id();
         // INVARIANT: backed and VA-allocated above; recorded where `locate` looks.
         self.blocks[id as usize] = Some(block);
@@ -1079,7 +1130,7 @@ impl DeviceAllocator {
             }
             return Err(FreeError::Backing(e));
         }
-        let _ = self.va.free(b.pieces.va);
+        let _ = self.va.free_handle(b.pieces.va, b.va_node);
         self.record_block(b.pieces.va, id, false);
         self.blocks[id as usize] = None;
         self.free_block_ids.push(id);
@@ -1181,7 +1232,7 @@ impl DeviceAllocator {
             rec.backed = start;
         }
         let range = VaRange::try_new(DeviceAddr(base), CHUNK_BYTES)?;
-        let _ = self.va.free(range);
+        let _ = self.va.free_handle(range, rec.va_node);
         if let Some(i) = self.slot_index(base) {
             self.slots[i] = 0;
         }
@@ -1224,6 +1275,7 @@ impl DeviceAllocator {
                 }
             }
         }
+        backer.trim();
         released
     }
 

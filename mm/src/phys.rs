@@ -32,6 +32,13 @@
 //!   limited by a budget of bytes that may be in use as that page size.
 //! - Frees check every page of every run against the allocation bits of that page size before
 //!   anything is given back (all or nothing), then merge freed blocks with free buddies.
+//!   A run that was the low part of one block goes back as that whole block when the rest of
+//!   the block is still free as the split left it (one merge chain, not one per piece).
+//! - Quick reuse ([`FrameAllocator::set_quick_reuse`], off by default, on in
+//!   [`crate::device::FrameBacker`]): a run freed whole is kept in a 64-entry cache by its
+//!   length and page size, and the next allocation of that exact size takes it back in O(1)
+//!   with no split or merge. Cached frames are free memory (counted free, exactly); an
+//!   allocation that finds no free block large enough gives them all back first.
 //!
 //! # Complexity
 //!
@@ -105,45 +112,65 @@ impl Bits {
         Self { words: vec![0; ix(bits.div_ceil(64))] }
     }
 
-    /// Calls `f(word index, mask)` for the words covering bits `[lo, hi)`.
+    /// The first and last words covering bits `[lo, hi)` (`lo < hi`) and the masks of the
+    /// bits of the range in each.
     #[inline]
-    fn spans(lo: u64, hi: u64, mut f: impl FnMut(usize, u64) -> bool) -> bool {
-        let mut i = lo;
-        while i < hi {
-            let w = i / 64;
-            let b = i % 64;
-            let n = (64 - b).min(hi - i);
-            let mask = if n == 64 { u64::MAX } else { ((1u64 << n) - 1) << b };
-            if !f(ix(w), mask) {
-                return false;
-            }
-            i += n;
-        }
-        true
+    fn words_of(lo: u64, hi: u64) -> (usize, usize, u64, u64) {
+        let m0 = u64::MAX << (lo % 64);
+        let m1 = u64::MAX >> (63 - (hi - 1) % 64);
+        (ix(lo / 64), ix((hi - 1) / 64), m0, m1)
     }
 
     fn all_set(&self, lo: u64, hi: u64) -> bool {
-        Self::spans(lo, hi, |w, m| self.words[w] & m == m)
+        if lo >= hi {
+            return true;
+        }
+        let (a, b, m0, m1) = Self::words_of(lo, hi);
+        if a == b {
+            return self.words[a] & m0 & m1 == m0 & m1;
+        }
+        self.words[a] & m0 == m0
+            && self.words[a + 1..b].iter().all(|&w| w == u64::MAX)
+            && self.words[b] & m1 == m1
     }
 
     fn none_set(&self, lo: u64, hi: u64) -> bool {
-        Self::spans(lo, hi, |w, m| self.words[w] & m == 0)
+        if lo >= hi {
+            return true;
+        }
+        let (a, b, m0, m1) = Self::words_of(lo, hi);
+        if a == b {
+            return self.words[a] & m0 & m1 == 0;
+        }
+        self.words[a] & m0 == 0 && self.words[a + 1..b].iter().all(|&w| w == 0) && self.words[b] & m1 == 0
     }
 
     fn set_range(&mut self, lo: u64, hi: u64) {
-        let words = &mut self.words;
-        Self::spans(lo, hi, |w, m| {
-            words[w] |= m;
-            true
-        });
+        if lo >= hi {
+            return;
+        }
+        let (a, b, m0, m1) = Self::words_of(lo, hi);
+        if a == b {
+            self.words[a] |= m0 & m1;
+        } else {
+            self.words[a] |= m0;
+            self.words[a + 1..b].fill(u64::MAX);
+            self.words[b] |= m1;
+        }
     }
 
     fn clear_range(&mut self, lo: u64, hi: u64) {
-        let words = &mut self.words;
-        Self::spans(lo, hi, |w, m| {
-            words[w] &= !m;
-            true
-        });
+        if lo >= hi {
+            return;
+        }
+        let (a, b, m0, m1) = Self::words_of(lo, hi);
+        if a == b {
+            self.words[a] &= !(m0 & m1);
+        } else {
+            self.words[a] &= !m0;
+            self.words[a + 1..b].fill(0);
+            self.words[b] &= !m1;
+        }
     }
 }
 
@@ -297,6 +324,26 @@ impl Sink for Vec<PhysRun> {
     }
 }
 
+/// Entries of the quick-reuse cache (a power of two).
+const QUICK: usize = 64;
+
+/// One run kept by the quick-reuse cache: `frames` frames from `frame`, freed as pages of
+/// `order` (`frames == 0`: empty).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct QuickRun {
+    frame: u64,
+    frames: u64,
+    order: u32,
+}
+
+/// The cache entry of runs of `frames` frames of page order `order`.
+#[inline]
+fn quick_slot(order: u32, frames: u64) -> usize {
+    // CAST: the shift leaves log2(QUICK) bits.
+    ((frames ^ (u64::from(order) << 40)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - QUICK.trailing_zeros()))
+        as usize
+}
+
 /// The per-device buddy allocator of physical frames.
 ///
 /// The allocator is plain data: it takes `&mut self` for every change and does no locking;
@@ -313,6 +360,10 @@ impl Sink for Vec<PhysRun> {
 ///   per 1 GiB); free blocks and pages allocated with any page size partition the frames.
 /// - `allocated_frames` is the number of frames allocated; `huge_in_use` and `giant_in_use`
 ///   count the pages allocated with that page size and never exceed their budgets.
+/// - With quick reuse on, `quick` holds runs freed whole that are neither in the free bitmaps
+///   nor allocated (their frames count as free); `quick_runs` counts them. Free blocks,
+///   allocated pages and cached runs partition the frames; with quick reuse off `quick` is
+///   empty.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FrameAllocator {
     total_frames: u64,
@@ -324,6 +375,9 @@ pub struct FrameAllocator {
     allocated_frames: u64,
     huge_in_use: u64,
     giant_in_use: u64,
+    quick_on: bool,
+    quick_runs: usize,
+    quick: [QuickRun; QUICK],
 }
 
 /// The index of `page` in `used`.
@@ -368,10 +422,51 @@ impl FrameAllocator {
             allocated_frames: 0,
             huge_in_use: 0,
             giant_in_use: 0,
+            quick_on: false,
+            quick_runs: 0,
+            quick: [QuickRun::default(); QUICK],
         };
         // INVARIANT: the largest aligned blocks covering [0, total_frames) are free.
         this.release_range(0, total_frames);
         Ok(this)
+    }
+
+    /// Turns quick reuse on or off (off by default; turning it off gives every cached run back).
+    ///
+    /// With it on, a run freed whole by [`Self::free_pages`] (a one-run free) is kept in a small
+    /// cache by its length and page size instead of being merged back into the buddy lists, and
+    /// the next allocation of exactly that many pages of that size takes it back without touching
+    /// the lists: an alloc/free loop of one size then costs no buddy splits or merges. Cached
+    /// frames are free memory: they count in [`MemoryInfo::free_bytes`] (exact) and in the huge
+    /// and giant free figures by the whole pages each cached run holds (a cached run is not
+    /// merged with its free neighbours until given back, so those two figures may be lower than
+    /// after [`Self::flush_quick`]). An allocation that finds no free block large enough gives
+    /// every cached run back and searches again, so the cache never makes an allocation fail or
+    /// split where it would not have otherwise. The cache holds at most 64 runs.
+    pub fn set_quick_reuse(&mut self, on: bool) {
+        self.quick_on = on;
+        if !on {
+            self.flush_quick();
+        }
+    }
+
+    /// Gives every run of the quick-reuse cache back to the buddy lists (merging them with
+    /// their free neighbours); returns the bytes given back. Changes no figure but the huge and
+    /// giant free bytes of [`Self::info`].
+    pub fn flush_quick(&mut self) -> u64 {
+        let mut bytes = 0;
+        if self.quick_runs == 0 {
+            return 0;
+        }
+        for i in 0..QUICK {
+            let q = core::mem::take(&mut self.quick[i]);
+            if q.frames > 0 {
+                self.release_range(q.frame, q.frames);
+                bytes += q.frames << FRAME_SHIFT;
+            }
+        }
+        self.quick_runs = 0;
+        bytes
     }
 
     /// Total bytes of HBM managed (the configured total rounded down to 4 KiB).
@@ -432,10 +527,34 @@ impl FrameAllocator {
         }
         let order = page_order(page);
         let frames = count << order;
+        if self.quick_runs > 0 {
+            let q = quick_slot(order, frames);
+            let hit = self.quick[q];
+            if hit.frames == frames && hit.order == order {
+                if !sink.push(hit.frame, frames) {
+                    return Err(Error::InvalidArgument);
+                }
+                self.quick[q] = QuickRun::default();
+                self.quick_runs -= 1;
+                self.commit(page, count, frames, sink);
+                return Ok(());
+            }
+        }
         // One block when some free block holds every page: the smallest such order.
         let want = order + count.next_power_of_two().ilog2();
-        let single =
-            if want <= MAX_ORDER { (want..=MAX_ORDER).find(|&o| self.free_count[slot(o)] > 0) } else { None };
+        let find_single = |this: &Self| {
+            if want <= MAX_ORDER {
+                (want..=MAX_ORDER).find(|&o| this.free_count[slot(o)] > 0)
+            } else {
+                None
+            }
+        };
+        let mut single = find_single(self);
+        if single.is_none() && self.quick_runs > 0 {
+            // The cached runs may merge into a block large enough: give them back first.
+            self.flush_quick();
+            single = find_single(self);
+        }
         if single.is_none() && self.capacity(order) < count {
             return Err(Error::OutOfMemory);
         }
@@ -453,7 +572,14 @@ impl FrameAllocator {
             }
             return Err(Error::InvalidArgument);
         }
-        // The sink holds frame spans; record them and turn them into byte runs.
+        self.commit(page, count, frames, sink);
+        Ok(())
+    }
+
+    /// Records the frame spans in `sink` (`count` pages of `page`, `frames` frames in all) as
+    /// allocated and turns them into byte runs.
+    #[inline]
+    fn commit(&mut self, page: PageSize, count: u64, frames: u64, sink: &mut impl Sink) {
         let n = sink.written().len();
         for i in 0..n {
             let r = sink.written()[i];
@@ -468,7 +594,6 @@ impl FrameAllocator {
         for r in sink.written_mut() {
             *r = PhysRun { offset: r.offset << FRAME_SHIFT, len_bytes: r.len_bytes << FRAME_SHIFT };
         }
-        Ok(())
     }
 
     /// Sets or clears the allocation bits of `page` size for frames `[start, end)` (aligned to
@@ -537,9 +662,14 @@ impl FrameAllocator {
             self.mark(page, start, end, false);
         }
         // Validated: from here on nothing can fail.
+        let keep = self.quick_on && runs.len() == 1;
         for run in runs {
             let (start, end) = span(run);
-            self.release_range(start, end - start);
+            if keep {
+                self.keep_quick(start, end - start, page_order(page));
+            } else {
+                self.release_run(start, end - start);
+            }
             let frames = end - start;
             self.allocated_frames -= frames;
             let pages = frames >> page_order(page);
@@ -565,6 +695,8 @@ impl FrameAllocator {
     ///
     /// On error nothing changes.
     pub fn claim_pages(&mut self, page: PageSize, runs: &[PhysRun]) -> Result<()> {
+        // The runs are looked for in the buddy lists: give the cached runs back first.
+        self.flush_quick();
         let mask = page.bytes() - 1;
         let mut frames = 0u64;
         for run in runs {
@@ -662,7 +794,31 @@ impl FrameAllocator {
 
     /// How many blocks of `order` the free blocks of that order or larger could provide.
     fn capacity(&self, order: u32) -> u64 {
-        (order..=MAX_ORDER).map(|o| self.free_count[slot(o)] << (o - order)).sum()
+        let free: u64 = (order..=MAX_ORDER).map(|o| self.free_count[slot(o)] << (o - order)).sum();
+        if self.quick_runs == 0 {
+            return free;
+        }
+        // The aligned blocks of `order` inside each cached run.
+        let cached: u64 = self
+            .quick
+            .iter()
+            .filter(|q| q.frames > 0)
+            .map(|q| ((q.frame + q.frames) >> order).saturating_sub(q.frame.div_ceil(order_frames(order))))
+            .sum();
+        free + cached
+    }
+
+    /// Keeps the run of `frames` frames from `frame`, just freed as pages of `order`, in the
+    /// quick-reuse cache, giving back the run it displaces.
+    #[inline]
+    fn keep_quick(&mut self, frame: u64, frames: u64, order: u32) {
+        let q = quick_slot(order, frames);
+        let old = core::mem::replace(&mut self.quick[q], QuickRun { frame, frames, order });
+        if old.frames > 0 {
+            self.release_run(old.frame, old.frames);
+        } else {
+            self.quick_runs += 1;
+        }
     }
 
     /// Takes the lowest free block of `order` (which must have one); returns its first frame.
@@ -735,6 +891,41 @@ impl FrameAllocator {
             self.release_block(frame, order);
             frame += order_frames(order);
         }
+    }
+
+    /// Puts a freed run on the free lists like [`Self::release_range`], faster for the common
+    /// case of a run allocated as the low part of one block: when the rest of that block is
+    /// still the free blocks [`Self::release_split`] left, those are taken off and the whole
+    /// block is released (one merge chain instead of one per piece of the run).
+    #[inline]
+    fn release_run(&mut self, start: u64, frames: u64) {
+        let k = frames.next_power_of_two().ilog2();
+        let block = order_frames(k);
+        if frames < block && k <= MAX_ORDER && start % block == 0 && start + block <= self.total_frames {
+            let end = start + block;
+            let mut f = start + frames;
+            let mut whole = true;
+            while f < end {
+                let o = largest_block(f, end - f);
+                if !self.free[slot(o)].test(f >> o) {
+                    whole = false;
+                    break;
+                }
+                f += order_frames(o);
+            }
+            if whole {
+                let mut f = start + frames;
+                while f < end {
+                    let o = largest_block(f, end - f);
+                    self.free[slot(o)].clear(f >> o);
+                    self.free_count[slot(o)] -= 1;
+                    f += order_frames(o);
+                }
+                self.release_block(start, k);
+                return;
+            }
+        }
+        self.release_range(start, frames);
     }
 
     /// Puts the unused part `[start, start + frames)` of a block just split on the free lists,
@@ -847,6 +1038,35 @@ mod tests {
         a.free_pages(PageSize::Normal, &runs).unwrap();
         a.free_pages(PageSize::Normal, &more).unwrap();
         assert_eq!(a, alloc(4 * MIB, 0, 0));
+    }
+
+    #[test]
+    fn quick_reuse_takes_back_the_run_just_freed() {
+        let mut a = alloc(4 * MIB, 2 * MIB, 0);
+        a.set_quick_reuse(true);
+        let x = a.alloc_pages(PageSize::Normal, 3).unwrap();
+        let y = a.alloc_pages(PageSize::Normal, 3).unwrap();
+        a.free_pages(PageSize::Normal, &x).unwrap();
+        // Cached frames are free memory, exactly.
+        assert_eq!(a.info().free_bytes, 4 * MIB - 12 * KIB);
+        assert_eq!(a.free_pages(PageSize::Normal, &x), Err(Error::NotAllocated), "double free");
+        // Another size or page size does not take the cached run; the same size does.
+        let z = a.alloc_pages(PageSize::Normal, 2).unwrap();
+        assert_ne!(z[0].offset, x[0].offset);
+        assert_eq!(a.alloc_pages(PageSize::Normal, 3).unwrap(), x);
+        // A huge page comes from the lists while the 2 MiB it needs is whole.
+        a.free_pages(PageSize::Normal, &x).unwrap();
+        assert_eq!(a.info().huge_free_bytes, 2 * MIB);
+        let h = a.alloc_pages(PageSize::Huge, 1).unwrap();
+        a.free_pages(PageSize::Huge, &h).unwrap();
+        assert_eq!(a.info().huge_free_bytes, 2 * MIB, "a cached huge page counts as free");
+        // An allocation that needs merged blocks gives the cached runs back.
+        a.free_pages(PageSize::Normal, &y).unwrap();
+        a.free_pages(PageSize::Normal, &z).unwrap();
+        assert_eq!(a.alloc_pages(PageSize::Normal, 1024).unwrap(), [run(0, 4 * MIB)]);
+        a.free_pages(PageSize::Normal, &[run(0, 4 * MIB)]).unwrap();
+        a.set_quick_reuse(false);
+        assert_eq!(a, alloc(4 * MIB, 2 * MIB, 0));
     }
 
     #[test]

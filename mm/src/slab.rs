@@ -115,7 +115,7 @@ impl Chunk {
             sizes: vec![0; capacity as usize],
             seg_live: [0; SEGMENTS],
         };
-        this.reset(base, kind);
+        this.clear();
         this
     }
 
@@ -125,6 +125,17 @@ impl Chunk {
         debug_assert!(self.is_empty());
         self.base = base;
         self.kind = kind;
+        if self.used == 0 {
+            // Empty: by the invariants every size, segment count and live bit (but the ones
+            // past the capacity) is already clear, so the storage (up to 160 KiB for the
+            // 64-byte class) is reused as it is, without being rewritten.
+            return;
+        }
+        self.clear();
+    }
+
+    /// Frees every slot and sets up the bitmaps' fixed bits.
+    fn clear(&mut self) {
         self.used = 0;
         self.live.fill(0);
         self.sizes.fill(0);
@@ -388,6 +399,31 @@ mod tests {
         assert_eq!(c.slot_of(a), Err(SlotError::NotLive));
         for _ in 0..31 {
             assert!(c.alloc(1).is_some());
+        }
+        assert!(c.is_full());
+        assert_eq!(c.alloc(1), None);
+    }
+
+    #[test]
+    fn a_reset_chunk_is_as_new() {
+        // 192-byte objects: the capacity is not a multiple of 64 (tail bits in the last word).
+        let class = class_of(192).unwrap();
+        let mut c = Chunk::new(0x1000_0000, class, 0);
+        let cap = (CHUNK_BYTES / 192) as u32;
+        for i in 0..cap {
+            assert_eq!(c.alloc(100), Some(0x1000_0000 + u64::from(i) * 192));
+        }
+        assert!(c.is_full());
+        for slot in (0..cap).rev() {
+            c.free(slot);
+        }
+        assert!(c.is_empty());
+        c.reset(0x2000_0000, 1);
+        assert_eq!((c.base, c.kind), (0x2000_0000, 1));
+        assert_eq!(c.slot_of(0x2000_0000), Err(SlotError::NotLive));
+        assert!((0..SEGMENTS).all(|i| c.segment_live(i) == 0));
+        for i in 0..cap {
+            assert_eq!(c.alloc(7), Some(0x2000_0000 + u64::from(i) * 192));
         }
         assert!(c.is_full());
         assert_eq!(c.alloc(1), None);

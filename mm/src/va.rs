@@ -102,6 +102,8 @@ pub struct VaAllocator {
     fl_bitmap: u64,
     sl_bitmap: [u32; FL_COUNT],
     allocated: AddrMap<u32>,
+    /// Live ranges handed out by [`Self::alloc_handle`] (not in `allocated`).
+    handles: usize,
     free_bytes: u64,
 }
 
@@ -109,7 +111,7 @@ impl PartialEq for VaAllocator {
     fn eq(&self, other: &Self) -> bool {
         self.window == other.window
             && self.free_bytes == other.free_bytes
-            && self.allocated.len() == other.allocated.len()
+            && self.live_count() == other.live_count()
             && self.ranges().eq(other.ranges())
     }
 }
@@ -127,6 +129,7 @@ impl VaAllocator {
             fl_bitmap: 0,
             sl_bitmap: [0; FL_COUNT],
             allocated: AddrMap::new(),
+            handles: 0,
             free_bytes: 0,
         };
         // INVARIANT: the whole window is one free node, node 0.
@@ -259,6 +262,48 @@ impl VaAllocator {
     /// - [`Error::InvalidArgument`] when `len_bytes` is zero or `align` is not a power of two.
     /// - [`Error::OutOfVa`] when no free range can hold an aligned range of that length.
     pub fn alloc(&mut self, len_bytes: u64, align: u64) -> Result<VaRange> {
+        let (range, n) = self.place(len_bytes, align)?;
+        self.allocated.insert(range.start().as_u64(), n);
+        Ok(range)
+    }
+
+    /// Allocates like [`Self::alloc`] but keeps no index by address: the caller keeps the
+    /// returned handle and gives it back to [`Self::free_handle`]. Such a range is seen by
+    /// [`Self::find`], [`Self::live_count`] and the free-space queries, not by [`Self::get`] or
+    /// [`Self::free`]. It saves the hash insert and remove of a pair for owners (the device
+    /// allocator) that already keep their own record of every range.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Self::alloc`].
+    #[inline]
+    pub(crate) fn alloc_handle(&mut self, len_bytes: u64, align: u64) -> Result<(VaRange, u32)> {
+        let placed = self.place(len_bytes, align)?;
+        self.handles += 1;
+        Ok(placed)
+    }
+
+    /// Frees `range` handed out by [`Self::alloc_handle`] with `handle` (never a range from
+    /// [`Self::alloc`]: that one would stay in the index).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotAllocated`] when `handle` does not name exactly `range`, live; nothing
+    /// changes.
+    #[inline]
+    pub(crate) fn free_handle(&mut self, range: VaRange, handle: u32) -> Result<()> {
+        match self.nodes.get(handle as usize) {
+            Some(n) if !n.free && n.start == range.start().as_u64() && n.len == range.len_bytes() => {}
+            _ => return Err(Error::NotAllocated),
+        }
+        self.handles -= 1;
+        self.release(handle);
+        Ok(())
+    }
+
+    /// Finds and carves a range; returns it and its node.
+    #[inline]
+    fn place(&mut self, len_bytes: u64, align: u64) -> Result<(VaRange, u32)> {
         if len_bytes == 0 || !align.is_power_of_two() {
             return Err(Error::InvalidArgument);
         }
@@ -272,12 +317,12 @@ impl VaAllocator {
         };
         let (n, aligned) = found;
         let range = VaRange::try_new(DeviceAddr(aligned), len_bytes).map_err(|_| Error::InvalidArgument)?;
-        self.take(n, aligned, len_bytes);
-        Ok(range)
+        Ok((range, self.take(n, aligned, len_bytes)))
     }
 
     /// Carves `[aligned, aligned + len)` out of free node `n`; the head and the tail stay free.
-    fn take(&mut self, n: u32, aligned: u64, len: u64) {
+    /// Returns the node of the carved range.
+    fn take(&mut self, n: u32, aligned: u64, len: u64) -> u32 {
         self.unlink_free(n);
         let Node { start, len: block_len, next_phys, .. } = self.nodes[n as usize];
         let head = aligned - start;
@@ -309,7 +354,7 @@ impl VaAllocator {
             }
             self.link_free(t);
         }
-        self.allocated.insert(aligned, used);
+        used
     }
 
     /// Frees `range`, which must be exactly a range returned by [`Self::alloc`] and still live.
@@ -321,11 +366,18 @@ impl VaAllocator {
     /// [`Error::NotAllocated`] when `range` is not exactly a live allocation; nothing changes.
     pub fn free(&mut self, range: VaRange) -> Result<()> {
         let start = range.start().as_u64();
-        let Some(mut n) = self.allocated.get(start) else { return Err(Error::NotAllocated) };
+        let Some(n) = self.allocated.get(start) else { return Err(Error::NotAllocated) };
         if self.nodes[n as usize].len != range.len_bytes() {
             return Err(Error::NotAllocated);
         }
         self.allocated.remove(start);
+        self.release(n);
+        Ok(())
+    }
+
+    /// Frees allocated node `n`, merging it with free neighbours.
+    #[inline]
+    fn release(&mut self, mut n: u32) {
         let prev = self.nodes[n as usize].prev_phys;
         if prev != NIL && self.nodes[prev as usize].free {
             self.unlink_free(prev);
@@ -338,7 +390,6 @@ impl VaAllocator {
             self.absorb_next(n);
         }
         self.link_free(n);
-        Ok(())
     }
 
     /// Merges the address neighbour after `n` into `n` and recycles its node.
@@ -350,6 +401,8 @@ impl VaAllocator {
         if after != NIL {
             self.nodes[after as usize].prev_phys = n;
         }
+        // A recycled node names no range (so a stale handle never matches it).
+        self.nodes[next as usize].len = 0;
         self.spare.push(next);
     }
 
@@ -384,7 +437,7 @@ impl VaAllocator {
 
     /// Number of live allocations.
     pub fn live_count(&self) -> usize {
-        self.allocated.len()
+        self.allocated.len() + self.handles
     }
 
     /// The live allocation starting exactly at `start`, if any: O(1) expected.
@@ -511,6 +564,30 @@ mod tests {
         assert_eq!(va, before);
         va.free(a).unwrap();
         assert_eq!(va.free(a), Err(Error::NotAllocated));
+    }
+
+    #[test]
+    fn handles_free_without_the_index() {
+        let mut va = fresh(0x4000);
+        let before = va.clone();
+        let (a, ha) = va.alloc_handle(0x1000, 0x1000).unwrap();
+        let b = va.alloc(0x1000, 1).unwrap();
+        assert_eq!(va.live_count(), 2);
+        assert_eq!(va.get(a.start()), None, "a handle range is not in the index");
+        assert_eq!(va.find(a.start()), Some(a));
+        assert_eq!(va.free(a), Err(Error::NotAllocated));
+        assert_eq!(va.free_handle(range(BASE, 0x800), ha), Err(Error::NotAllocated));
+        va.free_handle(a, ha).unwrap();
+        assert_eq!(va.free_handle(a, ha), Err(Error::NotAllocated), "a double free is refused");
+        va.free(b).unwrap();
+        assert_eq!(va, before);
+        // A handle whose node merged into its free neighbour is refused too.
+        let (c, hc) = va.alloc_handle(0x1000, 0x1000).unwrap();
+        let (d, hd) = va.alloc_handle(0x1000, 1).unwrap();
+        va.free_handle(c, hc).unwrap();
+        va.free_handle(d, hd).unwrap();
+        assert_eq!(va.free_handle(d, hd), Err(Error::NotAllocated));
+        assert_eq!(va, before);
     }
 
     #[test]

@@ -17,7 +17,8 @@
 //! approximate (memory it kept from earlier runs can bring the ratio below 1).
 //! The PyTorch caching allocator's published ratios are quoted on the traces that have them.
 //!
-//! Run with `cargo bench -p aclrs-tests --bench suballoc` (add `-- --quick` for a short run).
+//! Run with `cargo bench -p aclrs-tests --bench suballoc` (add `-- --quick` for a short run;
+//! `ACLRS_SUBALLOC_ONLY=trace` keeps the workloads whose name contains `trace`).
 
 use std::alloc::Layout;
 use std::collections::HashMap;
@@ -609,6 +610,10 @@ fn main() {
             Some(ops) => work.push((format!("trace {name}"), ops, trace_plan, "≤ 50 ns", "≤ 1.01")),
             None => eprintln!("suballoc: could not read {}", f.display()),
         }
+    }
+    // ACLRS_SUBALLOC_ONLY=<text> keeps the workloads whose name contains it (for profiling).
+    if let Ok(only) = std::env::var("ACLRS_SUBALLOC_ONLY") {
+        work.retain(|w| w.0.contains(&only));
     }
     for (name, ops, plan, t_ns, t_mem) in &work {
         let (scale, rows) = workload(ops, *plan);
