@@ -19,7 +19,8 @@
  *                                operations and finally "done <failures>"
  *   fillall <byte>            -> "ok <n>": allocates 64 MiB HUGE_ONLY, then NORMAL_ONLY, until
  *                                the device is full (207001), filling each with <byte>
- *   freeall                   -> "rc <first failing code or 0>" frees every live allocation
+ *   freeall                   -> "rc <first failing code or 0>" frees every live allocation,
+ *                                then aclrtSynchronizeDevice (which gives back kept spares)
  *   quit                      -> exits 0 after aclrtResetDevice and aclFinalize
  */
 #include <stdio.h>
@@ -216,6 +217,13 @@ int main(void)
                     }
                     slot_ptr[i] = NULL;
                 }
+            }
+            /* What the allocator keeps for reuse (a spare slab chunk per class, an empty top
+             * segment) is this process's until a synchronize or aclrtGetMemInfo gives it back:
+             * give it back, so other processes see everything freed. */
+            aclError rc = aclrtSynchronizeDevice();
+            if (first == ACL_SUCCESS) {
+                first = rc;
             }
             printf("rc %d\n", first);
         } else if (strcmp(cmd, "quit") == 0) {
