@@ -4,6 +4,7 @@
 //! This crate owns no product code; it must only drive the library the way a user would. Its
 //! [`bench`](mod@bench) module is the harness of the benchmarks in `tests/benches/`.
 
+pub mod agent;
 pub mod bench;
 
 use std::path::{Path, PathBuf};

@@ -1,123 +1,45 @@
 //! IPC between real processes on one shared software NPU: each process is `tests/c/ipc_agent.c`
 //! driven line by line, every answer bounded by a timeout, every child killed when a test ends.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
 use std::time::Duration;
 
+use aclrs_tests::agent::{self, Agent};
 use aclrs_tests::{compile_c, Link};
 
 /// How long one command may take before the test fails (never hang CI).
 const ANSWER: Duration = Duration::from_secs(30);
 
-struct Agent {
-    name: &'static str,
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
+/// Starts `tests/c/ipc_agent.c` on machine `instance`, on the backend the test run selects.
+fn start(exe: &Path, instance: &str, name: &str) -> Agent {
+    let mut cmd = agent::command(exe, &[], instance);
+    match aclrs_tests::test_backend() {
+        Some(b) => cmd.env("ACLRS_BACKEND", b),
+        None => cmd.env_remove("ACLRS_BACKEND"),
+    };
+    Agent::spawn(cmd, name, ANSWER)
 }
 
-impl Agent {
-    fn start(exe: &Path, instance: &str, name: &'static str) -> Self {
-        let mut cmd = Command::new(exe);
-        aclrs_tests::quiet_log(&mut cmd);
-        match aclrs_tests::test_backend() {
-            Some(b) => cmd.env("ACLRS_BACKEND", b),
-            None => cmd.env_remove("ACLRS_BACKEND"),
-        };
-        let mut child = cmd
-            .env("ACLRS_SIM_INSTANCE", instance)
-            .env("ACLRS_SIM_HBM", "1G")
-            .env("ACLRS_SIM_HUGE2M", "512M")
-            .env("ACLRS_SIM_HUGE1G", "0")
-            .env_remove("ASCEND_RT_VISIBLE_DEVICES")
-            .env_remove("ACLRS_SIM_DEVICES")
-            .env_remove("ACLRS_SIM_SOC")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start the agent");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                match line {
-                    Ok(l) => {
-                        if tx.send(l).is_err() {
-                            break;
-                        }
-                    }
-                    Err(_) => break,
-                }
-            }
-        });
-        let stdin = child.stdin.take();
-        let mut a = Self { name, child, stdin, lines: rx };
-        assert_eq!(a.read(), "ready", "{name} did not start");
-        a
-    }
+/// The answers of `ipc_agent.c` that carry a value.
+trait IpcAgent {
+    fn pid(&mut self) -> u32;
+    fn free(&mut self) -> u64;
+    fn key(&mut self, line: &str) -> String;
+}
 
-    fn read(&mut self) -> String {
-        match self.lines.recv_timeout(ANSWER) {
-            Ok(l) => l,
-            Err(e) => panic!("{}: no answer within {ANSWER:?} ({e})", self.name),
-        }
-    }
-
-    fn cmd(&mut self, line: &str) -> String {
-        let stdin = self.stdin.as_mut().expect("stdin");
-        writeln!(stdin, "{line}").expect("write command");
-        stdin.flush().expect("flush");
-        let answer = self.read();
-        eprintln!("{} <- {line:<40} -> {answer}", self.name);
-        answer
-    }
-
+impl IpcAgent for Agent {
     fn pid(&mut self) -> u32 {
-        let a = self.cmd("pid");
-        let pid: u32 = a.strip_prefix("pid ").and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("{a}"));
-        assert_eq!(pid, self.child.id(), "aclrtDeviceGetBareTgid is the process id");
+        let pid: u32 = self.expect("pid", "pid ").parse().expect("a pid");
+        assert_eq!(pid, self.id(), "aclrtDeviceGetBareTgid is the process id");
         pid
     }
 
     fn free(&mut self) -> u64 {
-        let a = self.cmd("mem");
-        a.strip_prefix("free ").and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("{a}"))
+        self.expect("mem", "free ").parse().expect("free bytes")
     }
 
     fn key(&mut self, line: &str) -> String {
-        let a = self.cmd(line);
-        a.strip_prefix("key ").unwrap_or_else(|| panic!("{line}: {a}")).to_owned()
-    }
-
-    fn quit(mut self) {
-        let stdin = self.stdin.as_mut().expect("stdin");
-        let _ = writeln!(stdin, "quit");
-        drop(self.stdin.take());
-        let deadline = std::time::Instant::now() + ANSWER;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                assert!(status.success(), "{} exited with {status}", self.name);
-                return;
-            }
-            assert!(std::time::Instant::now() < deadline, "{} did not exit", self.name);
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    fn kill9(&mut self) {
-        self.child.kill().expect("SIGKILL");
-        self.child.wait().expect("reap");
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.expect(line, "key ")
     }
 }
 
@@ -138,9 +60,9 @@ fn agent_exe() -> std::path::PathBuf {
 fn two_processes_share_memory_by_key_and_a_third_is_refused() {
     let exe = agent_exe();
     let inst = instance("ipc");
-    let mut a = Agent::start(&exe, &inst, "A");
-    let mut b = Agent::start(&exe, &inst, "B");
-    let mut c = Agent::start(&exe, &inst, "C");
+    let mut a = start(&exe, &inst, "A");
+    let mut b = start(&exe, &inst, "B");
+    let mut c = start(&exe, &inst, "C");
     let free0 = a.free();
     let b_pid = b.pid();
     c.pid();
@@ -182,9 +104,9 @@ fn two_processes_share_memory_by_key_and_a_third_is_refused() {
 fn two_processes_share_physical_memory_by_shareable_handle() {
     let exe = agent_exe();
     let inst = instance("handle");
-    let mut a = Agent::start(&exe, &inst, "A");
-    let mut b = Agent::start(&exe, &inst, "B");
-    let mut c = Agent::start(&exe, &inst, "C");
+    let mut a = start(&exe, &inst, "A");
+    let mut b = start(&exe, &inst, "B");
+    let mut c = start(&exe, &inst, "C");
     let free0 = a.free();
     let b_pid = b.pid();
 
@@ -234,8 +156,8 @@ fn two_processes_share_physical_memory_by_shareable_handle() {
 fn a_killed_process_gives_its_memory_back() {
     let exe = agent_exe();
     let inst = instance("kill");
-    let mut survivor = Agent::start(&exe, &inst, "survivor");
-    let mut victim = Agent::start(&exe, &inst, "victim");
+    let mut survivor = start(&exe, &inst, "survivor");
+    let mut victim = start(&exe, &inst, "victim");
     let free0 = survivor.free();
 
     assert_eq!(victim.cmd("alloc 64 7"), "ok 0");
@@ -258,7 +180,7 @@ fn a_killed_process_gives_its_memory_back() {
     assert_eq!(survivor.free(), free0, "every byte is back");
 
     // A new process on the same machine sees the same.
-    let mut late = Agent::start(&exe, &inst, "late");
+    let mut late = start(&exe, &inst, "late");
     assert_eq!(late.free(), free0);
     late.quit();
     survivor.quit();
@@ -268,7 +190,7 @@ fn a_killed_process_gives_its_memory_back() {
 fn the_last_process_removes_the_machine() {
     let exe = agent_exe();
     let inst = instance("cleanup");
-    let mut a = Agent::start(&exe, &inst, "A");
+    let mut a = start(&exe, &inst, "A");
     assert_eq!(a.cmd("alloc 2 1"), "ok 0");
     let reg = format!("/dev/shm/aclrs.{inst}.registry");
     assert!(Path::new(&reg).exists());

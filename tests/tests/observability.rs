@@ -4,6 +4,7 @@
 
 use std::process::Command;
 
+use aclrs_tests::agent::{self, Agent};
 use aclrs_tests::{compile_c, Link};
 
 /// Python that loads the snapshot and checks its structure against the figures the C program
@@ -165,62 +166,18 @@ fn smi_exe() -> std::path::PathBuf {
     .clone()
 }
 
-/// A `tests/c/smi_agent.c` process: one command per line in, one answer per line out.
-struct Agent {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    out: std::io::BufReader<std::process::ChildStdout>,
+/// Starts a `tests/c/smi_agent.c` process on the software NPU `instance`.
+fn start(exe: &std::path::Path, instance: &str, name: &str) -> Agent {
+    let mut cmd = agent::command(exe, &[], instance);
+    cmd.env_remove("ACLRS_BACKEND");
+    Agent::spawn(cmd, name, std::time::Duration::from_secs(60))
 }
 
-impl Agent {
-    fn start(exe: &std::path::Path, instance: &str) -> Self {
-        let mut child = Command::new(exe)
-            .env("ACLRS_SIM_INSTANCE", instance)
-            .env("ACLRS_SIM_HBM", "1G")
-            .env("ACLRS_SIM_HUGE2M", "512M")
-            .env("ACLRS_SIM_HUGE1G", "0")
-            .env_remove("ASCEND_RT_VISIBLE_DEVICES")
-            .env_remove("ACLRS_SIM_DEVICES")
-            .env_remove("ACLRS_SIM_SOC")
-            .env_remove("ACLRS_BACKEND")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("start smi_agent");
-        let stdin = child.stdin.take().expect("stdin");
-        let out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
-        let mut a = Self { child, stdin, out };
-        assert_eq!(a.line(), "ready");
-        a
-    }
-
-    fn line(&mut self) -> String {
-        let mut s = String::new();
-        std::io::BufRead::read_line(&mut self.out, &mut s).expect("read agent");
-        s.trim().to_owned()
-    }
-
-    fn cmd(&mut self, c: &str) -> String {
-        use std::io::Write;
-        writeln!(self.stdin, "{c}").expect("write agent");
-        self.stdin.flush().expect("flush agent");
-        let a = self.line();
-        eprintln!("{c:<40} -> {a}");
-        a
-    }
-
-    fn ok(&mut self, c: &str) -> String {
-        let a = self.cmd(c);
-        assert!(a.starts_with("ok ") || a.starts_with("key ") || a == "rc 0", "{c}: {a}");
-        a
-    }
-
-    fn quit(mut self) {
-        use std::io::Write;
-        let _ = writeln!(self.stdin, "quit");
-        let _ = self.stdin.flush();
-        assert!(self.child.wait().expect("wait agent").success());
-    }
+/// A command of `smi_agent.c` that must succeed.
+fn ok(a: &mut Agent, c: &str) -> String {
+    let r = a.cmd(c);
+    assert!(r.starts_with("ok ") || r.starts_with("key ") || r == "rc 0", "{}: {c}: {r}", a.name);
+    r
 }
 
 fn smi_json(instance: &str) -> serde_json::Value {
@@ -256,18 +213,18 @@ fn smi_reports_a_live_multi_process_machine_and_a_killed_process() {
         assert!(err.contains("aclrs-smi: --"), "{bad:?}: {err}");
     }
 
-    let mut a = Agent::start(&agent, &inst);
-    let mut b = Agent::start(&agent, &inst);
-    let mut c = Agent::start(&agent, &inst);
+    let mut a = start(&agent, &inst, "a");
+    let mut b = start(&agent, &inst, "b");
+    let mut c = start(&agent, &inst, "c");
     let pid =
         |x: &mut Agent| x.cmd("pid").strip_prefix("pid ").and_then(|p| p.parse::<u32>().ok()).expect("pid");
     let (pa, pb, pc) = (pid(&mut a), pid(&mut b), pid(&mut c));
-    a.ok("alloc 64");
-    a.ok("pool 10");
-    let key = a.ok("export 0").strip_prefix("key ").expect("key").to_owned();
-    a.ok(&format!("allow {key} {pb}"));
-    b.ok(&format!("import {key} 64"));
-    c.ok("alloc 32");
+    ok(&mut a, "alloc 64");
+    ok(&mut a, "pool 10");
+    let key = ok(&mut a, "export 0").strip_prefix("key ").expect("key").to_owned();
+    ok(&mut a, &format!("allow {key} {pb}"));
+    ok(&mut b, &format!("import {key} 64"));
+    ok(&mut c, "alloc 32");
     let free: u64 = a.cmd("mem").strip_prefix("free ").and_then(|f| f.parse().ok()).expect("free");
 
     let m = smi_json(&inst);
@@ -321,8 +278,7 @@ fn smi_reports_a_live_multi_process_machine_and_a_killed_process() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("start aclrs-smi --loop");
-    c.child.kill().expect("kill C");
-    c.child.wait().expect("reap C");
+    c.kill9();
     let out = smi.wait_with_output().expect("aclrs-smi --loop");
     assert!(out.status.success());
     let lines: Vec<&str> = std::str::from_utf8(&out.stdout).expect("utf-8").lines().collect();

@@ -2,13 +2,13 @@
 //! (mappings are not memory), frames cleared when they change process, and the machine-wide
 //! registry under processes that allocate, free and are SIGKILLed concurrently.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use aclrs_tests::agent::{self, Agent};
 use aclrs_tests::{compile_c, run_ok, Link};
 
 /// Reports a skipped test on the real standard error (not the test harness's captured one), so
@@ -65,109 +65,32 @@ fn out_of_mappings_is_out_of_memory_with_the_limit_named() {
 /// How long one answer may take before the test fails (never hang CI).
 const ANSWER: Duration = Duration::from_secs(120);
 
-/// One process running `tests/c/mem_agent.c` (or `ipc_agent.c`), driven line by line.
-struct Agent {
-    name: String,
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
+/// Starts `exe` (`tests/c/mem_agent.c` or `ipc_agent.c`) on the software NPU `instance`,
+/// prefixed by `wrapper` (for example `unshare --pid --fork`).
+fn start_agent(exe: &Path, wrapper: &[&str], instance: &str, name: &str) -> Agent {
+    let mut cmd = agent::command(exe, wrapper, instance);
+    cmd.env_remove("ACLRS_BACKEND");
+    Agent::spawn(cmd, name, ANSWER)
 }
 
-impl Agent {
-    /// Starts `exe` on machine `instance` (1 GiB of HBM, 512 MiB of 2 MiB pages), prefixed by
-    /// `wrapper` (for example `unshare --pid --fork`).
-    fn start(exe: &Path, wrapper: &[&str], instance: &str, name: &str) -> Self {
-        let mut cmd = match wrapper.split_first() {
-            Some((first, rest)) => {
-                let mut c = Command::new(first);
-                c.args(rest).arg(exe);
-                c
-            }
-            None => Command::new(exe),
-        };
-        let mut child = cmd
-            .env("ACLRS_SIM_INSTANCE", instance)
-            .env("ACLRS_SIM_HBM", "1G")
-            .env("ACLRS_SIM_HUGE2M", "512M")
-            .env("ACLRS_SIM_HUGE1G", "0")
-            .env_remove("ACLRS_BACKEND")
-            .env_remove("ASCEND_RT_VISIBLE_DEVICES")
-            .env_remove("ACLRS_SIM_DEVICES")
-            .env_remove("ACLRS_SIM_SOC")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start the agent");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(std::result::Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let stdin = child.stdin.take();
-        let mut a = Self { name: name.to_owned(), child, stdin, lines: rx };
-        assert_eq!(a.read(), "ready", "{name} did not start");
-        a
-    }
+/// The answers of `mem_agent.c` that carry a value.
+trait MemAgent {
+    fn slot(&mut self, line: &str) -> u32;
+    fn free_bytes(&mut self) -> u64;
+    fn pid(&mut self) -> u32;
+}
 
-    fn read(&mut self) -> String {
-        match self.lines.recv_timeout(ANSWER) {
-            Ok(l) => l,
-            Err(e) => panic!("{}: no answer within {ANSWER:?} ({e})", self.name),
-        }
-    }
-
-    fn send(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().expect("stdin");
-        writeln!(stdin, "{line}").expect("write command");
-        stdin.flush().expect("flush");
-    }
-
-    fn cmd(&mut self, line: &str) -> String {
-        self.send(line);
-        let answer = self.read();
-        eprintln!("{} <- {line:<40} -> {answer}", self.name);
-        answer
-    }
-
+impl MemAgent for Agent {
     fn slot(&mut self, line: &str) -> u32 {
-        let a = self.cmd(line);
-        a.strip_prefix("ok ")
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("{}: {line}: {a}", self.name))
+        self.expect(line, "ok ").parse().expect("a slot number")
     }
 
     fn free_bytes(&mut self) -> u64 {
-        let a = self.cmd("mem");
-        a.strip_prefix("free ").and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("{a}"))
+        self.expect("mem", "free ").parse().expect("free bytes")
     }
 
     fn pid(&mut self) -> u32 {
-        let a = self.cmd("pid");
-        a.strip_prefix("pid ").and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("{a}"))
-    }
-
-    fn quit(mut self) {
-        self.send("quit");
-        drop(self.stdin.take());
-        let status = self.child.wait().expect("wait");
-        assert!(status.success(), "{} exited with {status}", self.name);
-    }
-
-    fn kill9(&mut self) {
-        self.child.kill().expect("SIGKILL");
-        self.child.wait().expect("reap");
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.expect("pid", "pid ").parse().expect("a pid")
     }
 }
 
@@ -190,8 +113,8 @@ fn frames_that_change_process_are_cleared() {
     }
     let exe = mem_agent();
     let inst = instance("clear");
-    let mut a = Agent::start(&exe, &[], &inst, "A");
-    let mut b = Agent::start(&exe, &[], &inst, "B");
+    let mut a = start_agent(&exe, &[], &inst, "A");
+    let mut b = start_agent(&exe, &[], &inst, "B");
     let start = b.free_bytes();
     let size = 64u64 << 20;
     // Each round, A fills every frame of the device with a pattern (so whatever B gets next
@@ -215,7 +138,7 @@ fn frames_that_change_process_are_cleared() {
         assert_eq!(b.cmd(&format!("fill {t} 33")), "rc 0");
         assert_eq!(b.cmd(&format!("free {t}")), "rc 0");
         // A new process gets frames B wrote and freed cleared as well.
-        a = Agent::start(&exe, &[], &inst, "A'");
+        a = start_agent(&exe, &[], &inst, "A'");
         let u = a.slot(&format!("malloc {} {NORMAL_ONLY}", 1000u64 << 20));
         assert_eq!(a.cmd(&format!("check {u} 0")), "rc 0", "round {round}: A' reads B's bytes");
         assert_eq!(a.cmd(&format!("free {u}")), "rc 0");
@@ -232,7 +155,7 @@ fn registry_stress_with_concurrent_sigkills_keeps_exact_accounting() {
     }
     let exe = mem_agent();
     let inst = instance("stress");
-    let mut keeper = Agent::start(&exe, &[], &inst, "keeper");
+    let mut keeper = start_agent(&exe, &[], &inst, "keeper");
     let start = keeper.free_bytes();
     // The keeper holds one allocation through the whole run: what it costs, measured alone.
     let kept = keeper.slot(&format!("malloc {} {HUGE_ONLY}", 6u64 << 20));
@@ -241,7 +164,7 @@ fn registry_stress_with_concurrent_sigkills_keeps_exact_accounting() {
 
     for wave in 0..6u32 {
         let mut workers: Vec<Agent> =
-            (0..4).map(|i| Agent::start(&exe, &[], &inst, &format!("w{wave}.{i}"))).collect();
+            (0..4).map(|i| start_agent(&exe, &[], &inst, &format!("w{wave}.{i}"))).collect();
         for (i, w) in workers.iter_mut().enumerate() {
             w.send(&format!("churn 1500 {}", wave * 10 + i as u32 + 1));
         }
@@ -313,8 +236,8 @@ fn the_whitelist_is_checked_against_the_host_pid_in_a_pid_namespace() {
     };
     let exe = compile_c("ipc_agent", Link::Shared);
     let inst = instance("pidns");
-    let mut exporter = Agent::start(&exe, &[], &inst, "exporter");
-    let mut importer = Agent::start(&exe, &wrapper, &inst, "importer");
+    let mut exporter = start_agent(&exe, &[], &inst, "exporter");
+    let mut importer = start_agent(&exe, &wrapper, &inst, "importer");
     // The importer is pid 1 of its namespace; aclrtDeviceGetBareTgid reports its host pid.
     let host = importer.pid();
     assert_ne!(host, 1, "aclrtDeviceGetBareTgid returned the namespace pid");
