@@ -35,23 +35,6 @@
 /* The pinned-host window of the VA layout starts at 7 TiB and spans 1 TiB. */
 #define PINNED_WINDOW ((uintptr_t)7 << 40)
 
-static aclrtMemPool new_pool(void)
-{
-    aclrtMemPoolProps props;
-    aclrtMemPool pool = NULL;
-
-    memset(&props, 0, sizeof props);
-    props.allocType = ACL_MEM_ALLOCATION_TYPE_PINNED;
-    props.handleType = ACL_MEM_HANDLE_TYPE_NONE;
-    props.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
-    props.location.id = 0;
-    props.maxSize = 64 * MIB;
-    if (aclrtMemPoolCreate(&pool, &props) != ACL_SUCCESS) {
-        return NULL;
-    }
-    return pool;
-}
-
 /* 1 when the device range holds fill_pattern(seed). */
 static int dev_has_pattern(const void *dev, size_t len, unsigned seed)
 {
@@ -139,7 +122,7 @@ static void pool_block_freed_by_aclrtFree(void)
     uint32_t off = 0, on = 1;
 
     check_section("a pool block freed by aclrtFree is idle: any stream reuses it");
-    pool = new_pool();
+    pool = check_new_pool(64 * MIB);
     if (!CHECK(pool != NULL) || !CHECK_OK(aclrtCreateStream(&s)) || !CHECK_OK(aclrtCreateStream(&s2))) {
         return;
     }
@@ -294,7 +277,7 @@ static void ipc_keys_and_counts(void)
     aclrtMemAccessDesc desc;
 
     check_section("a pool block cannot be exported by key");
-    pool = new_pool();
+    pool = check_new_pool(64 * MIB);
     if (!CHECK(pool != NULL) || !CHECK_OK(aclrtCreateStream(&s))) {
         return;
     }

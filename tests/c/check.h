@@ -67,6 +67,24 @@ static inline int check_ret_(const char *file, int line, const char *expr, int g
     return 0;
 }
 
+/* A device-0 stream-ordered pool of at most `max_size` bytes (0: the device's HBM), or NULL
+ * when aclrtMemPoolCreate refuses it. */
+static inline aclrtMemPool check_new_pool(size_t max_size)
+{
+    aclrtMemPoolProps props;
+    aclrtMemPool pool = NULL;
+    memset(&props, 0, sizeof props);
+    props.allocType = ACL_MEM_ALLOCATION_TYPE_PINNED;
+    props.handleType = ACL_MEM_HANDLE_TYPE_NONE;
+    props.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = 0;
+    props.maxSize = max_size;
+    if (aclrtMemPoolCreate(&pool, &props) != ACL_SUCCESS) {
+        return NULL;
+    }
+    return pool;
+}
+
 #define CHECK(cond) check_cond_(__FILE__, __LINE__, #cond, (cond) ? 1 : 0)
 #define CHECK_RET(call, code) check_ret_(__FILE__, __LINE__, #call, (int)(call), (int)(code), 0)
 /* Spelled out rather than via CHECK_RET so that #call shows the unexpanded text. */

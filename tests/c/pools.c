@@ -33,22 +33,6 @@ typedef struct {
 
 static aclrtFuncHandle g_fill;
 
-static aclrtMemPool new_pool(size_t max)
-{
-    aclrtMemPoolProps props;
-    aclrtMemPool pool = NULL;
-    memset(&props, 0, sizeof props);
-    props.allocType = ACL_MEM_ALLOCATION_TYPE_PINNED;
-    props.handleType = ACL_MEM_HANDLE_TYPE_NONE;
-    props.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
-    props.location.id = 0;
-    props.maxSize = max;
-    if (aclrtMemPoolCreate(&pool, &props) != ACL_SUCCESS) {
-        return NULL;
-    }
-    return pool;
-}
-
 static uint64_t attr64(aclrtMemPool pool, aclrtMemPoolAttr a)
 {
     uint64_t v = 0xdeadbeef;
@@ -167,7 +151,7 @@ static void creation_and_attributes(void)
     CHECK_FAIL(aclrtMemPoolDestroy(NULL), ACL_ERROR_INVALID_PARAM);
 
     check_section("attributes");
-    pool = new_pool(2 * MIB - 1);
+    pool = check_new_pool(2 * MIB - 1);
     if (!CHECK(pool != NULL)) {
         return;
     }
@@ -234,7 +218,7 @@ static void reuse_modes(void)
     const size_t SZ = 4 * MIB;
     aclrtStream a = NULL, b = NULL;
     aclrtEvent ev = NULL;
-    aclrtMemPool pool = new_pool(64 * MIB);
+    aclrtMemPool pool = check_new_pool(64 * MIB);
     void *x = NULL, *y = NULL;
 
     if (!CHECK(pool != NULL) || !CHECK_OK(aclrtCreateStream(&a)) || !CHECK_OK(aclrtCreateStream(&b)) ||
@@ -336,7 +320,7 @@ static size_t hbm_free(void)
 static void threshold_trim_and_plain_frees(void)
 {
     aclrtStream s = NULL;
-    aclrtMemPool pool = new_pool(64 * MIB);
+    aclrtMemPool pool = check_new_pool(64 * MIB);
     void *p[4], *q = NULL, *d = NULL;
     size_t base, i;
     uint64_t v;
@@ -439,7 +423,7 @@ static void threshold_trim_and_plain_frees(void)
     CHECK_OK(aclrtMemPoolFreeAsync(q, s));
     CHECK_OK(aclrtSynchronizeStream(s));
     CHECK(hbm_free() == base); /* nothing leaked */
-    pool = new_pool(0);
+    pool = check_new_pool(0);
     CHECK(pool != NULL);
     CHECK_OK(aclrtMemPoolDestroy(pool));
     CHECK_OK(aclrtDestroyStream(s));
@@ -508,7 +492,7 @@ static void threads(void)
     enum { N = 6 };
     pthread_t t[N];
     Worker w[N];
-    aclrtMemPool pool = new_pool(256 * MIB);
+    aclrtMemPool pool = check_new_pool(256 * MIB);
     int i, failures = 0;
 
     check_section("6 threads x 2 streams: tagged blocks never overlap");
