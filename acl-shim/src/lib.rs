@@ -21,6 +21,7 @@ pub mod allocator;
 pub mod codes;
 pub mod error;
 pub mod ffi;
+pub mod handles;
 pub mod host_register;
 mod idmap;
 pub mod ipc;
