@@ -165,6 +165,9 @@ pub enum Full {
     Capacity(u32),
 }
 
+/// [`CHUNK`] slots, made on first use.
+type Chunk<T> = OnceLock<Box<[Slot<T>]>>;
+
 /// A fixed-capacity table of one kind of object of one device.
 #[derive(Debug)]
 pub struct HandleTable<T> {
@@ -172,7 +175,7 @@ pub struct HandleTable<T> {
     device: u32,
     init: u8,
     capacity: u32,
-    chunks: Box<[OnceLock<Box<[Slot<T>]>>]>,
+    chunks: Box<[Chunk<T>]>,
     alloc: Mutex<Alloc>,
 }
 
