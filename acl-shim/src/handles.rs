@@ -214,7 +214,7 @@ impl<T> HandleTable<T> {
     fn lock(&self) -> std::sync::MutexGuard<'_, Alloc> {
         // A panic cannot leave `Alloc` half-updated: every update below is a single push, pop
         // or counter step after the fallible work is done.
-        self.alloc.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::sync::relock(&self.alloc)
     }
 
     fn slot(&self, index: u32) -> Option<&Slot<T>> {

@@ -33,6 +33,7 @@ pub mod runtime;
 pub mod safe;
 mod staging;
 pub mod stream;
+pub mod sync;
 pub mod vmm;
 
 pub use error::{AclError, Result};
