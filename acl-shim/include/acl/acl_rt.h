@@ -51,6 +51,12 @@
  *   contexts  aclrtCreateContext, aclrtDestroyContext,
  *             aclrtSetCurrentContext, aclrtGetCurrentContext
  *   errors    aclrtGetLastError, aclrtPeekAtLastError
+ *   versions  aclsysGetVersionStr, aclsysGetVersionNum, aclsysGetCANNVersion,
+ *             aclrtGetVersion
+ *
+ * acl/acl_rt_unsupported.h, included at the end, declares the rest of CANN's
+ * device, context, stream, event, memory and kernel calls that aclrs exports
+ * but does not implement: each returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT.
  *
  * (aclInit and aclFinalize are in acl/acl.h, aclGetRecentErrMsg in
  * acl/acl_base.h.) The following CANN functions are NOT declared yet; each is
@@ -69,7 +75,8 @@
  *     aclrtKernelArgs* builders.
  *
  * Unlike CANN's acl_rt.h, this header also includes acl/acl_rt_memory_soma.h,
- * so programs that use the pool types after including only acl/acl.h compile.
+ * so programs that use the pool types after including only acl/acl.h compile,
+ * and acl/acl_rt_unsupported.h.
  */
 #ifndef ACLRS_ACL_ACL_RT_H
 #define ACLRS_ACL_ACL_RT_H
@@ -938,6 +945,57 @@ ACL_FUNC_VISIBILITY aclError aclrtValueWrite(void *devAddr, uint64_t value, uint
 /* flag: ACL_STREAM_WAIT_VALUE_GEQ / _EQ / _AND / _NOR. */
 ACL_FUNC_VISIBILITY aclError aclrtValueWait(void *devAddr, uint64_t value, uint32_t flag, aclrtStream stream);
 
+/* ------------------------------------------------------------------------ */
+/* Versions                                                                  */
+/* ------------------------------------------------------------------------ */
+
+#define ACL_PKG_VERSION_MAX_SIZE 128
+#define ACL_PKG_VERSION_PARTS_MAX_SIZE 64
+
+/* Packages aclsysGetCANNVersion knows. */
+typedef enum aclCANNPackageName {
+    ACL_PKG_NAME_CANN,
+    ACL_PKG_NAME_RUNTIME,
+    ACL_PKG_NAME_COMPILER,
+    ACL_PKG_NAME_HCCL,
+    ACL_PKG_NAME_TOOLKIT,
+    ACL_PKG_NAME_OPP,
+    ACL_PKG_NAME_OPP_KERNEL,
+    ACL_PKG_NAME_DRIVER
+} aclCANNPackageName;
+
+/* A package version split into its parts (512 bytes). */
+typedef struct aclCANNPackageVersion {
+    char version[ACL_PKG_VERSION_MAX_SIZE];
+    char majorVersion[ACL_PKG_VERSION_PARTS_MAX_SIZE];
+    char minorVersion[ACL_PKG_VERSION_PARTS_MAX_SIZE];
+    char releaseVersion[ACL_PKG_VERSION_PARTS_MAX_SIZE]; /* "0" if absent */
+    char patchVersion[ACL_PKG_VERSION_PARTS_MAX_SIZE];   /* "0" if absent */
+    char reserved[ACL_PKG_VERSION_MAX_SIZE];
+} aclCANNPackageVersion;
+
+/*
+ * The version string of package pkgName (for example "runtime") into
+ * versionStr, a char[ACL_PKG_VERSION_MAX_SIZE]. "runtime" is aclrs itself;
+ * other packages are read from $ASCEND_HOME_PATH/share/info/<pkgName>/version.info
+ * ("driver" and "firmware" from the directories /etc/ascend_install.info names).
+ * NULL: ACL_ERROR_INVALID_PARAM; no such package: ACL_ERROR_INVALID_FILE.
+ */
+ACL_FUNC_VISIBILITY aclError aclsysGetVersionStr(char *pkgName, char *versionStr);
+
+/*
+ * The same version as a number that orders releases:
+ * MAJOR*10000000 + MINOR*100000 + PATCH*1000, minus 300/200/100 for an
+ * alpha/beta/rc suffix, plus the suffix's number (9.0.0-rc.1 -> 89999901).
+ */
+ACL_FUNC_VISIBILITY aclError aclsysGetVersionNum(char *pkgName, int32_t *versionNum);
+
+/* Deprecated: the version of a named package, split into its parts. */
+ACL_FUNC_VISIBILITY aclError aclsysGetCANNVersion(aclCANNPackageName name, aclCANNPackageVersion *version);
+
+/* Deprecated: the API version of these headers (ACL_MAJOR/MINOR/PATCH_VERSION). */
+ACL_FUNC_VISIBILITY aclError aclrtGetVersion(int32_t *majorVersion, int32_t *minorVersion, int32_t *patchVersion);
+
 #ifdef __cplusplus
 }
 #endif
@@ -945,5 +1003,6 @@ ACL_FUNC_VISIBILITY aclError aclrtValueWait(void *devAddr, uint64_t value, uint3
 /* Included last: they use the types above (see the file comment). */
 #include "acl_rt_allocator.h"
 #include "acl_rt_memory_soma.h"
+#include "acl_rt_unsupported.h"
 
 #endif /* ACLRS_ACL_ACL_RT_H */

@@ -24,11 +24,13 @@ use crate::runtime;
 
 pub mod allocator;
 pub mod async_copy;
+pub mod base;
 pub mod kernel;
 pub mod memory;
 pub mod obs;
 pub mod pool;
 pub mod stream;
+pub mod stubs;
 pub mod vmm;
 
 /// `aclError` as the C headers define it.

@@ -5,10 +5,6 @@
  * Values follow CANN 1.17.0 (include/external/acl/error_codes/rt_error_codes.h).
  * Ranges: 107xxx caller mistakes, 207xxx resource shortage or unsupported
  * feature, 507xxx runtime / device / driver failures.
- *
- * CANN also defines snapshot codes (ACL_ERROR_SNAPSHOT_*) at 507905-507909,
- * 507912 and 507913. Their names are not part of the aclrs fact sheet, so they
- * are not defined here yet.
  */
 #ifndef ACLRS_ACL_ERROR_CODES_RT_ERROR_CODES_H
 #define ACLRS_ACL_ERROR_CODES_RT_ERROR_CODES_H
@@ -153,9 +149,17 @@
 #define ACL_ERROR_RT_AICPU_INFO_LOAD_RSP_ERR 507902
 #define ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED 507903
 #define ACL_ERROR_RT_COMM_OP_RETRY_FAIL 507904
+/* process snapshots (aclrtSnapShot*) */
+#define ACL_ERROR_SNAPSHOT_LOCK_TIMEOUT 507905
+#define ACL_ERROR_SNAPSHOT_LOCK_FAILED 507906
+#define ACL_ERROR_SNAPSHOT_UNLOCK_FAILED 507907
+#define ACL_ERROR_SNAPSHOT_BACKUP_FAILED 507908
+#define ACL_ERROR_SNAPSHOT_RESTORE_FAILED 507909
 /* host memory registration (aclrtHostRegister / aclrtHostUnregister) */
 #define ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED 507910
 #define ACL_ERROR_HOST_MEMORY_NOT_REGISTERED 507911
+#define ACL_ERROR_SNAPSHOT_CALLBACK_FAILED 507912
+#define ACL_ERROR_SNAPSHOT_REGISTER_CALLBACK_FAILED 507913
 #define ACL_ERROR_RT_L3_PORT_ERROR 507914
 #define ACL_ERROR_RT_CCU_TIMEOUT 507915
 #define ACL_ERROR_RT_CCU_EXCEPTION 507916
