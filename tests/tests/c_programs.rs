@@ -112,3 +112,21 @@ fn forced_resets_and_finalize_do_not_wait_for_a_parked_value_wait() {
     let out = run_ok(&exe, "parked", &[]);
     assert!(out.contains("reset_parked_wait: OK"), "{out}");
 }
+
+#[test]
+fn base_types_fp16_data_buffers_soc_and_versions() {
+    let exe = compile_c("base_types", Link::Shared);
+    let version = env!("CARGO_PKG_VERSION");
+    for (soc, name) in [("Ascend910B", "Ascend910B1"), ("Ascend910_93", "Ascend910_9391"), ("Ascend950PR", "Ascend950PR")] {
+        let out = aclrs_tests::run_with_args(&exe, &[name, version], &format!("base-{soc}"), &[("ACLRS_SIM_SOC", soc)]);
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success() && text.contains("base_types: OK"), "{text}");
+    }
+}
+
+#[test]
+fn unsupported_calls_are_exported_and_return_207000() {
+    let exe = compile_c("unsupported", Link::Shared);
+    let out = run_ok(&exe, "unsupported", &[]);
+    assert!(out.contains("unsupported: OK"), "{out}");
+}

@@ -11,7 +11,8 @@
  * itself for aclGetRecentErrMsg, whatever its arguments; aclrtCreateGroupInfo
  * returns NULL. A call that aclrs implements moves from here to acl/acl_rt.h.
  *
- * acl/acl_rt.h includes this header; include that one.
+ * acl/acl_rt.h includes this header (and this one includes acl/acl_rt.h for the
+ * types it uses), so either may be included first.
  */
 #ifndef ACLRS_ACL_ACL_RT_UNSUPPORTED_H
 #define ACLRS_ACL_ACL_RT_UNSUPPORTED_H
@@ -20,6 +21,7 @@
 #include <stdint.h>
 
 #include "acl_base.h"
+#include "acl_rt.h"
 
 #ifdef __cplusplus
 extern "C" {
