@@ -117,9 +117,17 @@ fn forced_resets_and_finalize_do_not_wait_for_a_parked_value_wait() {
 fn base_types_fp16_data_buffers_soc_and_versions() {
     let exe = compile_c("base_types", Link::Shared);
     let version = env!("CARGO_PKG_VERSION");
-    for (soc, name) in [("Ascend910B", "Ascend910B1"), ("Ascend910_93", "Ascend910_9391"), ("Ascend950PR", "Ascend950PR")] {
-        let out = aclrs_tests::run_with_args(&exe, &[name, version], &format!("base-{soc}"), &[("ACLRS_SIM_SOC", soc)]);
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    for (soc, name) in
+        [("Ascend910B", "Ascend910B1"), ("Ascend910_93", "Ascend910_9391"), ("Ascend950PR", "Ascend950PR")]
+    {
+        let out = aclrs_tests::run_with_args(
+            &exe,
+            &[name, version],
+            &format!("base-{soc}"),
+            &[("ACLRS_SIM_SOC", soc)],
+        );
+        let text =
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         assert!(out.status.success() && text.contains("base_types: OK"), "{text}");
     }
 }

@@ -76,7 +76,12 @@ fn declared() -> BTreeSet<String> {
 fn exported() -> BTreeSet<String> {
     let lib = aclrs_tests::lib_dir().join("libascendcl.so");
     let out = Command::new("nm").args(["-D", "--defined-only"]).arg(&lib).output().expect("run nm");
-    assert!(out.status.success(), "nm -D {} failed:\n{}", lib.display(), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "nm -D {} failed:\n{}",
+        lib.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).expect("nm prints text");
     // Lines read `ADDRESS TYPE NAME`.
     let names: BTreeSet<String> =
@@ -128,7 +133,10 @@ fn every_header_compiles_on_its_own_as_c_and_cpp() {
 fn aux_info_lines_are_read_as_declarations() {
     let inc = "/x/include";
     let line = |s: &str| declared_name(s, inc);
-    assert_eq!(line("/* /x/include/acl/acl_rt.h:1:NC */ extern aclError aclrtSetDevice (int32_t);"), Some("aclrtSetDevice".into()));
+    assert_eq!(
+        line("/* /x/include/acl/acl_rt.h:1:NC */ extern aclError aclrtSetDevice (int32_t);"),
+        Some("aclrtSetDevice".into())
+    );
     assert_eq!(
         line("/* /x/include/acl/acl_base_rt.h:9:OC */ extern const char *aclGetRecentErrMsg (/* ??? */);"),
         Some("aclGetRecentErrMsg".into())

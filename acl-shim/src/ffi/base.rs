@@ -157,7 +157,11 @@ pub unsafe extern "C" fn aclDestroyDataBuffer(data_buffer: *const DataBuffer) ->
 
 /// `aclError aclUpdateDataBuffer(aclDataBuffer *dataBuffer, void *data, size_t size);`
 #[no_mangle]
-pub unsafe extern "C" fn aclUpdateDataBuffer(data_buffer: *mut DataBuffer, data: *mut c_void, size: usize) -> AclErrorCode {
+pub unsafe extern "C" fn aclUpdateDataBuffer(
+    data_buffer: *mut DataBuffer,
+    data: *mut c_void,
+    size: usize,
+) -> AclErrorCode {
     const API: &str = "aclUpdateDataBuffer";
     trace_args!(data_buffer, data, size);
     guard(API, || {
@@ -372,7 +376,10 @@ unsafe fn write_c_string(out: *mut c_char, cap: usize, s: &str) {
 
 /// `aclError aclsysGetVersionStr(char *pkgName, char *versionStr);`
 #[no_mangle]
-pub unsafe extern "C" fn aclsysGetVersionStr(pkg_name: *mut c_char, version_str: *mut c_char) -> AclErrorCode {
+pub unsafe extern "C" fn aclsysGetVersionStr(
+    pkg_name: *mut c_char,
+    version_str: *mut c_char,
+) -> AclErrorCode {
     const API: &str = "aclsysGetVersionStr";
     trace_args!(pkg_name, version_str);
     guard(API, || {
@@ -446,7 +453,11 @@ pub unsafe extern "C" fn aclsysGetCANNVersion(name: i32, version: *mut PackageVe
             4 => "oam-tools",
             5 | 6 => "ops-legacy",
             7 => "driver",
-            _ => return Err(AclError::invalid(format!("{API}: name {name} is not an aclCANNPackageName (0-7)"))),
+            _ => {
+                return Err(AclError::invalid(format!(
+                    "{API}: name {name} is not an aclCANNPackageName (0-7)"
+                )))
+            }
         };
         let out = out_ptr(API, "version", version)?;
         let text = package_version(API, pkg)?;

@@ -3,7 +3,7 @@
 //! written for CANN compile and link, each failing with `ACL_ERROR_RT_FEATURE_NOT_SUPPORT`.
 //!
 //! Owns nothing: every export records its arguments for the API trace and fails through
-//! [`unsupported`], whatever the arguments; it reads no pointer and changes no state. Arguments
+//! `unsupported`, whatever the arguments; it reads no pointer and changes no state. Arguments
 //! whose C types are enums are `i32` (C enums are `int`-sized), callbacks and typed pointers
 //! are `void` pointers of the same size. A call that aclrs implements moves out of this file
 //! and out of the header.
@@ -26,7 +26,11 @@ fn unsupported(api: &'static str) -> AclErrorCode {
 
 /// `aclError aclInitCallbackRegister(aclRegisterCallbackType type, aclInitCallbackFunc cbFunc, void* userData);`
 #[no_mangle]
-pub extern "C" fn aclInitCallbackRegister(reg_type: i32, cb_func: *const c_void, user_data: *mut c_void) -> AclErrorCode {
+pub extern "C" fn aclInitCallbackRegister(
+    reg_type: i32,
+    cb_func: *const c_void,
+    user_data: *mut c_void,
+) -> AclErrorCode {
     trace_args!(reg_type, cb_func, user_data);
     unsupported("aclInitCallbackRegister")
 }
@@ -40,7 +44,11 @@ pub extern "C" fn aclInitCallbackUnRegister(reg_type: i32, cb_func: *const c_voi
 
 /// `aclError aclFinalizeCallbackRegister(aclRegisterCallbackType type, aclFinalizeCallbackFunc cbFunc, void* userData);`
 #[no_mangle]
-pub extern "C" fn aclFinalizeCallbackRegister(reg_type: i32, cb_func: *const c_void, user_data: *mut c_void) -> AclErrorCode {
+pub extern "C" fn aclFinalizeCallbackRegister(
+    reg_type: i32,
+    cb_func: *const c_void,
+    user_data: *mut c_void,
+) -> AclErrorCode {
     trace_args!(reg_type, cb_func, user_data);
     unsupported("aclFinalizeCallbackRegister")
 }
@@ -54,7 +62,11 @@ pub extern "C" fn aclFinalizeCallbackUnRegister(reg_type: i32, cb_func: *const c
 
 /// `aclError aclrtGetPrimaryCtxState(int32_t deviceId, uint32_t* flags, int32_t* active);`
 #[no_mangle]
-pub extern "C" fn aclrtGetPrimaryCtxState(device_id: i32, flags: *mut c_void, active: *mut c_void) -> AclErrorCode {
+pub extern "C" fn aclrtGetPrimaryCtxState(
+    device_id: i32,
+    flags: *mut c_void,
+    active: *mut c_void,
+) -> AclErrorCode {
     trace_args!(device_id, flags, active);
     unsupported("aclrtGetPrimaryCtxState")
 }
@@ -117,7 +129,11 @@ pub extern "C" fn aclrtGetDeviceSatMode(mode: *mut c_void) -> AclErrorCode {
 
 /// `aclError aclrtGetOverflowStatus(void* outputAddr, size_t outputSize, aclrtStream stream);`
 #[no_mangle]
-pub extern "C" fn aclrtGetOverflowStatus(output_addr: *mut c_void, output_size: usize, stream: *mut c_void) -> AclErrorCode {
+pub extern "C" fn aclrtGetOverflowStatus(
+    output_addr: *mut c_void,
+    output_size: usize,
+    stream: *mut c_void,
+) -> AclErrorCode {
     trace_args!(output_addr, output_size, stream);
     unsupported("aclrtGetOverflowStatus")
 }
@@ -131,21 +147,33 @@ pub extern "C" fn aclrtResetOverflowStatus(stream: *mut c_void) -> AclErrorCode 
 
 /// `aclError aclrtDevicePeerAccessStatus(int32_t deviceId, int32_t peerDeviceId, int32_t* status);`
 #[no_mangle]
-pub extern "C" fn aclrtDevicePeerAccessStatus(device_id: i32, peer_device_id: i32, status: *mut c_void) -> AclErrorCode {
+pub extern "C" fn aclrtDevicePeerAccessStatus(
+    device_id: i32,
+    peer_device_id: i32,
+    status: *mut c_void,
+) -> AclErrorCode {
     trace_args!(device_id, peer_device_id, status);
     unsupported("aclrtDevicePeerAccessStatus")
 }
 
 /// `aclError aclrtGetDevicesTopo(uint32_t deviceId, uint32_t otherDeviceId, uint64_t* value);`
 #[no_mangle]
-pub extern "C" fn aclrtGetDevicesTopo(device_id: u32, other_device_id: u32, value: *mut c_void) -> AclErrorCode {
+pub extern "C" fn aclrtGetDevicesTopo(
+    device_id: u32,
+    other_device_id: u32,
+    value: *mut c_void,
+) -> AclErrorCode {
     trace_args!(device_id, other_device_id, value);
     unsupported("aclrtGetDevicesTopo")
 }
 
 /// `aclError aclrtRegDeviceStateCallback(const char* regName, aclrtDeviceStateCallback callback, void* args);`
 #[no_mangle]
-pub extern "C" fn aclrtRegDeviceStateCallback(reg_name: *const c_char, callback: *const c_void, args: *mut c_void) -> AclErrorCode {
+pub extern "C" fn aclrtRegDeviceStateCallback(
+    reg_name: *const c_char,
+    callback: *const c_void,
+    args: *mut c_void,
+) -> AclErrorCode {
     trace_args!(reg_name, callback, args);
     unsupported("aclrtRegDeviceStateCallback")
 }
@@ -208,21 +236,35 @@ pub extern "C" fn aclrtDeviceGetPCIBusId(device_id: i32, pci_bus_id: *mut c_char
 
 /// `aclError aclrtDeviceGetByPCIBusId(const char *pciBusId, int32_t *deviceId);`
 #[no_mangle]
-pub extern "C" fn aclrtDeviceGetByPCIBusId(pci_bus_id: *const c_char, device_id: *mut c_void) -> AclErrorCode {
+pub extern "C" fn aclrtDeviceGetByPCIBusId(
+    pci_bus_id: *const c_char,
+    device_id: *mut c_void,
+) -> AclErrorCode {
     trace_args!(pci_bus_id, device_id);
     unsupported("aclrtDeviceGetByPCIBusId")
 }
 
 /// `aclError aclrtDeviceGetHostAtomicCapabilities(uint32_t* capabilities, const aclrtAtomicOperation* operations, const uint32_t count, int32_t deviceId);`
 #[no_mangle]
-pub extern "C" fn aclrtDeviceGetHostAtomicCapabilities(capabilities: *mut c_void, operations: *const c_void, count: u32, device_id: i32) -> AclErrorCode {
+pub extern "C" fn aclrtDeviceGetHostAtomicCapabilities(
+    capabilities: *mut c_void,
+    operations: *const c_void,
+    count: u32,
+    device_id: i32,
+) -> AclErrorCode {
     trace_args!(capabilities, operations, count, device_id);
     unsupported("aclrtDeviceGetHostAtomicCapabilities")
 }
 
 /// `aclError aclrtDeviceGetP2PAtomicCapabilities(uint32_t* capabilities, const aclrtAtomicOperation* operations, const uint32_t count, int32_t srcDeviceId, int32_t dstDeviceId);`
 #[no_mangle]
-pub extern "C" fn aclrtDeviceGetP2PAtomicCapabilities(capabilities: *mut c_void, operations: *const c_void, count: u32, src_device_id: i32, dst_device_id: i32) -> AclErrorCode {
+pub extern "C" fn aclrtDeviceGetP2PAtomicCapabilities(
+    capabilities: *mut c_void,
+    operations: *const c_void,
+    count: u32,
+    src_device_id: i32,
+    dst_device_id: i32,
+) -> AclErrorCode {
     trace_args!(capabilities, operations, count, src_device_id, dst_device_id);
     unsupported("aclrtDeviceGetP2PAtomicCapabilities")
 }
@@ -250,28 +292,44 @@ pub extern "C" fn aclrtDeviceTaskAbort(device_id: i32, timeout: u32) -> AclError
 
 /// `aclError aclrtSetDeviceTaskAbortCallback(const char* regName, aclrtDeviceTaskAbortCallback callback, void* args);`
 #[no_mangle]
-pub extern "C" fn aclrtSetDeviceTaskAbortCallback(reg_name: *const c_char, callback: *const c_void, args: *mut c_void) -> AclErrorCode {
+pub extern "C" fn aclrtSetDeviceTaskAbortCallback(
+    reg_name: *const c_char,
+    callback: *const c_void,
+    args: *mut c_void,
+) -> AclErrorCode {
     trace_args!(reg_name, callback, args);
     unsupported("aclrtSetDeviceTaskAbortCallback")
 }
 
 /// `aclError aclrtGetMemUceInfo(int32_t deviceId, aclrtMemUceInfo* memUceInfoArray, size_t arraySize, size_t* retSize);`
 #[no_mangle]
-pub extern "C" fn aclrtGetMemUceInfo(device_id: i32, mem_uce_info_array: *mut c_void, array_size: usize, ret_size: *mut c_void) -> AclErrorCode {
+pub extern "C" fn aclrtGetMemUceInfo(
+    device_id: i32,
+    mem_uce_info_array: *mut c_void,
+    array_size: usize,
+    ret_size: *mut c_void,
+) -> AclErrorCode {
     trace_args!(device_id, mem_uce_info_array, array_size, ret_size);
     unsupported("aclrtGetMemUceInfo")
 }
 
 /// `aclError aclrtMemUceRepair(int32_t deviceId, aclrtMemUceInfo* memUceInfoArray, size_t arraySize);`
 #[no_mangle]
-pub extern "C" fn aclrtMemUceRepair(device_id: i32, mem_uce_info_array: *mut c_void, array_size: usize) -> AclErrorCode {
+pub extern "C" fn aclrtMemUceRepair(
+    device_id: i32,
+    mem_uce_info_array: *mut c_void,
+    array_size: usize,
+) -> AclErrorCode {
     trace_args!(device_id, mem_uce_info_array, array_size);
     unsupported("aclrtMemUceRepair")
 }
 
 /// `aclError aclrtCheckArchCompatibility(const char* socVersion, int32_t* canCompatible);`
 #[no_mangle]
-pub extern "C" fn aclrtCheckArchCompatibility(soc_version: *const c_char, can_compatible: *mut c_void) -> AclErrorCode {
+pub extern "C" fn aclrtCheckArchCompatibility(
+    soc_version: *const c_char,
+    can_compatible: *mut c_void,
+) -> AclErrorCode {
     trace_args!(soc_version, can_compatible);
     unsupported("aclrtCheckArchCompatibility")
 }
@@ -285,7 +343,11 @@ pub extern "C" fn aclrtDeviceL2CacheFlush(rsv: *mut c_void) -> AclErrorCode {
 
 /// `aclError aclrtGetFloatOverflowStatus(void* outputAddr, uint64_t outputSize, aclrtStream stream);`
 #[no_mangle]
-pub extern "C" fn aclrtGetFloatOverflowStatus(output_addr: *mut c_void, output_size: u64, stream: *mut c_void) -> AclErrorCode {
+pub extern "C" fn aclrtGetFloatOverflowStatus(
+    output_addr: *mut c_void,
+    output_size: u64,
+    stream: *mut c_void,
+) -> AclErrorCode {
     trace_args!(output_addr, output_size, stream);
     unsupported("aclrtGetFloatOverflowStatus")
 }
@@ -299,7 +361,12 @@ pub extern "C" fn aclrtResetFloatOverflowStatus(stream: *mut c_void) -> AclError
 
 /// `aclError aclrtNpuGetFloatOverFlowStatus(void* outputAddr, uint64_t outputSize, uint32_t checkMode, aclrtStream stream);`
 #[no_mangle]
-pub extern "C" fn aclrtNpuGetFloatOverFlowStatus(output_addr: *mut c_void, output_size: u64, check_mode: u32, stream: *mut c_void) -> AclErrorCode {
+pub extern "C" fn aclrtNpuGetFloatOverFlowStatus(
+    output_addr: *mut c_void,
+    output_size: u64,
+    check_mode: u32,
+    stream: *mut c_void,
+) -> AclErrorCode {
     trace_args!(output_addr, output_size, check_mode, stream);
     unsupported("aclrtNpuGetFloatOverFlowStatus")
 }
@@ -334,7 +401,15 @@ pub extern "C" fn aclrtActiveStream(active_stream: *mut c_void, stream: *mut c_v
 
 /// `aclError aclrtSwitchStream(void* leftValue, aclrtCondition cond, void* rightValue, aclrtCompareDataType dataType, aclrtStream trueStream, aclrtStream falseStream, aclrtStream stream);`
 #[no_mangle]
-pub extern "C" fn aclrtSwitchStream(left_value: *mut c_void, cond: i32, right_value: *mut c_void, data_type: i32, true_stream: *mut c_void, false_stream: *mut c_void, stream: *mut c_void) -> AclErrorCode {
+pub extern "C" fn aclrtSwitchStream(
+    left_value: *mut c_void,
+    cond: i32,
+    right_value: *mut c_void,
+    data_type: i32,
+    true_stream: *mut c_void,
+    false_stream: *mut c_void,
+    stream: *mut c_void,
+) -> AclErrorCode {
     trace_args!(left_value, cond, right_value, data_type, true_stream, false_stream, stream);
     unsupported("aclrtSwitchStream")
 }
@@ -355,7 +430,11 @@ pub extern "C" fn aclrtGetThreadLastTaskId(task_id: *mut c_void) -> AclErrorCode
 
 /// `aclError aclrtRecordEventWithFlag(aclrtEvent event, aclrtStream stream, uint32_t flag);`
 #[no_mangle]
-pub extern "C" fn aclrtRecordEventWithFlag(event: *mut c_void, stream: *mut c_void, flag: u32) -> AclErrorCode {
+pub extern "C" fn aclrtRecordEventWithFlag(
+    event: *mut c_void,
+    stream: *mut c_void,
+    flag: u32,
+) -> AclErrorCode {
     trace_args!(event, stream, flag);
     unsupported("aclrtRecordEventWithFlag")
 }
@@ -425,21 +504,38 @@ pub extern "C" fn aclrtGetOpExecuteTimeout(timeout_ms: *mut c_void) -> AclErrorC
 
 /// `aclError aclrtReduceAsync(void* dst, const void* src, uint64_t count, aclrtReduceKind kind, aclDataType type, aclrtStream stream, void* reserve);`
 #[no_mangle]
-pub extern "C" fn aclrtReduceAsync(dst: *mut c_void, src: *const c_void, count: u64, kind: i32, data_type: i32, stream: *mut c_void, reserve: *mut c_void) -> AclErrorCode {
+pub extern "C" fn aclrtReduceAsync(
+    dst: *mut c_void,
+    src: *const c_void,
+    count: u64,
+    kind: i32,
+    data_type: i32,
+    stream: *mut c_void,
+    reserve: *mut c_void,
+) -> AclErrorCode {
     trace_args!(dst, src, count, kind, data_type, stream, reserve);
     unsupported("aclrtReduceAsync")
 }
 
 /// `aclError aclrtRandomNumAsync(const aclrtRandomNumTaskInfo* taskInfo, const aclrtStream stream, void* reserve);`
 #[no_mangle]
-pub extern "C" fn aclrtRandomNumAsync(task_info: *const c_void, stream: *mut c_void, reserve: *mut c_void) -> AclErrorCode {
+pub extern "C" fn aclrtRandomNumAsync(
+    task_info: *const c_void,
+    stream: *mut c_void,
+    reserve: *mut c_void,
+) -> AclErrorCode {
     trace_args!(task_info, stream, reserve);
     unsupported("aclrtRandomNumAsync")
 }
 
 /// `aclError aclrtTaskUpdateAsync(aclrtStream taskStream, uint32_t taskId, aclrtTaskUpdateInfo* info, aclrtStream execStream);`
 #[no_mangle]
-pub extern "C" fn aclrtTaskUpdateAsync(task_stream: *mut c_void, task_id: u32, info: *mut c_void, exec_stream: *mut c_void) -> AclErrorCode {
+pub extern "C" fn aclrtTaskUpdateAsync(
+    task_stream: *mut c_void,
+    task_id: u32,
+    info: *mut c_void,
+    exec_stream: *mut c_void,
+) -> AclErrorCode {
     trace_args!(task_stream, task_id, info, exec_stream);
     unsupported("aclrtTaskUpdateAsync")
 }
@@ -453,7 +549,10 @@ pub extern "C" fn aclrtCacheLastTaskOpInfo(info_ptr: *const c_void, info_size: u
 
 /// `aclError aclrtCacheLastTaskExtendInfo(const char* const extendInfoPtr, const size_t infoSize);`
 #[no_mangle]
-pub extern "C" fn aclrtCacheLastTaskExtendInfo(extend_info_ptr: *const c_char, info_size: usize) -> AclErrorCode {
+pub extern "C" fn aclrtCacheLastTaskExtendInfo(
+    extend_info_ptr: *const c_char,
+    info_size: usize,
+) -> AclErrorCode {
     trace_args!(extend_info_ptr, info_size);
     unsupported("aclrtCacheLastTaskExtendInfo")
 }
@@ -496,7 +595,14 @@ pub extern "C" fn aclrtGetAllGroupInfo(group_info: *mut c_void) -> AclErrorCode 
 
 /// `aclError aclrtGetGroupInfoDetail(const aclrtGroupInfo* groupInfo, int32_t groupIndex, aclrtGroupAttr attr, void* attrValue, size_t valueLen, size_t* paramRetSize);`
 #[no_mangle]
-pub extern "C" fn aclrtGetGroupInfoDetail(group_info: *const c_void, group_index: i32, attr: i32, attr_value: *mut c_void, value_len: usize, param_ret_size: *mut c_void) -> AclErrorCode {
+pub extern "C" fn aclrtGetGroupInfoDetail(
+    group_info: *const c_void,
+    group_index: i32,
+    attr: i32,
+    attr_value: *mut c_void,
+    value_len: usize,
+    param_ret_size: *mut c_void,
+) -> AclErrorCode {
     trace_args!(group_info, group_index, attr, attr_value, value_len, param_ret_size);
     unsupported("aclrtGetGroupInfoDetail")
 }
@@ -531,7 +637,11 @@ pub extern "C" fn aclrtDestroyLabel(label: *mut c_void) -> AclErrorCode {
 
 /// `aclError aclrtCreateLabelList(aclrtLabel* labels, size_t num, aclrtLabelList* labelList);`
 #[no_mangle]
-pub extern "C" fn aclrtCreateLabelList(labels: *mut *mut c_void, num: usize, label_list: *mut *mut c_void) -> AclErrorCode {
+pub extern "C" fn aclrtCreateLabelList(
+    labels: *mut *mut c_void,
+    num: usize,
+    label_list: *mut *mut c_void,
+) -> AclErrorCode {
     trace_args!(labels, num, label_list);
     unsupported("aclrtCreateLabelList")
 }
@@ -545,7 +655,12 @@ pub extern "C" fn aclrtDestroyLabelList(label_list: *mut c_void) -> AclErrorCode
 
 /// `aclError aclrtSwitchLabelByIndex(void* ptr, uint32_t maxValue, aclrtLabelList labelList, aclrtStream stream);`
 #[no_mangle]
-pub extern "C" fn aclrtSwitchLabelByIndex(ptr: *mut c_void, max_value: u32, label_list: *mut c_void, stream: *mut c_void) -> AclErrorCode {
+pub extern "C" fn aclrtSwitchLabelByIndex(
+    ptr: *mut c_void,
+    max_value: u32,
+    label_list: *mut c_void,
+    stream: *mut c_void,
+) -> AclErrorCode {
     trace_args!(ptr, max_value, label_list, stream);
     unsupported("aclrtSwitchLabelByIndex")
 }
@@ -566,7 +681,11 @@ pub extern "C" fn aclrtFreeBuf(buf: *mut c_void) -> AclErrorCode {
 
 /// `aclError aclrtGetBufData(const aclrtMbuf buf, void** dataPtr, size_t* size);`
 #[no_mangle]
-pub extern "C" fn aclrtGetBufData(buf: *mut c_void, data_ptr: *mut *mut c_void, size: *mut c_void) -> AclErrorCode {
+pub extern "C" fn aclrtGetBufData(
+    buf: *mut c_void,
+    data_ptr: *mut *mut c_void,
+    size: *mut c_void,
+) -> AclErrorCode {
     trace_args!(buf, data_ptr, size);
     unsupported("aclrtGetBufData")
 }
@@ -587,14 +706,24 @@ pub extern "C" fn aclrtSetBufDataLen(buf: *mut c_void, len: usize) -> AclErrorCo
 
 /// `aclError aclrtGetBufUserData(const aclrtMbuf buf, void* dataPtr, size_t size, size_t offset);`
 #[no_mangle]
-pub extern "C" fn aclrtGetBufUserData(buf: *mut c_void, data_ptr: *mut c_void, size: usize, offset: usize) -> AclErrorCode {
+pub extern "C" fn aclrtGetBufUserData(
+    buf: *mut c_void,
+    data_ptr: *mut c_void,
+    size: usize,
+    offset: usize,
+) -> AclErrorCode {
     trace_args!(buf, data_ptr, size, offset);
     unsupported("aclrtGetBufUserData")
 }
 
 /// `aclError aclrtSetBufUserData(aclrtMbuf buf, const void* dataPtr, size_t size, size_t offset);`
 #[no_mangle]
-pub extern "C" fn aclrtSetBufUserData(buf: *mut c_void, data_ptr: *const c_void, size: usize, offset: usize) -> AclErrorCode {
+pub extern "C" fn aclrtSetBufUserData(
+    buf: *mut c_void,
+    data_ptr: *const c_void,
+    size: usize,
+    offset: usize,
+) -> AclErrorCode {
     trace_args!(buf, data_ptr, size, offset);
     unsupported("aclrtSetBufUserData")
 }
@@ -622,7 +751,11 @@ pub extern "C" fn aclrtGetBufChainNum(head_buf: *mut c_void, num: *mut c_void) -
 
 /// `aclError aclrtGetBufFromChain(aclrtMbuf headBuf, uint32_t index, aclrtMbuf* buf);`
 #[no_mangle]
-pub extern "C" fn aclrtGetBufFromChain(head_buf: *mut c_void, index: u32, buf: *mut *mut c_void) -> AclErrorCode {
+pub extern "C" fn aclrtGetBufFromChain(
+    head_buf: *mut c_void,
+    index: u32,
+    buf: *mut *mut c_void,
+) -> AclErrorCode {
     trace_args!(head_buf, index, buf);
     unsupported("aclrtGetBufFromChain")
 }
@@ -657,7 +790,11 @@ pub extern "C" fn aclrtSnapShotProcessRestore(pid: i32, args: *mut c_void) -> Ac
 
 /// `aclError aclrtSnapShotCallbackRegister(aclrtSnapShotStage stage, aclrtSnapShotCallBack callback, void* args);`
 #[no_mangle]
-pub extern "C" fn aclrtSnapShotCallbackRegister(stage: i32, callback: *const c_void, args: *mut c_void) -> AclErrorCode {
+pub extern "C" fn aclrtSnapShotCallbackRegister(
+    stage: i32,
+    callback: *const c_void,
+    args: *mut c_void,
+) -> AclErrorCode {
     trace_args!(stage, callback, args);
     unsupported("aclrtSnapShotCallbackRegister")
 }
