@@ -4,7 +4,7 @@
  * queries (§4.1-4.3): every aclDataType and aclFormat value, aclDataTypeSize,
  * the fp16 conversions (all 65536 halves, every rounding boundary between two
  * neighbouring halves, saturation, subnormals), the aclDataBuffer API, the
- * SoC name before and after aclInit, aclrtGetVersion and the package versions
+ * SoC name before and after aclInit, the CANN attributes, aclrtGetVersion and the package versions
  * (aclrs's own runtime, and packages read from $ASCEND_HOME_PATH), each with
  * its bad inputs.
  *
@@ -297,6 +297,36 @@ static void soc_name(const char *expected)
     CHECK(aclrtGetSocName() == name);
 }
 
+static void cann_attributes(void)
+{
+    const aclCannAttr *list = NULL;
+    size_t num = 99;
+    int32_t value = -1;
+
+    check_section("aclGetCannAttributeList, aclGetCannAttribute");
+    CHECK_OK(aclGetCannAttributeList(&list, &num));
+    CHECK(list != NULL && num == 2);
+    CHECK(list != NULL && num == 2 && list[0] == ACL_CANN_ATTR_INF_NAN && list[1] == ACL_CANN_ATTR_BF16);
+    CHECK_OK(aclGetCannAttribute(ACL_CANN_ATTR_INF_NAN, &value));
+    CHECK(value == 1);
+    CHECK_OK(aclGetCannAttribute(ACL_CANN_ATTR_BF16, &value));
+    CHECK(value == 1);
+    CHECK_OK(aclGetCannAttribute(ACL_CANN_ATTR_JIT_COMPILE, &value));
+    CHECK(value == 0);
+
+    check_section("aclGetCannAttributeList, aclGetCannAttribute: bad inputs");
+    value = -1;
+    list = NULL;
+    num = 99;
+    CHECK_FAIL(aclGetCannAttributeList(NULL, &num), ACL_ERROR_INVALID_PARAM);
+    CHECK_FAIL(aclGetCannAttributeList(&list, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK(list == NULL && num == 99);
+    CHECK_FAIL(aclGetCannAttribute(ACL_CANN_ATTR_UNDEFINED, &value), ACL_ERROR_INVALID_PARAM);
+    CHECK_FAIL(aclGetCannAttribute((aclCannAttr)3, &value), ACL_ERROR_INVALID_PARAM);
+    CHECK_FAIL(aclGetCannAttribute(ACL_CANN_ATTR_BF16, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK(value == -1);
+}
+
 static int write_file(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
@@ -444,6 +474,7 @@ int main(int argc, char **argv)
     float_to_half();
     data_buffers();
     soc_name(argv[1]);
+    cann_attributes();
     versions(argv[2]);
 
     check_section("after aclInit");

@@ -13,11 +13,11 @@
  * opaque handle types, the generic ACL error codes, aclDataType (with
  * aclDataTypeSize), aclFormat, aclFloat16 (with its conversions), the
  * aclDataBuffer API, aclMemType, aclLogLevel, aclSysParamOpt, aclDeviceInfo,
- * aclCannAttr, aclrtGetSocName and aclGetRecentErrMsg.
+ * aclCannAttr (with aclGetCannAttributeList and aclGetCannAttribute),
+ * aclrtGetSocName and aclGetRecentErrMsg.
  *
- * Not declared yet: aclAppLog (and its macro ACL_APP_LOG), aclGetDeviceCapability,
- * aclGetCannAttributeList and aclGetCannAttribute; each arrives with its
- * implementation.
+ * Not declared yet: aclAppLog (and its macro ACL_APP_LOG) and
+ * aclGetDeviceCapability; each arrives with its implementation.
  */
 #ifndef ACLRS_ACL_ACL_BASE_RT_H
 #define ACLRS_ACL_ACL_BASE_RT_H
@@ -321,6 +321,21 @@ ACL_FUNC_VISIBILITY uint32_t aclGetDataBufferSize(const aclDataBuffer *dataBuffe
 
 /* The descriptor's size; 0 for a NULL descriptor. */
 ACL_FUNC_VISIBILITY size_t aclGetDataBufferSizeV2(const aclDataBuffer *dataBuffer);
+
+/*
+ * The CANN attributes available: a static array (do not free it) and its
+ * length. On every profile of the software NPU these are ACL_CANN_ATTR_INF_NAN
+ * and ACL_CANN_ATTR_BF16; aclrs has no JIT operator compiler. NULL outputs:
+ * ACL_ERROR_INVALID_PARAM.
+ */
+ACL_FUNC_VISIBILITY aclError aclGetCannAttributeList(const aclCannAttr **cannAttrList, size_t *num);
+
+/*
+ * *value = 1 when cannAttr is available, else 0. A value that is not an
+ * aclCannAttr (ACL_CANN_ATTR_UNDEFINED included) or a NULL value:
+ * ACL_ERROR_INVALID_PARAM.
+ */
+ACL_FUNC_VISIBILITY aclError aclGetCannAttribute(aclCannAttr cannAttr, int32_t *value);
 
 /*
  * The SoC name of the devices (device 0's with several), for example

@@ -4,7 +4,8 @@
 //! Owns the `aclDataBuffer` descriptor (a heap object the caller creates and destroys; it never
 //! owns the memory it describes) and nothing else: the conversions and element sizes are pure,
 //! the SoC name comes from the runtime (or, before `aclInit`, from the software NPU's settings),
-//! and versions come from this crate and from the files of installed CANN packages. None of
+//! the CANN attributes are constant, and versions come from this crate and from the files of
+//! installed CANN packages. None of
 //! these calls needs `aclInit` or a device.
 
 use std::ffi::{c_char, c_void, CStr};
@@ -239,6 +240,45 @@ pub extern "C" fn aclrtGetSocName() -> *const c_char {
         Ok(())
     });
     name
+}
+
+/// `ACL_CANN_ATTR_INF_NAN`, `ACL_CANN_ATTR_BF16`, `ACL_CANN_ATTR_JIT_COMPILE`.
+const CANN_ATTRS: [i32; 3] = [0, 1, 2];
+
+/// The CANN attributes available, in `aclCannAttr` order: Inf/NaN overflow mode and bf16 on
+/// every profile the software NPU has (A2, A3, 950); no JIT operator compiler.
+static CANN_ATTRS_AVAILABLE: [i32; 2] = [0, 1];
+
+/// `aclError aclGetCannAttributeList(const aclCannAttr **cannAttrList, size_t *num);` — a
+/// static array of the available attributes.
+#[no_mangle]
+pub unsafe extern "C" fn aclGetCannAttributeList(list: *mut *const i32, num: *mut usize) -> AclErrorCode {
+    const API: &str = "aclGetCannAttributeList";
+    trace_args!(list, num);
+    guard(API, || {
+        let list = out_ptr(API, "cannAttrList", list)?;
+        let num = out_ptr(API, "num", num)?;
+        put(list, CANN_ATTRS_AVAILABLE.as_ptr());
+        put(num, CANN_ATTRS_AVAILABLE.len());
+        Ok(())
+    })
+}
+
+/// `aclError aclGetCannAttribute(aclCannAttr cannAttr, int32_t *value);` — 1 when available.
+#[no_mangle]
+pub unsafe extern "C" fn aclGetCannAttribute(attr: i32, value: *mut i32) -> AclErrorCode {
+    const API: &str = "aclGetCannAttribute";
+    trace_args!(attr, value);
+    guard(API, || {
+        if !CANN_ATTRS.contains(&attr) {
+            return Err(AclError::invalid(format!(
+                "{API}: cannAttr {attr} is not an aclCannAttr (ACL_CANN_ATTR_INF_NAN 0, _BF16 1, _JIT_COMPILE 2)"
+            )));
+        }
+        let out = out_ptr(API, "value", value)?;
+        put(out, i32::from(CANN_ATTRS_AVAILABLE.contains(&attr)));
+        Ok(())
+    })
 }
 
 /// A NUL-terminated C string argument as UTF-8.
