@@ -138,3 +138,42 @@ fn unsupported_calls_are_exported_and_return_207000() {
     let out = run_ok(&exe, "unsupported", &[]);
     assert!(out.contains("unsupported: OK"), "{out}");
 }
+
+#[test]
+fn app_log_formats_and_writes_application_lines() {
+    let exe = compile_c("app_log", Link::Shared);
+    let out =
+        run_ok(&exe, "applog", &[("ASCEND_GLOBAL_LOG_LEVEL", "0"), ("ASCEND_SLOG_PRINT_TO_STDOUT", "1")]);
+    assert!(out.contains("app_log: OK"), "{out}");
+    let line = |needle: &str| {
+        out.lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no line with {needle:?} in:\n{out}"))
+    };
+    assert!(line("[app.c:10] main: debug 1").starts_with("[DEBUG] "), "{out}");
+    assert!(line("[app.c:11] main: info two").starts_with("[INFO] "), "{out}");
+    assert!(line("[app.c:12] main: warning 3").starts_with("[WARNING] "), "{out}");
+    assert!(line("[app.c:13] main: error 4").starts_with("[ERROR] "), "{out}");
+    assert!(line("(level 9) [app.c:14] main: odd level").starts_with("[ERROR] "), "{out}");
+    line(
+        "[app.c:20] many: ints 1 2 3 4 5 6 7 8 9 10 11 12 doubles 0.5 1.5 2.5 3.5 4.5 5.5 6.5 7.5 8.5 9.5 end",
+    );
+    line("[app.c:21] mixed: pi=3.25 ff %");
+    let long = line("[app.c:22] long: ");
+    let text = &long[long.find("long: ").expect("the prefix") + "long: ".len()..];
+    assert_eq!(text.len(), 1023, "{long}");
+    assert!(text.ends_with("xxx...[truncated]"), "{long}");
+    assert!(!out.contains("nullfmt"), "{out}");
+    assert!(line("] main: macro 42 args").contains("[app_log.c:"), "{out}");
+    line("[raw.c:30] raw: 100% as is %d");
+    assert!(!out.contains("[raw.c:31]"), "{out}");
+    assert!(line("[app.c:40] after: after init 5").starts_with("[ERROR] "), "{out}");
+    // The C half of aclAppLog is inside the static library too.
+    let exe = compile_c("app_log", Link::Static);
+    let out = run_ok(
+        &exe,
+        "applog-static",
+        &[("ASCEND_GLOBAL_LOG_LEVEL", "1"), ("ASCEND_SLOG_PRINT_TO_STDOUT", "1")],
+    );
+    assert!(out.contains("[app.c:20] many: ints 1 2 3 4 5 6 7 8 9 10 11 12 doubles 0.5"), "{out}");
+}

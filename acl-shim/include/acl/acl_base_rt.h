@@ -14,10 +14,10 @@
  * aclDataTypeSize), aclFormat, aclFloat16 (with its conversions), the
  * aclDataBuffer API, aclMemType, aclLogLevel, aclSysParamOpt, aclDeviceInfo,
  * aclCannAttr (with aclGetCannAttributeList and aclGetCannAttribute),
- * aclrtGetSocName and aclGetRecentErrMsg.
+ * aclrtGetSocName, aclAppLog (with ACL_APP_LOG) and aclGetRecentErrMsg.
  *
- * Not declared yet: aclAppLog (and its macro ACL_APP_LOG) and
- * aclGetDeviceCapability; each arrives with its implementation.
+ * Not declared yet: aclGetDeviceCapability (a device-information query); it
+ * arrives with its implementation.
  */
 #ifndef ACLRS_ACL_ACL_BASE_RT_H
 #define ACLRS_ACL_ACL_BASE_RT_H
@@ -336,6 +336,19 @@ ACL_FUNC_VISIBILITY aclError aclGetCannAttributeList(const aclCannAttr **cannAtt
  * ACL_ERROR_INVALID_PARAM.
  */
 ACL_FUNC_VISIBILITY aclError aclGetCannAttribute(aclCannAttr cannAttr, int32_t *value);
+
+/*
+ * Writes one line of the application's own log, at logLevel, through
+ * libascendcl's log (ASCEND_GLOBAL_LOG_LEVEL, ASCEND_SLOG_PRINT_TO_STDOUT,
+ * ASCEND_PROCESS_LOG_PATH): "[file:line] func: message", the message formatted
+ * from fmt as printf does, at most 1023 bytes (a longer one is cut and ends
+ * with "...[truncated]"). A NULL fmt writes nothing.
+ */
+ACL_FUNC_VISIBILITY void aclAppLog(aclLogLevel logLevel, const char *func, const char *file, uint32_t line,
+                                   const char *fmt, ...);
+
+/* aclAppLog with the calling function, file and line filled in. */
+#define ACL_APP_LOG(level, fmt, ...) aclAppLog(level, __FUNCTION__, __FILE__, __LINE__, fmt, ##__VA_ARGS__)
 
 /*
  * The SoC name of the devices (device 0's with several), for example

@@ -69,6 +69,15 @@ ACL_FUNC_VISIBILITY aclError aclrsMemRecordHistory(int enable, size_t maxEntries
  */
 ACL_FUNC_VISIBILITY aclError aclrsMemSnapshot(const char *path);
 
+/*
+ * Writes one application log line, "[file:line] func: text", at level,
+ * without formatting: what aclAppLog does once it has formatted its message.
+ * Another level than ACL_DEBUG..ACL_ERROR is written at ERROR and named; NULL
+ * text writes nothing.
+ */
+ACL_FUNC_VISIBILITY void aclrsAppLogWrite(aclLogLevel level, const char *func, const char *file, uint32_t line,
+                                          const char *text);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,8 @@
 //! The exports of `acl/acl_base_rt.h` and the version queries of `acl/acl_rt.h`: element sizes,
 //! fp16 conversions, data-buffer descriptors, the SoC name and the package and API versions.
 //!
+//! Also the application log (`aclAppLog`, whose formatting half is C: `app_log.c`).
+//!
 //! Owns the `aclDataBuffer` descriptor (a heap object the caller creates and destroys; it never
 //! owns the memory it describes) and nothing else: the conversions and element sizes are pure,
 //! the SoC name comes from the runtime (or, before `aclInit`, from the software NPU's settings),
@@ -207,6 +209,81 @@ pub unsafe extern "C" fn aclGetDataBufferSizeV2(data_buffer: *const DataBuffer) 
     // SAFETY: the caller passes NULL or a descriptor from aclCreateDataBuffer, per the API.
     // CAST: the length was a usize when it was stored.
     unsafe { read_buffer(data_buffer) }.map_or(0, |(_, len)| len as usize)
+}
+
+/// The `tracing` target of the application's own log lines (`aclAppLog`).
+pub const APP_TARGET: &str = "ascendcl::app";
+
+extern "C" {
+    /// The C half of `aclAppLog` (`src/ffi/app_log.c`, a hidden symbol): formats the message
+    /// and calls [`aclrsAppLogWrite`]. Declared without parameters: only its address is used.
+    fn aclrs_app_log_format();
+}
+
+/// `void aclAppLog(aclLogLevel logLevel, const char *func, const char *file, uint32_t line,
+/// const char *fmt, ...);` — a trampoline: it jumps to the C half with the caller's registers
+/// and stack untouched, so that function receives the original variadic call (stable Rust
+/// cannot define a C variadic function; the export must be a Rust item).
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+#[no_mangle]
+pub unsafe extern "C" fn aclAppLog() {
+    // A tail jump: no register and no stack slot changes, so the call's arguments (and %al, the
+    // count of vector registers a variadic call sets) reach the C function as the caller left
+    // them, and it returns straight to the caller.
+    core::arch::naked_asm!("jmp {f}", f = sym aclrs_app_log_format)
+}
+
+/// `void aclAppLog(...)` on aarch64: the same tail jump as on x86_64.
+#[cfg(target_arch = "aarch64")]
+#[unsafe(naked)]
+#[no_mangle]
+pub unsafe extern "C" fn aclAppLog() {
+    // A tail branch: x0-x7, v0-v7, the stack and the link register are untouched.
+    core::arch::naked_asm!("b {f}", f = sym aclrs_app_log_format)
+}
+
+/// A C string argument as text (empty for NULL, lossy for invalid UTF-8).
+///
+/// # Safety
+///
+/// `p` is NULL or points to a NUL-terminated string.
+unsafe fn text_of<'a>(p: *const c_char) -> std::borrow::Cow<'a, str> {
+    if p.is_null() {
+        return std::borrow::Cow::Borrowed("");
+    }
+    // SAFETY: non-null (checked) and NUL-terminated per this function's contract.
+    unsafe { CStr::from_ptr(p) }.to_string_lossy()
+}
+
+/// `void aclrsAppLogWrite(aclLogLevel level, const char *func, const char *file, uint32_t line,
+/// const char *text);` — writes one application log line, `[file:line] func: text`, at `level`
+/// (`ACL_DEBUG` 0 … `ACL_ERROR` 3; another value is written at ERROR and named). NULL `text`
+/// writes nothing. `aclAppLog` ends here after formatting.
+#[no_mangle]
+pub unsafe extern "C" fn aclrsAppLogWrite(
+    level: i32,
+    func: *const c_char,
+    file: *const c_char,
+    line: u32,
+    text: *const c_char,
+) {
+    if text.is_null() {
+        return;
+    }
+    let _ = std::panic::catch_unwind(|| {
+        crate::log::init();
+        // SAFETY: the caller passes NULL or NUL-terminated strings, per the API.
+        let (func, file, text) = unsafe { (text_of(func), text_of(file), text_of(text)) };
+        let file = file.rsplit('/').next().unwrap_or_default();
+        match level {
+            0 => tracing::debug!(target: APP_TARGET, "[{file}:{line}] {func}: {text}"),
+            1 => tracing::info!(target: APP_TARGET, "[{file}:{line}] {func}: {text}"),
+            2 => tracing::warn!(target: APP_TARGET, "[{file}:{line}] {func}: {text}"),
+            3 => tracing::error!(target: APP_TARGET, "[{file}:{line}] {func}: {text}"),
+            _ => tracing::error!(target: APP_TARGET, "(level {level}) [{file}:{line}] {func}: {text}"),
+        }
+    });
 }
 
 /// The SoC name of `soc` as a static C string.
