@@ -15,11 +15,11 @@ use std::ffi::c_void;
 
 use hal::{DeviceAddr, DeviceId, TaskDesc, WaitCompare};
 
-use super::{addr, guard, out_ptr, put, size, AclErrorCode};
+use super::{addr, in_ptr, put, size, Call};
 use crate::codes::*;
 use crate::error::{AclError, Result};
 use crate::memory::{kind, locate, DstBytes, Loc, SrcBytes};
-use crate::runtime::{self, Runtime};
+use crate::runtime::Runtime;
 use crate::stream::StreamObj;
 
 /// Largest piece of one copy task, as the reference runtime slices copies (64 MiB).
@@ -125,24 +125,21 @@ fn is_h2h(dl: Loc, sl: Loc) -> bool {
     !matches!(dl, Loc::Device(_)) && !matches!(sl, Loc::Device(_))
 }
 
-/// `aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind, aclrtStream stream);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemcpyAsync(
-    dst: *mut c_void,
-    dest_max: usize,
-    src: *const c_void,
-    count: usize,
-    kind_value: u32,
-    stream: *mut c_void,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemcpyAsync";
-    trace_args!(dst, dest_max, src, count, kind_value, stream);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind, aclrtStream stream);`
+    pub unsafe fn aclrtMemcpyAsync(
+        dst: *mut c_void,
+        dest_max: usize,
+        src: *const c_void,
+        count: usize,
+        kind_value: u32,
+        stream: *mut c_void,
+    ) -> AclErrorCode |cx| {
         if count == 0 {
             return Ok(());
         }
-        let rt = runtime::runtime(API)?;
-        let n = size(API, "count", count)?;
+        let rt = cx.rt()?;
+        let n = cx.size("count", count)?;
         let plan = rt.plan_memcpy(API, addr(dst), dest_max as u64, addr(src), n, kind_value)?;
         let s = rt.submit_stream(API, super::stream::handle(stream))?;
         let (d, sr) = (addr(dst), addr(src));
@@ -168,7 +165,7 @@ pub unsafe extern "C" fn aclrtMemcpyAsync(
         rt.sync_stream_obj(API, &s)?;
         // SAFETY: the plan checked the pointers; the caller guarantees `count` bytes at each.
         unsafe { copy_now(&rt, API, d, dl, sr, sl, n) }
-    })
+    }
 }
 
 /// What a validated 2D copy spans on each side.
@@ -280,51 +277,45 @@ unsafe fn rows_now(
     Ok(())
 }
 
-/// `aclError aclrtMemcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, aclrtMemcpyKind kind);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemcpy2d(
-    dst: *mut c_void,
-    dpitch: usize,
-    src: *const c_void,
-    spitch: usize,
-    width: usize,
-    height: usize,
-    kind_value: u32,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemcpy2d";
-    trace_args!(dst, dpitch, src, spitch, width, height, kind_value);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, aclrtMemcpyKind kind);`
+    pub unsafe fn aclrtMemcpy2d(
+        dst: *mut c_void,
+        dpitch: usize,
+        src: *const c_void,
+        spitch: usize,
+        width: usize,
+        height: usize,
+        kind_value: u32,
+    ) -> AclErrorCode |cx| {
         if width == 0 || height == 0 {
             return Ok(());
         }
-        let rt = runtime::runtime(API)?;
+        let rt = cx.rt()?;
         let p = plan_2d(&rt, API, addr(dst), dpitch, addr(src), spitch, width, height, kind_value, false)?;
         // CAST: usize fits in u64.
         let (dp, sp, w, h) = (dpitch as u64, spitch as u64, width as u64, height as u64);
         // SAFETY: the plan checked the spans; the caller guarantees them.
         unsafe { rows_now(&rt, API, &p, addr(dst), dp, addr(src), sp, w, h) }
-    })
+    }
 }
 
-/// `aclError aclrtMemcpy2dAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, aclrtMemcpyKind kind, aclrtStream stream);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemcpy2dAsync(
-    dst: *mut c_void,
-    dpitch: usize,
-    src: *const c_void,
-    spitch: usize,
-    width: usize,
-    height: usize,
-    kind_value: u32,
-    stream: *mut c_void,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemcpy2dAsync";
-    trace_args!(dst, dpitch, src, spitch, width, height, kind_value, stream);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemcpy2dAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, aclrtMemcpyKind kind, aclrtStream stream);`
+    pub unsafe fn aclrtMemcpy2dAsync(
+        dst: *mut c_void,
+        dpitch: usize,
+        src: *const c_void,
+        spitch: usize,
+        width: usize,
+        height: usize,
+        kind_value: u32,
+        stream: *mut c_void,
+    ) -> AclErrorCode |cx| {
         if width == 0 || height == 0 {
             return Ok(());
         }
-        let rt = runtime::runtime(API)?;
+        let rt = cx.rt()?;
         let p = plan_2d(&rt, API, addr(dst), dpitch, addr(src), spitch, width, height, kind_value, true)?;
         let s = rt.submit_stream(API, super::stream::handle(stream))?;
         // CAST: usize fits in u64.
@@ -343,7 +334,7 @@ pub unsafe extern "C" fn aclrtMemcpy2dAsync(
         rt.sync_stream_obj(API, &s)?;
         // SAFETY: the plan checked the spans; the caller guarantees them.
         unsafe { rows_now(&rt, API, &p, addr(dst), dp, addr(src), sp, w, h) }
-    })
+    }
 }
 
 /// `aclrtMemcpyBatchAttr`: declared locations of a run of batch entries.
@@ -513,12 +504,12 @@ unsafe fn batch_arrays<'a>(
     if n == 0 {
         return Err(AclError::invalid(format!("{api}: numBatches is 0")));
     }
-    let d = out_ptr(api, "dsts", dsts)?;
-    let m = out_ptr(api, "destMaxs", dest_maxs)?;
-    let s = out_ptr(api, "srcs", srcs)?;
-    let z = out_ptr(api, "sizes", sizes)?;
-    let a = out_ptr(api, "attrs", attrs)?;
-    let x = out_ptr(api, "attrsIndexes", attr_idx)?;
+    let d = in_ptr(api, "dsts", dsts)?;
+    let m = in_ptr(api, "destMaxs", dest_maxs)?;
+    let s = in_ptr(api, "srcs", srcs)?;
+    let z = in_ptr(api, "sizes", sizes)?;
+    let a = in_ptr(api, "attrs", attrs)?;
+    let x = in_ptr(api, "attrsIndexes", attr_idx)?;
     if n > BATCH_MAX || na > n {
         // Do not read arrays whose lengths are already wrong.
         return Err(AclError::invalid(format!(
@@ -542,6 +533,7 @@ unsafe fn batch_arrays<'a>(
 
 #[expect(clippy::too_many_arguments, reason = "the C signature")]
 unsafe fn batch(
+    cx: &Call,
     api: &'static str,
     dsts: *mut *mut c_void,
     dest_maxs: *mut usize,
@@ -553,19 +545,18 @@ unsafe fn batch(
     na: usize,
     fail_index: Option<*mut usize>,
     stream: Option<*mut c_void>,
-) -> AclErrorCode {
-    let mut failed_at = usize::MAX;
+) -> Result<()> {
     trace_args!(dsts, dest_maxs, srcs, sizes, n, attrs, attr_idx, na, fail_index, stream);
-    let code = guard(api, || {
+    {
         let fi = match fail_index {
-            Some(p) => Some(out_ptr(api, "failIndex", p)?),
+            Some(p) => Some(cx.out("failIndex", p)?),
             None => None,
         };
         let r = (|| -> std::result::Result<(), BatchError> {
             // SAFETY: the caller's contract on the array lengths.
             let b = unsafe { batch_arrays(api, dsts, dest_maxs, srcs, sizes, n, attrs, attr_idx, na) }
                 .map_err(|e| (e, usize::MAX))?;
-            let rt = runtime::runtime(api).map_err(|e| (e, usize::MAX))?;
+            let rt = cx.rt().map_err(|e| (e, usize::MAX))?;
             let s = match stream {
                 Some(h) => {
                     Some(rt.submit_stream(api, super::stream::handle(h)).map_err(|e| (e, usize::MAX))?)
@@ -597,168 +588,170 @@ unsafe fn batch(
         match r {
             Ok(()) => Ok(()),
             Err((e, i)) => {
-                failed_at = i;
                 if let Some(p) = fi {
                     put(p, i);
                 }
                 Err(e)
             }
         }
-    });
-    let _ = failed_at;
-    code
+    }
 }
 
 use crate::runtime::Backend;
 
-/// `aclError aclrtMemcpyBatch(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs, size_t *failIndex);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemcpyBatch(
-    dsts: *mut *mut c_void,
-    dest_maxs: *mut usize,
-    srcs: *mut *mut c_void,
-    sizes: *mut usize,
-    num_batches: usize,
-    attrs: *mut AclrtMemcpyBatchAttr,
-    attrs_indexes: *mut usize,
-    num_attrs: usize,
-    fail_index: *mut usize,
-) -> AclErrorCode {
-    // SAFETY: forwarded C contract.
-    unsafe {
-        batch(
-            "aclrtMemcpyBatch",
-            dsts,
-            dest_maxs,
-            srcs,
-            sizes,
-            num_batches,
-            attrs,
-            attrs_indexes,
-            num_attrs,
-            Some(fail_index),
-            None,
-        )
+export! {
+    /// `aclError aclrtMemcpyBatch(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs, size_t *failIndex);`
+    pub unsafe fn aclrtMemcpyBatch(
+        dsts: *mut *mut c_void,
+        dest_maxs: *mut usize,
+        srcs: *mut *mut c_void,
+        sizes: *mut usize,
+        num_batches: usize,
+        attrs: *mut AclrtMemcpyBatchAttr,
+        attrs_indexes: *mut usize,
+        num_attrs: usize,
+        fail_index: *mut usize,
+    ) -> AclErrorCode |cx| {
+        // SAFETY: forwarded C contract.
+        unsafe {
+            batch(
+                cx,
+                API,
+                dsts,
+                dest_maxs,
+                srcs,
+                sizes,
+                num_batches,
+                attrs,
+                attrs_indexes,
+                num_attrs,
+                Some(fail_index),
+                None,
+            )
+        }
     }
 }
 
-/// `aclError aclrtMemcpyBatchV2(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemcpyBatchV2(
-    dsts: *mut *mut c_void,
-    dest_maxs: *mut usize,
-    srcs: *mut *mut c_void,
-    sizes: *mut usize,
-    num_batches: usize,
-    attrs: *mut AclrtMemcpyBatchAttr,
-    attrs_indexes: *mut usize,
-    num_attrs: usize,
-) -> AclErrorCode {
-    // SAFETY: forwarded C contract.
-    unsafe {
-        batch(
-            "aclrtMemcpyBatchV2",
-            dsts,
-            dest_maxs,
-            srcs,
-            sizes,
-            num_batches,
-            attrs,
-            attrs_indexes,
-            num_attrs,
-            None,
-            None,
-        )
+export! {
+    /// `aclError aclrtMemcpyBatchV2(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs);`
+    pub unsafe fn aclrtMemcpyBatchV2(
+        dsts: *mut *mut c_void,
+        dest_maxs: *mut usize,
+        srcs: *mut *mut c_void,
+        sizes: *mut usize,
+        num_batches: usize,
+        attrs: *mut AclrtMemcpyBatchAttr,
+        attrs_indexes: *mut usize,
+        num_attrs: usize,
+    ) -> AclErrorCode |cx| {
+        // SAFETY: forwarded C contract.
+        unsafe {
+            batch(
+                cx,
+                API,
+                dsts,
+                dest_maxs,
+                srcs,
+                sizes,
+                num_batches,
+                attrs,
+                attrs_indexes,
+                num_attrs,
+                None,
+                None,
+            )
+        }
     }
 }
 
-/// `aclError aclrtMemcpyBatchAsync(..., size_t *failIndex, aclrtStream stream);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemcpyBatchAsync(
-    dsts: *mut *mut c_void,
-    dest_maxs: *mut usize,
-    srcs: *mut *mut c_void,
-    sizes: *mut usize,
-    num_batches: usize,
-    attrs: *mut AclrtMemcpyBatchAttr,
-    attrs_indexes: *mut usize,
-    num_attrs: usize,
-    fail_index: *mut usize,
-    stream: *mut c_void,
-) -> AclErrorCode {
-    // SAFETY: forwarded C contract.
-    unsafe {
-        batch(
-            "aclrtMemcpyBatchAsync",
-            dsts,
-            dest_maxs,
-            srcs,
-            sizes,
-            num_batches,
-            attrs,
-            attrs_indexes,
-            num_attrs,
-            Some(fail_index),
-            Some(stream),
-        )
+export! {
+    /// `aclError aclrtMemcpyBatchAsync(..., size_t *failIndex, aclrtStream stream);`
+    pub unsafe fn aclrtMemcpyBatchAsync(
+        dsts: *mut *mut c_void,
+        dest_maxs: *mut usize,
+        srcs: *mut *mut c_void,
+        sizes: *mut usize,
+        num_batches: usize,
+        attrs: *mut AclrtMemcpyBatchAttr,
+        attrs_indexes: *mut usize,
+        num_attrs: usize,
+        fail_index: *mut usize,
+        stream: *mut c_void,
+    ) -> AclErrorCode |cx| {
+        // SAFETY: forwarded C contract.
+        unsafe {
+            batch(
+                cx,
+                API,
+                dsts,
+                dest_maxs,
+                srcs,
+                sizes,
+                num_batches,
+                attrs,
+                attrs_indexes,
+                num_attrs,
+                Some(fail_index),
+                Some(stream),
+            )
+        }
     }
 }
 
-/// `aclError aclrtMemcpyBatchAsyncV2(..., size_t numAttrs, aclrtStream stream);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemcpyBatchAsyncV2(
-    dsts: *mut *mut c_void,
-    dest_maxs: *mut usize,
-    srcs: *mut *mut c_void,
-    sizes: *mut usize,
-    num_batches: usize,
-    attrs: *mut AclrtMemcpyBatchAttr,
-    attrs_indexes: *mut usize,
-    num_attrs: usize,
-    stream: *mut c_void,
-) -> AclErrorCode {
-    // SAFETY: forwarded C contract.
-    unsafe {
-        batch(
-            "aclrtMemcpyBatchAsyncV2",
-            dsts,
-            dest_maxs,
-            srcs,
-            sizes,
-            num_batches,
-            attrs,
-            attrs_indexes,
-            num_attrs,
-            None,
-            Some(stream),
-        )
+export! {
+    /// `aclError aclrtMemcpyBatchAsyncV2(..., size_t numAttrs, aclrtStream stream);`
+    pub unsafe fn aclrtMemcpyBatchAsyncV2(
+        dsts: *mut *mut c_void,
+        dest_maxs: *mut usize,
+        srcs: *mut *mut c_void,
+        sizes: *mut usize,
+        num_batches: usize,
+        attrs: *mut AclrtMemcpyBatchAttr,
+        attrs_indexes: *mut usize,
+        num_attrs: usize,
+        stream: *mut c_void,
+    ) -> AclErrorCode |cx| {
+        // SAFETY: forwarded C contract.
+        unsafe {
+            batch(
+                cx,
+                API,
+                dsts,
+                dest_maxs,
+                srcs,
+                sizes,
+                num_batches,
+                attrs,
+                attrs_indexes,
+                num_attrs,
+                None,
+                Some(stream),
+            )
+        }
     }
 }
 
-/// `aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count, aclrtStream stream);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemsetAsync(
-    dev_ptr: *mut c_void,
-    max_count: usize,
-    value: i32,
-    count: usize,
-    stream: *mut c_void,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemsetAsync";
-    trace_args!(dev_ptr, max_count, value, count, stream);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count, aclrtStream stream);`
+    pub unsafe fn aclrtMemsetAsync(
+        dev_ptr: *mut c_void,
+        max_count: usize,
+        value: i32,
+        count: usize,
+        stream: *mut c_void,
+    ) -> AclErrorCode |cx| {
         if count == 0 {
             return Ok(());
         }
-        let rt = runtime::runtime(API)?;
-        let n = size(API, "count", count)?;
+        let rt = cx.rt()?;
+        let n = cx.size("count", count)?;
         let plan = rt.plan_memset(API, addr(dev_ptr), max_count as u64, n)?;
         let s = rt.submit_stream(API, super::stream::handle(stream))?;
         let _ = plan;
         // CAST: the documented behaviour keeps the low byte.
         let task = TaskDesc::Memset { dst: DeviceAddr(addr(dev_ptr)), value: value as u8, len_bytes: n };
         rt.submit_task(API, &s, task).map(|_| ())
-    })
+    }
 }
 
 fn plan_d32(rt: &Runtime, api: &str, ptr: u64, mem_size: usize, n: usize) -> Result<u64> {
@@ -782,42 +775,36 @@ fn plan_d32(rt: &Runtime, api: &str, ptr: u64, mem_size: usize, n: usize) -> Res
     Ok(b)
 }
 
-/// `aclError aclrtMemsetD32(void *ptr, size_t memSize, uint32_t value, size_t N);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemsetD32(
-    ptr: *mut c_void,
-    mem_size: usize,
-    value: u32,
-    n: usize,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemsetD32";
-    trace_args!(ptr, mem_size, value, n);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemsetD32(void *ptr, size_t memSize, uint32_t value, size_t N);`
+    pub unsafe fn aclrtMemsetD32(
+        ptr: *mut c_void,
+        mem_size: usize,
+        value: u32,
+        n: usize,
+    ) -> AclErrorCode |cx| {
         if n == 0 {
             return Ok(());
         }
-        let rt = runtime::runtime(API)?;
+        let rt = cx.rt()?;
         plan_d32(&rt, API, addr(ptr), mem_size, n)?;
         fill32_now(&rt, API, addr(ptr), value, n as u64)
-    })
+    }
 }
 
-/// `aclError aclrtMemsetD32Async(void *ptr, size_t memSize, uint32_t value, size_t N, aclrtStream stream);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemsetD32Async(
-    ptr: *mut c_void,
-    mem_size: usize,
-    value: u32,
-    n: usize,
-    stream: *mut c_void,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemsetD32Async";
-    trace_args!(ptr, mem_size, value, n, stream);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemsetD32Async(void *ptr, size_t memSize, uint32_t value, size_t N, aclrtStream stream);`
+    pub unsafe fn aclrtMemsetD32Async(
+        ptr: *mut c_void,
+        mem_size: usize,
+        value: u32,
+        n: usize,
+        stream: *mut c_void,
+    ) -> AclErrorCode |cx| {
         if n == 0 {
             return Ok(());
         }
-        let rt = runtime::runtime(API)?;
+        let rt = cx.rt()?;
         plan_d32(&rt, API, addr(ptr), mem_size, n)?;
         let s = rt.submit_stream(API, super::stream::handle(stream))?;
         if locate(addr(ptr)) == Loc::Pinned {
@@ -826,7 +813,7 @@ pub unsafe extern "C" fn aclrtMemsetD32Async(
         }
         let task = TaskDesc::Memset32 { dst: DeviceAddr(addr(ptr)), value, count: n as u64 };
         rt.submit_task(API, &s, task).map(|_| ())
-    })
+    }
 }
 
 fn plan_value(rt: &Runtime, api: &str, p: u64) -> Result<()> {
@@ -842,38 +829,32 @@ fn plan_value(rt: &Runtime, api: &str, p: u64) -> Result<()> {
     rt.plan_memset(api, p, 8, 8).map(|_| ())
 }
 
-/// `aclError aclrtValueWrite(void *devAddr, uint64_t value, uint32_t flag, aclrtStream stream);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtValueWrite(
-    dev_addr: *mut c_void,
-    value: u64,
-    flag: u32,
-    stream: *mut c_void,
-) -> AclErrorCode {
-    const API: &str = "aclrtValueWrite";
-    trace_args!(dev_addr, value, flag, stream);
-    guard(API, || {
+export! {
+    /// `aclError aclrtValueWrite(void *devAddr, uint64_t value, uint32_t flag, aclrtStream stream);`
+    pub unsafe fn aclrtValueWrite(
+        dev_addr: *mut c_void,
+        value: u64,
+        flag: u32,
+        stream: *mut c_void,
+    ) -> AclErrorCode |cx| {
         if flag != 0 {
             return Err(AclError::invalid(format!("{API}: flag {flag} must be 0")));
         }
-        let rt = runtime::runtime(API)?;
+        let rt = cx.rt()?;
         plan_value(&rt, API, addr(dev_addr))?;
         let s = rt.submit_stream(API, super::stream::handle(stream))?;
         rt.submit_task(API, &s, TaskDesc::ValueWrite { dst: DeviceAddr(addr(dev_addr)), value }).map(|_| ())
-    })
+    }
 }
 
-/// `aclError aclrtValueWait(void *devAddr, uint64_t value, uint32_t flag, aclrtStream stream);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtValueWait(
-    dev_addr: *mut c_void,
-    value: u64,
-    flag: u32,
-    stream: *mut c_void,
-) -> AclErrorCode {
-    const API: &str = "aclrtValueWait";
-    trace_args!(dev_addr, value, flag, stream);
-    guard(API, || {
+export! {
+    /// `aclError aclrtValueWait(void *devAddr, uint64_t value, uint32_t flag, aclrtStream stream);`
+    pub unsafe fn aclrtValueWait(
+        dev_addr: *mut c_void,
+        value: u64,
+        flag: u32,
+        stream: *mut c_void,
+    ) -> AclErrorCode |cx| {
         let compare = match flag {
             0 => WaitCompare::GreaterOrEqual,
             1 => WaitCompare::Equal,
@@ -885,12 +866,12 @@ pub unsafe extern "C" fn aclrtValueWait(
                 )))
             }
         };
-        let rt = runtime::runtime(API)?;
+        let rt = cx.rt()?;
         plan_value(&rt, API, addr(dev_addr))?;
         let s = rt.submit_stream(API, super::stream::handle(stream))?;
         rt.submit_task(API, &s, TaskDesc::ValueWait { addr: DeviceAddr(addr(dev_addr)), value, compare })
             .map(|_| ())
-    })
+    }
 }
 
 /// Fills `n` 32-bit words at `dst` (device or pinned host memory) with `value` now: on the
