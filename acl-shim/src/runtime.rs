@@ -35,6 +35,10 @@ use crate::error::{AclError, Result};
 
 /// The backend the runtime drives, chosen at `aclInit` from `ACLRS_BACKEND`.
 #[derive(Debug)]
+#[cfg_attr(
+    not(feature = "davinci-fake"),
+    expect(clippy::large_enum_variant, reason = "one backend per process, made once at aclInit")
+)]
 pub enum Backend {
     /// The software NPU (`sim`, the default).
     Sim(Sim),
