@@ -294,12 +294,9 @@ pub(crate) fn addr(p: *const c_void) -> u64 {
     p as usize as u64
 }
 
+/// Checks a size argument ([`crate::copy::plan::object_size`]: at most `isize::MAX`).
 pub(crate) fn size(api: &str, name: &str, v: usize) -> Result<u64> {
-    if v > isize::MAX as usize {
-        return Err(AclError::invalid(format!("{api}: {name} {v} is larger than any object can be")));
-    }
-    // CAST: checked above to fit.
-    Ok(v as u64)
+    crate::copy::plan::object_size(api, name, v)
 }
 
 export! {

@@ -3,14 +3,13 @@
 use std::fmt;
 use std::sync::Arc;
 
-use hal::{DeviceAddr, DeviceId, TaskDesc};
+use hal::DeviceId;
 
 use super::buffer::Alloc;
 use super::device::DeviceInner;
 use super::pod::{self, Pod};
 use super::{Device, DeviceBuffer, DeviceSlice, DeviceSliceMut, Event, PinnedHostBuffer, Result};
 use crate::error::AclError;
-use crate::ffi::async_copy::{COPY_SLICE_BYTES, COPY_SLICE_D2D_BYTES};
 use crate::memory::{kind, DstBytes, SrcBytes};
 use crate::runtime::Runtime as Rt;
 use crate::stream::{StreamObj, Timeout};
@@ -61,21 +60,6 @@ fn same_len(api: &str, dst: usize, src: usize) -> Result<()> {
         return Err(AclError::invalid(format!(
             "{api}: the destination holds {dst} elements but the source {src}; lengths must match"
         )));
-    }
-    Ok(())
-}
-
-/// Submits an asynchronous copy as tasks of at most `slice` bytes.
-fn submit_copy(rt: &Rt, api: &str, s: &StreamObj, dst: u64, src: u64, count: u64, slice: u64) -> Result<()> {
-    let mut done = 0;
-    while done < count {
-        let n = (count - done).min(slice);
-        rt.submit_task(
-            api,
-            s,
-            TaskDesc::Copy { dst: DeviceAddr(dst + done), src: DeviceAddr(src + done), len_bytes: n },
-        )?;
-        done += n;
     }
     Ok(())
 }
@@ -239,7 +223,7 @@ impl Stream {
         let (rt, s) = self.inner.obj(API)?;
         let d = dst.as_slice();
         let plan = rt.plan_memcpy(API, d.addr(), d.size_bytes(), src.addr(), src.size_bytes(), kind::D2D)?;
-        submit_copy(rt, API, &s, d.addr(), src.addr(), plan.count, COPY_SLICE_D2D_BYTES)
+        crate::copy::submit(rt, API, &s, d.addr(), src.addr(), plan.count, true)
     }
 
     /// Copies pinned host elements to device elements asynchronously. The pinned buffer's
@@ -261,7 +245,7 @@ impl Stream {
         let d = dst.as_slice();
         let plan = rt.plan_memcpy(API, d.addr(), d.size_bytes(), src.addr(), src.size_bytes(), kind::H2D)?;
         src.add_pending(&self.inner);
-        submit_copy(rt, API, &s, d.addr(), src.addr(), plan.count, COPY_SLICE_BYTES)
+        crate::copy::submit(rt, API, &s, d.addr(), src.addr(), plan.count, false)
     }
 
     /// Copies device elements to pinned host elements asynchronously. The pinned buffer's
@@ -283,7 +267,7 @@ impl Stream {
         let plan =
             rt.plan_memcpy(API, dst.addr(), dst.size_bytes(), src.addr(), src.size_bytes(), kind::D2H)?;
         dst.add_pending(&self.inner);
-        submit_copy(rt, API, &s, dst.addr(), src.addr(), plan.count, COPY_SLICE_BYTES)
+        crate::copy::submit(rt, API, &s, dst.addr(), src.addr(), plan.count, false)
     }
 
     /// Sets every byte of `dst` to `value` (a synchronous `aclrtMemset` after the stream's
