@@ -33,7 +33,7 @@ use crate::runtime::{self, Runtime};
 /// runs behind [`guard`] (log, fork check, panic wall, the one conversion to a code), after
 /// `trace_args!` of every parameter:
 ///
-/// ```ignore
+/// ```text
 /// export! {
 ///     /// `aclError aclrtGetDevice(int32_t *deviceId);`
 ///     pub unsafe fn aclrtGetDevice(device_id: *mut i32) -> AclErrorCode |cx| {
@@ -51,7 +51,7 @@ use crate::runtime::{self, Runtime};
 /// exports read thread or descriptor state and write no API trace line; the ones that need the
 /// runtime reach it through [`Call::rt`], which refuses a forked child:
 ///
-/// ```ignore
+/// ```text
 /// export! {
 ///     /// `size_t aclrsMemSummary(char *buf, size_t len);`
 ///     pub unsafe fn aclrsMemSummary(buf: *mut c_char, len: usize) -> usize = 0, |cx| {

@@ -124,6 +124,7 @@
 mod buffer;
 mod device;
 mod event;
+mod inner;
 mod ipc;
 mod kernel;
 mod pinned;

@@ -5,8 +5,8 @@ use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 
 use super::device::Shared;
+use super::inner::StreamInner;
 use super::pod::{self, Pod};
-use super::stream::StreamInner;
 use super::{Result, Runtime};
 use crate::error::AclError;
 use crate::memory::{DstBytes, SrcBytes};
