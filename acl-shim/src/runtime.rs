@@ -181,7 +181,8 @@ static LIFECYCLE: Mutex<()> = Mutex::new(());
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
 /// Set in a child `fork()`ed after this process's first `aclInit`, by the `pthread_atfork`
-/// child handler [`crate::ffi::watch_forks`] registers; one relaxed load per call checks it.
+/// child handler the callers of [`init`] register first (`crate::ffi::watch_forks`: the C edge
+/// holds the `unsafe` of that C call); one relaxed load per call checks it.
 static FORKED: AtomicBool = AtomicBool::new(false);
 /// The pid that called the first `aclInit` (a forked child still holds its parent's).
 static INIT_PID: AtomicU32 = AtomicU32::new(0);
@@ -219,7 +220,8 @@ thread_local! {
     static CURRENT: Cell<Option<(u64, u32)>> = const { Cell::new(None) };
 }
 
-/// Initialises the runtime (`aclInit`).
+/// Initialises the runtime (`aclInit`). The caller has registered the `fork()` child handler
+/// (`crate::ffi::watch_forks`), so that a child forked after this is refused.
 ///
 /// # Errors
 ///
@@ -247,9 +249,6 @@ pub fn init(config: Option<&str>) -> Result<()> {
     let soc = drv.device_info(DeviceId(0)).map(|i| i.soc).unwrap_or(SocProfile::A2);
     let host_window = VaRange::try_new(DeviceAddr(HOST_WINDOW_BASE), HOST_WINDOW_SIZE)
         .map_err(|e| AclError::from_hal(e, "aclInit"))?;
-    if !crate::ffi::watch_forks() {
-        return Err(AclError::new(ACL_ERROR_RT_INTERNAL_ERROR, "aclInit: pthread_atfork failed"));
-    }
     INIT_PID.store(std::process::id(), Ordering::Relaxed);
     let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
     RUNTIME.store(Some(Arc::new(Runtime {

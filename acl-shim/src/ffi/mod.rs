@@ -247,8 +247,9 @@ impl<T> Out<T> {
 }
 
 /// Registers (once per process) the `fork()` child handler that makes every call of a child
-/// forked after `aclInit` fail ([`runtime::refuse_in_forked_child`]). Returns whether the
-/// handler is registered.
+/// forked after `aclInit` fail ([`runtime::refuse_in_forked_child`]): called before
+/// [`runtime::init`] by `aclInit` and by the safe API's `Runtime::init` (the runtime, below this
+/// module, does not call up into it). Returns whether the handler is registered.
 pub(crate) fn watch_forks() -> bool {
     extern "C" fn in_child() {
         runtime::note_forked();
@@ -309,6 +310,9 @@ export! {
             let c = unsafe { CStr::from_ptr(config_path) };
             Some(c.to_str().map_err(|_| AclError::invalid("aclInit: configPath is not valid UTF-8"))?)
         };
+        if !watch_forks() {
+            return Err(AclError::new(ACL_ERROR_RT_INTERNAL_ERROR, "aclInit: pthread_atfork failed"));
+        }
         runtime::remember_init(runtime::init(path))
     }
 }
