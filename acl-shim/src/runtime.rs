@@ -10,7 +10,7 @@
 //!
 //! The global runtime is an `ArcSwapOption`: looking it up ([`runtime`]) takes no lock, only an
 //! atomic load and an `Arc` clone; `aclInit` and `aclFinalize` are serialised by one mutex taken
-//! nowhere else ([`LIFECYCLE`]). Each device's state
+//! nowhere else (`LIFECYCLE`). Each device's state
 //! has its own `Mutex`, and the pinned-host table another. No call holds two of those at once.
 
 use std::cell::Cell;

@@ -1,6 +1,6 @@
 //! Copy planning: what a 2D or batch copy spans and may do ([`plan`], safe and testable
 //! without a runtime), and the slicing of a queued copy into tasks by the limits of
-//! [`hal::copy`] ([`submit`]).
+//! [`hal::copy`] (`submit`).
 //!
 //! The C edge ([`crate::ffi`]) and the safe API ([`crate::safe`]) sit on top of this module; it
 //! uses only the runtime and the memory module below it, and never touches a raw host pointer.

@@ -1,14 +1,14 @@
 //! The C ABI of `libascendcl`: the only module of this crate with `unsafe`.
 //!
-//! Every export is declared through one macro, [`export!`], which writes the prologue every
+//! Every export is declared through one macro, `export!`, which writes the prologue every
 //! export shares so that none can forget a part of it: `#[no_mangle] extern "C"`, the `API`
 //! name (the export's own), the API trace of its arguments (`trace_args!`), the panic wall (a
 //! panic becomes `ACL_ERROR_INTERNAL_ERROR` with a message, never an abort across the C
 //! boundary), the refusal of a child forked after `aclInit`, the conversion of the body's
 //! `Result` to an `aclError` in `status` (the one conversion point, which records the message of
-//! a failure for `aclGetRecentErrMsg`), and a [`Call`] through which the body looks the runtime
-//! up ([`Call::rt`]) and checks its pointers ([`Call::out`], [`Call::input`], [`Call::size`]).
-//! A checked output pointer is an [`Out`], the only thing [`put`] writes through. A unit test
+//! a failure for `aclGetRecentErrMsg`), and a `Call` through which the body looks the runtime
+//! up (`Call::rt`) and checks its pointers (`Call::out`, `Call::input`, `Call::size`).
+//! A checked output pointer is an `Out`, the only thing `put` writes through. A unit test
 //! fails when an `extern "C"` export appears outside the macro.
 //!
 //! Ownership: no handle is owned by C in this set of calls; pointers passed in are borrowed for

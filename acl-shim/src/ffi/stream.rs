@@ -434,7 +434,7 @@ fn bad_level(api: &'static str, level: i32) -> AclErrorCode {
 export! {
     /// `aclError aclrtGetLastError(aclrtLastErrLevel level);` — the thread's last error,
     /// cleared. It returns that error rather than a status of its own, so it has the second
-    /// form of [`export!`] (a panic returns `ACL_ERROR_INTERNAL_ERROR`).
+    /// form of `export!` (a panic returns `ACL_ERROR_INTERNAL_ERROR`).
     pub fn aclrtGetLastError(level: i32) -> AclErrorCode = ACL_ERROR_INTERNAL_ERROR, |cx| {
         if !check_level(level) {
             return Ok(bad_level(API, level));
@@ -445,7 +445,7 @@ export! {
 
 export! {
     /// `aclError aclrtPeekAtLastError(aclrtLastErrLevel level);` — the thread's last error, kept
-    /// (the second form of [`export!`], as `aclrtGetLastError`).
+    /// (the second form of `export!`, as `aclrtGetLastError`).
     pub fn aclrtPeekAtLastError(level: i32) -> AclErrorCode = ACL_ERROR_INTERNAL_ERROR, |cx| {
         if !check_level(level) {
             return Ok(bad_level(API, level));
