@@ -272,8 +272,8 @@ static INIT_FAILURE: Mutex<Option<String>> = Mutex::new(None);
 /// `r`'s error.
 pub fn remember_init(r: Result<()>) -> Result<()> {
     if !matches!(&r, Err(e) if e.code() == ACL_ERROR_REPEAT_INITIALIZE) {
-        *INIT_FAILURE.lock().unwrap_or_else(|p| p.into_inner()) =
-            r.as_ref().err().map(|e| e.message().to_owned());
+        // Relock: a single store of the message.
+        *crate::sync::relock(&INIT_FAILURE) = r.as_ref().err().map(|e| e.message().to_owned());
     }
     r
 }
@@ -377,7 +377,8 @@ pub fn runtime(api: &str) -> Result<Arc<Runtime>> {
 
 /// "call aclInit first", with the reason the last `aclInit` failed when it did.
 fn uninitialised_message(api: &str) -> String {
-    let failed = INIT_FAILURE.lock().unwrap_or_else(|p| p.into_inner());
+    // Relock: only read here; written by single stores (`remember_init`).
+    let failed = crate::sync::relock(&INIT_FAILURE);
     let why = failed.as_deref().map(|m| format!(" (aclInit failed: {m})")).unwrap_or_default();
     format!("{api}: call aclInit first{why}")
 }

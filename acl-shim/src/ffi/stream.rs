@@ -69,9 +69,10 @@ fn run_host_call(ticket: u64) -> i32 {
             }
             if block {
                 let (m, cv) = &*done;
-                let mut finished = m.lock().unwrap_or_else(|p| p.into_inner());
+                // Relock: the flag is a bool its one writer sets in a single store.
+                let mut finished = crate::sync::relock(m);
                 while !*finished {
-                    finished = cv.wait(finished).unwrap_or_else(|p| p.into_inner());
+                    finished = cv.wait(finished).unwrap_or_else(std::sync::PoisonError::into_inner);
                 }
             }
             0
@@ -376,7 +377,8 @@ export! {
         // whose contract is that `fn(userData)` runs once on the subscribed thread — this one.
         unsafe { (report.call.func)(to_ptr(report.call.data as u64)) };
         let (m, cv) = &*report.done;
-        *m.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        // Relock: a single store of a bool (see `run_host_call`).
+        *crate::sync::relock(m) = true;
         cv.notify_all();
         Ok(())
     }

@@ -95,7 +95,8 @@ impl Alloc {
     }
 
     fn users(&self) -> std::sync::MutexGuard<'_, Vec<Arc<StreamInner>>> {
-        self.users.lock().unwrap_or_else(|p| p.into_inner())
+        // Relock: every update is one push or one take of the whole list, all-or-nothing.
+        crate::sync::relock(&self.users)
     }
 
     /// Checks that stream `s` may use the allocation now, and notes the use.
