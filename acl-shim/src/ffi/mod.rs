@@ -19,7 +19,7 @@
     reason = "C exports: their contract is CANN's documentation, restated in the headers"
 )]
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -116,6 +116,8 @@ pub mod vmm;
 pub type AclErrorCode = i32;
 
 thread_local! {
+    /// The calling thread's last runtime error (`aclrtGetLastError`), set by every failed call.
+    pub(crate) static LAST_ERROR: Cell<i32> = const { Cell::new(0) };
     /// The newest error message not yet fetched.
     static PENDING: RefCell<Option<CString>> = const { RefCell::new(None) };
     /// Storage behind the pointer the last `aclGetRecentErrMsg` returned.
@@ -125,7 +127,7 @@ thread_local! {
 pub(crate) fn record(e: &AclError) {
     let text = e.message().replace('\0', " ");
     let msg = CString::new(text).unwrap_or_default();
-    stream::note_error(e.code());
+    LAST_ERROR.with(|l| l.set(e.code()));
     PENDING.with(|p| *p.borrow_mut() = Some(msg));
 }
 

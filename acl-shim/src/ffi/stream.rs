@@ -14,22 +14,11 @@ use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::{Arc, Once};
 
-use super::{guard, put, AclErrorCode, Call};
+use super::{guard, put, AclErrorCode, Call, LAST_ERROR};
 use crate::codes::*;
 use crate::error::{AclError, Result};
 use crate::runtime::Runtime;
 use crate::stream::{HostCall, Report, Timeout};
-
-thread_local! {
-    /// The calling thread's last runtime error (`aclrtGetLastError`).
-    static LAST_ERROR: Cell<i32> = const { Cell::new(0) };
-}
-
-/// Notes a failed call's code as the thread's last error (called from the one conversion
-/// point in [`super`]).
-pub(crate) fn note_error(code: i32) {
-    LAST_ERROR.with(|l| l.set(code));
-}
 
 /// A handle as the number it stands for.
 pub(crate) fn handle(p: *mut c_void) -> u64 {
