@@ -8,17 +8,24 @@
 //!
 //! # Locking
 //!
-//! The global runtime is behind a `RwLock` taken only to clone an `Arc`; each device's state
+//! The global runtime is an `ArcSwapOption`: looking it up ([`runtime`]) takes no lock, only an
+//! atomic load and an `Arc` clone; `aclInit` and `aclFinalize` are serialised by one mutex taken
+//! nowhere else (`LIFECYCLE`). Each device's state
 //! has its own `Mutex`, and the pinned-host table another. No call holds two of those at once.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use arc_swap::ArcSwapOption;
 
 use hal::layout::{HOST_WINDOW_BASE, HOST_WINDOW_SIZE};
 use hal::{DeviceAddr, DeviceId, SocProfile, VaRange};
+#[cfg(feature = "davinci-fake")]
 use hal_davinci::fake::FakeKernel;
-use hal_davinci::{Davinci, LibcTransport, QueueMode};
+#[cfg(feature = "davinci-fake")]
+use hal_davinci::QueueMode;
+use hal_davinci::{Davinci, LibcTransport};
 use hal_sim::Sim;
 use mm::device::DeviceAllocator;
 use mm::heap::DeviceHeap;
@@ -28,11 +35,17 @@ use crate::error::{AclError, Result};
 
 /// The backend the runtime drives, chosen at `aclInit` from `ACLRS_BACKEND`.
 #[derive(Debug)]
+#[cfg_attr(
+    not(feature = "davinci-fake"),
+    expect(clippy::large_enum_variant, reason = "one backend per process, made once at aclInit")
+)]
 pub enum Backend {
     /// The software NPU (`sim`, the default).
     Sim(Sim),
     /// The published driver ABI spoken to the fake kernel, which serves it from a software
-    /// NPU in this process (`davinci-fake`).
+    /// NPU in this process (`davinci-fake`; test code, only in a library built with the
+    /// `davinci-fake` feature).
+    #[cfg(feature = "davinci-fake")]
     DavinciFake(Davinci<FakeKernel>),
     /// The published driver ABI on `/dev/davinci_manager` (`davinci`).
     Davinci(Davinci<LibcTransport>),
@@ -43,6 +56,7 @@ impl Backend {
     pub fn driver(&self) -> &dyn hal::Driver {
         match self {
             Self::Sim(s) => s,
+            #[cfg(feature = "davinci-fake")]
             Self::DavinciFake(d) => d,
             Self::Davinci(d) => d,
         }
@@ -52,6 +66,7 @@ impl Backend {
     pub fn sharing(&self) -> &dyn hal::Sharing {
         match self {
             Self::Sim(s) => s,
+            #[cfg(feature = "davinci-fake")]
             Self::DavinciFake(d) => d,
             Self::Davinci(d) => d,
         }
@@ -64,6 +79,7 @@ impl Backend {
     pub(crate) fn device_sim(&self) -> Option<&Sim> {
         match self {
             Self::Sim(s) => Some(s),
+            #[cfg(feature = "davinci-fake")]
             Self::DavinciFake(d) => Some(d.transport().sim()),
             Self::Davinci(_) => None,
         }
@@ -80,9 +96,22 @@ impl Backend {
     }
 
     fn from_env() -> Result<Self> {
+        Self::from_name(std::env::var("ACLRS_BACKEND").ok().as_deref())
+    }
+
+    /// The backend `ACLRS_BACKEND` names (`name`).
+    fn from_name(name: Option<&str>) -> Result<Self> {
         let bad = |e: String| AclError::invalid(format!("aclInit: {e}"));
-        match std::env::var("ACLRS_BACKEND").ok().as_deref() {
+        match name {
             None | Some("") | Some("sim") => Ok(Self::Sim(Sim::from_env().map_err(|e| bad(e.to_string()))?)),
+            #[cfg(not(feature = "davinci-fake"))]
+            Some("davinci-fake") => Err(AclError::new(
+                ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                "aclInit: ACLRS_BACKEND=davinci-fake: this libascendcl was built without the davinci-fake \
+                 feature (the fake kernel is test code, left out of the shipped library); use sim or davinci, \
+                 or build acl-shim with --features davinci-fake",
+            )),
+            #[cfg(feature = "davinci-fake")]
             Some("davinci-fake") => {
                 let sim = Sim::from_env().map_err(|e| bad(e.to_string()))?;
                 let devices = hal::DeviceControl::device_count(&sim);
@@ -142,11 +171,18 @@ pub struct Runtime {
     pub(crate) host: Mutex<DeviceHeap>,
 }
 
-static RUNTIME: RwLock<Option<Arc<Runtime>>> = RwLock::new(None);
+/// The initialised runtime, read by every call without a lock.
+static RUNTIME: ArcSwapOption<Runtime> = ArcSwapOption::const_empty();
+/// Serialises `aclInit` and `aclFinalize` (and only them): the check that the slot is empty (or
+/// full) and the store that fills (or empties) it happen under it. It guards no data, so a
+/// panic that poisoned it left nothing half-updated behind it and [`crate::sync::relock`] is
+/// right for it.
+static LIFECYCLE: Mutex<()> = Mutex::new(());
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
 /// Set in a child `fork()`ed after this process's first `aclInit`, by the `pthread_atfork`
-/// child handler [`crate::ffi::watch_forks`] registers; one relaxed load per call checks it.
+/// child handler the callers of [`init`] register first (`crate::ffi::watch_forks`: the C edge
+/// holds the `unsafe` of that C call); one relaxed load per call checks it.
 static FORKED: AtomicBool = AtomicBool::new(false);
 /// The pid that called the first `aclInit` (a forked child still holds its parent's).
 static INIT_PID: AtomicU32 = AtomicU32::new(0);
@@ -184,7 +220,8 @@ thread_local! {
     static CURRENT: Cell<Option<(u64, u32)>> = const { Cell::new(None) };
 }
 
-/// Initialises the runtime (`aclInit`).
+/// Initialises the runtime (`aclInit`). The caller has registered the `fork()` child handler
+/// (`crate::ffi::watch_forks`), so that a child forked after this is refused.
 ///
 /// # Errors
 ///
@@ -194,8 +231,10 @@ thread_local! {
 /// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` in a child forked after `aclInit`.
 pub fn init(config: Option<&str>) -> Result<()> {
     refuse_in_forked_child("aclInit")?;
-    let mut slot = RUNTIME.write().unwrap_or_else(|p| p.into_inner());
-    if slot.is_some() {
+    // Lock order: LIFECYCLE first and alone (no other runtime lock is held when it is taken).
+    // Relock: it guards no data (see LIFECYCLE).
+    let _serial = crate::sync::relock(&LIFECYCLE);
+    if RUNTIME.load().is_some() {
         return Err(AclError::new(
             ACL_ERROR_REPEAT_INITIALIZE,
             "aclInit: already initialised (only the first configuration takes effect)",
@@ -210,18 +249,15 @@ pub fn init(config: Option<&str>) -> Result<()> {
     let soc = drv.device_info(DeviceId(0)).map(|i| i.soc).unwrap_or(SocProfile::A2);
     let host_window = VaRange::try_new(DeviceAddr(HOST_WINDOW_BASE), HOST_WINDOW_SIZE)
         .map_err(|e| AclError::from_hal(e, "aclInit"))?;
-    if !crate::ffi::watch_forks() {
-        return Err(AclError::new(ACL_ERROR_RT_INTERNAL_ERROR, "aclInit: pthread_atfork failed"));
-    }
     INIT_PID.store(std::process::id(), Ordering::Relaxed);
     let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
-    *slot = Some(Arc::new(Runtime {
+    RUNTIME.store(Some(Arc::new(Runtime {
         generation,
         backend,
         soc,
         devices: (0..count).map(|_| Mutex::new(DevState::default())).collect(),
         host: Mutex::new(DeviceHeap::new(host_window)),
-    }));
+    })));
     Ok(())
 }
 
@@ -236,8 +272,8 @@ static INIT_FAILURE: Mutex<Option<String>> = Mutex::new(None);
 /// `r`'s error.
 pub fn remember_init(r: Result<()>) -> Result<()> {
     if !matches!(&r, Err(e) if e.code() == ACL_ERROR_REPEAT_INITIALIZE) {
-        *INIT_FAILURE.lock().unwrap_or_else(|p| p.into_inner()) =
-            r.as_ref().err().map(|e| e.message().to_owned());
+        // Relock: a single store of the message.
+        *crate::sync::relock(&INIT_FAILURE) = r.as_ref().err().map(|e| e.message().to_owned());
     }
     r
 }
@@ -311,8 +347,9 @@ fn check_config_file(path: &str) -> Result<()> {
 pub fn finalize() -> Result<()> {
     refuse_in_forked_child("aclFinalize")?;
     let rt = {
-        let mut slot = RUNTIME.write().unwrap_or_else(|p| p.into_inner());
-        slot.take().ok_or_else(|| {
+        // Lock order: LIFECYCLE first and alone. Relock: it guards no data (see LIFECYCLE).
+        let _serial = crate::sync::relock(&LIFECYCLE);
+        RUNTIME.swap(None).ok_or_else(|| {
             AclError::new(ACL_ERROR_REPEAT_FINALIZE, "aclFinalize: not initialised (repeated finalize?)")
         })?
     };
@@ -334,16 +371,14 @@ pub fn finalize() -> Result<()> {
 /// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` in a child forked after `aclInit`.
 pub fn runtime(api: &str) -> Result<Arc<Runtime>> {
     refuse_in_forked_child(api)?;
-    RUNTIME
-        .read()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone()
-        .ok_or_else(|| AclError::new(ACL_ERROR_UNINITIALIZE, uninitialised_message(api)))
+    // No lock: an atomic load of the slot and an `Arc` clone.
+    RUNTIME.load_full().ok_or_else(|| AclError::new(ACL_ERROR_UNINITIALIZE, uninitialised_message(api)))
 }
 
 /// "call aclInit first", with the reason the last `aclInit` failed when it did.
 fn uninitialised_message(api: &str) -> String {
-    let failed = INIT_FAILURE.lock().unwrap_or_else(|p| p.into_inner());
+    // Relock: only read here; written by single stores (`remember_init`).
+    let failed = crate::sync::relock(&INIT_FAILURE);
     let why = failed.as_deref().map(|m| format!(" (aclInit failed: {m})")).unwrap_or_default();
     format!("{api}: call aclInit first{why}")
 }
@@ -501,5 +536,25 @@ impl Runtime {
                 format!("{api}: no current device on this thread; call aclrtSetDevice first"),
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(not(feature = "davinci-fake"))]
+    #[test]
+    fn davinci_fake_is_refused_by_a_library_built_without_the_fake_kernel() {
+        let e = Backend::from_name(Some("davinci-fake")).unwrap_err();
+        assert_eq!(e.code(), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+        assert!(e.message().contains("built without the davinci-fake feature"), "{}", e.message());
+    }
+
+    #[test]
+    fn an_unknown_backend_is_a_bad_setting() {
+        let e = Backend::from_name(Some("tpu")).unwrap_err();
+        assert_eq!(e.code(), ACL_ERROR_INVALID_PARAM);
+        assert!(e.message().contains("expected sim, davinci-fake or davinci"), "{}", e.message());
     }
 }

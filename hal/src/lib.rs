@@ -28,6 +28,7 @@
 #![forbid(unsafe_code)]
 
 pub mod addr;
+pub mod copy;
 pub mod davinci_abi;
 pub mod driver;
 pub mod error;

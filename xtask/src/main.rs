@@ -46,7 +46,7 @@ struct Cli {
 enum Task {
     /// Build libascendcl (release) and run the seed's contrast and basic flow as C programs on the software NPU.
     Demo,
-    /// Everything CI runs: lint rules, fmt, clippy, no_std builds, docs, all tests, C programs, the install test, hwtest, loom, Miri.
+    /// Everything CI runs: lint rules, fmt, clippy, no_std builds, docs, all tests, C programs, the shipped-library check, the install test, hwtest, loom, Miri.
     Ci,
     /// The quick subset to run before pushing: fmt, clippy and the tests.
     Prepush,
@@ -90,6 +90,9 @@ enum Task {
         #[arg(long)]
         debug: bool,
     },
+    /// Check that the shipped library (default features) holds no test code: no fake kernel in
+    /// `cargo tree`, none of its symbols in `libascendcl.so` (`nm -D`, `nm`).
+    Shipped,
     /// Check a fresh install as a CANN user would: a CMake project written as CANN's samples
     /// are, and a C program built with pkg-config (cmake and pkg-config installed when missing).
     InstallTest,
@@ -775,6 +778,66 @@ fn install_test() -> Result {
     install_shell("tests/c/basic_flow.c built with pkg-config against the install, and run", &pkg, &scratch)
 }
 
+/// The lines of `nm` output that name code of hal-davinci's fake kernel (test code): its types
+/// and module appear in the mangled names of every function built from them, in both of rustc's
+/// manglings (`FakeKernel`, and `hal_davinci` followed by the `fake` module).
+fn fake_kernel_symbols(nm: &str) -> Vec<&str> {
+    nm.lines()
+        .filter(|l| {
+            l.contains("FakeKernel") || l.contains("hal_davinci4fake") || l.contains("hal_davinci::fake")
+        })
+        .collect()
+}
+
+/// The shipped library holds no test code: with default features acl-shim turns on no fake
+/// kernel (`cargo tree`), hal-sim is linked once, for the sim backend only (not again through
+/// hal-davinci), and the default-feature `libascendcl.so` exports nothing of the fake kernel and
+/// contains none of its code (`nm -D`, and `nm` over the whole symbol table).
+fn shipped_library() -> Result {
+    let tree = |what: &str, args: &[&str]| -> Result<String> {
+        eprintln!("xtask: {what}");
+        output(cargo().args(args)).ok_or_else(|| format!("{what}: failed"))
+    };
+    // Inverted on hal-davinci: the features of it that acl-shim turns on, and through which of
+    // its own (the plain tree does not list a feature a dependent's feature enables).
+    let what = "cargo tree -p acl-shim -e normal,features -i hal-davinci (default features)";
+    let features = tree(
+        what,
+        &["tree", "-p", "acl-shim", "-e", "normal,features", "-i", "hal-davinci", "--prefix", "none"],
+    )?;
+    if !features.lines().any(|l| l.starts_with("hal-davinci v")) {
+        return Err(format!("{what}: hal-davinci not found; the check would prove nothing:\n{features}"));
+    }
+    if let Some(l) = features.lines().find(|l| l.contains("fake-kernel") || l.contains("davinci-fake")) {
+        return Err(format!("{what}: the shipped library turns on the fake kernel: {l}"));
+    }
+    let what = "cargo tree -p acl-shim -e normal -i hal-sim (who links hal-sim)";
+    let users = tree(what, &["tree", "-p", "acl-shim", "-e", "normal", "-i", "hal-sim", "--prefix", "none"])?;
+    if let Some(l) = users.lines().find(|l| l.starts_with("hal-davinci")) {
+        return Err(format!("{what}: hal-sim is linked again for the fake kernel: {l}"));
+    }
+    run("build libascendcl (debug, default features)", cargo().args(["build", "-p", "acl-shim"]))?;
+    let lib = target_dir().join("debug").join("libascendcl.so");
+    for (what, args) in [("nm -D --defined-only", &["-D", "--defined-only"][..]), ("nm", &[][..])] {
+        let what = format!("{what} {}", lib.display());
+        let syms =
+            output(Command::new("nm").args(args).arg(&lib)).ok_or_else(|| format!("{what}: failed"))?;
+        if syms.lines().count() == 0 {
+            return Err(format!("{what}: no symbols (stripped?): the check would prove nothing"));
+        }
+        let fake = fake_kernel_symbols(&syms);
+        if !fake.is_empty() {
+            return Err(format!(
+                "{what}: the shipped library holds {} symbols of the fake kernel, e.g. {}",
+                fake.len(),
+                fake[0]
+            ));
+        }
+    }
+    eprintln!("xtask: the shipped libascendcl holds no fake kernel: ok");
+    Ok(())
+}
+
 fn ci() -> Result {
     let start = Instant::now();
     check_lint_opt_in()?;
@@ -783,6 +846,7 @@ fn ci() -> Result {
     nostd()?;
     doc()?;
     test()?;
+    shipped_library()?;
     install_test()?;
     hwtest("sim")?;
     hwtest("davinci-fake")?;
@@ -809,6 +873,7 @@ fn main() -> ExitCode {
         Task::Bench { quick, json } => bench(quick, json),
         Task::Install { prefix, debug } => install(&prefix, debug).map(|_| ()),
         Task::InstallTest => install_test(),
+        Task::Shipped => shipped_library(),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
@@ -844,6 +909,16 @@ mod tests {
         assert!(pc.contains("Libs: -L${libdir} -lascendcl\n"), "{pc}");
         assert!(pc.contains("Cflags: -I${includedir}\n"), "{pc}");
         assert!(pc.contains(&format!("Version: {LIB_VERSION}\n")), "{pc}");
+    }
+
+    #[test]
+    fn fake_kernel_code_is_found_in_either_mangling() {
+        let nm = "0000000000012340 T aclrtMalloc\n\
+                  0000000000012350 t _ZN11hal_davinci4fake10FakeKernel3new17h0123456789abcdefE\n\
+                  0000000000012360 t _RNvMNtCs1_11hal_davinci4fakeNtB2_10FakeKernel4send\n\
+                  0000000000012370 t _ZN7hal_sim3Sim3new17h0123456789abcdefE\n";
+        assert_eq!(fake_kernel_symbols(nm).len(), 2);
+        assert!(fake_kernel_symbols("0000000000012340 T aclrtMalloc\n").is_empty());
     }
 
     #[test]

@@ -15,23 +15,15 @@ use std::ffi::c_void;
 
 use hal::{DeviceAddr, DeviceId, TaskDesc, WaitCompare};
 
-use super::{addr, guard, out_ptr, put, size, AclErrorCode};
+use super::{addr, in_ptr, put, size, Call};
 use crate::codes::*;
+use crate::copy::plan::{is_d2d, is_dma, plan_2d, plan_batch, Batch, BatchError, Copy2d, Plan2d, BATCH_MAX};
 use crate::error::{AclError, Result};
 use crate::memory::{kind, locate, DstBytes, Loc, SrcBytes};
-use crate::runtime::{self, Runtime};
+use crate::runtime::Runtime;
 use crate::stream::StreamObj;
 
-/// Largest piece of one copy task, as the reference runtime slices copies (64 MiB).
-pub const COPY_SLICE_BYTES: u64 = 64 << 20;
-/// Largest piece of one device-to-device copy task (the 32-bit SDMA length: 4 GiB).
-pub const COPY_SLICE_D2D_BYTES: u64 = 4 << 30;
-/// The most entries of one batch copy (`DEVMM_MEMCPY_BATCH_MAX_COUNT`).
-pub const BATCH_MAX: usize = 4096;
-
-fn is_dma(l: Loc) -> bool {
-    !matches!(l, Loc::Unregistered)
-}
+pub use crate::copy::plan::AclrtMemcpyBatchAttr;
 
 /// Copies `count` bytes now between the addresses, turning ordinary host ends into slices.
 ///
@@ -66,7 +58,7 @@ unsafe fn copy_now(rt: &Runtime, api: &str, dst: u64, dl: Loc, src: u64, sl: Loc
     }
 }
 
-/// Submits a DMA copy as tasks of at most the slice size.
+/// Submits a DMA copy as tasks of at most the slice size of its ends ([`crate::copy::submit`]).
 #[expect(clippy::too_many_arguments, reason = "both ends with their locations")]
 fn submit_copy(
     rt: &Runtime,
@@ -78,22 +70,7 @@ fn submit_copy(
     sl: Loc,
     count: u64,
 ) -> Result<()> {
-    let slice = if matches!((dl, sl), (Loc::Device(_), Loc::Device(_))) {
-        COPY_SLICE_D2D_BYTES
-    } else {
-        COPY_SLICE_BYTES
-    };
-    let mut done = 0;
-    while done < count {
-        let n = (count - done).min(slice);
-        rt.submit_task(
-            api,
-            s,
-            TaskDesc::Copy { dst: DeviceAddr(dst + done), src: DeviceAddr(src + done), len_bytes: n },
-        )?;
-        done += n;
-    }
-    Ok(())
+    crate::copy::submit(rt, api, s, dst, src, count, is_d2d(dl, sl))
 }
 
 /// `ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE` from pinned memory: the source is copied into a
@@ -125,24 +102,21 @@ fn is_h2h(dl: Loc, sl: Loc) -> bool {
     !matches!(dl, Loc::Device(_)) && !matches!(sl, Loc::Device(_))
 }
 
-/// `aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind, aclrtStream stream);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemcpyAsync(
-    dst: *mut c_void,
-    dest_max: usize,
-    src: *const c_void,
-    count: usize,
-    kind_value: u32,
-    stream: *mut c_void,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemcpyAsync";
-    trace_args!(dst, dest_max, src, count, kind_value, stream);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind, aclrtStream stream);`
+    pub unsafe fn aclrtMemcpyAsync(
+        dst: *mut c_void,
+        dest_max: usize,
+        src: *const c_void,
+        count: usize,
+        kind_value: u32,
+        stream: *mut c_void,
+    ) -> AclErrorCode |cx| {
         if count == 0 {
             return Ok(());
         }
-        let rt = runtime::runtime(API)?;
-        let n = size(API, "count", count)?;
+        let rt = cx.rt()?;
+        let n = cx.size("count", count)?;
         let plan = rt.plan_memcpy(API, addr(dst), dest_max as u64, addr(src), n, kind_value)?;
         let s = rt.submit_stream(API, super::stream::handle(stream))?;
         let (d, sr) = (addr(dst), addr(src));
@@ -168,92 +142,14 @@ pub unsafe extern "C" fn aclrtMemcpyAsync(
         rt.sync_stream_obj(API, &s)?;
         // SAFETY: the plan checked the pointers; the caller guarantees `count` bytes at each.
         unsafe { copy_now(&rt, API, d, dl, sr, sl, n) }
-    })
+    }
 }
 
-/// What a validated 2D copy spans on each side.
-struct Plan2d {
-    dl: Loc,
-    sl: Loc,
-}
-
-#[expect(clippy::too_many_arguments, reason = "the C signature's arguments, checked together")]
-fn plan_2d(
-    rt: &Runtime,
-    api: &str,
-    dst: u64,
-    dpitch: usize,
-    src: u64,
-    spitch: usize,
-    width: usize,
-    height: usize,
-    kind_value: u32,
-    is_async: bool,
-) -> Result<Plan2d> {
-    if dst == 0 {
-        return Err(AclError::invalid(format!("{api}: dst is NULL")));
-    }
-    if src == 0 {
-        return Err(AclError::invalid(format!("{api}: src is NULL")));
-    }
-    let allowed: &[u32] = if is_async { &[kind::H2D, kind::D2H, kind::D2D] } else { &[kind::H2D, kind::D2H] };
-    if !allowed.contains(&kind_value) && kind_value != kind::DEFAULT {
-        return Err(AclError::invalid(format!(
-            "{api}: kind {kind_value} ({}) is not allowed; use {}",
-            kind::name(kind_value),
-            if is_async {
-                "HOST_TO_DEVICE, DEVICE_TO_HOST or DEVICE_TO_DEVICE"
-            } else {
-                "HOST_TO_DEVICE or DEVICE_TO_HOST"
-            }
-        )));
-    }
-    if width > spitch || width > dpitch {
-        return Err(AclError::invalid(format!(
-            "{api}: width {width} is larger than a pitch (dpitch {dpitch}, spitch {spitch})"
-        )));
-    }
-    if is_async && (width > 5_000_000 || height > 5 * 1024 * 1024) {
-        return Err(AclError::invalid(format!(
-            "{api}: width {width} must be <= 5000000 and height {height} <= 5242880"
-        )));
-    }
-    let span = |pitch: usize| -> Result<u64> {
-        let p = size(api, "pitch", pitch)?;
-        // CAST: checked below to fit.
-        let last = (height as u64 - 1).checked_mul(p).and_then(|x| x.checked_add(width as u64));
-        last.filter(|&v| v <= isize::MAX as u64)
-            .ok_or_else(|| AclError::invalid(format!("{api}: the rows span more bytes than any object can")))
-    };
-    let (dspan, sspan) = (span(dpitch)?, span(spitch)?);
-    // Each side must be live memory (or ordinary host memory) over its whole span: a copy of a
-    // range onto itself checks exactly that.
-    rt.plan_memcpy(api, dst, dspan, dst, dspan, kind::DEFAULT)?;
-    rt.plan_memcpy(api, src, sspan, src, sspan, kind::DEFAULT)?;
-    let (dl, sl) = (locate(dst), locate(src));
-    let dir_ok = match kind_value {
-        kind::H2D => matches!(dl, Loc::Device(_)) && !matches!(sl, Loc::Device(_)),
-        kind::D2H => matches!(sl, Loc::Device(_)) && !matches!(dl, Loc::Device(_)),
-        kind::D2D => matches!((dl, sl), (Loc::Device(_), Loc::Device(_))),
-        _ => {
-            (matches!(dl, Loc::Device(_)) || matches!(sl, Loc::Device(_)))
-                && (is_async || !matches!((dl, sl), (Loc::Device(_), Loc::Device(_))))
-        }
-    };
-    if !dir_ok {
-        return Err(AclError::rt_invalid(format!(
-            "{api}: kind {} does not match the memory (dst is {dl:?}, src is {sl:?})",
-            kind::name(kind_value)
-        )));
-    }
-    if let (Loc::Device(a), Loc::Device(b)) = (dl, sl) {
-        if a != b {
-            return Err(AclError::rt_invalid(format!(
-                "{api}: copies between devices {b} and {a} need peer access"
-            )));
-        }
-    }
-    Ok(Plan2d { dl, sl })
+/// The memory check of one end of a 2D copy: its whole span is live memory (or ordinary host
+/// memory), which a copy of the range onto itself checks; and where it lies.
+fn span_check(rt: &Runtime, api: &str, a: u64, span: u64) -> Result<Loc> {
+    rt.plan_memcpy(api, a, span, a, span, kind::DEFAULT)?;
+    Ok(locate(a))
 }
 
 /// Copies the rows now.
@@ -280,52 +176,48 @@ unsafe fn rows_now(
     Ok(())
 }
 
-/// `aclError aclrtMemcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, aclrtMemcpyKind kind);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemcpy2d(
-    dst: *mut c_void,
-    dpitch: usize,
-    src: *const c_void,
-    spitch: usize,
-    width: usize,
-    height: usize,
-    kind_value: u32,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemcpy2d";
-    trace_args!(dst, dpitch, src, spitch, width, height, kind_value);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, aclrtMemcpyKind kind);`
+    pub unsafe fn aclrtMemcpy2d(
+        dst: *mut c_void,
+        dpitch: usize,
+        src: *const c_void,
+        spitch: usize,
+        width: usize,
+        height: usize,
+        kind_value: u32,
+    ) -> AclErrorCode |cx| {
         if width == 0 || height == 0 {
             return Ok(());
         }
-        let rt = runtime::runtime(API)?;
-        let p = plan_2d(&rt, API, addr(dst), dpitch, addr(src), spitch, width, height, kind_value, false)?;
+        let rt = cx.rt()?;
+        let c = Copy2d { dst: addr(dst), dpitch, src: addr(src), spitch, width, height, kind: kind_value, is_async: false };
+        let p = plan_2d(API, &c, |a, span| span_check(&rt, API, a, span))?;
         // CAST: usize fits in u64.
         let (dp, sp, w, h) = (dpitch as u64, spitch as u64, width as u64, height as u64);
         // SAFETY: the plan checked the spans; the caller guarantees them.
         unsafe { rows_now(&rt, API, &p, addr(dst), dp, addr(src), sp, w, h) }
-    })
+    }
 }
 
-/// `aclError aclrtMemcpy2dAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, aclrtMemcpyKind kind, aclrtStream stream);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemcpy2dAsync(
-    dst: *mut c_void,
-    dpitch: usize,
-    src: *const c_void,
-    spitch: usize,
-    width: usize,
-    height: usize,
-    kind_value: u32,
-    stream: *mut c_void,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemcpy2dAsync";
-    trace_args!(dst, dpitch, src, spitch, width, height, kind_value, stream);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemcpy2dAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, aclrtMemcpyKind kind, aclrtStream stream);`
+    pub unsafe fn aclrtMemcpy2dAsync(
+        dst: *mut c_void,
+        dpitch: usize,
+        src: *const c_void,
+        spitch: usize,
+        width: usize,
+        height: usize,
+        kind_value: u32,
+        stream: *mut c_void,
+    ) -> AclErrorCode |cx| {
         if width == 0 || height == 0 {
             return Ok(());
         }
-        let rt = runtime::runtime(API)?;
-        let p = plan_2d(&rt, API, addr(dst), dpitch, addr(src), spitch, width, height, kind_value, true)?;
+        let rt = cx.rt()?;
+        let c = Copy2d { dst: addr(dst), dpitch, src: addr(src), spitch, width, height, kind: kind_value, is_async: true };
+        let p = plan_2d(API, &c, |a, span| span_check(&rt, API, a, span))?;
         let s = rt.submit_stream(API, super::stream::handle(stream))?;
         // CAST: usize fits in u64.
         let (dp, sp, w, h) = (dpitch as u64, spitch as u64, width as u64, height as u64);
@@ -343,154 +235,7 @@ pub unsafe extern "C" fn aclrtMemcpy2dAsync(
         rt.sync_stream_obj(API, &s)?;
         // SAFETY: the plan checked the spans; the caller guarantees them.
         unsafe { rows_now(&rt, API, &p, addr(dst), dp, addr(src), sp, w, h) }
-    })
-}
-
-/// `aclrtMemcpyBatchAttr`: declared locations of a run of batch entries.
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct AclrtMemcpyBatchAttr {
-    /// Destination location: (id, type).
-    pub dst_loc: [u32; 2],
-    /// Source location: (id, type).
-    pub src_loc: [u32; 2],
-    /// Reserved, must be zero.
-    pub rsv: [u8; 16],
-}
-
-/// A batch's arrays, borrowed from C.
-struct Batch<'a> {
-    dsts: &'a [*mut c_void],
-    dest_maxs: &'a [usize],
-    srcs: &'a [*mut c_void],
-    sizes: &'a [usize],
-    attrs: &'a [AclrtMemcpyBatchAttr],
-    attr_idx: &'a [usize],
-}
-
-/// Why a batch was refused, and at which entry (`usize::MAX`: none in particular).
-type BatchError = (AclError, usize);
-
-/// A checked batch: entries as (dst, src, len) and whether every one is DMA-able.
-struct BatchPlan {
-    entries: Vec<(u64, u64, u64)>,
-    locs: Vec<(Loc, Loc)>,
-    all_dma: bool,
-}
-
-fn loc_matches(declared: [u32; 2], actual: Loc) -> bool {
-    let [id, ty] = declared;
-    match actual {
-        // ACL_MEM_LOCATION_TYPE_DEVICE (1) with the device id.
-        Loc::Device(d) => ty == 1 && id == d,
-        // ACL_MEM_LOCATION_TYPE_HOST (0) or HOST_NUMA (4); pageable memory may be declared
-        // UNREGISTERED (2) too.
-        Loc::Pinned => ty == 0 || ty == 4,
-        Loc::Unregistered => ty == 0 || ty == 2 || ty == 4,
     }
-}
-
-fn plan_batch(rt: &Runtime, api: &str, b: &Batch<'_>) -> std::result::Result<Option<BatchPlan>, BatchError> {
-    let none = usize::MAX;
-    let inv = |m: String| (AclError::invalid(format!("{api}: {m}")), none);
-    let n = b.dsts.len();
-    if n > BATCH_MAX {
-        return Err(inv(format!("numBatches {n} is more than {BATCH_MAX}")));
-    }
-    let na = b.attrs.len();
-    if na == 0 || na > n {
-        return Err(inv(format!("numAttrs {na} must be between 1 and numBatches ({n})")));
-    }
-    if b.attr_idx[0] != 0 {
-        return Err(inv(format!("attrsIndexes[0] is {}, not 0", b.attr_idx[0])));
-    }
-    for k in 1..na {
-        if b.attr_idx[k] <= b.attr_idx[k - 1] {
-            return Err(inv(format!("attrsIndexes must increase strictly (index {k})")));
-        }
-    }
-    if b.attr_idx[na - 1] >= n {
-        return Err(inv(format!(
-            "attrsIndexes[{}] = {} is not below numBatches {n}",
-            na - 1,
-            b.attr_idx[na - 1]
-        )));
-    }
-    for (k, a) in b.attrs.iter().enumerate() {
-        if a.rsv.iter().any(|&x| x != 0) {
-            return Err(inv(format!("attrs[{k}].rsv is not all zero")));
-        }
-    }
-    for i in 0..n {
-        if b.dest_maxs[i] < b.sizes[i] {
-            return Err((
-                AclError::invalid(format!(
-                    "{api}: sizes[{i}] {} is larger than destMaxs[{i}] {}",
-                    b.sizes[i], b.dest_maxs[i]
-                )),
-                i,
-            ));
-        }
-    }
-    if b.sizes.iter().all(|&s| s == 0) {
-        return Ok(None);
-    }
-    let mut plan = BatchPlan { entries: Vec::with_capacity(n), locs: Vec::with_capacity(n), all_dma: true };
-    let mut direction: Option<bool> = None;
-    let mut k = 0;
-    for i in 0..n {
-        while k + 1 < na && b.attr_idx[k + 1] <= i {
-            k += 1;
-        }
-        let (d, s, len) = (addr(b.dsts[i]), addr(b.srcs[i]), b.sizes[i] as u64);
-        if len == 0 {
-            continue;
-        }
-        rt.plan_memcpy(api, d, len, s, len, kind::DEFAULT).map_err(|e| (e, i))?;
-        let (dl, sl) = (locate(d), locate(s));
-        let h2d = match (dl, sl) {
-            (Loc::Device(_), Loc::Device(_)) => {
-                return Err((
-                    AclError::rt_invalid(format!(
-                        "{api}: entry {i} copies device to device; a batch copies host<->device only"
-                    )),
-                    i,
-                ))
-            }
-            (Loc::Device(_), _) => true,
-            (_, Loc::Device(_)) => false,
-            _ => {
-                return Err((
-                    AclError::rt_invalid(format!(
-                        "{api}: entry {i} copies host to host; a batch copies host<->device only"
-                    )),
-                    i,
-                ))
-            }
-        };
-        if *direction.get_or_insert(h2d) != h2d {
-            return Err((
-                AclError::rt_invalid(format!(
-                    "{api}: entry {i} goes the other way; a batch has one direction"
-                )),
-                i,
-            ));
-        }
-        let a = b.attrs[k];
-        if !loc_matches(a.dst_loc, dl) || !loc_matches(a.src_loc, sl) {
-            return Err((
-                AclError::rt_invalid(format!(
-                    "{api}: entry {i} does not match attrs[{k}] (declared dst {:?} src {:?}; actual dst {dl:?} src {sl:?})",
-                    a.dst_loc, a.src_loc
-                )),
-                i,
-            ));
-        }
-        plan.all_dma &= is_dma(dl) && is_dma(sl);
-        plan.entries.push((d, s, len));
-        plan.locs.push((dl, sl));
-    }
-    Ok(Some(plan))
 }
 
 /// Reads the batch arrays after the null checks.
@@ -513,12 +258,12 @@ unsafe fn batch_arrays<'a>(
     if n == 0 {
         return Err(AclError::invalid(format!("{api}: numBatches is 0")));
     }
-    let d = out_ptr(api, "dsts", dsts)?;
-    let m = out_ptr(api, "destMaxs", dest_maxs)?;
-    let s = out_ptr(api, "srcs", srcs)?;
-    let z = out_ptr(api, "sizes", sizes)?;
-    let a = out_ptr(api, "attrs", attrs)?;
-    let x = out_ptr(api, "attrsIndexes", attr_idx)?;
+    let d = in_ptr(api, "dsts", dsts)?;
+    let m = in_ptr(api, "destMaxs", dest_maxs)?;
+    let s = in_ptr(api, "srcs", srcs)?;
+    let z = in_ptr(api, "sizes", sizes)?;
+    let a = in_ptr(api, "attrs", attrs)?;
+    let x = in_ptr(api, "attrsIndexes", attr_idx)?;
     if n > BATCH_MAX || na > n {
         // Do not read arrays whose lengths are already wrong.
         return Err(AclError::invalid(format!(
@@ -542,6 +287,7 @@ unsafe fn batch_arrays<'a>(
 
 #[expect(clippy::too_many_arguments, reason = "the C signature")]
 unsafe fn batch(
+    cx: &Call,
     api: &'static str,
     dsts: *mut *mut c_void,
     dest_maxs: *mut usize,
@@ -553,26 +299,31 @@ unsafe fn batch(
     na: usize,
     fail_index: Option<*mut usize>,
     stream: Option<*mut c_void>,
-) -> AclErrorCode {
-    let mut failed_at = usize::MAX;
+) -> Result<()> {
     trace_args!(dsts, dest_maxs, srcs, sizes, n, attrs, attr_idx, na, fail_index, stream);
-    let code = guard(api, || {
+    {
         let fi = match fail_index {
-            Some(p) => Some(out_ptr(api, "failIndex", p)?),
+            Some(p) => Some(cx.out("failIndex", p)?),
             None => None,
         };
         let r = (|| -> std::result::Result<(), BatchError> {
             // SAFETY: the caller's contract on the array lengths.
             let b = unsafe { batch_arrays(api, dsts, dest_maxs, srcs, sizes, n, attrs, attr_idx, na) }
                 .map_err(|e| (e, usize::MAX))?;
-            let rt = runtime::runtime(api).map_err(|e| (e, usize::MAX))?;
+            let rt = cx.rt().map_err(|e| (e, usize::MAX))?;
             let s = match stream {
                 Some(h) => {
                     Some(rt.submit_stream(api, super::stream::handle(h)).map_err(|e| (e, usize::MAX))?)
                 }
                 None => None,
             };
-            let Some(plan) = plan_batch(&rt, api, &b)? else { return Ok(()) };
+            let Some(plan) = plan_batch(api, &b, |d, s, len| {
+                rt.plan_memcpy(api, d, len, s, len, kind::DEFAULT)?;
+                Ok((locate(d), locate(s)))
+            })?
+            else {
+                return Ok(());
+            };
             let run_now = |rt: &Runtime| -> std::result::Result<(), BatchError> {
                 for (i, (&(d, sr, len), &(dl, sl))) in plan.entries.iter().zip(&plan.locs).enumerate() {
                     // SAFETY: every entry was checked by the plan; the caller's contract.
@@ -597,168 +348,170 @@ unsafe fn batch(
         match r {
             Ok(()) => Ok(()),
             Err((e, i)) => {
-                failed_at = i;
                 if let Some(p) = fi {
                     put(p, i);
                 }
                 Err(e)
             }
         }
-    });
-    let _ = failed_at;
-    code
+    }
 }
 
 use crate::runtime::Backend;
 
-/// `aclError aclrtMemcpyBatch(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs, size_t *failIndex);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemcpyBatch(
-    dsts: *mut *mut c_void,
-    dest_maxs: *mut usize,
-    srcs: *mut *mut c_void,
-    sizes: *mut usize,
-    num_batches: usize,
-    attrs: *mut AclrtMemcpyBatchAttr,
-    attrs_indexes: *mut usize,
-    num_attrs: usize,
-    fail_index: *mut usize,
-) -> AclErrorCode {
-    // SAFETY: forwarded C contract.
-    unsafe {
-        batch(
-            "aclrtMemcpyBatch",
-            dsts,
-            dest_maxs,
-            srcs,
-            sizes,
-            num_batches,
-            attrs,
-            attrs_indexes,
-            num_attrs,
-            Some(fail_index),
-            None,
-        )
+export! {
+    /// `aclError aclrtMemcpyBatch(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs, size_t *failIndex);`
+    pub unsafe fn aclrtMemcpyBatch(
+        dsts: *mut *mut c_void,
+        dest_maxs: *mut usize,
+        srcs: *mut *mut c_void,
+        sizes: *mut usize,
+        num_batches: usize,
+        attrs: *mut AclrtMemcpyBatchAttr,
+        attrs_indexes: *mut usize,
+        num_attrs: usize,
+        fail_index: *mut usize,
+    ) -> AclErrorCode |cx| {
+        // SAFETY: forwarded C contract.
+        unsafe {
+            batch(
+                cx,
+                API,
+                dsts,
+                dest_maxs,
+                srcs,
+                sizes,
+                num_batches,
+                attrs,
+                attrs_indexes,
+                num_attrs,
+                Some(fail_index),
+                None,
+            )
+        }
     }
 }
 
-/// `aclError aclrtMemcpyBatchV2(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemcpyBatchV2(
-    dsts: *mut *mut c_void,
-    dest_maxs: *mut usize,
-    srcs: *mut *mut c_void,
-    sizes: *mut usize,
-    num_batches: usize,
-    attrs: *mut AclrtMemcpyBatchAttr,
-    attrs_indexes: *mut usize,
-    num_attrs: usize,
-) -> AclErrorCode {
-    // SAFETY: forwarded C contract.
-    unsafe {
-        batch(
-            "aclrtMemcpyBatchV2",
-            dsts,
-            dest_maxs,
-            srcs,
-            sizes,
-            num_batches,
-            attrs,
-            attrs_indexes,
-            num_attrs,
-            None,
-            None,
-        )
+export! {
+    /// `aclError aclrtMemcpyBatchV2(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs);`
+    pub unsafe fn aclrtMemcpyBatchV2(
+        dsts: *mut *mut c_void,
+        dest_maxs: *mut usize,
+        srcs: *mut *mut c_void,
+        sizes: *mut usize,
+        num_batches: usize,
+        attrs: *mut AclrtMemcpyBatchAttr,
+        attrs_indexes: *mut usize,
+        num_attrs: usize,
+    ) -> AclErrorCode |cx| {
+        // SAFETY: forwarded C contract.
+        unsafe {
+            batch(
+                cx,
+                API,
+                dsts,
+                dest_maxs,
+                srcs,
+                sizes,
+                num_batches,
+                attrs,
+                attrs_indexes,
+                num_attrs,
+                None,
+                None,
+            )
+        }
     }
 }
 
-/// `aclError aclrtMemcpyBatchAsync(..., size_t *failIndex, aclrtStream stream);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemcpyBatchAsync(
-    dsts: *mut *mut c_void,
-    dest_maxs: *mut usize,
-    srcs: *mut *mut c_void,
-    sizes: *mut usize,
-    num_batches: usize,
-    attrs: *mut AclrtMemcpyBatchAttr,
-    attrs_indexes: *mut usize,
-    num_attrs: usize,
-    fail_index: *mut usize,
-    stream: *mut c_void,
-) -> AclErrorCode {
-    // SAFETY: forwarded C contract.
-    unsafe {
-        batch(
-            "aclrtMemcpyBatchAsync",
-            dsts,
-            dest_maxs,
-            srcs,
-            sizes,
-            num_batches,
-            attrs,
-            attrs_indexes,
-            num_attrs,
-            Some(fail_index),
-            Some(stream),
-        )
+export! {
+    /// `aclError aclrtMemcpyBatchAsync(..., size_t *failIndex, aclrtStream stream);`
+    pub unsafe fn aclrtMemcpyBatchAsync(
+        dsts: *mut *mut c_void,
+        dest_maxs: *mut usize,
+        srcs: *mut *mut c_void,
+        sizes: *mut usize,
+        num_batches: usize,
+        attrs: *mut AclrtMemcpyBatchAttr,
+        attrs_indexes: *mut usize,
+        num_attrs: usize,
+        fail_index: *mut usize,
+        stream: *mut c_void,
+    ) -> AclErrorCode |cx| {
+        // SAFETY: forwarded C contract.
+        unsafe {
+            batch(
+                cx,
+                API,
+                dsts,
+                dest_maxs,
+                srcs,
+                sizes,
+                num_batches,
+                attrs,
+                attrs_indexes,
+                num_attrs,
+                Some(fail_index),
+                Some(stream),
+            )
+        }
     }
 }
 
-/// `aclError aclrtMemcpyBatchAsyncV2(..., size_t numAttrs, aclrtStream stream);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemcpyBatchAsyncV2(
-    dsts: *mut *mut c_void,
-    dest_maxs: *mut usize,
-    srcs: *mut *mut c_void,
-    sizes: *mut usize,
-    num_batches: usize,
-    attrs: *mut AclrtMemcpyBatchAttr,
-    attrs_indexes: *mut usize,
-    num_attrs: usize,
-    stream: *mut c_void,
-) -> AclErrorCode {
-    // SAFETY: forwarded C contract.
-    unsafe {
-        batch(
-            "aclrtMemcpyBatchAsyncV2",
-            dsts,
-            dest_maxs,
-            srcs,
-            sizes,
-            num_batches,
-            attrs,
-            attrs_indexes,
-            num_attrs,
-            None,
-            Some(stream),
-        )
+export! {
+    /// `aclError aclrtMemcpyBatchAsyncV2(..., size_t numAttrs, aclrtStream stream);`
+    pub unsafe fn aclrtMemcpyBatchAsyncV2(
+        dsts: *mut *mut c_void,
+        dest_maxs: *mut usize,
+        srcs: *mut *mut c_void,
+        sizes: *mut usize,
+        num_batches: usize,
+        attrs: *mut AclrtMemcpyBatchAttr,
+        attrs_indexes: *mut usize,
+        num_attrs: usize,
+        stream: *mut c_void,
+    ) -> AclErrorCode |cx| {
+        // SAFETY: forwarded C contract.
+        unsafe {
+            batch(
+                cx,
+                API,
+                dsts,
+                dest_maxs,
+                srcs,
+                sizes,
+                num_batches,
+                attrs,
+                attrs_indexes,
+                num_attrs,
+                None,
+                Some(stream),
+            )
+        }
     }
 }
 
-/// `aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count, aclrtStream stream);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemsetAsync(
-    dev_ptr: *mut c_void,
-    max_count: usize,
-    value: i32,
-    count: usize,
-    stream: *mut c_void,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemsetAsync";
-    trace_args!(dev_ptr, max_count, value, count, stream);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count, aclrtStream stream);`
+    pub unsafe fn aclrtMemsetAsync(
+        dev_ptr: *mut c_void,
+        max_count: usize,
+        value: i32,
+        count: usize,
+        stream: *mut c_void,
+    ) -> AclErrorCode |cx| {
         if count == 0 {
             return Ok(());
         }
-        let rt = runtime::runtime(API)?;
-        let n = size(API, "count", count)?;
+        let rt = cx.rt()?;
+        let n = cx.size("count", count)?;
         let plan = rt.plan_memset(API, addr(dev_ptr), max_count as u64, n)?;
         let s = rt.submit_stream(API, super::stream::handle(stream))?;
         let _ = plan;
         // CAST: the documented behaviour keeps the low byte.
         let task = TaskDesc::Memset { dst: DeviceAddr(addr(dev_ptr)), value: value as u8, len_bytes: n };
         rt.submit_task(API, &s, task).map(|_| ())
-    })
+    }
 }
 
 fn plan_d32(rt: &Runtime, api: &str, ptr: u64, mem_size: usize, n: usize) -> Result<u64> {
@@ -782,42 +535,36 @@ fn plan_d32(rt: &Runtime, api: &str, ptr: u64, mem_size: usize, n: usize) -> Res
     Ok(b)
 }
 
-/// `aclError aclrtMemsetD32(void *ptr, size_t memSize, uint32_t value, size_t N);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemsetD32(
-    ptr: *mut c_void,
-    mem_size: usize,
-    value: u32,
-    n: usize,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemsetD32";
-    trace_args!(ptr, mem_size, value, n);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemsetD32(void *ptr, size_t memSize, uint32_t value, size_t N);`
+    pub unsafe fn aclrtMemsetD32(
+        ptr: *mut c_void,
+        mem_size: usize,
+        value: u32,
+        n: usize,
+    ) -> AclErrorCode |cx| {
         if n == 0 {
             return Ok(());
         }
-        let rt = runtime::runtime(API)?;
+        let rt = cx.rt()?;
         plan_d32(&rt, API, addr(ptr), mem_size, n)?;
         fill32_now(&rt, API, addr(ptr), value, n as u64)
-    })
+    }
 }
 
-/// `aclError aclrtMemsetD32Async(void *ptr, size_t memSize, uint32_t value, size_t N, aclrtStream stream);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemsetD32Async(
-    ptr: *mut c_void,
-    mem_size: usize,
-    value: u32,
-    n: usize,
-    stream: *mut c_void,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemsetD32Async";
-    trace_args!(ptr, mem_size, value, n, stream);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemsetD32Async(void *ptr, size_t memSize, uint32_t value, size_t N, aclrtStream stream);`
+    pub unsafe fn aclrtMemsetD32Async(
+        ptr: *mut c_void,
+        mem_size: usize,
+        value: u32,
+        n: usize,
+        stream: *mut c_void,
+    ) -> AclErrorCode |cx| {
         if n == 0 {
             return Ok(());
         }
-        let rt = runtime::runtime(API)?;
+        let rt = cx.rt()?;
         plan_d32(&rt, API, addr(ptr), mem_size, n)?;
         let s = rt.submit_stream(API, super::stream::handle(stream))?;
         if locate(addr(ptr)) == Loc::Pinned {
@@ -826,7 +573,7 @@ pub unsafe extern "C" fn aclrtMemsetD32Async(
         }
         let task = TaskDesc::Memset32 { dst: DeviceAddr(addr(ptr)), value, count: n as u64 };
         rt.submit_task(API, &s, task).map(|_| ())
-    })
+    }
 }
 
 fn plan_value(rt: &Runtime, api: &str, p: u64) -> Result<()> {
@@ -842,38 +589,32 @@ fn plan_value(rt: &Runtime, api: &str, p: u64) -> Result<()> {
     rt.plan_memset(api, p, 8, 8).map(|_| ())
 }
 
-/// `aclError aclrtValueWrite(void *devAddr, uint64_t value, uint32_t flag, aclrtStream stream);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtValueWrite(
-    dev_addr: *mut c_void,
-    value: u64,
-    flag: u32,
-    stream: *mut c_void,
-) -> AclErrorCode {
-    const API: &str = "aclrtValueWrite";
-    trace_args!(dev_addr, value, flag, stream);
-    guard(API, || {
+export! {
+    /// `aclError aclrtValueWrite(void *devAddr, uint64_t value, uint32_t flag, aclrtStream stream);`
+    pub unsafe fn aclrtValueWrite(
+        dev_addr: *mut c_void,
+        value: u64,
+        flag: u32,
+        stream: *mut c_void,
+    ) -> AclErrorCode |cx| {
         if flag != 0 {
             return Err(AclError::invalid(format!("{API}: flag {flag} must be 0")));
         }
-        let rt = runtime::runtime(API)?;
+        let rt = cx.rt()?;
         plan_value(&rt, API, addr(dev_addr))?;
         let s = rt.submit_stream(API, super::stream::handle(stream))?;
         rt.submit_task(API, &s, TaskDesc::ValueWrite { dst: DeviceAddr(addr(dev_addr)), value }).map(|_| ())
-    })
+    }
 }
 
-/// `aclError aclrtValueWait(void *devAddr, uint64_t value, uint32_t flag, aclrtStream stream);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtValueWait(
-    dev_addr: *mut c_void,
-    value: u64,
-    flag: u32,
-    stream: *mut c_void,
-) -> AclErrorCode {
-    const API: &str = "aclrtValueWait";
-    trace_args!(dev_addr, value, flag, stream);
-    guard(API, || {
+export! {
+    /// `aclError aclrtValueWait(void *devAddr, uint64_t value, uint32_t flag, aclrtStream stream);`
+    pub unsafe fn aclrtValueWait(
+        dev_addr: *mut c_void,
+        value: u64,
+        flag: u32,
+        stream: *mut c_void,
+    ) -> AclErrorCode |cx| {
         let compare = match flag {
             0 => WaitCompare::GreaterOrEqual,
             1 => WaitCompare::Equal,
@@ -885,12 +626,12 @@ pub unsafe extern "C" fn aclrtValueWait(
                 )))
             }
         };
-        let rt = runtime::runtime(API)?;
+        let rt = cx.rt()?;
         plan_value(&rt, API, addr(dev_addr))?;
         let s = rt.submit_stream(API, super::stream::handle(stream))?;
         rt.submit_task(API, &s, TaskDesc::ValueWait { addr: DeviceAddr(addr(dev_addr)), value, compare })
             .map(|_| ())
-    })
+    }
 }
 
 /// Fills `n` 32-bit words at `dst` (device or pinned host memory) with `value` now: on the

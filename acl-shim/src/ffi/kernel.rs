@@ -12,9 +12,9 @@ use std::ffi::{c_char, c_void, CStr};
 use std::os::unix::ffi::OsStrExt;
 
 use super::stream::{handle, to_ptr};
-use super::{guard, out_ptr, put, size, AclErrorCode};
+use super::{in_ptr, put, size, Call};
 use crate::error::{AclError, Result};
-use crate::runtime::{self, Runtime};
+use crate::runtime::Runtime;
 
 const TAG_BINARY: u64 = 0xac5b << 48;
 const TAG_FUNCTION: u64 = 0xac5f << 48;
@@ -80,22 +80,19 @@ fn untag(api: &str, what: &str, h: u64, tag: u64) -> Result<u64> {
     Ok(h & !TAG_MASK)
 }
 
-/// `aclError aclrtBinaryLoadFromFile(const char *binPath, aclrtBinaryLoadOptions *options, aclrtBinHandle *binHandle);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtBinaryLoadFromFile(
-    bin_path: *const c_char,
-    options: *mut AclrtBinaryLoadOptions,
-    bin_handle: *mut *mut c_void,
-) -> AclErrorCode {
-    const API: &str = "aclrtBinaryLoadFromFile";
-    trace_args!(bin_path, options, bin_handle);
-    guard(API, || {
-        let out = out_ptr(API, "binHandle", bin_handle)?;
+export! {
+    /// `aclError aclrtBinaryLoadFromFile(const char *binPath, aclrtBinaryLoadOptions *options, aclrtBinHandle *binHandle);`
+    pub unsafe fn aclrtBinaryLoadFromFile(
+        bin_path: *const c_char,
+        options: *mut AclrtBinaryLoadOptions,
+        bin_handle: *mut *mut c_void,
+    ) -> AclErrorCode |cx| {
+        let out = cx.out("binHandle", bin_handle)?;
         if bin_path.is_null() {
             return Err(AclError::invalid(format!("{API}: binPath is NULL")));
         }
         if !options.is_null() {
-            let o = out_ptr(API, "options", options)?;
+            let o = cx.input("options", options)?;
             // SAFETY: non-null and aligned (checked); the caller passes a valid options struct.
             let o = unsafe { o.read() };
             if o.num_opt > 0 && o.options.is_null() {
@@ -108,7 +105,7 @@ pub unsafe extern "C" fn aclrtBinaryLoadFromFile(
         // SAFETY: non-null; the caller passes a NUL-terminated path.
         let path = unsafe { CStr::from_ptr(bin_path) };
         let path = std::path::Path::new(std::ffi::OsStr::from_bytes(path.to_bytes()));
-        let rt = runtime::runtime(API)?;
+        let rt = cx.rt()?;
         rt.current_device(API)?;
         let id = sim(&rt, API)?.load_binary(path).map_err(|e| {
             AclError::rt_invalid(format!(
@@ -118,20 +115,17 @@ pub unsafe extern "C" fn aclrtBinaryLoadFromFile(
         })?;
         put(out, to_ptr(TAG_BINARY | id));
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtBinaryGetFunction(const aclrtBinHandle binHandle, const char *kernelName, aclrtFuncHandle *funcHandle);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtBinaryGetFunction(
-    bin_handle: *mut c_void,
-    kernel_name: *const c_char,
-    func_handle: *mut *mut c_void,
-) -> AclErrorCode {
-    const API: &str = "aclrtBinaryGetFunction";
-    trace_args!(bin_handle, kernel_name, func_handle);
-    guard(API, || {
-        let out = out_ptr(API, "funcHandle", func_handle)?;
+export! {
+    /// `aclError aclrtBinaryGetFunction(const aclrtBinHandle binHandle, const char *kernelName, aclrtFuncHandle *funcHandle);`
+    pub unsafe fn aclrtBinaryGetFunction(
+        bin_handle: *mut c_void,
+        kernel_name: *const c_char,
+        func_handle: *mut *mut c_void,
+    ) -> AclErrorCode |cx| {
+        let out = cx.out("funcHandle", func_handle)?;
         let bin = untag(API, "binHandle", handle(bin_handle), TAG_BINARY)?;
         if kernel_name.is_null() {
             return Err(AclError::invalid(format!("{API}: kernelName is NULL")));
@@ -140,7 +134,7 @@ pub unsafe extern "C" fn aclrtBinaryGetFunction(
         let name = unsafe { CStr::from_ptr(kernel_name) }
             .to_str()
             .map_err(|_| AclError::invalid(format!("{API}: kernelName is not valid UTF-8")))?;
-        let rt = runtime::runtime(API)?;
+        let rt = cx.rt()?;
         let id = sim(&rt, API)?.binary_function(bin, name).map_err(|e| match e.kind() {
             hal::ErrorKind::InvalidArgument => AclError::new(
                 ACL_ERROR_RT_KERNEL_LOOKUP,
@@ -153,24 +147,21 @@ pub unsafe extern "C" fn aclrtBinaryGetFunction(
         })?;
         put(out, to_ptr(TAG_FUNCTION | id));
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtBinaryUnLoad(aclrtBinHandle binHandle);`
-#[no_mangle]
-pub extern "C" fn aclrtBinaryUnLoad(bin_handle: *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtBinaryUnLoad";
-    trace_args!(bin_handle);
-    guard(API, || {
+export! {
+    /// `aclError aclrtBinaryUnLoad(aclrtBinHandle binHandle);`
+    pub fn aclrtBinaryUnLoad(bin_handle: *mut c_void) -> AclErrorCode |cx| {
         let bin = untag(API, "binHandle", handle(bin_handle), TAG_BINARY)?;
-        let rt = runtime::runtime(API)?;
+        let rt = cx.rt()?;
         sim(&rt, API)?.unload_binary(bin).map_err(|_| {
             AclError::new(
                 crate::codes::ACL_ERROR_RT_INVALID_HANDLE,
                 format!("{API}: binHandle {bin_handle:p} is not loaded (unloaded already?)"),
             )
         })
-    })
+    }
 }
 
 /// Reads the launch attributes: the timeout in microseconds (0: none).
@@ -178,7 +169,7 @@ fn launch_timeout_us(api: &str, cfg: *mut AclrtLaunchKernelCfg) -> Result<u64> {
     if cfg.is_null() {
         return Ok(0);
     }
-    let cfg = out_ptr(api, "cfg", cfg)?;
+    let cfg = in_ptr(api, "cfg", cfg)?;
     // SAFETY: non-null and aligned (checked); the caller passes a valid cfg struct.
     let cfg = unsafe { cfg.read() };
     if cfg.num_attrs == 0 {
@@ -236,6 +227,7 @@ fn copy_args(api: &str, name: &str, args: *const c_void, len: usize) -> Result<V
 }
 
 fn launch(
+    cx: &Call,
     api: &str,
     func: *mut c_void,
     blocks: u32,
@@ -247,7 +239,7 @@ fn launch(
     if blocks == 0 {
         return Err(AclError::invalid(format!("{api}: numBlocks is 0")));
     }
-    let rt = runtime::runtime(api)?;
+    let rt = cx.rt()?;
     let s = rt.submit_stream(api, handle(stream))?;
     if !sim(&rt, api)?.is_function(f) {
         return Err(AclError::new(
@@ -258,62 +250,53 @@ fn launch(
     rt.launch_kernel(api, &s, f, blocks, args, timeout_us).map(|_| ())
 }
 
-/// `aclError aclrtLaunchKernel(aclrtFuncHandle funcHandle, uint32_t numBlocks, const void *argsData, size_t argsSize, aclrtStream stream);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtLaunchKernel(
-    func: *mut c_void,
-    num_blocks: u32,
-    args_data: *const c_void,
-    args_size: usize,
-    stream: *mut c_void,
-) -> AclErrorCode {
-    const API: &str = "aclrtLaunchKernel";
-    trace_args!(func, num_blocks, args_data, args_size, stream);
-    guard(API, || {
+export! {
+    /// `aclError aclrtLaunchKernel(aclrtFuncHandle funcHandle, uint32_t numBlocks, const void *argsData, size_t argsSize, aclrtStream stream);`
+    pub unsafe fn aclrtLaunchKernel(
+        func: *mut c_void,
+        num_blocks: u32,
+        args_data: *const c_void,
+        args_size: usize,
+        stream: *mut c_void,
+    ) -> AclErrorCode |cx| {
         let args = copy_args(API, "argsData", args_data, args_size)?;
-        launch(API, func, num_blocks, args, 0, stream)
-    })
+        launch(cx, API, func, num_blocks, args, 0, stream)
+    }
 }
 
-/// `aclError aclrtLaunchKernelV2(aclrtFuncHandle funcHandle, uint32_t numBlocks, const void *argsData, size_t argsSize, aclrtLaunchKernelCfg *cfg, aclrtStream stream);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtLaunchKernelV2(
-    func: *mut c_void,
-    num_blocks: u32,
-    args_data: *const c_void,
-    args_size: usize,
-    cfg: *mut AclrtLaunchKernelCfg,
-    stream: *mut c_void,
-) -> AclErrorCode {
-    const API: &str = "aclrtLaunchKernelV2";
-    trace_args!(func, num_blocks, args_data, args_size, cfg, stream);
-    guard(API, || {
+export! {
+    /// `aclError aclrtLaunchKernelV2(aclrtFuncHandle funcHandle, uint32_t numBlocks, const void *argsData, size_t argsSize, aclrtLaunchKernelCfg *cfg, aclrtStream stream);`
+    pub unsafe fn aclrtLaunchKernelV2(
+        func: *mut c_void,
+        num_blocks: u32,
+        args_data: *const c_void,
+        args_size: usize,
+        cfg: *mut AclrtLaunchKernelCfg,
+        stream: *mut c_void,
+    ) -> AclErrorCode |cx| {
         let timeout = launch_timeout_us(API, cfg)?;
         let args = copy_args(API, "argsData", args_data, args_size)?;
-        launch(API, func, num_blocks, args, timeout, stream)
-    })
+        launch(cx, API, func, num_blocks, args, timeout, stream)
+    }
 }
 
-/// `aclError aclrtLaunchKernelWithHostArgs(aclrtFuncHandle funcHandle, uint32_t numBlocks, aclrtStream stream, aclrtLaunchKernelCfg *cfg, void *hostArgs, size_t argsSize, aclrtPlaceHolderInfo *placeHolderArray, size_t placeHolderNum);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtLaunchKernelWithHostArgs(
-    func: *mut c_void,
-    num_blocks: u32,
-    stream: *mut c_void,
-    cfg: *mut AclrtLaunchKernelCfg,
-    host_args: *mut c_void,
-    args_size: usize,
-    place_holders: *mut AclrtPlaceHolderInfo,
-    place_holder_num: usize,
-) -> AclErrorCode {
-    const API: &str = "aclrtLaunchKernelWithHostArgs";
-    trace_args!(func, num_blocks, stream, cfg, host_args, args_size, place_holders, place_holder_num);
-    guard(API, || {
+export! {
+    /// `aclError aclrtLaunchKernelWithHostArgs(aclrtFuncHandle funcHandle, uint32_t numBlocks, aclrtStream stream, aclrtLaunchKernelCfg *cfg, void *hostArgs, size_t argsSize, aclrtPlaceHolderInfo *placeHolderArray, size_t placeHolderNum);`
+    pub unsafe fn aclrtLaunchKernelWithHostArgs(
+        func: *mut c_void,
+        num_blocks: u32,
+        stream: *mut c_void,
+        cfg: *mut AclrtLaunchKernelCfg,
+        host_args: *mut c_void,
+        args_size: usize,
+        place_holders: *mut AclrtPlaceHolderInfo,
+        place_holder_num: usize,
+    ) -> AclErrorCode |cx| {
         let timeout = launch_timeout_us(API, cfg)?;
         let mut args = copy_args(API, "hostArgs", host_args, args_size)?;
         if place_holder_num > 0 {
-            let p = out_ptr(API, "placeHolderArray", place_holders)?;
-            size(API, "placeHolderNum", place_holder_num)?;
+            let p = cx.input("placeHolderArray", place_holders)?;
+            cx.size("placeHolderNum", place_holder_num)?;
             // SAFETY: non-null, aligned (checked); the caller guarantees `placeHolderNum` entries.
             let holders = unsafe { std::slice::from_raw_parts(p, place_holder_num) };
             // The launch's copy keeps its heap buffer when moved to the device, so an address
@@ -331,6 +314,6 @@ pub unsafe extern "C" fn aclrtLaunchKernelWithHostArgs(
                 args[at..at + 8].copy_from_slice(&(base + data as u64).to_ne_bytes());
             }
         }
-        launch(API, func, num_blocks, args, timeout, stream)
-    })
+        launch(cx, API, func, num_blocks, args, timeout, stream)
+    }
 }

@@ -7,10 +7,9 @@
 
 use std::ffi::c_void;
 
-use super::{addr, guard, out_ptr, put, size, AclErrorCode};
+use super::{addr, put, Call};
 use crate::error::{AclError, Result};
 use crate::memory::{CfgAttr, DstBytes, Loc, MallocApi, SrcBytes};
-use crate::runtime;
 
 /// `aclrtMallocAttribute`: a type and an 8-byte union.
 #[repr(C)]
@@ -103,113 +102,113 @@ fn read_cfg(api: &str, cfg: *const AclrtMallocConfig) -> Result<Vec<CfgAttr>> {
     Ok(attrs.iter().map(|a| CfgAttr { kind: a.attr, value: a.value }).collect())
 }
 
+/// The body of the `aclrtMalloc*` exports. The API trace shows `cfg` (NULL for the calls that
+/// take none) after the export's own arguments.
 fn malloc_export(
+    cx: &Call,
     api: &'static str,
     dev_ptr: *mut *mut c_void,
     size: usize,
     policy: u32,
     which: MallocApi,
     cfg: *const AclrtMallocConfig,
-) -> AclErrorCode {
+) -> Result<()> {
     trace_args!(dev_ptr, size, policy, cfg);
-    guard(api, || {
-        let out = out_ptr(api, "devPtr", dev_ptr)?;
-        let attrs = read_cfg(api, cfg)?;
-        let rt = runtime::runtime(api)?;
-        let p = rt.malloc(api, size as u64, policy, which, &attrs)?;
-        // CAST: device addresses lie in the host's address space on this backend.
-        put(out, p as usize as *mut c_void);
-        Ok(())
-    })
+    let out = cx.out("devPtr", dev_ptr)?;
+    let attrs = read_cfg(api, cfg)?;
+    let rt = cx.rt()?;
+    let p = rt.malloc(api, size as u64, policy, which, &attrs)?;
+    // CAST: device addresses lie in the host's address space on this backend.
+    put(out, p as usize as *mut c_void);
+    Ok(())
 }
 
-/// `aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMalloc(dev_ptr: *mut *mut c_void, size: usize, policy: u32) -> AclErrorCode {
-    malloc_export("aclrtMalloc", dev_ptr, size, policy, MallocApi::Malloc, std::ptr::null())
+export! {
+    /// `aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy);`
+    pub unsafe fn aclrtMalloc(dev_ptr: *mut *mut c_void, size: usize, policy: u32) -> AclErrorCode |cx| {
+        malloc_export(cx, API, dev_ptr, size, policy, MallocApi::Malloc, std::ptr::null())
+    }
 }
 
-/// `aclError aclrtMallocAlign32(void **devPtr, size_t size, aclrtMemMallocPolicy policy);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMallocAlign32(
-    dev_ptr: *mut *mut c_void,
-    size: usize,
-    policy: u32,
-) -> AclErrorCode {
-    malloc_export("aclrtMallocAlign32", dev_ptr, size, policy, MallocApi::Align32, std::ptr::null())
+export! {
+    /// `aclError aclrtMallocAlign32(void **devPtr, size_t size, aclrtMemMallocPolicy policy);`
+    pub unsafe fn aclrtMallocAlign32(
+        dev_ptr: *mut *mut c_void,
+        size: usize,
+        policy: u32,
+    ) -> AclErrorCode |cx| {
+        malloc_export(cx, API, dev_ptr, size, policy, MallocApi::Align32, std::ptr::null())
+    }
 }
 
-/// `aclError aclrtMallocCached(void **devPtr, size_t size, aclrtMemMallocPolicy policy);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMallocCached(
-    dev_ptr: *mut *mut c_void,
-    size: usize,
-    policy: u32,
-) -> AclErrorCode {
-    malloc_export("aclrtMallocCached", dev_ptr, size, policy, MallocApi::Cached, std::ptr::null())
+export! {
+    /// `aclError aclrtMallocCached(void **devPtr, size_t size, aclrtMemMallocPolicy policy);`
+    pub unsafe fn aclrtMallocCached(
+        dev_ptr: *mut *mut c_void,
+        size: usize,
+        policy: u32,
+    ) -> AclErrorCode |cx| {
+        malloc_export(cx, API, dev_ptr, size, policy, MallocApi::Cached, std::ptr::null())
+    }
 }
 
-/// `aclError aclrtMallocWithCfg(void **devPtr, size_t size, aclrtMemMallocPolicy policy, aclrtMallocConfig *cfg);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMallocWithCfg(
-    dev_ptr: *mut *mut c_void,
-    size: usize,
-    policy: u32,
-    cfg: *const AclrtMallocConfig,
-) -> AclErrorCode {
-    malloc_export("aclrtMallocWithCfg", dev_ptr, size, policy, MallocApi::WithCfg, cfg)
+export! {
+    /// `aclError aclrtMallocWithCfg(void **devPtr, size_t size, aclrtMemMallocPolicy policy, aclrtMallocConfig *cfg);`
+    pub unsafe fn aclrtMallocWithCfg(
+        dev_ptr: *mut *mut c_void,
+        size: usize,
+        policy: u32,
+        cfg: *const AclrtMallocConfig,
+    ) -> AclErrorCode |cx| {
+        malloc_export(cx, API, dev_ptr, size, policy, MallocApi::WithCfg, cfg)
+    }
 }
 
-/// `aclError aclrtMallocForTaskScheduler(void **devPtr, size_t size, aclrtMemMallocPolicy policy, aclrtMallocConfig *cfg);`
-///
-/// On the software NPU the task scheduler reaches all device memory, so this is
-/// `aclrtMallocWithCfg`.
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMallocForTaskScheduler(
-    dev_ptr: *mut *mut c_void,
-    size: usize,
-    policy: u32,
-    cfg: *const AclrtMallocConfig,
-) -> AclErrorCode {
-    malloc_export("aclrtMallocForTaskScheduler", dev_ptr, size, policy, MallocApi::WithCfg, cfg)
+export! {
+    /// `aclError aclrtMallocForTaskScheduler(void **devPtr, size_t size, aclrtMemMallocPolicy policy, aclrtMallocConfig *cfg);`
+    ///
+    /// On the software NPU the task scheduler reaches all device memory, so this is
+    /// `aclrtMallocWithCfg`.
+    pub unsafe fn aclrtMallocForTaskScheduler(
+        dev_ptr: *mut *mut c_void,
+        size: usize,
+        policy: u32,
+        cfg: *const AclrtMallocConfig,
+    ) -> AclErrorCode |cx| {
+        malloc_export(cx, API, dev_ptr, size, policy, MallocApi::WithCfg, cfg)
+    }
 }
 
-/// `aclError aclrtMallocHostWithCfg(void **ptr, uint64_t size, aclrtMallocConfig *cfg);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMallocHostWithCfg(
-    host_ptr: *mut *mut c_void,
-    size: u64,
-    cfg: *const AclrtMallocConfig,
-) -> AclErrorCode {
-    const API: &str = "aclrtMallocHostWithCfg";
-    trace_args!(host_ptr, size, cfg);
-    guard(API, || {
-        let out = out_ptr(API, "ptr", host_ptr)?;
+export! {
+    /// `aclError aclrtMallocHostWithCfg(void **ptr, uint64_t size, aclrtMallocConfig *cfg);`
+    pub unsafe fn aclrtMallocHostWithCfg(
+        host_ptr: *mut *mut c_void,
+        size: u64,
+        cfg: *const AclrtMallocConfig,
+    ) -> AclErrorCode |cx| {
+        let out = cx.out("ptr", host_ptr)?;
         let attrs = read_cfg(API, cfg)?;
-        let p = runtime::runtime(API)?.malloc_host_cfg(API, size, &attrs)?;
+        let p = cx.rt()?.malloc_host_cfg(API, size, &attrs)?;
         // CAST: pinned memory lies in the host's address space.
         put(out, p as usize as *mut c_void);
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtGetMemUsageInfo(int32_t deviceId, aclrtMemUsageInfo *memUsageInfo, size_t inputNum, size_t *outputNum);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtGetMemUsageInfo(
-    device_id: i32,
-    info: *mut AclrtMemUsageInfo,
-    input_num: usize,
-    output_num: *mut usize,
-) -> AclErrorCode {
-    const API: &str = "aclrtGetMemUsageInfo";
-    trace_args!(device_id, info, input_num, output_num);
-    guard(API, || {
-        let array = out_ptr(API, "memUsageInfo", info)?;
-        let count = out_ptr(API, "outputNum", output_num)?;
+export! {
+    /// `aclError aclrtGetMemUsageInfo(int32_t deviceId, aclrtMemUsageInfo *memUsageInfo, size_t inputNum, size_t *outputNum);`
+    pub unsafe fn aclrtGetMemUsageInfo(
+        device_id: i32,
+        info: *mut AclrtMemUsageInfo,
+        input_num: usize,
+        output_num: *mut usize,
+    ) -> AclErrorCode |cx| {
+        let array = cx.out("memUsageInfo", info)?;
+        let count = cx.out("outputNum", output_num)?;
         if input_num == 0 {
             return Err(AclError::invalid(format!("{API}: inputNum must be greater than 0")));
         }
-        let entries = runtime::runtime(API)?.mem_usage(API, device_id)?;
+        let entries = cx.rt()?.mem_usage(API, device_id)?;
         let n = entries.len().min(input_num);
         for (i, (name, cur, peak)) in entries.into_iter().take(n).enumerate() {
             let mut e =
@@ -223,72 +222,63 @@ pub unsafe extern "C" fn aclrtGetMemUsageInfo(
         }
         put(count, n);
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtCheckMemType(void **addrList, uint32_t size, uint32_t memType, uint32_t *checkResult, uint32_t reserve);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtCheckMemType(
-    addr_list: *mut *mut c_void,
-    size: u32,
-    mem_type: u32,
-    check_result: *mut u32,
-    reserve: u32,
-) -> AclErrorCode {
-    const API: &str = "aclrtCheckMemType";
-    trace_args!(addr_list, size, mem_type, check_result, reserve);
-    guard(API, || {
-        let out = out_ptr(API, "checkResult", check_result)?;
-        let list = out_ptr(API, "addrList", addr_list)?;
+export! {
+    /// `aclError aclrtCheckMemType(void **addrList, uint32_t size, uint32_t memType, uint32_t *checkResult, uint32_t reserve);`
+    pub unsafe fn aclrtCheckMemType(
+        addr_list: *mut *mut c_void,
+        size: u32,
+        mem_type: u32,
+        check_result: *mut u32,
+        reserve: u32,
+    ) -> AclErrorCode |cx| {
+        let out = cx.out("checkResult", check_result)?;
+        let list = cx.input("addrList", addr_list)?;
         // SAFETY: non-null and aligned (checked); the caller passes `size` readable pointers
         // per the API's contract (`size` is a u32, so the slice is bounded).
-        let addrs = unsafe { std::slice::from_raw_parts(list.cast_const(), size as usize) };
+        let addrs = unsafe { std::slice::from_raw_parts(list, size as usize) };
         let addrs: Vec<u64> = addrs.iter().map(|&p| addr(p)).collect();
-        let ok = runtime::runtime(API)?.check_mem_type(API, &addrs, mem_type, reserve)?;
+        let ok = cx.rt()?.check_mem_type(API, &addrs, mem_type, reserve)?;
         put(out, u32::from(ok));
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtPointerGetAttributes(const void *ptr, aclrtPtrAttributes *attributes);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtPointerGetAttributes(
-    ptr: *const c_void,
-    attributes: *mut AclrtPtrAttributes,
-) -> AclErrorCode {
-    const API: &str = "aclrtPointerGetAttributes";
-    trace_args!(ptr, attributes);
-    guard(API, || {
-        let out = out_ptr(API, "attributes", attributes)?;
+export! {
+    /// `aclError aclrtPointerGetAttributes(const void *ptr, aclrtPtrAttributes *attributes);`
+    pub unsafe fn aclrtPointerGetAttributes(
+        ptr: *const c_void,
+        attributes: *mut AclrtPtrAttributes,
+    ) -> AclErrorCode |cx| {
+        let out = cx.out("attributes", attributes)?;
         if ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: ptr is NULL")));
         }
-        let (ty, id, page) = runtime::runtime(API)?.pointer_attributes(API, addr(ptr))?;
+        let (ty, id, page) = cx.rt()?.pointer_attributes(API, addr(ptr))?;
         put(out, AclrtPtrAttributes { location_id: id, location_type: ty, page_size: page, rsv: [0; 4] });
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtMemGetAddressRange(void *ptr, void **pbase, size_t *psize);` — either output
-/// may be NULL (not both).
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemGetAddressRange(
-    ptr: *mut c_void,
-    pbase: *mut *mut c_void,
-    psize: *mut usize,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemGetAddressRange";
-    trace_args!(ptr, pbase, psize);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemGetAddressRange(void *ptr, void **pbase, size_t *psize);` — either output
+    /// may be NULL (not both).
+    pub unsafe fn aclrtMemGetAddressRange(
+        ptr: *mut c_void,
+        pbase: *mut *mut c_void,
+        psize: *mut usize,
+    ) -> AclErrorCode |cx| {
         if ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: ptr is NULL")));
         }
         if pbase.is_null() && psize.is_null() {
             return Err(AclError::invalid(format!("{API}: pbase and psize are both NULL")));
         }
-        let base_out = if pbase.is_null() { None } else { Some(out_ptr(API, "pbase", pbase)?) };
-        let size_out = if psize.is_null() { None } else { Some(out_ptr(API, "psize", psize)?) };
-        let (base, len) = runtime::runtime(API)?.address_range(API, addr(ptr))?;
+        let base_out = if pbase.is_null() { None } else { Some(cx.out("pbase", pbase)?) };
+        let size_out = if psize.is_null() { None } else { Some(cx.out("psize", psize)?) };
+        let (base, len) = cx.rt()?.address_range(API, addr(ptr))?;
         if let Some(b) = base_out {
             // CAST: an address of this process.
             put(b, base as usize as *mut c_void);
@@ -298,109 +288,89 @@ pub unsafe extern "C" fn aclrtMemGetAddressRange(
             put(s, len as usize);
         }
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtMemFlush(void *devPtr, size_t size);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemFlush(dev_ptr: *mut c_void, size: usize) -> AclErrorCode {
-    const API: &str = "aclrtMemFlush";
-    trace_args!(dev_ptr, size);
-    guard(API, || runtime::runtime(API)?.cache_op(API, addr(dev_ptr), size as u64))
+export! {
+    /// `aclError aclrtMemFlush(void *devPtr, size_t size);`
+    pub unsafe fn aclrtMemFlush(dev_ptr: *mut c_void, size: usize) -> AclErrorCode |cx| {
+        cx.rt()?.cache_op(API, addr(dev_ptr), size as u64)
+    }
 }
 
-/// `aclError aclrtMemInvalidate(void *devPtr, size_t size);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemInvalidate(dev_ptr: *mut c_void, size: usize) -> AclErrorCode {
-    const API: &str = "aclrtMemInvalidate";
-    trace_args!(dev_ptr, size);
-    guard(API, || runtime::runtime(API)?.cache_op(API, addr(dev_ptr), size as u64))
+export! {
+    /// `aclError aclrtMemInvalidate(void *devPtr, size_t size);`
+    pub unsafe fn aclrtMemInvalidate(dev_ptr: *mut c_void, size: usize) -> AclErrorCode |cx| {
+        cx.rt()?.cache_op(API, addr(dev_ptr), size as u64)
+    }
 }
 
-/// `aclError aclrtFree(void *devPtr);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtFree(dev_ptr: *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtFree";
-    trace_args!(dev_ptr);
-    guard(API, || {
+export! {
+    /// `aclError aclrtFree(void *devPtr);`
+    pub unsafe fn aclrtFree(dev_ptr: *mut c_void) -> AclErrorCode |cx| {
         if dev_ptr.is_null() {
             return Err(AclError::invalid("aclrtFree: devPtr is NULL"));
         }
-        runtime::runtime(API)?.free(API, addr(dev_ptr))
-    })
+        cx.rt()?.free(API, addr(dev_ptr))
+    }
 }
 
-/// `aclError aclrtFreeWithDevSync(void *devPtr);` — waits for the device's tasks, then frees.
-#[no_mangle]
-pub unsafe extern "C" fn aclrtFreeWithDevSync(dev_ptr: *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtFreeWithDevSync";
-    trace_args!(dev_ptr);
-    guard(API, || {
+export! {
+    /// `aclError aclrtFreeWithDevSync(void *devPtr);` — waits for the device's tasks, then frees.
+    pub unsafe fn aclrtFreeWithDevSync(dev_ptr: *mut c_void) -> AclErrorCode |cx| {
         if dev_ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: devPtr is NULL")));
         }
-        runtime::runtime(API)?.free_with_dev_sync(API, addr(dev_ptr))
-    })
+        cx.rt()?.free_with_dev_sync(API, addr(dev_ptr))
+    }
 }
 
-/// `aclError aclrtFreeHostWithDevSync(void *hostPtr);` — waits for the devices' tasks, then
-/// frees.
-#[no_mangle]
-pub unsafe extern "C" fn aclrtFreeHostWithDevSync(host_ptr: *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtFreeHostWithDevSync";
-    trace_args!(host_ptr);
-    guard(API, || {
+export! {
+    /// `aclError aclrtFreeHostWithDevSync(void *hostPtr);` — waits for the devices' tasks, then
+    /// frees.
+    pub unsafe fn aclrtFreeHostWithDevSync(host_ptr: *mut c_void) -> AclErrorCode |cx| {
         if host_ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: hostPtr is NULL")));
         }
-        runtime::runtime(API)?.free_host_with_dev_sync(API, addr(host_ptr))
-    })
+        cx.rt()?.free_host_with_dev_sync(API, addr(host_ptr))
+    }
 }
 
-/// `aclError aclrtMallocHost(void **hostPtr, size_t size);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMallocHost(host_ptr: *mut *mut c_void, size: usize) -> AclErrorCode {
-    const API: &str = "aclrtMallocHost";
-    trace_args!(host_ptr, size);
-    guard(API, || {
-        let out = out_ptr(API, "hostPtr", host_ptr)?;
-        let p = runtime::runtime(API)?.malloc_host(API, size as u64)?;
+export! {
+    /// `aclError aclrtMallocHost(void **hostPtr, size_t size);`
+    pub unsafe fn aclrtMallocHost(host_ptr: *mut *mut c_void, size: usize) -> AclErrorCode |cx| {
+        let out = cx.out("hostPtr", host_ptr)?;
+        let p = cx.rt()?.malloc_host(API, size as u64)?;
         // CAST: pinned memory lies in the host's address space.
         put(out, p as usize as *mut c_void);
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtFreeHost(void *hostPtr);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtFreeHost(host_ptr: *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtFreeHost";
-    trace_args!(host_ptr);
-    guard(API, || {
+export! {
+    /// `aclError aclrtFreeHost(void *hostPtr);`
+    pub unsafe fn aclrtFreeHost(host_ptr: *mut c_void) -> AclErrorCode |cx| {
         if host_ptr.is_null() {
             return Err(AclError::invalid("aclrtFreeHost: hostPtr is NULL"));
         }
-        runtime::runtime(API)?.free_host(API, addr(host_ptr))
-    })
+        cx.rt()?.free_host(API, addr(host_ptr))
+    }
 }
 
-/// `aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemcpy(
-    dst: *mut c_void,
-    dest_max: usize,
-    src: *const c_void,
-    count: usize,
-    kind: u32,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemcpy";
-    trace_args!(dst, dest_max, src, count, kind);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind);`
+    pub unsafe fn aclrtMemcpy(
+        dst: *mut c_void,
+        dest_max: usize,
+        src: *const c_void,
+        count: usize,
+        kind: u32,
+    ) -> AclErrorCode |cx| {
         if count == 0 {
             return Ok(());
         }
-        let rt = runtime::runtime(API)?;
-        let n = size(API, "count", count)?;
+        let rt = cx.rt()?;
+        let n = cx.size("count", count)?;
         let plan = rt.plan_memcpy(API, addr(dst), dest_max as u64, addr(src), n, kind)?;
         if plan.count == 0 {
             return Ok(());
@@ -429,44 +399,38 @@ pub unsafe extern "C" fn aclrtMemcpy(
             }
             _ => rt.copy(API, DstBytes::Addr(d), SrcBytes::Addr(s), n),
         }
-    })
+    }
 }
 
-/// `aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count);` — sets
-/// the low byte of `value`.
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemset(
-    dev_ptr: *mut c_void,
-    max_count: usize,
-    value: i32,
-    count: usize,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemset";
-    trace_args!(dev_ptr, max_count, value, count);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count);` — sets
+    /// the low byte of `value`.
+    pub unsafe fn aclrtMemset(
+        dev_ptr: *mut c_void,
+        max_count: usize,
+        value: i32,
+        count: usize,
+    ) -> AclErrorCode |cx| {
         if count == 0 {
             return Ok(());
         }
-        let rt = runtime::runtime(API)?;
-        let n = size(API, "count", count)?;
+        let rt = cx.rt()?;
+        let n = cx.size("count", count)?;
         let plan = rt.plan_memset(API, addr(dev_ptr), max_count as u64, n)?;
         // CAST: the documented behaviour keeps the low byte.
         rt.memset(API, plan, addr(dev_ptr), value as u8)
-    })
+    }
 }
 
-/// `aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtGetMemInfo(attr: u32, free: *mut usize, total: *mut usize) -> AclErrorCode {
-    const API: &str = "aclrtGetMemInfo";
-    trace_args!(attr, free, total);
-    guard(API, || {
-        let f = out_ptr(API, "free", free)?;
-        let t = out_ptr(API, "total", total)?;
-        let (fv, tv) = runtime::runtime(API)?.mem_info(API, attr)?;
+export! {
+    /// `aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total);`
+    pub unsafe fn aclrtGetMemInfo(attr: u32, free: *mut usize, total: *mut usize) -> AclErrorCode |cx| {
+        let f = cx.out("free", free)?;
+        let t = cx.out("total", total)?;
+        let (fv, tv) = cx.rt()?.mem_info(API, attr)?;
         // CAST: byte counts of one device fit in usize on 64-bit hosts.
         put(f, fv as usize);
         put(t, tv as usize);
         Ok(())
-    })
+    }
 }

@@ -3,18 +3,15 @@
 
 use std::ffi::{c_char, CStr, OsStr};
 use std::os::unix::ffi::OsStrExt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use super::{guard, record, AclErrorCode};
+use super::Call;
 use crate::error::{AclError, Result};
-use crate::runtime;
 
-fn summary_into(buf: *mut c_char, len: usize) -> Result<usize> {
-    const API: &str = "aclrsMemSummary";
+fn summary_into(cx: &Call, buf: *mut c_char, len: usize) -> Result<usize> {
     if buf.is_null() && len != 0 {
-        return Err(AclError::invalid(format!("{API}: buf is NULL but len is {len}")));
+        return Err(AclError::invalid(format!("aclrsMemSummary: buf is NULL but len is {len}")));
     }
-    let text = runtime::runtime(API)?.memory_summary();
+    let text = cx.rt()?.memory_summary();
     let bytes = text.as_bytes();
     if len > 0 {
         let n = bytes.len().min(len - 1);
@@ -28,26 +25,17 @@ fn summary_into(buf: *mut c_char, len: usize) -> Result<usize> {
     Ok(bytes.len())
 }
 
-/// `size_t aclrsMemSummary(char *buf, size_t len);` — the summary's length (without the NUL);
-/// at most `len - 1` bytes and a NUL are written, like `snprintf`. 0 on error.
-#[no_mangle]
-pub unsafe extern "C" fn aclrsMemSummary(buf: *mut c_char, len: usize) -> usize {
-    let r = catch_unwind(AssertUnwindSafe(|| summary_into(buf, len))).unwrap_or_else(|_| {
-        Err(AclError::new(crate::codes::ACL_ERROR_INTERNAL_ERROR, "aclrsMemSummary: internal error"))
-    });
-    match r {
-        Ok(n) => n,
-        Err(e) => {
-            record(&e);
-            0
-        }
+export! {
+    /// `size_t aclrsMemSummary(char *buf, size_t len);` — the summary's length (without the
+    /// NUL); at most `len - 1` bytes and a NUL are written, like `snprintf`. 0 on error.
+    pub unsafe fn aclrsMemSummary(buf: *mut c_char, len: usize) -> usize = 0, |cx| {
+        summary_into(cx, buf, len)
     }
 }
 
-/// `aclError aclrsMemRecordHistory(int enable, size_t maxEntries);`
-#[no_mangle]
-pub extern "C" fn aclrsMemRecordHistory(enable: i32, max_entries: usize) -> AclErrorCode {
-    guard("aclrsMemRecordHistory", || {
+export! {
+    /// `aclError aclrsMemRecordHistory(int enable, size_t maxEntries);`
+    pub fn aclrsMemRecordHistory(enable: i32, max_entries: usize) -> AclErrorCode |cx| {
         if enable != 0 && enable != 1 {
             return Err(AclError::invalid(format!(
                 "aclrsMemRecordHistory: enable must be 0 or 1, not {enable}"
@@ -55,14 +43,12 @@ pub extern "C" fn aclrsMemRecordHistory(enable: i32, max_entries: usize) -> AclE
         }
         crate::obs::record_history(enable == 1, max_entries);
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrsMemSnapshot(const char *path);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrsMemSnapshot(path: *const c_char) -> AclErrorCode {
-    const API: &str = "aclrsMemSnapshot";
-    guard(API, || {
+export! {
+    /// `aclError aclrsMemSnapshot(const char *path);`
+    pub unsafe fn aclrsMemSnapshot(path: *const c_char) -> AclErrorCode |cx| {
         if path.is_null() {
             return Err(AclError::invalid(format!("{API}: path is NULL")));
         }
@@ -72,6 +58,6 @@ pub unsafe extern "C" fn aclrsMemSnapshot(path: *const c_char) -> AclErrorCode {
             return Err(AclError::invalid(format!("{API}: path is empty")));
         }
         let p = std::path::Path::new(OsStr::from_bytes(p.to_bytes()));
-        runtime::runtime(API)?.write_snapshot(API, p)
-    })
+        cx.rt()?.write_snapshot(API, p)
+    }
 }

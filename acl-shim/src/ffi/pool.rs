@@ -6,10 +6,9 @@
 
 use std::ffi::c_void;
 
-use super::{addr, guard, out_ptr, put, AclErrorCode};
+use super::{addr, put};
 use crate::error::AclError;
 use crate::pool::{attr, AttrValue, PoolProps};
-use crate::runtime;
 
 /// `aclrtMemPoolProps`.
 #[repr(C)]
@@ -39,17 +38,14 @@ fn pool_handle(api: &str, pool: *mut c_void) -> crate::Result<u64> {
     Ok(addr(pool))
 }
 
-/// `aclError aclrtMemPoolCreate(aclrtMemPool *memPool, const aclrtMemPoolProps *poolProps);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemPoolCreate(
-    pool: *mut *mut c_void,
-    props: *const AclrtMemPoolProps,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemPoolCreate";
-    trace_args!(pool, props);
-    guard(API, || {
-        let out = out_ptr(API, "memPool", pool)?;
-        let p = out_ptr(API, "poolProps", props.cast_mut())?;
+export! {
+    /// `aclError aclrtMemPoolCreate(aclrtMemPool *memPool, const aclrtMemPoolProps *poolProps);`
+    pub unsafe fn aclrtMemPoolCreate(
+        pool: *mut *mut c_void,
+        props: *const AclrtMemPoolProps,
+    ) -> AclErrorCode |cx| {
+        let out = cx.out("memPool", pool)?;
+        let p = cx.input("poolProps", props)?;
         // SAFETY: non-null and aligned (checked); the caller passes a readable
         // aclrtMemPoolProps per the API's contract.
         let p = unsafe { p.read() };
@@ -61,64 +57,55 @@ pub unsafe extern "C" fn aclrtMemPoolCreate(
             max_size: p.max_size as u64,
             reserved_zero: p.reserved.iter().all(|&b| b == 0),
         };
-        let h = runtime::runtime(API)?.pool_create(API, &props)?;
+        let h = cx.rt()?.pool_create(API, &props)?;
         // CAST: an opaque handle number handed to C as a pointer.
         put(out, h as usize as *mut c_void);
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtMemPoolDestroy(const aclrtMemPool memPool);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemPoolDestroy(pool: *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtMemPoolDestroy";
-    trace_args!(pool);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemPoolDestroy(const aclrtMemPool memPool);`
+    pub unsafe fn aclrtMemPoolDestroy(pool: *mut c_void) -> AclErrorCode |cx| {
         let h = pool_handle(API, pool)?;
-        runtime::runtime(API)?.pool_destroy(API, h)
-    })
+        cx.rt()?.pool_destroy(API, h)
+    }
 }
 
-/// `aclError aclrtMemPoolSetAttr(aclrtMemPool memPool, aclrtMemPoolAttr attr, void *value);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemPoolSetAttr(pool: *mut c_void, a: u32, value: *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtMemPoolSetAttr";
-    trace_args!(pool, a, value);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemPoolSetAttr(aclrtMemPool memPool, aclrtMemPoolAttr attr, void *value);`
+    pub unsafe fn aclrtMemPoolSetAttr(pool: *mut c_void, a: u32, value: *mut c_void) -> AclErrorCode |cx| {
         let h = pool_handle(API, pool)?;
         if !(attr::REUSE_FOLLOW_EVENT_DEPENDENCIES..=attr::USED_MEM_HIGH).contains(&a) {
             return Err(AclError::invalid(format!("{API}: attr {a:#x} is not an aclrtMemPoolAttr (1..=8)")));
         }
         let v = if attr::is_u32(a) {
-            let p = out_ptr(API, "value", value.cast::<u32>())?;
+            let p = cx.input("value", value.cast::<u32>())?;
             // SAFETY: non-null and aligned for u32 (checked); the attribute's documented type.
             AttrValue::U32(unsafe { p.read() })
         } else {
-            let p = out_ptr(API, "value", value.cast::<u64>())?;
+            let p = cx.input("value", value.cast::<u64>())?;
             // SAFETY: non-null and aligned for u64 (checked); the attribute's documented type.
             AttrValue::U64(unsafe { p.read() })
         };
-        runtime::runtime(API)?.pool_set_attr(API, h, a, v)
-    })
+        cx.rt()?.pool_set_attr(API, h, a, v)
+    }
 }
 
-/// `aclError aclrtMemPoolGetAttr(aclrtMemPool memPool, aclrtMemPoolAttr attr, void *value);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemPoolGetAttr(pool: *mut c_void, a: u32, value: *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtMemPoolGetAttr";
-    trace_args!(pool, a, value);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemPoolGetAttr(aclrtMemPool memPool, aclrtMemPoolAttr attr, void *value);`
+    pub unsafe fn aclrtMemPoolGetAttr(pool: *mut c_void, a: u32, value: *mut c_void) -> AclErrorCode |cx| {
         let h = pool_handle(API, pool)?;
         if !(attr::REUSE_FOLLOW_EVENT_DEPENDENCIES..=attr::USED_MEM_HIGH).contains(&a) {
             return Err(AclError::invalid(format!("{API}: attr {a:#x} is not an aclrtMemPoolAttr (1..=8)")));
         }
         // Check the output before doing anything.
         let (p32, p64) = if attr::is_u32(a) {
-            (Some(out_ptr(API, "value", value.cast::<u32>())?), None)
+            (Some(cx.out("value", value.cast::<u32>())?), None)
         } else {
-            (None, Some(out_ptr(API, "value", value.cast::<u64>())?))
+            (None, Some(cx.out("value", value.cast::<u64>())?))
         };
-        match (runtime::runtime(API)?.pool_get_attr(API, h, a)?, p32, p64) {
+        match (cx.rt()?.pool_get_attr(API, h, a)?, p32, p64) {
             (AttrValue::U32(v), Some(p), _) => put(p, v),
             (AttrValue::U64(v), _, Some(p)) => put(p, v),
             _ => {
@@ -129,50 +116,41 @@ pub unsafe extern "C" fn aclrtMemPoolGetAttr(pool: *mut c_void, a: u32, value: *
             }
         }
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtMemPoolMallocAsync(void **ptr, size_t size, aclrtMemPool memPool, aclrtStream stream);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemPoolMallocAsync(
-    ptr: *mut *mut c_void,
-    size: usize,
-    pool: *mut c_void,
-    stream: *mut c_void,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemPoolMallocAsync";
-    trace_args!(ptr, size, pool, stream);
-    guard(API, || {
-        let out = out_ptr(API, "ptr", ptr)?;
+export! {
+    /// `aclError aclrtMemPoolMallocAsync(void **ptr, size_t size, aclrtMemPool memPool, aclrtStream stream);`
+    pub unsafe fn aclrtMemPoolMallocAsync(
+        ptr: *mut *mut c_void,
+        size: usize,
+        pool: *mut c_void,
+        stream: *mut c_void,
+    ) -> AclErrorCode |cx| {
+        let out = cx.out("ptr", ptr)?;
         let h = pool_handle(API, pool)?;
-        if let Some(p) = runtime::runtime(API)?.pool_malloc_async(API, size as u64, h, addr(stream))? {
+        if let Some(p) = cx.rt()?.pool_malloc_async(API, size as u64, h, addr(stream))? {
             // CAST: device addresses lie in the host's address space on this backend.
             put(out, p as usize as *mut c_void);
         }
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtMemPoolFreeAsync(void *ptr, aclrtStream stream);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemPoolFreeAsync(ptr: *mut c_void, stream: *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtMemPoolFreeAsync";
-    trace_args!(ptr, stream);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemPoolFreeAsync(void *ptr, aclrtStream stream);`
+    pub unsafe fn aclrtMemPoolFreeAsync(ptr: *mut c_void, stream: *mut c_void) -> AclErrorCode |cx| {
         if ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: ptr is NULL")));
         }
-        runtime::runtime(API)?.pool_free_async(API, addr(ptr), addr(stream))
-    })
+        cx.rt()?.pool_free_async(API, addr(ptr), addr(stream))
+    }
 }
 
-/// `aclError aclrtMemPoolTrimTo(aclrtMemPool memPool, size_t minBytesToKeep);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemPoolTrimTo(pool: *mut c_void, min_bytes_to_keep: usize) -> AclErrorCode {
-    const API: &str = "aclrtMemPoolTrimTo";
-    trace_args!(pool, min_bytes_to_keep);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemPoolTrimTo(aclrtMemPool memPool, size_t minBytesToKeep);`
+    pub unsafe fn aclrtMemPoolTrimTo(pool: *mut c_void, min_bytes_to_keep: usize) -> AclErrorCode |cx| {
         let h = pool_handle(API, pool)?;
-        runtime::runtime(API)?.pool_trim_to(API, h, min_bytes_to_keep as u64)
-    })
+        cx.rt()?.pool_trim_to(API, h, min_bytes_to_keep as u64)
+    }
 }

@@ -14,22 +14,11 @@ use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::{Arc, Once};
 
-use super::{guard, out_ptr, put, AclErrorCode};
+use super::{guard, put, AclErrorCode, Call, LAST_ERROR};
 use crate::codes::*;
-use crate::error::AclError;
-use crate::runtime::{self, Runtime};
+use crate::error::{AclError, Result};
+use crate::runtime::Runtime;
 use crate::stream::{HostCall, Report, Timeout};
-
-thread_local! {
-    /// The calling thread's last runtime error (`aclrtGetLastError`).
-    static LAST_ERROR: Cell<i32> = const { Cell::new(0) };
-}
-
-/// Notes a failed call's code as the thread's last error (called from the one conversion
-/// point in [`super`]).
-pub(crate) fn note_error(code: i32) {
-    LAST_ERROR.with(|l| l.set(code));
-}
 
 /// A handle as the number it stands for.
 pub(crate) fn handle(p: *mut c_void) -> u64 {
@@ -69,9 +58,10 @@ fn run_host_call(ticket: u64) -> i32 {
             }
             if block {
                 let (m, cv) = &*done;
-                let mut finished = m.lock().unwrap_or_else(|p| p.into_inner());
+                // Relock: the flag is a bool its one writer sets in a single store.
+                let mut finished = crate::sync::relock(m);
                 while !*finished {
-                    finished = cv.wait(finished).unwrap_or_else(|p| p.into_inner());
+                    finished = cv.wait(finished).unwrap_or_else(std::sync::PoisonError::into_inner);
                 }
             }
             0
@@ -88,284 +78,241 @@ fn ensure_hook(rt: &Runtime) {
     });
 }
 
-/// `aclError aclrtCreateStream(aclrtStream *stream);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtCreateStream(stream: *mut *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtCreateStream";
-    trace_args!(stream);
-    guard(API, || {
-        let out = out_ptr(API, "stream", stream)?;
-        let h = runtime::runtime(API)?.create_stream(API, 0)?;
+export! {
+    /// `aclError aclrtCreateStream(aclrtStream *stream);`
+    pub unsafe fn aclrtCreateStream(stream: *mut *mut c_void) -> AclErrorCode |cx| {
+        let out = cx.out("stream", stream)?;
+        let h = cx.rt()?.create_stream(API, 0)?;
         put(out, to_ptr(h));
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t priority, uint32_t flag);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtCreateStreamWithConfig(
-    stream: *mut *mut c_void,
-    priority: u32,
-    flag: u32,
-) -> AclErrorCode {
-    const API: &str = "aclrtCreateStreamWithConfig";
-    trace_args!(stream, priority, flag);
-    guard(API, || {
-        let out = out_ptr(API, "stream", stream)?;
+export! {
+    /// `aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t priority, uint32_t flag);`
+    pub unsafe fn aclrtCreateStreamWithConfig(
+        stream: *mut *mut c_void,
+        priority: u32,
+        flag: u32,
+    ) -> AclErrorCode |cx| {
+        let out = cx.out("stream", stream)?;
         let _reserved = priority;
-        let h = runtime::runtime(API)?.create_stream(API, flag)?;
+        let h = cx.rt()?.create_stream(API, flag)?;
         put(out, to_ptr(h));
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtDestroyStream(aclrtStream stream);`
-#[no_mangle]
-pub extern "C" fn aclrtDestroyStream(stream: *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtDestroyStream";
-    trace_args!(stream);
-    guard(API, || runtime::runtime(API)?.destroy_stream(API, handle(stream), false))
+export! {
+    /// `aclError aclrtDestroyStream(aclrtStream stream);`
+    pub fn aclrtDestroyStream(stream: *mut c_void) -> AclErrorCode |cx| {
+        cx.rt()?.destroy_stream(API, handle(stream), false)
+    }
 }
 
-/// `aclError aclrtDestroyStreamForce(aclrtStream stream);`
-#[no_mangle]
-pub extern "C" fn aclrtDestroyStreamForce(stream: *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtDestroyStreamForce";
-    trace_args!(stream);
-    guard(API, || runtime::runtime(API)?.destroy_stream(API, handle(stream), true))
+export! {
+    /// `aclError aclrtDestroyStreamForce(aclrtStream stream);`
+    pub fn aclrtDestroyStreamForce(stream: *mut c_void) -> AclErrorCode |cx| {
+        cx.rt()?.destroy_stream(API, handle(stream), true)
+    }
 }
 
-/// `aclError aclrtSynchronizeStream(aclrtStream stream);`
-#[no_mangle]
-pub extern "C" fn aclrtSynchronizeStream(stream: *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtSynchronizeStream";
-    trace_args!(stream);
-    guard(API, || runtime::runtime(API)?.synchronize_stream(API, handle(stream), Timeout::Forever))
+export! {
+    /// `aclError aclrtSynchronizeStream(aclrtStream stream);`
+    pub fn aclrtSynchronizeStream(stream: *mut c_void) -> AclErrorCode |cx| {
+        cx.rt()?.synchronize_stream(API, handle(stream), Timeout::Forever)
+    }
 }
 
-/// `aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout);`
-#[no_mangle]
-pub extern "C" fn aclrtSynchronizeStreamWithTimeout(stream: *mut c_void, timeout: i32) -> AclErrorCode {
-    const API: &str = "aclrtSynchronizeStreamWithTimeout";
-    trace_args!(stream, timeout);
-    guard(API, || {
+export! {
+    /// `aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout);`
+    pub fn aclrtSynchronizeStreamWithTimeout(stream: *mut c_void, timeout: i32) -> AclErrorCode |cx| {
         let t = Timeout::from_api(API, timeout)?;
-        runtime::runtime(API)?.synchronize_stream(API, handle(stream), t)
-    })
+        cx.rt()?.synchronize_stream(API, handle(stream), t)
+    }
 }
 
-/// `aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtStreamQuery(stream: *mut c_void, status: *mut i32) -> AclErrorCode {
-    const API: &str = "aclrtStreamQuery";
-    trace_args!(stream, status);
-    guard(API, || {
-        let out = out_ptr(API, "status", status)?;
-        let done = runtime::runtime(API)?.stream_is_complete(API, handle(stream))?;
+export! {
+    /// `aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status);`
+    pub unsafe fn aclrtStreamQuery(stream: *mut c_void, status: *mut i32) -> AclErrorCode |cx| {
+        let out = cx.out("status", status)?;
+        let done = cx.rt()?.stream_is_complete(API, handle(stream))?;
         put(out, if done { 0 } else { 1 });
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event);`
-#[no_mangle]
-pub extern "C" fn aclrtStreamWaitEvent(stream: *mut c_void, event: *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtStreamWaitEvent";
-    trace_args!(stream, event);
-    guard(API, || runtime::runtime(API)?.stream_wait_event(API, handle(stream), handle(event)))
+export! {
+    /// `aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event);`
+    pub fn aclrtStreamWaitEvent(stream: *mut c_void, event: *mut c_void) -> AclErrorCode |cx| {
+        cx.rt()?.stream_wait_event(API, handle(stream), handle(event))
+    }
 }
 
-/// `aclError aclrtSetStreamFailureMode(aclrtStream stream, uint64_t mode);`
-#[no_mangle]
-pub extern "C" fn aclrtSetStreamFailureMode(stream: *mut c_void, mode: u64) -> AclErrorCode {
-    const API: &str = "aclrtSetStreamFailureMode";
-    trace_args!(stream, mode);
-    guard(API, || runtime::runtime(API)?.set_failure_mode(API, handle(stream), mode))
+export! {
+    /// `aclError aclrtSetStreamFailureMode(aclrtStream stream, uint64_t mode);`
+    pub fn aclrtSetStreamFailureMode(stream: *mut c_void, mode: u64) -> AclErrorCode |cx| {
+        cx.rt()?.set_failure_mode(API, handle(stream), mode)
+    }
 }
 
-/// `aclError aclrtSynchronizeDevice(void);`
-#[no_mangle]
-pub extern "C" fn aclrtSynchronizeDevice() -> AclErrorCode {
-    const API: &str = "aclrtSynchronizeDevice";
-    trace_args!();
-    guard(API, || runtime::runtime(API)?.synchronize_device(API, Timeout::Forever))
+export! {
+    /// `aclError aclrtSynchronizeDevice(void);`
+    pub fn aclrtSynchronizeDevice() -> AclErrorCode |cx| {
+        cx.rt()?.synchronize_device(API, Timeout::Forever)
+    }
 }
 
-/// `aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout);`
-#[no_mangle]
-pub extern "C" fn aclrtSynchronizeDeviceWithTimeout(timeout: i32) -> AclErrorCode {
-    const API: &str = "aclrtSynchronizeDeviceWithTimeout";
-    trace_args!(timeout);
-    guard(API, || {
+export! {
+    /// `aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout);`
+    pub fn aclrtSynchronizeDeviceWithTimeout(timeout: i32) -> AclErrorCode |cx| {
         let t = Timeout::from_api(API, timeout)?;
-        runtime::runtime(API)?.synchronize_device(API, t)
-    })
+        cx.rt()?.synchronize_device(API, t)
+    }
 }
 
-fn create_event(api: &'static str, event: *mut *mut c_void, flags: u32, ex: bool) -> AclErrorCode {
+/// The body of the `aclrtCreateEvent*` exports (the API trace shows the flags and the form).
+fn create_event(cx: &Call, api: &'static str, event: *mut *mut c_void, flags: u32, ex: bool) -> Result<()> {
     trace_args!(event, flags, ex);
-    guard(api, || {
-        let out = out_ptr(api, "event", event)?;
-        let h = runtime::runtime(api)?.create_event(api, flags, ex)?;
-        put(out, to_ptr(h));
-        Ok(())
-    })
+    let out = cx.out("event", event)?;
+    let h = cx.rt()?.create_event(api, flags, ex)?;
+    put(out, to_ptr(h));
+    Ok(())
 }
 
-/// `aclError aclrtCreateEvent(aclrtEvent *event);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtCreateEvent(event: *mut *mut c_void) -> AclErrorCode {
-    create_event(
-        "aclrtCreateEvent",
-        event,
-        crate::stream::event_flag::SYNC | crate::stream::event_flag::TIME_LINE,
-        false,
-    )
+export! {
+    /// `aclError aclrtCreateEvent(aclrtEvent *event);`
+    pub unsafe fn aclrtCreateEvent(event: *mut *mut c_void) -> AclErrorCode |cx| {
+        create_event(
+            cx,
+            API,
+            event,
+            crate::stream::event_flag::SYNC | crate::stream::event_flag::TIME_LINE,
+            false,
+        )
+    }
 }
 
-/// `aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtCreateEventWithFlag(event: *mut *mut c_void, flag: u32) -> AclErrorCode {
-    create_event("aclrtCreateEventWithFlag", event, flag, false)
+export! {
+    /// `aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag);`
+    pub unsafe fn aclrtCreateEventWithFlag(event: *mut *mut c_void, flag: u32) -> AclErrorCode |cx| {
+        create_event(cx, API, event, flag, false)
+    }
 }
 
-/// `aclError aclrtCreateEventExWithFlag(aclrtEvent *event, uint32_t flag);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtCreateEventExWithFlag(event: *mut *mut c_void, flag: u32) -> AclErrorCode {
-    create_event("aclrtCreateEventExWithFlag", event, flag, true)
+export! {
+    /// `aclError aclrtCreateEventExWithFlag(aclrtEvent *event, uint32_t flag);`
+    pub unsafe fn aclrtCreateEventExWithFlag(event: *mut *mut c_void, flag: u32) -> AclErrorCode |cx| {
+        create_event(cx, API, event, flag, true)
+    }
 }
 
-/// `aclError aclrtDestroyEvent(aclrtEvent event);`
-#[no_mangle]
-pub extern "C" fn aclrtDestroyEvent(event: *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtDestroyEvent";
-    trace_args!(event);
-    guard(API, || runtime::runtime(API)?.destroy_event(API, handle(event)))
+export! {
+    /// `aclError aclrtDestroyEvent(aclrtEvent event);`
+    pub fn aclrtDestroyEvent(event: *mut c_void) -> AclErrorCode |cx| {
+        cx.rt()?.destroy_event(API, handle(event))
+    }
 }
 
-/// `aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream);`
-#[no_mangle]
-pub extern "C" fn aclrtRecordEvent(event: *mut c_void, stream: *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtRecordEvent";
-    trace_args!(event, stream);
-    guard(API, || runtime::runtime(API)?.record_event(API, handle(event), handle(stream)))
+export! {
+    /// `aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream);`
+    pub fn aclrtRecordEvent(event: *mut c_void, stream: *mut c_void) -> AclErrorCode |cx| {
+        cx.rt()?.record_event(API, handle(event), handle(stream))
+    }
 }
 
-/// `aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream);`
-#[no_mangle]
-pub extern "C" fn aclrtResetEvent(event: *mut c_void, stream: *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtResetEvent";
-    trace_args!(event, stream);
-    guard(API, || runtime::runtime(API)?.reset_event(API, handle(event), handle(stream)))
+export! {
+    /// `aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream);`
+    pub fn aclrtResetEvent(event: *mut c_void, stream: *mut c_void) -> AclErrorCode |cx| {
+        cx.rt()?.reset_event(API, handle(event), handle(stream))
+    }
 }
 
-/// `aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status);` (deprecated:
-/// COMPLETE is 0, NOT_READY 1).
-#[no_mangle]
-pub unsafe extern "C" fn aclrtQueryEvent(event: *mut c_void, status: *mut i32) -> AclErrorCode {
-    const API: &str = "aclrtQueryEvent";
-    trace_args!(event, status);
-    guard(API, || {
-        let out = out_ptr(API, "status", status)?;
-        let done = runtime::runtime(API)?.event_is_complete(API, handle(event))?;
+export! {
+    /// `aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status);` (deprecated:
+    /// COMPLETE is 0, NOT_READY 1).
+    pub unsafe fn aclrtQueryEvent(event: *mut c_void, status: *mut i32) -> AclErrorCode |cx| {
+        let out = cx.out("status", status)?;
+        let done = cx.rt()?.event_is_complete(API, handle(event))?;
         put(out, if done { 0 } else { 1 });
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *status);`
-/// (COMPLETE is 1, NOT_READY 0).
-#[no_mangle]
-pub unsafe extern "C" fn aclrtQueryEventStatus(event: *mut c_void, status: *mut i32) -> AclErrorCode {
-    const API: &str = "aclrtQueryEventStatus";
-    trace_args!(event, status);
-    guard(API, || {
-        let out = out_ptr(API, "status", status)?;
-        let done = runtime::runtime(API)?.event_is_complete(API, handle(event))?;
+export! {
+    /// `aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *status);`
+    /// (COMPLETE is 1, NOT_READY 0).
+    pub unsafe fn aclrtQueryEventStatus(event: *mut c_void, status: *mut i32) -> AclErrorCode |cx| {
+        let out = cx.out("status", status)?;
+        let done = cx.rt()?.event_is_complete(API, handle(event))?;
         put(out, i32::from(done));
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtSynchronizeEvent(aclrtEvent event);`
-#[no_mangle]
-pub extern "C" fn aclrtSynchronizeEvent(event: *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtSynchronizeEvent";
-    trace_args!(event);
-    guard(API, || runtime::runtime(API)?.synchronize_event(API, handle(event), Timeout::Forever))
+export! {
+    /// `aclError aclrtSynchronizeEvent(aclrtEvent event);`
+    pub fn aclrtSynchronizeEvent(event: *mut c_void) -> AclErrorCode |cx| {
+        cx.rt()?.synchronize_event(API, handle(event), Timeout::Forever)
+    }
 }
 
-/// `aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout);`
-#[no_mangle]
-pub extern "C" fn aclrtSynchronizeEventWithTimeout(event: *mut c_void, timeout: i32) -> AclErrorCode {
-    const API: &str = "aclrtSynchronizeEventWithTimeout";
-    trace_args!(event, timeout);
-    guard(API, || {
+export! {
+    /// `aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout);`
+    pub fn aclrtSynchronizeEventWithTimeout(event: *mut c_void, timeout: i32) -> AclErrorCode |cx| {
         let t = Timeout::from_api(API, timeout)?;
-        runtime::runtime(API)?.synchronize_event(API, handle(event), t)
-    })
+        cx.rt()?.synchronize_event(API, handle(event), t)
+    }
 }
 
-/// `aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endEvent);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtEventElapsedTime(
-    ms: *mut f32,
-    start: *mut c_void,
-    end: *mut c_void,
-) -> AclErrorCode {
-    const API: &str = "aclrtEventElapsedTime";
-    trace_args!(ms, start, end);
-    guard(API, || {
-        let out = out_ptr(API, "ms", ms)?;
-        let v = runtime::runtime(API)?.elapsed_ms(API, handle(start), handle(end))?;
+export! {
+    /// `aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endEvent);`
+    pub unsafe fn aclrtEventElapsedTime(
+        ms: *mut f32,
+        start: *mut c_void,
+        end: *mut c_void,
+    ) -> AclErrorCode |cx| {
+        let out = cx.out("ms", ms)?;
+        let v = cx.rt()?.elapsed_ms(API, handle(start), handle(end))?;
         put(out, v);
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtEventGetTimestamp(aclrtEvent event, uint64_t *timestamp);` — microseconds of
-/// the device's monotonic clock at which the event's record ran.
-#[no_mangle]
-pub unsafe extern "C" fn aclrtEventGetTimestamp(event: *mut c_void, timestamp: *mut u64) -> AclErrorCode {
-    const API: &str = "aclrtEventGetTimestamp";
-    trace_args!(event, timestamp);
-    guard(API, || {
-        let out = out_ptr(API, "timestamp", timestamp)?;
-        let ns = runtime::runtime(API)?.event_timestamp_ns(API, handle(event))?;
+export! {
+    /// `aclError aclrtEventGetTimestamp(aclrtEvent event, uint64_t *timestamp);` — microseconds of
+    /// the device's monotonic clock at which the event's record ran.
+    pub unsafe fn aclrtEventGetTimestamp(event: *mut c_void, timestamp: *mut u64) -> AclErrorCode |cx| {
+        let out = cx.out("timestamp", timestamp)?;
+        let ns = cx.rt()?.event_timestamp_ns(API, handle(event))?;
         put(out, ns / 1000);
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtLaunchHostFunc(
-    stream: *mut c_void,
-    func: Option<unsafe extern "C" fn(*mut c_void)>,
-    args: *mut c_void,
-) -> AclErrorCode {
-    const API: &str = "aclrtLaunchHostFunc";
-    trace_args!(stream, func, args);
-    guard(API, || {
+export! {
+    /// `aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args);`
+    pub unsafe fn aclrtLaunchHostFunc(
+        stream: *mut c_void,
+        func: Option<unsafe extern "C" fn(*mut c_void)>,
+        args: *mut c_void,
+    ) -> AclErrorCode |cx| {
         let func = func.ok_or_else(|| AclError::invalid(format!("{API}: fn is NULL")))?;
-        let rt = runtime::runtime(API)?;
+        let rt = cx.rt()?;
         ensure_hook(&rt);
         // CAST: the argument travels as an address.
         rt.launch_host_call(API, handle(stream), HostCall { func, data: args as usize, report: None })
-    })
+    }
 }
 
-/// `aclError aclrtLaunchCallback(aclrtCallback fn, void *userData, aclrtCallbackBlockType blockType, aclrtStream stream);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtLaunchCallback(
-    func: Option<unsafe extern "C" fn(*mut c_void)>,
-    user_data: *mut c_void,
-    block_type: u32,
-    stream: *mut c_void,
-) -> AclErrorCode {
-    const API: &str = "aclrtLaunchCallback";
-    trace_args!(func, user_data, block_type, stream);
-    guard(API, || {
+export! {
+    /// `aclError aclrtLaunchCallback(aclrtCallback fn, void *userData, aclrtCallbackBlockType blockType, aclrtStream stream);`
+    pub unsafe fn aclrtLaunchCallback(
+        func: Option<unsafe extern "C" fn(*mut c_void)>,
+        user_data: *mut c_void,
+        block_type: u32,
+        stream: *mut c_void,
+    ) -> AclErrorCode |cx| {
         let func = func.ok_or_else(|| AclError::invalid(format!("{API}: fn is NULL")))?;
         let block = match block_type {
             0 => false,
@@ -376,7 +323,7 @@ pub unsafe extern "C" fn aclrtLaunchCallback(
                 )))
             }
         };
-        let rt = runtime::runtime(API)?;
+        let rt = cx.rt()?;
         ensure_hook(&rt);
         // CAST: the argument travels as an address.
         rt.launch_host_call(
@@ -384,31 +331,26 @@ pub unsafe extern "C" fn aclrtLaunchCallback(
             handle(stream),
             HostCall { func, data: user_data as usize, report: Some((0, block)) },
         )
-    })
+    }
 }
 
-/// `aclError aclrtSubscribeReport(uint64_t threadId, aclrtStream stream);`
-#[no_mangle]
-pub extern "C" fn aclrtSubscribeReport(thread_id: u64, stream: *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtSubscribeReport";
-    trace_args!(thread_id, stream);
-    guard(API, || runtime::runtime(API)?.subscribe_report(API, thread_id, handle(stream)))
+export! {
+    /// `aclError aclrtSubscribeReport(uint64_t threadId, aclrtStream stream);`
+    pub fn aclrtSubscribeReport(thread_id: u64, stream: *mut c_void) -> AclErrorCode |cx| {
+        cx.rt()?.subscribe_report(API, thread_id, handle(stream))
+    }
 }
 
-/// `aclError aclrtUnSubscribeReport(uint64_t threadId, aclrtStream stream);`
-#[no_mangle]
-pub extern "C" fn aclrtUnSubscribeReport(thread_id: u64, stream: *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtUnSubscribeReport";
-    trace_args!(thread_id, stream);
-    guard(API, || runtime::runtime(API)?.unsubscribe_report(API, thread_id, handle(stream)))
+export! {
+    /// `aclError aclrtUnSubscribeReport(uint64_t threadId, aclrtStream stream);`
+    pub fn aclrtUnSubscribeReport(thread_id: u64, stream: *mut c_void) -> AclErrorCode |cx| {
+        cx.rt()?.unsubscribe_report(API, thread_id, handle(stream))
+    }
 }
 
-/// `aclError aclrtProcessReport(int32_t timeout);` — runs one callback for the calling thread.
-#[no_mangle]
-pub extern "C" fn aclrtProcessReport(timeout: i32) -> AclErrorCode {
-    const API: &str = "aclrtProcessReport";
-    trace_args!(timeout);
-    guard(API, || {
+export! {
+    /// `aclError aclrtProcessReport(int32_t timeout);` — runs one callback for the calling thread.
+    pub fn aclrtProcessReport(timeout: i32) -> AclErrorCode |cx| {
         let t = match timeout {
             -1 => Timeout::Forever,
             // CAST: positive, checked by the guard.
@@ -419,57 +361,50 @@ pub extern "C" fn aclrtProcessReport(timeout: i32) -> AclErrorCode {
                 )))
             }
         };
-        let report = runtime::runtime(API)?.next_report(API, this_thread(), t)?;
+        let report = cx.rt()?.next_report(API, this_thread(), t)?;
         // SAFETY: the callback and its data were given by the C caller of aclrtLaunchCallback,
         // whose contract is that `fn(userData)` runs once on the subscribed thread — this one.
         unsafe { (report.call.func)(to_ptr(report.call.data as u64)) };
         let (m, cv) = &*report.done;
-        *m.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        // Relock: a single store of a bool (see `run_host_call`).
+        *crate::sync::relock(m) = true;
         cv.notify_all();
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtCreateContext(context: *mut *mut c_void, device_id: i32) -> AclErrorCode {
-    const API: &str = "aclrtCreateContext";
-    trace_args!(context, device_id);
-    guard(API, || {
-        let out = out_ptr(API, "context", context)?;
-        let h = runtime::runtime(API)?.create_context(API, device_id)?;
+export! {
+    /// `aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId);`
+    pub unsafe fn aclrtCreateContext(context: *mut *mut c_void, device_id: i32) -> AclErrorCode |cx| {
+        let out = cx.out("context", context)?;
+        let h = cx.rt()?.create_context(API, device_id)?;
         put(out, to_ptr(h));
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtDestroyContext(aclrtContext context);`
-#[no_mangle]
-pub extern "C" fn aclrtDestroyContext(context: *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtDestroyContext";
-    trace_args!(context);
-    guard(API, || runtime::runtime(API)?.destroy_context(API, handle(context)))
+export! {
+    /// `aclError aclrtDestroyContext(aclrtContext context);`
+    pub fn aclrtDestroyContext(context: *mut c_void) -> AclErrorCode |cx| {
+        cx.rt()?.destroy_context(API, handle(context))
+    }
 }
 
-/// `aclError aclrtSetCurrentContext(aclrtContext context);`
-#[no_mangle]
-pub extern "C" fn aclrtSetCurrentContext(context: *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtSetCurrentContext";
-    trace_args!(context);
-    guard(API, || runtime::runtime(API)?.set_current_context(API, handle(context)))
+export! {
+    /// `aclError aclrtSetCurrentContext(aclrtContext context);`
+    pub fn aclrtSetCurrentContext(context: *mut c_void) -> AclErrorCode |cx| {
+        cx.rt()?.set_current_context(API, handle(context))
+    }
 }
 
-/// `aclError aclrtGetCurrentContext(aclrtContext *context);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtGetCurrentContext(context: *mut *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtGetCurrentContext";
-    trace_args!(context);
-    guard(API, || {
-        let out = out_ptr(API, "context", context)?;
-        let h = runtime::runtime(API)?.current_context(API)?;
+export! {
+    /// `aclError aclrtGetCurrentContext(aclrtContext *context);`
+    pub unsafe fn aclrtGetCurrentContext(context: *mut *mut c_void) -> AclErrorCode |cx| {
+        let out = cx.out("context", context)?;
+        let h = cx.rt()?.current_context(API)?;
         put(out, to_ptr(h));
         Ok(())
-    })
+    }
 }
 
 fn check_level(level: i32) -> bool {
@@ -487,26 +422,33 @@ fn bad_level(api: &'static str, level: i32) -> AclErrorCode {
     code
 }
 
-/// `aclError aclrtGetLastError(aclrtLastErrLevel level);` — the thread's last error, cleared.
-#[no_mangle]
-pub extern "C" fn aclrtGetLastError(level: i32) -> AclErrorCode {
-    if !check_level(level) {
-        return bad_level("aclrtGetLastError", level);
+export! {
+    /// `aclError aclrtGetLastError(aclrtLastErrLevel level);` — the thread's last error,
+    /// cleared. It returns that error rather than a status of its own, so it has the second
+    /// form of `export!` (a panic returns `ACL_ERROR_INTERNAL_ERROR`).
+    pub fn aclrtGetLastError(level: i32) -> AclErrorCode = ACL_ERROR_INTERNAL_ERROR, |cx| {
+        if !check_level(level) {
+            return Ok(bad_level(API, level));
+        }
+        Ok(LAST_ERROR.with(|l| l.replace(0)))
     }
-    LAST_ERROR.with(|l| l.replace(0))
 }
 
-/// `aclError aclrtPeekAtLastError(aclrtLastErrLevel level);` — the thread's last error, kept.
-#[no_mangle]
-pub extern "C" fn aclrtPeekAtLastError(level: i32) -> AclErrorCode {
-    if !check_level(level) {
-        return bad_level("aclrtPeekAtLastError", level);
+export! {
+    /// `aclError aclrtPeekAtLastError(aclrtLastErrLevel level);` — the thread's last error, kept
+    /// (the second form of `export!`, as `aclrtGetLastError`).
+    pub fn aclrtPeekAtLastError(level: i32) -> AclErrorCode = ACL_ERROR_INTERNAL_ERROR, |cx| {
+        if !check_level(level) {
+            return Ok(bad_level(API, level));
+        }
+        Ok(LAST_ERROR.with(Cell::get))
     }
-    LAST_ERROR.with(Cell::get)
 }
 
-/// `void aclrsKernelFail(int32_t code);` — a kernel on the software NPU reports a fault.
-#[no_mangle]
-pub extern "C" fn aclrsKernelFail(code: i32) {
-    hal_sim::kernel_fail(code);
+export! {
+    /// `void aclrsKernelFail(int32_t code);` — a kernel on the software NPU reports a fault.
+    pub fn aclrsKernelFail(code: i32) -> () = (), |cx| {
+        hal_sim::kernel_fail(code);
+        Ok(())
+    }
 }

@@ -9,10 +9,9 @@
 
 use std::ffi::{c_char, c_void, CStr};
 
-use super::{addr, guard, out_ptr, put, size, AclErrorCode};
+use super::{addr, in_ptr, put, size};
 use crate::error::{AclError, Result};
 use crate::ipc::{key_name, KEY_LEN};
-use crate::runtime;
 use crate::vmm::{handle_name, name_handle, PhysProp};
 
 /// `aclrtMemLocation`.
@@ -61,7 +60,7 @@ const SHARE_FABRIC: u32 = 2;
 const FABRIC_BYTES: usize = 128;
 
 fn read_prop(api: &str, p: *const AclrtPhysicalMemProp) -> Result<PhysProp> {
-    let p = out_ptr(api, "prop", p.cast_mut())?;
+    let p = in_ptr(api, "prop", p.cast_mut())?;
     // SAFETY: `p` passed `out_ptr` (non-null, aligned); the caller passes a readable
     // `aclrtPhysicalMemProp` per the API.
     let v = unsafe { p.read() };
@@ -127,7 +126,7 @@ fn share_of(api: &str, shareable: *mut c_void, kind: u32, soc: hal::SocProfile) 
     }
     match kind {
         SHARE_DEFAULT => {
-            let p = out_ptr(api, "shareableHandle", shareable.cast::<u64>())?;
+            let p = in_ptr(api, "shareableHandle", shareable.cast::<u64>())?;
             // SAFETY: checked non-null and aligned; the caller passes a `uint64_t` for DEFAULT.
             handle_name(api, unsafe { p.read() })
         }
@@ -145,125 +144,106 @@ fn share_of(api: &str, shareable: *mut c_void, kind: u32, soc: hal::SocProfile) 
     }
 }
 
-/// `aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, const aclrtPhysicalMemProp *prop, uint64_t flags);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMallocPhysical(
-    handle: *mut *mut c_void,
-    sz: usize,
-    prop: *const AclrtPhysicalMemProp,
-    flags: u64,
-) -> AclErrorCode {
-    const API: &str = "aclrtMallocPhysical";
-    trace_args!(handle, sz, prop, flags);
-    guard(API, || {
-        let out = out_ptr(API, "handle", handle)?;
+export! {
+    /// `aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, const aclrtPhysicalMemProp *prop, uint64_t flags);`
+    pub unsafe fn aclrtMallocPhysical(
+        handle: *mut *mut c_void,
+        sz: usize,
+        prop: *const AclrtPhysicalMemProp,
+        flags: u64,
+    ) -> AclErrorCode |cx| {
+        let out = cx.out("handle", handle)?;
         let p = read_prop(API, prop)?;
-        let sz = size(API, "size", sz)?;
-        let h = runtime::runtime(API)?.malloc_physical(API, sz, &p, flags)?;
+        let sz = cx.size("size", sz)?;
+        let h = cx.rt()?.malloc_physical(API, sz, &p, flags)?;
         put(out, handle_ptr(h));
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtFreePhysical(aclrtDrvMemHandle handle);`
-#[no_mangle]
-pub extern "C" fn aclrtFreePhysical(handle: *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtFreePhysical";
-    trace_args!(handle);
-    guard(API, || runtime::runtime(API)?.free_physical(API, handle_of(API, handle)?))
+export! {
+    /// `aclError aclrtFreePhysical(aclrtDrvMemHandle handle);`
+    pub fn aclrtFreePhysical(handle: *mut c_void) -> AclErrorCode |cx| {
+        cx.rt()?.free_physical(API, handle_of(API, handle)?)
+    }
 }
 
-/// `aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment, void *expectPtr, uint64_t flags);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtReserveMemAddress(
-    vir_ptr: *mut *mut c_void,
-    sz: usize,
-    alignment: usize,
-    expect_ptr: *mut c_void,
-    flags: u64,
-) -> AclErrorCode {
-    const API: &str = "aclrtReserveMemAddress";
-    trace_args!(vir_ptr, sz, alignment, expect_ptr, flags);
-    guard(API, || {
-        let out = out_ptr(API, "virPtr", vir_ptr)?;
-        let sz = size(API, "size", sz)?;
+export! {
+    /// `aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment, void *expectPtr, uint64_t flags);`
+    pub unsafe fn aclrtReserveMemAddress(
+        vir_ptr: *mut *mut c_void,
+        sz: usize,
+        alignment: usize,
+        expect_ptr: *mut c_void,
+        flags: u64,
+    ) -> AclErrorCode |cx| {
+        let out = cx.out("virPtr", vir_ptr)?;
+        let sz = cx.size("size", sz)?;
         // CAST: usize fits in u64.
-        let p = runtime::runtime(API)?.reserve(API, sz, alignment as u64, addr(expect_ptr), flags)?;
+        let p = cx.rt()?.reserve(API, sz, alignment as u64, addr(expect_ptr), flags)?;
         put(out, handle_ptr(p));
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtReleaseMemAddress(void *virPtr);`
-#[no_mangle]
-pub extern "C" fn aclrtReleaseMemAddress(vir_ptr: *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtReleaseMemAddress";
-    trace_args!(vir_ptr);
-    guard(API, || {
+export! {
+    /// `aclError aclrtReleaseMemAddress(void *virPtr);`
+    pub fn aclrtReleaseMemAddress(vir_ptr: *mut c_void) -> AclErrorCode |cx| {
         if vir_ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: virPtr is NULL")));
         }
-        runtime::runtime(API)?.release_reservation(API, addr(vir_ptr))
-    })
+        cx.rt()?.release_reservation(API, addr(vir_ptr))
+    }
 }
 
-/// `aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle, uint64_t flags);`
-#[no_mangle]
-pub extern "C" fn aclrtMapMem(
-    vir_ptr: *mut c_void,
-    sz: usize,
-    offset: usize,
-    handle: *mut c_void,
-    flags: u64,
-) -> AclErrorCode {
-    const API: &str = "aclrtMapMem";
-    trace_args!(vir_ptr, sz, offset, handle, flags);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle, uint64_t flags);`
+    pub fn aclrtMapMem(
+        vir_ptr: *mut c_void,
+        sz: usize,
+        offset: usize,
+        handle: *mut c_void,
+        flags: u64,
+    ) -> AclErrorCode |cx| {
         if vir_ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: virPtr is NULL")));
         }
         let h = handle_of(API, handle)?;
-        let sz = size(API, "size", sz)?;
-        let off = size(API, "offset", offset)?;
-        runtime::runtime(API)?.map_mem(API, addr(vir_ptr), sz, off, h, flags)
-    })
+        let sz = cx.size("size", sz)?;
+        let off = cx.size("offset", offset)?;
+        cx.rt()?.map_mem(API, addr(vir_ptr), sz, off, h, flags)
+    }
 }
 
-/// `aclError aclrtUnmapMem(void *virPtr);`
-#[no_mangle]
-pub extern "C" fn aclrtUnmapMem(vir_ptr: *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtUnmapMem";
-    trace_args!(vir_ptr);
-    guard(API, || {
+export! {
+    /// `aclError aclrtUnmapMem(void *virPtr);`
+    pub fn aclrtUnmapMem(vir_ptr: *mut c_void) -> AclErrorCode |cx| {
         if vir_ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: virPtr is NULL")));
         }
-        runtime::runtime(API)?.unmap_mem(API, addr(vir_ptr))
-    })
+        cx.rt()?.unmap_mem(API, addr(vir_ptr))
+    }
 }
 
-/// `aclError aclrtMemSetAccess(void *virPtr, size_t size, aclrtMemAccessDesc *desc, size_t count);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemSetAccess(
-    vir_ptr: *mut c_void,
-    sz: usize,
-    desc: *mut AclrtMemAccessDesc,
-    count: usize,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemSetAccess";
-    trace_args!(vir_ptr, sz, desc, count);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemSetAccess(void *virPtr, size_t size, aclrtMemAccessDesc *desc, size_t count);`
+    pub unsafe fn aclrtMemSetAccess(
+        vir_ptr: *mut c_void,
+        sz: usize,
+        desc: *mut AclrtMemAccessDesc,
+        count: usize,
+    ) -> AclErrorCode |cx| {
         if vir_ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: virPtr is NULL")));
         }
-        let d = out_ptr(API, "desc", desc)?;
-        let sz = size(API, "size", sz)?;
+        let d = cx.input("desc", desc)?;
+        let sz = cx.size("size", sz)?;
         if count > MAX_ACCESS_DESCS {
             return Err(AclError::invalid(format!(
                 "{API}: count {count} is more than {MAX_ACCESS_DESCS} (one descriptor per location)"
             )));
         }
-        size(API, "count", count.saturating_mul(std::mem::size_of::<AclrtMemAccessDesc>()))?;
+        cx.size("count", count.saturating_mul(std::mem::size_of::<AclrtMemAccessDesc>()))?;
         // SAFETY: `d` is non-null and aligned (checked); the caller passes `count` readable
         // descriptors per the API, and their total size is a valid object size (checked).
         let list = unsafe { std::slice::from_raw_parts(d, count) };
@@ -271,83 +251,71 @@ pub unsafe extern "C" fn aclrtMemSetAccess(
             .iter()
             .map(|x| (x.flags, x.location.kind, x.location.id, x.rsv.iter().all(|&b| b == 0)))
             .collect();
-        runtime::runtime(API)?.set_access(API, addr(vir_ptr), sz, &descs)
-    })
+        cx.rt()?.set_access(API, addr(vir_ptr), sz, &descs)
+    }
 }
 
-/// `aclError aclrtMemGetAccess(void *virPtr, aclrtMemLocation *location, uint64_t *flag);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemGetAccess(
-    vir_ptr: *mut c_void,
-    location: *mut AclrtMemLocation,
-    flag: *mut u64,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemGetAccess";
-    trace_args!(vir_ptr, location, flag);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemGetAccess(void *virPtr, aclrtMemLocation *location, uint64_t *flag);`
+    pub unsafe fn aclrtMemGetAccess(
+        vir_ptr: *mut c_void,
+        location: *mut AclrtMemLocation,
+        flag: *mut u64,
+    ) -> AclErrorCode |cx| {
         if vir_ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: virPtr is NULL")));
         }
-        let l = out_ptr(API, "location", location)?;
-        let f = out_ptr(API, "flag", flag)?;
+        let l = cx.input("location", location)?;
+        let f = cx.out("flag", flag)?;
         // SAFETY: checked non-null and aligned; the caller passes a readable location (input).
         let loc = unsafe { l.read() };
-        let v = runtime::runtime(API)?.get_access(API, addr(vir_ptr), loc.kind, loc.id)?;
+        let v = cx.rt()?.get_access(API, addr(vir_ptr), loc.kind, loc.id)?;
         put(f, v);
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop, aclrtMemGranularityOptions option, size_t *granularity);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemGetAllocationGranularity(
-    prop: *mut AclrtPhysicalMemProp,
-    option: u32,
-    granularity: *mut usize,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemGetAllocationGranularity";
-    trace_args!(prop, option, granularity);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop, aclrtMemGranularityOptions option, size_t *granularity);`
+    pub unsafe fn aclrtMemGetAllocationGranularity(
+        prop: *mut AclrtPhysicalMemProp,
+        option: u32,
+        granularity: *mut usize,
+    ) -> AclErrorCode |cx| {
         let p = read_prop(API, prop)?;
-        let out = out_ptr(API, "granularity", granularity)?;
-        let g = runtime::runtime(API)?.granularity(API, &p, option)?;
+        let out = cx.out("granularity", granularity)?;
+        let g = cx.rt()?.granularity(API, &p, option)?;
         // CAST: at most 1 GiB.
         put(out, g as usize);
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtMemRetainAllocationHandle(void *virPtr, aclrtDrvMemHandle *handle);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemRetainAllocationHandle(
-    vir_ptr: *mut c_void,
-    handle: *mut *mut c_void,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemRetainAllocationHandle";
-    trace_args!(vir_ptr, handle);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemRetainAllocationHandle(void *virPtr, aclrtDrvMemHandle *handle);`
+    pub unsafe fn aclrtMemRetainAllocationHandle(
+        vir_ptr: *mut c_void,
+        handle: *mut *mut c_void,
+    ) -> AclErrorCode |cx| {
         if vir_ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: virPtr is NULL")));
         }
-        let out = out_ptr(API, "handle", handle)?;
-        let h = runtime::runtime(API)?.retain_handle(API, addr(vir_ptr))?;
+        let out = cx.out("handle", handle)?;
+        let h = cx.rt()?.retain_handle(API, addr(vir_ptr))?;
         put(out, handle_ptr(h));
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtMemGetAllocationPropertiesFromHandle(aclrtDrvMemHandle handle, aclrtPhysicalMemProp *prop);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemGetAllocationPropertiesFromHandle(
-    handle: *mut c_void,
-    prop: *mut AclrtPhysicalMemProp,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemGetAllocationPropertiesFromHandle";
-    trace_args!(handle, prop);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemGetAllocationPropertiesFromHandle(aclrtDrvMemHandle handle, aclrtPhysicalMemProp *prop);`
+    pub unsafe fn aclrtMemGetAllocationPropertiesFromHandle(
+        handle: *mut c_void,
+        prop: *mut AclrtPhysicalMemProp,
+    ) -> AclErrorCode |cx| {
         let h = handle_of(API, handle)?;
-        let out = out_ptr(API, "prop", prop)?;
-        let p = runtime::runtime(API)?.handle_props(API, h)?;
+        let out = cx.out("prop", prop)?;
+        let p = cx.rt()?.handle_props(API, h)?;
         put(
             out,
             AclrtPhysicalMemProp {
@@ -359,52 +327,46 @@ pub unsafe extern "C" fn aclrtMemGetAllocationPropertiesFromHandle(
             },
         );
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtMemExportToShareableHandle(aclrtDrvMemHandle handle, aclrtMemHandleType handleType, uint64_t flags, uint64_t *shareableHandle);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemExportToShareableHandle(
-    handle: *mut c_void,
-    handle_type: u32,
-    flags: u64,
-    shareable: *mut u64,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemExportToShareableHandle";
-    trace_args!(handle, handle_type, flags, shareable);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemExportToShareableHandle(aclrtDrvMemHandle handle, aclrtMemHandleType handleType, uint64_t flags, uint64_t *shareableHandle);`
+    pub unsafe fn aclrtMemExportToShareableHandle(
+        handle: *mut c_void,
+        handle_type: u32,
+        flags: u64,
+        shareable: *mut u64,
+    ) -> AclErrorCode |cx| {
         let h = handle_of(API, handle)?;
-        let out = out_ptr(API, "shareableHandle", shareable)?;
+        let out = cx.out("shareableHandle", shareable)?;
         if handle_type != 0 {
             return Err(AclError::invalid(format!(
                 "{API}: handleType {handle_type} must be ACL_MEM_HANDLE_TYPE_NONE"
             )));
         }
-        let name = runtime::runtime(API)?.export_handle(API, h, flags)?;
+        let name = cx.rt()?.export_handle(API, h, flags)?;
         put(out, name_handle(&name));
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtMemExportToShareableHandleV2(aclrtDrvMemHandle handle, uint64_t flags, aclrtMemSharedHandleType shareType, void *shareableHandle);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemExportToShareableHandleV2(
-    handle: *mut c_void,
-    flags: u64,
-    share_type: u32,
-    shareable: *mut c_void,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemExportToShareableHandleV2";
-    trace_args!(handle, flags, share_type, shareable);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemExportToShareableHandleV2(aclrtDrvMemHandle handle, uint64_t flags, aclrtMemSharedHandleType shareType, void *shareableHandle);`
+    pub unsafe fn aclrtMemExportToShareableHandleV2(
+        handle: *mut c_void,
+        flags: u64,
+        share_type: u32,
+        shareable: *mut c_void,
+    ) -> AclErrorCode |cx| {
         let h = handle_of(API, handle)?;
         if shareable.is_null() {
             return Err(AclError::invalid(format!("{API}: shareableHandle is NULL")));
         }
-        let rt = runtime::runtime(API)?;
+        let rt = cx.rt()?;
         match share_type {
             SHARE_DEFAULT => {
-                let out = out_ptr(API, "shareableHandle", shareable.cast::<u64>())?;
+                let out = cx.out("shareableHandle", shareable.cast::<u64>())?;
                 let name = rt.export_handle(API, h, flags)?;
                 put(out, name_handle(&name));
             }
@@ -421,21 +383,18 @@ pub unsafe extern "C" fn aclrtMemExportToShareableHandleV2(
             }
         }
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtMemImportFromShareableHandle(uint64_t shareableHandle, int32_t deviceId, aclrtDrvMemHandle *handle);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemImportFromShareableHandle(
-    shareable: u64,
-    device_id: i32,
-    handle: *mut *mut c_void,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemImportFromShareableHandle";
-    trace_args!(shareable, device_id, handle);
-    guard(API, || {
-        let out = out_ptr(API, "handle", handle)?;
-        let rt = runtime::runtime(API)?;
+export! {
+    /// `aclError aclrtMemImportFromShareableHandle(uint64_t shareableHandle, int32_t deviceId, aclrtDrvMemHandle *handle);`
+    pub unsafe fn aclrtMemImportFromShareableHandle(
+        shareable: u64,
+        device_id: i32,
+        handle: *mut *mut c_void,
+    ) -> AclErrorCode |cx| {
+        let out = cx.out("handle", handle)?;
+        let rt = cx.rt()?;
         let d = match u32::try_from(device_id) {
             Ok(d) if d < rt.device_count() => d,
             _ => {
@@ -449,156 +408,132 @@ pub unsafe extern "C" fn aclrtMemImportFromShareableHandle(
         let h = rt.import_handle(API, &name, d)?;
         put(out, handle_ptr(h));
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtMemImportFromShareableHandleV2(void *shareableHandle, aclrtMemSharedHandleType shareType, uint64_t flags, aclrtDrvMemHandle *handle);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemImportFromShareableHandleV2(
-    shareable: *mut c_void,
-    share_type: u32,
-    flags: u64,
-    handle: *mut *mut c_void,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemImportFromShareableHandleV2";
-    trace_args!(shareable, share_type, flags, handle);
-    guard(API, || {
-        let out = out_ptr(API, "handle", handle)?;
+export! {
+    /// `aclError aclrtMemImportFromShareableHandleV2(void *shareableHandle, aclrtMemSharedHandleType shareType, uint64_t flags, aclrtDrvMemHandle *handle);`
+    pub unsafe fn aclrtMemImportFromShareableHandleV2(
+        shareable: *mut c_void,
+        share_type: u32,
+        flags: u64,
+        handle: *mut *mut c_void,
+    ) -> AclErrorCode |cx| {
+        let out = cx.out("handle", handle)?;
         if flags != 0 {
             return Err(AclError::invalid(format!("{API}: flags must be 0, not {flags}")));
         }
-        let rt = runtime::runtime(API)?;
+        let rt = cx.rt()?;
         let name = share_of(API, shareable, share_type, rt.soc())?;
         let d = rt.current_device(API)?;
         let h = rt.import_handle(API, &name, d)?;
         put(out, handle_ptr(h));
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtMemSetPidToShareableHandle(uint64_t shareableHandle, int32_t *pid, size_t pidNum);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemSetPidToShareableHandle(
-    shareable: u64,
-    pid: *mut i32,
-    pid_num: usize,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemSetPidToShareableHandle";
-    trace_args!(shareable, pid, pid_num);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemSetPidToShareableHandle(uint64_t shareableHandle, int32_t *pid, size_t pidNum);`
+    pub unsafe fn aclrtMemSetPidToShareableHandle(
+        shareable: u64,
+        pid: *mut i32,
+        pid_num: usize,
+    ) -> AclErrorCode |cx| {
         if pid_num == 0 {
             return Err(AclError::invalid(format!("{API}: pidNum must be greater than 0")));
         }
         let pids = pid_list(API, pid, pid_num)?;
         let name = handle_name(API, shareable)?;
-        runtime::runtime(API)?.set_share_pids(API, &name, pids)
-    })
+        cx.rt()?.set_share_pids(API, &name, pids)
+    }
 }
 
-/// `aclError aclrtMemSetPidToShareableHandleV2(void *shareableHandle, aclrtMemSharedHandleType shareType, int32_t *pid, size_t pidNum);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtMemSetPidToShareableHandleV2(
-    shareable: *mut c_void,
-    share_type: u32,
-    pid: *mut i32,
-    pid_num: usize,
-) -> AclErrorCode {
-    const API: &str = "aclrtMemSetPidToShareableHandleV2";
-    trace_args!(shareable, share_type, pid, pid_num);
-    guard(API, || {
+export! {
+    /// `aclError aclrtMemSetPidToShareableHandleV2(void *shareableHandle, aclrtMemSharedHandleType shareType, int32_t *pid, size_t pidNum);`
+    pub unsafe fn aclrtMemSetPidToShareableHandleV2(
+        shareable: *mut c_void,
+        share_type: u32,
+        pid: *mut i32,
+        pid_num: usize,
+    ) -> AclErrorCode |cx| {
         if pid_num == 0 {
             return Err(AclError::invalid(format!("{API}: pidNum must be greater than 0")));
         }
         let pids = pid_list(API, pid, pid_num)?;
-        let rt = runtime::runtime(API)?;
+        let rt = cx.rt()?;
         let name = share_of(API, shareable, share_type, rt.soc())?;
         rt.set_share_pids(API, &name, pids)
-    })
+    }
 }
 
-/// `aclError aclrtDeviceGetBareTgid(int32_t *pid);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtDeviceGetBareTgid(pid: *mut i32) -> AclErrorCode {
-    const API: &str = "aclrtDeviceGetBareTgid";
-    trace_args!(pid);
-    guard(API, || {
-        let out = out_ptr(API, "pid", pid)?;
-        let rt = runtime::runtime(API)?;
+export! {
+    /// `aclError aclrtDeviceGetBareTgid(int32_t *pid);`
+    pub unsafe fn aclrtDeviceGetBareTgid(pid: *mut i32) -> AclErrorCode |cx| {
+        let out = cx.out("pid", pid)?;
+        let rt = cx.rt()?;
         let p = rt.backend().sharing().process_id();
         put(out, i32::try_from(p).map_err(|_| AclError::invalid(format!("{API}: pid {p} does not fit")))?);
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtIpcMemGetExportKey(void *devPtr, size_t size, char *key, size_t len, uint64_t flags);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtIpcMemGetExportKey(
-    dev_ptr: *mut c_void,
-    sz: usize,
-    key: *mut c_char,
-    len: usize,
-    flags: u64,
-) -> AclErrorCode {
-    const API: &str = "aclrtIpcMemGetExportKey";
-    trace_args!(dev_ptr, sz, key, len, flags);
-    guard(API, || {
+export! {
+    /// `aclError aclrtIpcMemGetExportKey(void *devPtr, size_t size, char *key, size_t len, uint64_t flags);`
+    pub unsafe fn aclrtIpcMemGetExportKey(
+        dev_ptr: *mut c_void,
+        sz: usize,
+        key: *mut c_char,
+        len: usize,
+        flags: u64,
+    ) -> AclErrorCode |cx| {
         if dev_ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: devPtr is NULL")));
         }
         if key.is_null() {
             return Err(AclError::invalid(format!("{API}: key is NULL")));
         }
-        let sz = size(API, "size", sz)?;
-        let len = size(API, "len", len)?;
-        let name = runtime::runtime(API)?.ipc_export(API, addr(dev_ptr), sz, len, flags)?;
+        let sz = cx.size("size", sz)?;
+        let len = cx.size("len", len)?;
+        let name = cx.rt()?.ipc_export(API, addr(dev_ptr), sz, len, flags)?;
         let mut buf = [0u8; KEY_LEN as usize];
         buf[..name.as_bytes().len()].copy_from_slice(name.as_bytes());
         // SAFETY: `key` is non-null (checked) and the caller passes a writable buffer of `len`
         // bytes, which `ipc_export` checked to be at least 65 (the bytes written).
         unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr(), key.cast::<u8>(), buf.len()) };
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtIpcMemImportByKey(void **devPtr, const char *key, uint64_t flags);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtIpcMemImportByKey(
-    dev_ptr: *mut *mut c_void,
-    key: *const c_char,
-    flags: u64,
-) -> AclErrorCode {
-    const API: &str = "aclrtIpcMemImportByKey";
-    trace_args!(dev_ptr, key, flags);
-    guard(API, || {
-        let out = out_ptr(API, "devPtr", dev_ptr)?;
+export! {
+    /// `aclError aclrtIpcMemImportByKey(void **devPtr, const char *key, uint64_t flags);`
+    pub unsafe fn aclrtIpcMemImportByKey(
+        dev_ptr: *mut *mut c_void,
+        key: *const c_char,
+        flags: u64,
+    ) -> AclErrorCode |cx| {
+        let out = cx.out("devPtr", dev_ptr)?;
         let name = c_key(API, key)?;
-        let p = runtime::runtime(API)?.ipc_import(API, &name, flags)?;
+        let p = cx.rt()?.ipc_import(API, &name, flags)?;
         put(out, handle_ptr(p));
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtIpcMemClose(const char *key);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtIpcMemClose(key: *const c_char) -> AclErrorCode {
-    const API: &str = "aclrtIpcMemClose";
-    trace_args!(key);
-    guard(API, || {
+export! {
+    /// `aclError aclrtIpcMemClose(const char *key);`
+    pub unsafe fn aclrtIpcMemClose(key: *const c_char) -> AclErrorCode |cx| {
         let name = c_key(API, key)?;
-        runtime::runtime(API)?.ipc_close(API, &name)
-    })
+        cx.rt()?.ipc_close(API, &name)
+    }
 }
 
-/// `aclError aclrtIpcMemSetImportPid(const char *key, int32_t *pid, size_t num);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtIpcMemSetImportPid(
-    key: *const c_char,
-    pid: *mut i32,
-    num: usize,
-) -> AclErrorCode {
-    const API: &str = "aclrtIpcMemSetImportPid";
-    trace_args!(key, pid, num);
-    guard(API, || {
+export! {
+    /// `aclError aclrtIpcMemSetImportPid(const char *key, int32_t *pid, size_t num);`
+    pub unsafe fn aclrtIpcMemSetImportPid(
+        key: *const c_char,
+        pid: *mut i32,
+        num: usize,
+    ) -> AclErrorCode |cx| {
         let name = c_key(API, key)?;
         if pid.is_null() {
             return Err(AclError::invalid(format!("{API}: pid is NULL")));
@@ -607,113 +542,93 @@ pub unsafe extern "C" fn aclrtIpcMemSetImportPid(
             return Err(AclError::rt_invalid(format!("{API}: num must be greater than 0")));
         }
         let pids = pid_list(API, pid, num)?;
-        runtime::runtime(API)?.set_share_pids(API, &name, pids)
-    })
+        cx.rt()?.set_share_pids(API, &name, pids)
+    }
 }
 
-/// `aclError aclrtIpcMemSetAttr(const char *key, aclrtIpcMemAttrType type, uint64_t attr);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtIpcMemSetAttr(key: *const c_char, ty: u32, attr: u64) -> AclErrorCode {
-    const API: &str = "aclrtIpcMemSetAttr";
-    trace_args!(key, ty, attr);
-    guard(API, || {
+export! {
+    /// `aclError aclrtIpcMemSetAttr(const char *key, aclrtIpcMemAttrType type, uint64_t attr);`
+    pub unsafe fn aclrtIpcMemSetAttr(key: *const c_char, ty: u32, attr: u64) -> AclErrorCode |cx| {
         let name = c_key(API, key)?;
-        runtime::runtime(API)?.ipc_set_attr(API, &name, ty, attr)
-    })
+        cx.rt()?.ipc_set_attr(API, &name, ty, attr)
+    }
 }
 
-/// `aclError aclrtHostRegister(void *ptr, uint64_t size, aclrtHostRegisterType type, void **devPtr);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtHostRegister(
-    ptr: *mut c_void,
-    sz: u64,
-    ty: u32,
-    dev_ptr: *mut *mut c_void,
-) -> AclErrorCode {
-    const API: &str = "aclrtHostRegister";
-    trace_args!(ptr, sz, ty, dev_ptr);
-    guard(API, || {
+export! {
+    /// `aclError aclrtHostRegister(void *ptr, uint64_t size, aclrtHostRegisterType type, void **devPtr);`
+    pub unsafe fn aclrtHostRegister(
+        ptr: *mut c_void,
+        sz: u64,
+        ty: u32,
+        dev_ptr: *mut *mut c_void,
+    ) -> AclErrorCode |cx| {
         if ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: ptr is NULL")));
         }
-        let out = out_ptr(API, "devPtr", dev_ptr)?;
-        let d = runtime::runtime(API)?.host_register(API, addr(ptr), sz, ty)?;
+        let out = cx.out("devPtr", dev_ptr)?;
+        let d = cx.rt()?.host_register(API, addr(ptr), sz, ty)?;
         put(out, handle_ptr(d));
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtHostRegisterV2(void *ptr, uint64_t size, uint32_t flag);`
-#[no_mangle]
-pub extern "C" fn aclrtHostRegisterV2(ptr: *mut c_void, sz: u64, flag: u32) -> AclErrorCode {
-    const API: &str = "aclrtHostRegisterV2";
-    trace_args!(ptr, sz, flag);
-    guard(API, || {
+export! {
+    /// `aclError aclrtHostRegisterV2(void *ptr, uint64_t size, uint32_t flag);`
+    pub fn aclrtHostRegisterV2(ptr: *mut c_void, sz: u64, flag: u32) -> AclErrorCode |cx| {
         if ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: ptr is NULL")));
         }
-        runtime::runtime(API)?.host_register_v2(API, addr(ptr), sz, flag)
-    })
+        cx.rt()?.host_register_v2(API, addr(ptr), sz, flag)
+    }
 }
 
-/// `aclError aclrtHostUnregister(void *ptr);`
-#[no_mangle]
-pub extern "C" fn aclrtHostUnregister(ptr: *mut c_void) -> AclErrorCode {
-    const API: &str = "aclrtHostUnregister";
-    trace_args!(ptr);
-    guard(API, || {
+export! {
+    /// `aclError aclrtHostUnregister(void *ptr);`
+    pub fn aclrtHostUnregister(ptr: *mut c_void) -> AclErrorCode |cx| {
         if ptr.is_null() {
             return Err(AclError::invalid(format!("{API}: ptr is NULL")));
         }
-        runtime::runtime(API)?.host_unregister(API, addr(ptr))
-    })
+        cx.rt()?.host_unregister(API, addr(ptr))
+    }
 }
 
-/// `aclError aclrtHostGetDevicePointer(void *pHost, void **pDevice, uint32_t flag);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtHostGetDevicePointer(
-    p_host: *mut c_void,
-    p_device: *mut *mut c_void,
-    flag: u32,
-) -> AclErrorCode {
-    const API: &str = "aclrtHostGetDevicePointer";
-    trace_args!(p_host, p_device, flag);
-    guard(API, || {
+export! {
+    /// `aclError aclrtHostGetDevicePointer(void *pHost, void **pDevice, uint32_t flag);`
+    pub unsafe fn aclrtHostGetDevicePointer(
+        p_host: *mut c_void,
+        p_device: *mut *mut c_void,
+        flag: u32,
+    ) -> AclErrorCode |cx| {
         if p_host.is_null() {
             return Err(AclError::invalid(format!("{API}: pHost is NULL")));
         }
-        let out = out_ptr(API, "pDevice", p_device)?;
-        let d = runtime::runtime(API)?.host_device_pointer(API, addr(p_host), flag)?;
+        let out = cx.out("pDevice", p_device)?;
+        let d = cx.rt()?.host_device_pointer(API, addr(p_host), flag)?;
         put(out, handle_ptr(d));
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtDeviceCanAccessPeer(int32_t *canAccessPeer, int32_t deviceId, int32_t peerDeviceId);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtDeviceCanAccessPeer(can: *mut i32, device_id: i32, peer: i32) -> AclErrorCode {
-    const API: &str = "aclrtDeviceCanAccessPeer";
-    trace_args!(can, device_id, peer);
-    guard(API, || {
-        let out = out_ptr(API, "canAccessPeer", can)?;
-        let ok = runtime::runtime(API)?.can_access_peer(API, device_id, peer)?;
+export! {
+    /// `aclError aclrtDeviceCanAccessPeer(int32_t *canAccessPeer, int32_t deviceId, int32_t peerDeviceId);`
+    pub unsafe fn aclrtDeviceCanAccessPeer(can: *mut i32, device_id: i32, peer: i32) -> AclErrorCode |cx| {
+        let out = cx.out("canAccessPeer", can)?;
+        let ok = cx.rt()?.can_access_peer(API, device_id, peer)?;
         put(out, i32::from(ok));
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags);`
-#[no_mangle]
-pub extern "C" fn aclrtDeviceEnablePeerAccess(peer: i32, flags: u32) -> AclErrorCode {
-    const API: &str = "aclrtDeviceEnablePeerAccess";
-    trace_args!(peer, flags);
-    guard(API, || runtime::runtime(API)?.enable_peer(API, peer, flags))
+export! {
+    /// `aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags);`
+    pub fn aclrtDeviceEnablePeerAccess(peer: i32, flags: u32) -> AclErrorCode |cx| {
+        cx.rt()?.enable_peer(API, peer, flags)
+    }
 }
 
-/// `aclError aclrtDeviceDisablePeerAccess(int32_t peerDeviceId);`
-#[no_mangle]
-pub extern "C" fn aclrtDeviceDisablePeerAccess(peer: i32) -> AclErrorCode {
-    const API: &str = "aclrtDeviceDisablePeerAccess";
-    trace_args!(peer);
-    guard(API, || runtime::runtime(API)?.disable_peer(API, peer))
+export! {
+    /// `aclError aclrtDeviceDisablePeerAccess(int32_t peerDeviceId);`
+    pub fn aclrtDeviceDisablePeerAccess(peer: i32) -> AclErrorCode |cx| {
+        cx.rt()?.disable_peer(API, peer)
+    }
 }

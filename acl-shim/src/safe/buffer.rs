@@ -6,10 +6,9 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::{Arc, Mutex};
 
 use super::device::DeviceInner;
+use super::inner::{order_after, PoolInner, StreamInner};
 use super::pod::Pod;
-use super::pool::PoolInner;
-use super::stream::{order_after, StreamInner};
-use super::{Device, Result, Stream};
+use super::{Device, Result};
 use crate::error::AclError;
 use crate::memory::MallocApi;
 use crate::stream::Timeout;
@@ -96,7 +95,8 @@ impl Alloc {
     }
 
     fn users(&self) -> std::sync::MutexGuard<'_, Vec<Arc<StreamInner>>> {
-        self.users.lock().unwrap_or_else(|p| p.into_inner())
+        // Relock: every update is one push or one take of the whole list, all-or-nothing.
+        crate::sync::relock(&self.users)
     }
 
     /// Checks that stream `s` may use the allocation now, and notes the use.
@@ -174,7 +174,7 @@ impl Drop for Alloc {
 }
 
 /// The bytes of `len` elements of `T`, checked.
-fn byte_len<T: Pod>(api: &str, len: usize) -> Result<u64> {
+pub(crate) fn byte_len<T: Pod>(api: &str, len: usize) -> Result<u64> {
     if len == 0 {
         return Err(AclError::invalid(format!("{api}: a buffer needs at least one element")));
     }
@@ -205,7 +205,7 @@ pub(crate) fn resolve(api: &str, range: impl RangeBounds<usize>, len: usize) -> 
 ///
 /// Made synchronously ([`DeviceBuffer::new`], no owning stream) or on a stream
 /// ([`DeviceBuffer::new_on`], [`super::MemPool::alloc_async`]); see the [module
-/// guide](super) for when it is freed. Copies go through [`Stream`].
+/// guide](super) for when it is freed. Copies go through [`Stream`](super::Stream).
 pub struct DeviceBuffer<T: Pod> {
     pub(crate) alloc: Alloc,
     len: usize,
@@ -240,23 +240,6 @@ impl<T: Pod> DeviceBuffer<T> {
         let bytes = byte_len::<T>(API, len)?;
         let ptr = device.inner.bind(API)?.malloc(API, bytes, 0, MallocApi::Malloc, &[])?;
         Ok(Self::from_alloc(Alloc::new(Arc::clone(&device.inner), ptr, bytes, None, None), len))
-    }
-
-    /// Allocates `len` elements owned by `stream`: dropping the buffer frees it in the
-    /// stream's order (`aclrtMemPoolFreeAsync` of plain memory), without blocking.
-    ///
-    /// # Errors
-    ///
-    /// As [`DeviceBuffer::new`].
-    pub fn new_on(stream: &Stream, len: usize) -> Result<Self> {
-        const API: &str = "DeviceBuffer::new_on";
-        let dev = &stream.inner.device;
-        let bytes = byte_len::<T>(API, len)?;
-        let ptr = dev.bind(API)?.malloc(API, bytes, 0, MallocApi::Malloc, &[])?;
-        Ok(Self::from_alloc(
-            Alloc::new(Arc::clone(dev), ptr, bytes, Some(Arc::clone(&stream.inner)), None),
-            len,
-        ))
     }
 
     /// The number of elements.

@@ -47,6 +47,12 @@ impl Runtime {
     /// `ACL_ERROR_REPEAT_INITIALIZE` when the process's runtime is already initialised (by this
     /// API or the C ABI); the backend's error when it cannot start (a bad `ACLRS_SIM_*`).
     pub fn init() -> Result<Self> {
+        if !crate::ffi::watch_forks() {
+            return Err(AclError::new(
+                crate::codes::ACL_ERROR_RT_INTERNAL_ERROR,
+                "aclInit: pthread_atfork failed",
+            ));
+        }
         rt_mod::init(None)?;
         let rt = rt_mod::runtime("aclInit")?;
         Ok(Self { shared: Arc::new(Shared { rt }) })

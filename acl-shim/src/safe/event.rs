@@ -82,3 +82,16 @@ impl Drop for Event {
         }
     }
 }
+
+impl Stream {
+    /// Makes this stream wait until `event`'s recorded work is done (`aclrtStreamWaitEvent`).
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_STREAM_CONTEXT` for an event of another device.
+    pub fn wait_event(&self, event: &Event) -> Result<()> {
+        const API: &str = "Stream::wait_event";
+        self.inner.device.same(API, &event.device)?;
+        self.inner.device.bind(API)?.stream_wait_event(API, self.inner.handle, event.handle)
+    }
+}

@@ -19,7 +19,8 @@ use crate::ipc::{key_name, KEY_LEN};
 static IMPORTED: Mutex<BTreeSet<ShareName>> = Mutex::new(BTreeSet::new());
 
 fn imported() -> std::sync::MutexGuard<'static, BTreeSet<ShareName>> {
-    IMPORTED.lock().unwrap_or_else(|p| p.into_inner())
+    // Relock: every update is one insert or one remove of a key, all-or-nothing.
+    crate::sync::relock(&IMPORTED)
 }
 
 impl Runtime {

@@ -119,11 +119,20 @@
 //! Every fallible call returns [`Result`]; [`Error`] is the runtime's error, carrying the
 //! `aclError` code and a message. Bad input (lengths, ranges, streams of the wrong device, a
 //! missing dependency) is an error, never a panic.
+//!
+//! ## Modules, bottom to top
+//!
+//! `pod` and `device` (the runtime guard and opened devices); `inner` (the stream and pool
+//! objects that buffers hold, and the cross-stream ordering); `buffer`; `pinned`; `stream`
+//! (with [`DeviceBuffer::new_on`]); `event` (with [`Stream::wait_event`]); `pool`, `kernel`,
+//! `vmm`; `ipc`. A module uses only modules below it, and the whole API sits on the runtime
+//! ([`crate::runtime`]) and the copy planning ([`crate::copy`]).
 #![forbid(unsafe_code)]
 
 mod buffer;
 mod device;
 mod event;
+mod inner;
 mod ipc;
 mod kernel;
 mod pinned;

@@ -5,8 +5,8 @@ use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 
 use super::device::Shared;
+use super::inner::StreamInner;
 use super::pod::{self, Pod};
-use super::stream::StreamInner;
 use super::{Result, Runtime};
 use crate::error::AclError;
 use crate::memory::{DstBytes, SrcBytes};
@@ -99,7 +99,8 @@ impl<T: Pod> PinnedHostBuffer<T> {
     }
 
     pub(crate) fn add_pending(&self, s: &Arc<StreamInner>) {
-        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        // Relock: every update is one push or one take of the whole list, all-or-nothing.
+        let mut p = crate::sync::relock(&self.pending);
         if !p.iter().any(|x| Arc::ptr_eq(x, s)) {
             p.push(Arc::clone(s));
         }
@@ -107,7 +108,8 @@ impl<T: Pod> PinnedHostBuffer<T> {
 
     /// Waits for every stream with a copy of this buffer in flight.
     fn settle(&self, api: &str) -> Result<()> {
-        let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        // Relock: as in `add_pending`.
+        let pending = std::mem::take(&mut *crate::sync::relock(&self.pending));
         for s in pending {
             s.device.bind(api)?.synchronize_stream(api, s.handle, Timeout::Forever)?;
         }

@@ -4,26 +4,11 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::buffer::Alloc;
-use super::device::DeviceInner;
+use super::inner::PoolInner;
 use super::pod::Pod;
 use super::{Device, DeviceBuffer, Result, Stream};
 use crate::error::AclError;
 use crate::pool::{attr, AttrValue, PoolProps};
-
-/// One live pool; destroyed when the last holder (the [`MemPool`] or a block) goes.
-pub(crate) struct PoolInner {
-    device: Arc<DeviceInner>,
-    handle: u64,
-}
-
-impl Drop for PoolInner {
-    fn drop(&mut self) {
-        const API: &str = "MemPool::drop";
-        if let Ok(rt) = self.device.bind(API) {
-            let _ = rt.pool_destroy(API, self.handle);
-        }
-    }
-}
 
 /// A stream-ordered memory pool of one device (`aclrtMemPoolCreate`).
 ///

@@ -3,79 +3,19 @@
 use std::fmt;
 use std::sync::Arc;
 
-use hal::{DeviceAddr, DeviceId, TaskDesc};
-
-use super::buffer::Alloc;
-use super::device::DeviceInner;
+use super::buffer::{byte_len, Alloc};
+use super::inner::StreamInner;
 use super::pod::{self, Pod};
-use super::{Device, DeviceBuffer, DeviceSlice, DeviceSliceMut, Event, PinnedHostBuffer, Result};
+use super::{Device, DeviceBuffer, DeviceSlice, DeviceSliceMut, PinnedHostBuffer, Result};
 use crate::error::AclError;
-use crate::ffi::async_copy::{COPY_SLICE_BYTES, COPY_SLICE_D2D_BYTES};
-use crate::memory::{kind, DstBytes, SrcBytes};
-use crate::runtime::Runtime as Rt;
-use crate::stream::{StreamObj, Timeout};
-
-/// One live stream; destroyed (after its tasks) when the last holder goes.
-pub(crate) struct StreamInner {
-    pub(crate) device: Arc<DeviceInner>,
-    pub(crate) handle: u64,
-}
-
-impl StreamInner {
-    /// The runtime (device made current) and the stream's object.
-    pub(crate) fn obj(&self, api: &str) -> Result<(&Rt, Arc<StreamObj>)> {
-        let rt = self.device.bind(api)?;
-        let s = rt.submit_stream(api, self.handle)?;
-        Ok((rt, s))
-    }
-}
-
-impl Drop for StreamInner {
-    fn drop(&mut self) {
-        const API: &str = "Stream::drop";
-        if let Ok(rt) = self.device.bind(API) {
-            let _ = rt.destroy_stream(API, self.handle, false);
-        }
-    }
-}
-
-/// Makes stream `waiter` wait for the work submitted so far to stream `on` (an event recorded
-/// on `on` and waited for by `waiter`).
-pub(crate) fn order_after(api: &str, waiter: &StreamInner, on: &StreamInner) -> Result<()> {
-    if waiter.handle == on.handle {
-        return Ok(());
-    }
-    waiter.device.same(api, &on.device)?;
-    let (rt, w) = waiter.obj(api)?;
-    let (_, o) = rt.stream(api, on.handle)?;
-    let drv = rt.backend().driver();
-    let dev = DeviceId(w.device);
-    let ev = drv.create_event(dev).map_err(|e| AclError::from_hal(e, api))?;
-    let r = drv.record_event(dev, o.queue, ev).and_then(|_| drv.wait_event(dev, w.queue, ev));
-    let _ = drv.destroy_event(dev, ev);
-    r.map_err(|e| AclError::from_hal(e, api))
-}
+use crate::memory::{kind, DstBytes, MallocApi, SrcBytes};
+use crate::stream::Timeout;
 
 fn same_len(api: &str, dst: usize, src: usize) -> Result<()> {
     if dst != src {
         return Err(AclError::invalid(format!(
             "{api}: the destination holds {dst} elements but the source {src}; lengths must match"
         )));
-    }
-    Ok(())
-}
-
-/// Submits an asynchronous copy as tasks of at most `slice` bytes.
-fn submit_copy(rt: &Rt, api: &str, s: &StreamObj, dst: u64, src: u64, count: u64, slice: u64) -> Result<()> {
-    let mut done = 0;
-    while done < count {
-        let n = (count - done).min(slice);
-        rt.submit_task(
-            api,
-            s,
-            TaskDesc::Copy { dst: DeviceAddr(dst + done), src: DeviceAddr(src + done), len_bytes: n },
-        )?;
-        done += n;
     }
     Ok(())
 }
@@ -138,17 +78,6 @@ impl Stream {
     pub fn is_complete(&self) -> Result<bool> {
         const API: &str = "Stream::is_complete";
         self.inner.device.bind(API)?.stream_is_complete(API, self.inner.handle)
-    }
-
-    /// Makes this stream wait until `event`'s recorded work is done (`aclrtStreamWaitEvent`).
-    ///
-    /// # Errors
-    ///
-    /// `ACL_ERROR_RT_STREAM_CONTEXT` for an event of another device.
-    pub fn wait_event(&self, event: &Event) -> Result<()> {
-        const API: &str = "Stream::wait_event";
-        self.inner.device.same(API, &event.device)?;
-        self.inner.device.bind(API)?.stream_wait_event(API, self.inner.handle, event.handle)
     }
 
     /// The explicit cross-stream dependency: makes this stream wait for the work every other
@@ -239,7 +168,7 @@ impl Stream {
         let (rt, s) = self.inner.obj(API)?;
         let d = dst.as_slice();
         let plan = rt.plan_memcpy(API, d.addr(), d.size_bytes(), src.addr(), src.size_bytes(), kind::D2D)?;
-        submit_copy(rt, API, &s, d.addr(), src.addr(), plan.count, COPY_SLICE_D2D_BYTES)
+        crate::copy::submit(rt, API, &s, d.addr(), src.addr(), plan.count, true)
     }
 
     /// Copies pinned host elements to device elements asynchronously. The pinned buffer's
@@ -261,7 +190,7 @@ impl Stream {
         let d = dst.as_slice();
         let plan = rt.plan_memcpy(API, d.addr(), d.size_bytes(), src.addr(), src.size_bytes(), kind::H2D)?;
         src.add_pending(&self.inner);
-        submit_copy(rt, API, &s, d.addr(), src.addr(), plan.count, COPY_SLICE_BYTES)
+        crate::copy::submit(rt, API, &s, d.addr(), src.addr(), plan.count, false)
     }
 
     /// Copies device elements to pinned host elements asynchronously. The pinned buffer's
@@ -283,7 +212,7 @@ impl Stream {
         let plan =
             rt.plan_memcpy(API, dst.addr(), dst.size_bytes(), src.addr(), src.size_bytes(), kind::D2H)?;
         dst.add_pending(&self.inner);
-        submit_copy(rt, API, &s, dst.addr(), src.addr(), plan.count, COPY_SLICE_BYTES)
+        crate::copy::submit(rt, API, &s, dst.addr(), src.addr(), plan.count, false)
     }
 
     /// Sets every byte of `dst` to `value` (a synchronous `aclrtMemset` after the stream's
@@ -301,5 +230,24 @@ impl Stream {
         let plan = rt.plan_memset(API, d.addr(), d.size_bytes(), d.size_bytes())?;
         rt.sync_stream_obj(API, &s)?;
         rt.memset(API, plan, d.addr(), value)
+    }
+}
+
+impl<T: Pod> DeviceBuffer<T> {
+    /// Allocates `len` elements owned by `stream`: dropping the buffer frees it in the
+    /// stream's order (`aclrtMemPoolFreeAsync` of plain memory), without blocking.
+    ///
+    /// # Errors
+    ///
+    /// As [`DeviceBuffer::new`].
+    pub fn new_on(stream: &Stream, len: usize) -> Result<Self> {
+        const API: &str = "DeviceBuffer::new_on";
+        let dev = &stream.inner.device;
+        let bytes = byte_len::<T>(API, len)?;
+        let ptr = dev.bind(API)?.malloc(API, bytes, 0, MallocApi::Malloc, &[])?;
+        Ok(Self::from_alloc(
+            Alloc::new(Arc::clone(dev), ptr, bytes, Some(Arc::clone(&stream.inner)), None),
+            len,
+        ))
     }
 }

@@ -16,8 +16,8 @@ use crate::sys::{Fault, Window};
 use crate::Fabric;
 
 /// Largest piece one DMA descriptor moves; longer transfers are cut into such slices, as the
-/// reference runtime cuts copies into 64 MiB tasks.
-pub(crate) const SLICE_BYTES: u64 = 64 << 20;
+/// runtime cuts copies into tasks ([`hal::copy::SLICE_BYTES`], 64 MiB).
+pub(crate) const SLICE_BYTES: u64 = hal::copy::SLICE_BYTES;
 
 fn fault(_: Fault) -> Error {
     Error::new(ErrorKind::InvalidHandle, "DMA touched device memory that is not mapped")
