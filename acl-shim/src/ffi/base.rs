@@ -15,10 +15,9 @@ use std::path::{Path, PathBuf};
 
 use hal::SocProfile;
 
-use super::{guard, out_ptr, put, AclErrorCode};
+use super::{out_ptr, put, Out};
 use crate::codes::*;
 use crate::error::{AclError, Result};
-use crate::runtime;
 
 /// `ACL_MAJOR_VERSION`, `ACL_MINOR_VERSION`, `ACL_PATCH_VERSION` of the headers.
 const API_VERSION: (i32, i32, i32) = (1, 17, 0);
@@ -109,23 +108,25 @@ pub fn f32_to_f16(f: f32) -> u16 {
     sign | (q + u32::from(up)) as u16
 }
 
-/// `size_t aclDataTypeSize(aclDataType dataType);`
-#[no_mangle]
-pub extern "C" fn aclDataTypeSize(data_type: i32) -> usize {
-    trace_args!(data_type);
-    data_type_size(data_type)
+export! {
+    /// `size_t aclDataTypeSize(aclDataType dataType);` — 0 for an unknown type.
+    pub fn aclDataTypeSize(data_type: i32) -> usize = 0, |cx| {
+        Ok(data_type_size(data_type))
+    }
 }
 
-/// `float aclFloat16ToFloat(aclFloat16 value);`
-#[no_mangle]
-pub extern "C" fn aclFloat16ToFloat(value: u16) -> f32 {
-    f16_to_f32(value)
+export! {
+    /// `float aclFloat16ToFloat(aclFloat16 value);`
+    pub fn aclFloat16ToFloat(value: u16) -> f32 = f32::NAN, |cx| {
+        Ok(f16_to_f32(value))
+    }
 }
 
-/// `aclFloat16 aclFloatToFloat16(float value);`
-#[no_mangle]
-pub extern "C" fn aclFloatToFloat16(value: f32) -> u16 {
-    f32_to_f16(value)
+export! {
+    /// `aclFloat16 aclFloatToFloat16(float value);`
+    pub fn aclFloatToFloat16(value: f32) -> u16 = 0x7e00, |cx| {
+        Ok(f32_to_f16(value))
+    }
 }
 
 /// `struct aclDataBuffer`: the address and size of a block the caller owns.
@@ -136,43 +137,33 @@ pub struct DataBuffer {
     length: u64,
 }
 
-/// `aclDataBuffer *aclCreateDataBuffer(void *data, size_t size);` — any (data, size) pair.
-#[no_mangle]
-pub extern "C" fn aclCreateDataBuffer(data: *mut c_void, size: usize) -> *mut DataBuffer {
-    trace_args!(data, size);
-    // CAST: usize fits in u64 on every supported host.
-    Box::into_raw(Box::new(DataBuffer { data, length: size as u64 }))
+export! {
+    /// `aclDataBuffer *aclCreateDataBuffer(void *data, size_t size);` — any (data, size) pair.
+    pub fn aclCreateDataBuffer(data: *mut c_void, size: usize) -> *mut DataBuffer = std::ptr::null_mut(), |cx| {
+        // CAST: usize fits in u64 on every supported host.
+        Ok(Box::into_raw(Box::new(DataBuffer { data, length: size as u64 })))
+    }
 }
 
-/// `aclError aclDestroyDataBuffer(const aclDataBuffer *dataBuffer);`
-#[no_mangle]
-pub unsafe extern "C" fn aclDestroyDataBuffer(data_buffer: *const DataBuffer) -> AclErrorCode {
-    const API: &str = "aclDestroyDataBuffer";
-    trace_args!(data_buffer);
-    guard(API, || {
-        let p = out_ptr(API, "dataBuffer", data_buffer.cast_mut())?;
+export! {
+    /// `aclError aclDestroyDataBuffer(const aclDataBuffer *dataBuffer);`
+    pub unsafe fn aclDestroyDataBuffer(data_buffer: *const DataBuffer) -> AclErrorCode |cx| {
+        let p = cx.input("dataBuffer", data_buffer)?;
         // SAFETY: non-null and aligned (checked); the caller passes a descriptor from
         // aclCreateDataBuffer (a `Box` leaked there) and never uses it again, per the API.
-        drop(unsafe { Box::from_raw(p) });
+        drop(unsafe { Box::from_raw(p.cast_mut()) });
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclUpdateDataBuffer(aclDataBuffer *dataBuffer, void *data, size_t size);`
-#[no_mangle]
-pub unsafe extern "C" fn aclUpdateDataBuffer(
-    data_buffer: *mut DataBuffer,
-    data: *mut c_void,
-    size: usize,
-) -> AclErrorCode {
-    const API: &str = "aclUpdateDataBuffer";
-    trace_args!(data_buffer, data, size);
-    guard(API, || {
-        let p = out_ptr(API, "dataBuffer", data_buffer)?;
+export! {
+    /// `aclError aclUpdateDataBuffer(aclDataBuffer *dataBuffer, void *data, size_t size);`
+    pub unsafe fn aclUpdateDataBuffer(data_buffer: *mut DataBuffer, data: *mut c_void, size: usize) -> AclErrorCode |cx| {
+        let p = cx.out("dataBuffer", data_buffer)?;
         // CAST: usize fits in u64 on every supported host.
         put(p, DataBuffer { data, length: size as u64 });
         Ok(())
-    })
+    }
 }
 
 /// Reads a descriptor, or `None` for NULL.
@@ -185,30 +176,30 @@ unsafe fn read_buffer(p: *const DataBuffer) -> Option<(*mut c_void, u64)> {
     unsafe { p.as_ref() }.map(|b| (b.data, b.length))
 }
 
-/// `void *aclGetDataBufferAddr(const aclDataBuffer *dataBuffer);` — NULL for NULL.
-#[no_mangle]
-pub unsafe extern "C" fn aclGetDataBufferAddr(data_buffer: *const DataBuffer) -> *mut c_void {
-    trace_args!(data_buffer);
-    // SAFETY: the caller passes NULL or a descriptor from aclCreateDataBuffer, per the API.
-    unsafe { read_buffer(data_buffer) }.map_or(std::ptr::null_mut(), |(data, _)| data)
+export! {
+    /// `void *aclGetDataBufferAddr(const aclDataBuffer *dataBuffer);` — NULL for NULL.
+    pub unsafe fn aclGetDataBufferAddr(data_buffer: *const DataBuffer) -> *mut c_void = std::ptr::null_mut(), |cx| {
+        // SAFETY: the caller passes NULL or a descriptor from aclCreateDataBuffer, per the API.
+        Ok(unsafe { read_buffer(data_buffer) }.map_or(std::ptr::null_mut(), |(data, _)| data))
+    }
 }
 
-/// `uint32_t aclGetDataBufferSize(const aclDataBuffer *dataBuffer);` — truncated; 0 for NULL.
-#[no_mangle]
-pub unsafe extern "C" fn aclGetDataBufferSize(data_buffer: *const DataBuffer) -> u32 {
-    trace_args!(data_buffer);
-    // SAFETY: the caller passes NULL or a descriptor from aclCreateDataBuffer, per the API.
-    // CAST: the documented truncation to 32 bits.
-    unsafe { read_buffer(data_buffer) }.map_or(0, |(_, len)| len as u32)
+export! {
+    /// `uint32_t aclGetDataBufferSize(const aclDataBuffer *dataBuffer);` — truncated; 0 for NULL.
+    pub unsafe fn aclGetDataBufferSize(data_buffer: *const DataBuffer) -> u32 = 0, |cx| {
+        // SAFETY: the caller passes NULL or a descriptor from aclCreateDataBuffer, per the API.
+        // CAST: the documented truncation to 32 bits.
+        Ok(unsafe { read_buffer(data_buffer) }.map_or(0, |(_, len)| len as u32))
+    }
 }
 
-/// `size_t aclGetDataBufferSizeV2(const aclDataBuffer *dataBuffer);` — 0 for NULL.
-#[no_mangle]
-pub unsafe extern "C" fn aclGetDataBufferSizeV2(data_buffer: *const DataBuffer) -> usize {
-    trace_args!(data_buffer);
-    // SAFETY: the caller passes NULL or a descriptor from aclCreateDataBuffer, per the API.
-    // CAST: the length was a usize when it was stored.
-    unsafe { read_buffer(data_buffer) }.map_or(0, |(_, len)| len as usize)
+export! {
+    /// `size_t aclGetDataBufferSizeV2(const aclDataBuffer *dataBuffer);` — 0 for NULL.
+    pub unsafe fn aclGetDataBufferSizeV2(data_buffer: *const DataBuffer) -> usize = 0, |cx| {
+        // SAFETY: the caller passes NULL or a descriptor from aclCreateDataBuffer, per the API.
+        // CAST: the length was a usize when it was stored.
+        Ok(unsafe { read_buffer(data_buffer) }.map_or(0, |(_, len)| len as usize))
+    }
 }
 
 /// The `tracing` target of the application's own log lines (`aclAppLog`).
@@ -256,22 +247,15 @@ unsafe fn text_of<'a>(p: *const c_char) -> std::borrow::Cow<'a, str> {
     unsafe { CStr::from_ptr(p) }.to_string_lossy()
 }
 
-/// `void aclrsAppLogWrite(aclLogLevel level, const char *func, const char *file, uint32_t line,
-/// const char *text);` — writes one application log line, `[file:line] func: text`, at `level`
-/// (`ACL_DEBUG` 0 … `ACL_ERROR` 3; another value is written at ERROR and named). NULL `text`
-/// writes nothing. `aclAppLog` ends here after formatting.
-#[no_mangle]
-pub unsafe extern "C" fn aclrsAppLogWrite(
-    level: i32,
-    func: *const c_char,
-    file: *const c_char,
-    line: u32,
-    text: *const c_char,
-) {
-    if text.is_null() {
-        return;
-    }
-    let _ = std::panic::catch_unwind(|| {
+export! {
+    /// `void aclrsAppLogWrite(aclLogLevel level, const char *func, const char *file, uint32_t line,
+    /// const char *text);` — writes one application log line, `[file:line] func: text`, at `level`
+    /// (`ACL_DEBUG` 0 … `ACL_ERROR` 3; another value is written at ERROR and named). NULL `text`
+    /// writes nothing. `aclAppLog` ends here after formatting.
+    pub unsafe fn aclrsAppLogWrite(level: i32, func: *const c_char, file: *const c_char, line: u32, text: *const c_char) -> () = (), |cx| {
+        if text.is_null() {
+            return Ok(());
+        }
         crate::log::init();
         // SAFETY: the caller passes NULL or NUL-terminated strings, per the API.
         let (func, file, text) = unsafe { (text_of(func), text_of(file), text_of(text)) };
@@ -283,7 +267,8 @@ pub unsafe extern "C" fn aclrsAppLogWrite(
             3 => tracing::error!(target: APP_TARGET, "[{file}:{line}] {func}: {text}"),
             _ => tracing::error!(target: APP_TARGET, "(level {level}) [{file}:{line}] {func}: {text}"),
         }
-    });
+        Ok(())
+    }
 }
 
 /// The SoC name of `soc` as a static C string.
@@ -297,8 +282,8 @@ fn soc_c_name(soc: SocProfile) -> &'static CStr {
 
 /// The SoC profile of the devices: the runtime's, or before `aclInit` the one the software NPU
 /// is configured with (every backend takes its profile from those settings).
-fn current_soc(api: &str) -> Result<SocProfile> {
-    if let Ok(rt) = runtime::runtime(api) {
+fn current_soc(cx: &super::Call, api: &str) -> Result<SocProfile> {
+    if let Ok(rt) = cx.rt() {
         return Ok(rt.soc());
     }
     hal_sim::SimConfig::from_env()
@@ -306,17 +291,11 @@ fn current_soc(api: &str) -> Result<SocProfile> {
         .map_err(|e| AclError::invalid(format!("{api}: the software NPU's settings are invalid: {e}")))
 }
 
-/// `const char *aclrtGetSocName();` — a static string; NULL (with a message) on failure.
-#[no_mangle]
-pub extern "C" fn aclrtGetSocName() -> *const c_char {
-    const API: &str = "aclrtGetSocName";
-    trace_args!();
-    let mut name = std::ptr::null();
-    guard(API, || {
-        name = soc_c_name(current_soc(API)?).as_ptr();
-        Ok(())
-    });
-    name
+export! {
+    /// `const char *aclrtGetSocName();` — a static string; NULL (with a message) on failure.
+    pub fn aclrtGetSocName() -> *const c_char = std::ptr::null(), |cx| {
+        Ok(soc_c_name(current_soc(cx, API)?).as_ptr())
+    }
 }
 
 /// `ACL_CANN_ATTR_INF_NAN`, `ACL_CANN_ATTR_BF16`, `ACL_CANN_ATTR_JIT_COMPILE`.
@@ -326,36 +305,30 @@ const CANN_ATTRS: [i32; 3] = [0, 1, 2];
 /// every profile the software NPU has (A2, A3, 950); no JIT operator compiler.
 static CANN_ATTRS_AVAILABLE: [i32; 2] = [0, 1];
 
-/// `aclError aclGetCannAttributeList(const aclCannAttr **cannAttrList, size_t *num);` — a
-/// static array of the available attributes.
-#[no_mangle]
-pub unsafe extern "C" fn aclGetCannAttributeList(list: *mut *const i32, num: *mut usize) -> AclErrorCode {
-    const API: &str = "aclGetCannAttributeList";
-    trace_args!(list, num);
-    guard(API, || {
-        let list = out_ptr(API, "cannAttrList", list)?;
-        let num = out_ptr(API, "num", num)?;
+export! {
+    /// `aclError aclGetCannAttributeList(const aclCannAttr **cannAttrList, size_t *num);` — a
+    /// static array of the available attributes.
+    pub unsafe fn aclGetCannAttributeList(list: *mut *const i32, num: *mut usize) -> AclErrorCode |cx| {
+        let list = cx.out("cannAttrList", list)?;
+        let num = cx.out("num", num)?;
         put(list, CANN_ATTRS_AVAILABLE.as_ptr());
         put(num, CANN_ATTRS_AVAILABLE.len());
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclGetCannAttribute(aclCannAttr cannAttr, int32_t *value);` — 1 when available.
-#[no_mangle]
-pub unsafe extern "C" fn aclGetCannAttribute(attr: i32, value: *mut i32) -> AclErrorCode {
-    const API: &str = "aclGetCannAttribute";
-    trace_args!(attr, value);
-    guard(API, || {
+export! {
+    /// `aclError aclGetCannAttribute(aclCannAttr cannAttr, int32_t *value);` — 1 when available.
+    pub unsafe fn aclGetCannAttribute(attr: i32, value: *mut i32) -> AclErrorCode |cx| {
         if !CANN_ATTRS.contains(&attr) {
             return Err(AclError::invalid(format!(
                 "{API}: cannAttr {attr} is not an aclCannAttr (ACL_CANN_ATTR_INF_NAN 0, _BF16 1, _JIT_COMPILE 2)"
             )));
         }
-        let out = out_ptr(API, "value", value)?;
+        let out = cx.out("value", value)?;
         put(out, i32::from(CANN_ATTRS_AVAILABLE.contains(&attr)));
         Ok(())
-    })
+    }
 }
 
 /// A NUL-terminated C string argument as UTF-8.
@@ -482,24 +455,19 @@ pub fn version_number(version: &str) -> Option<i32> {
 /// # Safety
 ///
 /// `out` is valid for writes of `cap` bytes.
-unsafe fn write_c_string(out: *mut c_char, cap: usize, s: &str) {
+unsafe fn write_c_string(out: Out<c_char>, cap: usize, s: &str) {
     debug_assert!(s.len() < cap);
-    // SAFETY: per this function's contract, and s.len() + 1 <= cap.
-    unsafe {
-        std::ptr::copy_nonoverlapping(s.as_ptr().cast::<c_char>(), out, s.len());
-        out.add(s.len()).write(0);
+    for (i, b) in s.bytes().chain([0]).enumerate() {
+        // SAFETY: i < s.len() + 1 <= cap, and `out` has room for `cap` bytes (this function's
+        // contract).
+        // CAST: a byte as C's char, bit for bit.
+        put(unsafe { out.add(i) }, b as c_char);
     }
 }
 
-/// `aclError aclsysGetVersionStr(char *pkgName, char *versionStr);`
-#[no_mangle]
-pub unsafe extern "C" fn aclsysGetVersionStr(
-    pkg_name: *mut c_char,
-    version_str: *mut c_char,
-) -> AclErrorCode {
-    const API: &str = "aclsysGetVersionStr";
-    trace_args!(pkg_name, version_str);
-    guard(API, || {
+export! {
+    /// `aclError aclsysGetVersionStr(char *pkgName, char *versionStr);`
+    pub unsafe fn aclsysGetVersionStr(pkg_name: *mut c_char, version_str: *mut c_char) -> AclErrorCode |cx| {
         let pkg = c_str(API, "pkgName", pkg_name)?;
         let out = out_ptr(API, "versionStr", version_str)?;
         let version = package_version(API, pkg)?;
@@ -507,15 +475,12 @@ pub unsafe extern "C" fn aclsysGetVersionStr(
         // the version is shorter (checked by package_version).
         unsafe { write_c_string(out, PKG_VERSION_MAX, &version) };
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclsysGetVersionNum(char *pkgName, int32_t *versionNum);`
-#[no_mangle]
-pub unsafe extern "C" fn aclsysGetVersionNum(pkg_name: *mut c_char, version_num: *mut i32) -> AclErrorCode {
-    const API: &str = "aclsysGetVersionNum";
-    trace_args!(pkg_name, version_num);
-    guard(API, || {
+export! {
+    /// `aclError aclsysGetVersionNum(char *pkgName, int32_t *versionNum);`
+    pub unsafe fn aclsysGetVersionNum(pkg_name: *mut c_char, version_num: *mut i32) -> AclErrorCode |cx| {
         let pkg = c_str(API, "pkgName", pkg_name)?;
         let out = out_ptr(API, "versionNum", version_num)?;
         let version = package_version(API, pkg)?;
@@ -530,7 +495,7 @@ pub unsafe extern "C" fn aclsysGetVersionNum(pkg_name: *mut c_char, version_num:
         })?;
         put(out, n);
         Ok(())
-    })
+    }
 }
 
 /// `aclCANNPackageVersion`: a version and its parts, each NUL-terminated (512 bytes).
@@ -557,12 +522,9 @@ pub fn version_parts(version: &str) -> Option<[String; 4]> {
     Some(std::array::from_fn(|i| parts.get(i).map_or_else(|| "0".to_owned(), |p| (*p).to_owned())))
 }
 
-/// `aclError aclsysGetCANNVersion(aclCANNPackageName name, aclCANNPackageVersion *version);`
-#[no_mangle]
-pub unsafe extern "C" fn aclsysGetCANNVersion(name: i32, version: *mut PackageVersion) -> AclErrorCode {
-    const API: &str = "aclsysGetCANNVersion";
-    trace_args!(name, version);
-    guard(API, || {
+export! {
+    /// `aclError aclsysGetCANNVersion(aclCANNPackageName name, aclCANNPackageVersion *version);`
+    pub unsafe fn aclsysGetCANNVersion(name: i32, version: *mut PackageVersion) -> AclErrorCode |cx| {
         let pkg = match name {
             0 | 1 => "runtime",
             2 => "bisheng-compiler",
@@ -607,15 +569,12 @@ pub unsafe extern "C" fn aclsysGetCANNVersion(name: i32, version: *mut PackageVe
         }
         put(out, filled);
         Ok(())
-    })
+    }
 }
 
-/// `aclError aclrtGetVersion(int32_t *majorVersion, int32_t *minorVersion, int32_t *patchVersion);`
-#[no_mangle]
-pub unsafe extern "C" fn aclrtGetVersion(major: *mut i32, minor: *mut i32, patch: *mut i32) -> AclErrorCode {
-    const API: &str = "aclrtGetVersion";
-    trace_args!(major, minor, patch);
-    guard(API, || {
+export! {
+    /// `aclError aclrtGetVersion(int32_t *majorVersion, int32_t *minorVersion, int32_t *patchVersion);`
+    pub unsafe fn aclrtGetVersion(major: *mut i32, minor: *mut i32, patch: *mut i32) -> AclErrorCode |cx| {
         let major = out_ptr(API, "majorVersion", major)?;
         let minor = out_ptr(API, "minorVersion", minor)?;
         let patch = out_ptr(API, "patchVersion", patch)?;
@@ -623,7 +582,7 @@ pub unsafe extern "C" fn aclrtGetVersion(major: *mut i32, minor: *mut i32, patch
         put(minor, API_VERSION.1);
         put(patch, API_VERSION.2);
         Ok(())
-    })
+    }
 }
 
 #[cfg(test)]
