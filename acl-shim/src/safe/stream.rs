@@ -48,12 +48,13 @@ pub(crate) fn order_after(api: &str, waiter: &StreamInner, on: &StreamInner) -> 
     waiter.device.same(api, &on.device)?;
     let (rt, w) = waiter.obj(api)?;
     let (_, o) = rt.stream(api, on.handle)?;
-    let drv = rt.backend().driver();
-    let dev = DeviceId(w.device);
-    let ev = drv.create_event(dev).map_err(|e| AclError::from_hal(e, api))?;
-    let r = drv.record_event(dev, o.queue, ev).and_then(|_| drv.wait_event(dev, w.queue, ev));
-    let _ = drv.destroy_event(dev, ev);
-    r.map_err(|e| AclError::from_hal(e, api))
+    let last = rt
+        .backend()
+        .driver()
+        .progress(DeviceId(o.device), o.queue)
+        .map_err(|e| AclError::from_hal(e, api))?
+        .submitted;
+    rt.wait_for_point(api, &w, o.queue, last)
 }
 
 fn same_len(api: &str, dst: usize, src: usize) -> Result<()> {
