@@ -2,11 +2,11 @@
 //! side of the stream API over the backend's queues and events, and the device's dependency
 //! graph between streams.
 //!
-//! Safe Rust. This module owns [`DeviceStreams`], one per device: the [`HandleTable`]s of its
+//! Safe Rust. This module owns `DeviceStreams`, one per device: the [`HandleTable`]s of its
 //! streams, events and contexts, its default stream, its callback subscriptions, and the
 //! [`DepGraph`] that answers the pools' stream-order question without asking the device. It
 //! takes the backend ([`hal::Driver`]) and the device's state as parameters and never reaches
-//! up into the runtime; the runtime's stream calls ([`crate::stream_api`]) find the device and
+//! up into the runtime; the runtime's stream calls (`crate::stream_api`) find the device and
 //! pass both down.
 //!
 //! Handles given to C come from [`crate::handles`]: the device is in the handle, so a lookup
@@ -18,7 +18,7 @@
 //!
 //! The most streams and events of a device and the depth of a stream's queue come from the
 //! SoC profile ([`hal::SocProfile::max_streams`], [`max_events`](hal::SocProfile::max_events),
-//! [`stream_depth`](hal::SocProfile::stream_depth)), read once into [`Limits`].
+//! [`stream_depth`](hal::SocProfile::stream_depth)), read once into `Limits`.
 //!
 //! # Locking
 //!
@@ -33,7 +33,7 @@
 //! - `aclrtRecordEvent`: 0 (the record's point travels with the later wait);
 //! - `aclrtStreamWaitEvent`: 1 (`graph`, to add the wait's edge).
 //!
-//! The runtime adds its own for the current device (see [`crate::stream_api`]); the
+//! The runtime adds its own for the current device (see `crate::stream_api`); the
 //! backend's queue locks are the backend's.
 
 use std::collections::{BTreeMap, VecDeque};
