@@ -1147,4 +1147,62 @@ mod tests {
         assert_eq!(e.code(), ACL_ERROR_RT_INTERNAL_ERROR);
         assert!(e.message().contains("the stream graph of device 0"), "{}", e.message());
     }
+
+    /// Streams, events and their errors over a real software NPU: `aclrtStreamQuery` reads
+    /// progress without taking the failure, so the next synchronisation still reports it.
+    #[test]
+    fn a_query_leaves_the_failure_for_the_next_synchronisation() {
+        use hal::{DeviceAddr, DeviceControl, Queues};
+        let sim = hal_sim::Sim::new(hal_sim::SimConfig {
+            instance: format!("acl-stream-unit-{}", std::process::id()),
+            hbm_bytes: 256 << 20,
+            huge_budget_bytes: 64 << 20,
+            giant_budget_bytes: 0,
+            ..hal_sim::SimConfig::default()
+        })
+        .expect("start the software NPU");
+        sim.open(DeviceId(0)).expect("open");
+        let t = tables(0);
+        let h = t.create_stream("aclrtCreateStream", &sim, 0).unwrap();
+        let s = t.stream("test", h).unwrap();
+        // A copy from an address that is no memory at all fails on the device.
+        let bad = TaskDesc::Copy { dst: DeviceAddr(0x1000), src: DeviceAddr(0x2000), len_bytes: 16 };
+        let seq = sim.submit(DeviceId(0), s.queue, bad).unwrap();
+        sim.wait(DeviceId(0), s.queue, seq, Some(10_000)).unwrap();
+        for _ in 0..3 {
+            assert!(t.stream_is_complete("aclrtStreamQuery", &sim, &s).unwrap());
+        }
+        let api = "aclrtSynchronizeStream";
+        let e = t.sync_queue(api, &sim, &s, Timeout::Forever, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT).unwrap_err();
+        assert_eq!(e.code(), ACL_ERROR_RT_AICORE_EXCEPTION);
+        assert!(e.message().contains("failed on the device"), "{}", e.message());
+        t.sync_queue(api, &sim, &s, Timeout::Forever, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT)
+            .expect("reported once");
+        assert_eq!(crate::sync::relock(&t.graph).completed(s.queue.0), Some(seq), "the graph saw it finish");
+
+        // A wait on an event: the graph orders the waiting stream after the record.
+        let h2 = t.create_stream("aclrtCreateStream", &sim, 0).unwrap();
+        let s2 = t.stream("test", h2).unwrap();
+        let ev = t.create_event("aclrtCreateEvent", &sim, event_flag::SYNC, false).unwrap();
+        let e = t.event("test", ev).unwrap();
+        t.record_event("aclrtRecordEvent", &sim, &e, &s).unwrap();
+        t.stream_wait_event("aclrtStreamWaitEvent", &sim, &s2, &e).unwrap();
+        let p = sim.progress(DeviceId(0), s.queue).unwrap().submitted;
+        let order = GraphOrder(t.graph("test").unwrap());
+        assert!(order.is_ordered_before(StreamPoint { stream: s.queue.0, seq: p }, s2.queue.0));
+        drop(order);
+
+        // Destroyed handles are dead at once; the default stream cannot be destroyed.
+        t.destroy_event("aclrtDestroyEvent", &sim, ev).unwrap();
+        assert_eq!(t.event("aclrtRecordEvent", ev).unwrap_err().code(), ACL_ERROR_RT_INVALID_HANDLE);
+        t.destroy_stream("aclrtDestroyStream", &sim, h2, false).unwrap();
+        assert_eq!(t.stream("aclrtSynchronizeStream", h2).unwrap_err().code(), ACL_ERROR_RT_INVALID_HANDLE);
+        let (def, _) = t.default_stream("test", &sim).unwrap();
+        let e = t.destroy_stream("aclrtDestroyStream", &sim, def, false).unwrap_err();
+        assert_eq!(e.code(), ACL_ERROR_INVALID_PARAM);
+        t.settle("aclrtResetDevice", &sim, false);
+        t.forget();
+        assert_eq!(t.stream("aclrtSynchronizeStream", h).unwrap_err().code(), ACL_ERROR_RT_INVALID_HANDLE);
+        sim.close(DeviceId(0)).expect("close");
+    }
 }
