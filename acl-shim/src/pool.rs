@@ -254,7 +254,9 @@ impl Runtime {
 
     /// The stream-order oracle of device `d`: its dependency graph (recorded waits and the
     /// completions the runtime saw), asked with no backend call. Lock order: a pool's lock →
-    /// the graph (a leaf); the guard lives only while the pool asks.
+    /// the graph (a leaf: nothing is locked or called back while it is held, so the pool's
+    /// own backing calls under it cannot deadlock; a stream wait on the device waits for them).
+    /// Completions the runtime has not seen yet make the answer conservative, never wrong.
     fn order(&self, d: u32) -> GraphOrder<'_> {
         GraphOrder(crate::sync::relock(self.streams_of(d).graph_mutex()))
     }

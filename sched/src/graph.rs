@@ -141,6 +141,10 @@ impl StreamOrder for DepGraph {
         if point.stream == stream || self.is_complete(point) {
             return true;
         }
+        if self.nodes.get(&stream).is_none_or(|n| n.edges.is_empty()) {
+            // `stream` waits for nothing pending: no walk (and no allocation) needed.
+            return false;
+        }
         // Depth-first over the wait edges from the tail of `stream`, remembering the highest
         // sequence examined per stream: edges up to that sequence have been followed already.
         let mut seen: BTreeMap<u32, u64> = BTreeMap::new();
