@@ -630,8 +630,8 @@ pub enum ShareKind {
 /// names outlive their exporter only while some importer still holds the memory; a process
 /// that dies gives back its exports, imports and allocations.
 ///
-/// Every method has a default body returning [`ErrorKind::NotSupported`](crate::ErrorKind::NotSupported),
-/// the stub of a backend without sharing.
+/// Every method is required: a backend without sharing returns
+/// [`ErrorKind::NotSupported`](crate::ErrorKind::NotSupported) from each, explicitly.
 pub trait Sharing {
     /// The id of this process as the backend's whitelist checks see it (the bare tgid).
     fn process_id(&self) -> u32;
@@ -650,10 +650,7 @@ pub trait Sharing {
         range: VaRange,
         kind: ShareKind,
         no_whitelist: bool,
-    ) -> Result<ShareName> {
-        let _ = (dev, range, kind, no_whitelist);
-        Err(crate::Error::new(crate::ErrorKind::NotSupported, "sharing"))
-    }
+    ) -> Result<ShareName>;
 
     /// Exports a physical allocation made by [`PhysicalMemory::alloc_physical`].
     ///
@@ -667,10 +664,7 @@ pub trait Sharing {
         handle: PhysHandle,
         kind: ShareKind,
         no_whitelist: bool,
-    ) -> Result<ShareName> {
-        let _ = (dev, handle, kind, no_whitelist);
-        Err(crate::Error::new(crate::ErrorKind::NotSupported, "sharing"))
-    }
+    ) -> Result<ShareName>;
 
     /// Adds `pids` to the whitelist of a share this process exported.
     ///
@@ -680,20 +674,14 @@ pub trait Sharing {
     /// [`ErrorKind::PermissionDenied`](crate::ErrorKind::PermissionDenied) when this process is
     /// not its exporter; [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) when
     /// the share was exported without a whitelist or the list grows too long.
-    fn set_share_pids(&self, name: &ShareName, pids: &[u32]) -> Result<()> {
-        let _ = (name, pids);
-        Err(crate::Error::new(crate::ErrorKind::NotSupported, "sharing"))
-    }
+    fn set_share_pids(&self, name: &ShareName, pids: &[u32]) -> Result<()>;
 
     /// What share `name` holds.
     ///
     /// # Errors
     ///
     /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown share.
-    fn share_info(&self, name: &ShareName) -> Result<ShareInfo> {
-        let _ = name;
-        Err(crate::Error::new(crate::ErrorKind::NotSupported, "sharing"))
-    }
+    fn share_info(&self, name: &ShareName) -> Result<ShareInfo>;
 
     /// Imports share `name` on `dev` as a physical handle this process may map and must free
     /// with [`PhysicalMemory::free_physical`].
@@ -705,10 +693,7 @@ pub trait Sharing {
     /// when this process is not on the whitelist or is the exporter itself;
     /// [`ErrorKind::NotSupported`](crate::ErrorKind::NotSupported) when `dev` is another device
     /// than the memory's.
-    fn import_share(&self, name: &ShareName, dev: DeviceId) -> Result<(PhysHandle, ShareInfo)> {
-        let _ = (name, dev);
-        Err(crate::Error::new(crate::ErrorKind::NotSupported, "sharing"))
-    }
+    fn import_share(&self, name: &ShareName, dev: DeviceId) -> Result<(PhysHandle, ShareInfo)>;
 
     /// Destroys a share this process exported; importers keep what they imported.
     ///
@@ -717,10 +702,7 @@ pub trait Sharing {
     /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown share;
     /// [`ErrorKind::PermissionDenied`](crate::ErrorKind::PermissionDenied) when this process is
     /// not its exporter.
-    fn destroy_share(&self, name: &ShareName) -> Result<()> {
-        let _ = name;
-        Err(crate::Error::new(crate::ErrorKind::NotSupported, "sharing"))
-    }
+    fn destroy_share(&self, name: &ShareName) -> Result<()>;
 }
 
 /// Everything a backend offers: the composite of the small traits.
