@@ -15,6 +15,7 @@
 //!   name their device);
 //! - `aclrtStreamWaitEvent`: 1 (runtime lookup) + 1 (`graph`) = 2.
 //!
+//! The default stream (`NULL`) adds one on the last two (it needs the current device).
 //! None of them is process-wide but the runtime lookup (an `RwLock` read today, lock-free
 //! once `RUNTIME` is an arc-swap).
 
