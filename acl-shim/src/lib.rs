@@ -34,6 +34,7 @@ pub mod runtime;
 pub mod safe;
 mod staging;
 pub mod stream;
+mod stream_api;
 pub mod sync;
 pub mod vmm;
 

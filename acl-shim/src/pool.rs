@@ -24,6 +24,7 @@ use crate::error::{AclError, Result};
 use crate::idmap::IdMap;
 use crate::memory::{locate, HalBacker, Loc};
 use crate::runtime::Runtime;
+use crate::stream::GraphOrder;
 
 /// The component pool pages are charged to in `aclrtGetMemUsageInfo`.
 pub const POOL_COMPONENT: Component = 0xFFFE;
@@ -160,30 +161,6 @@ fn lock(p: &PoolObj) -> PoolGuard<'_> {
     PoolGuard { inner, before }
 }
 
-/// The stream-order oracle over the backend's queues of one device.
-struct QueueOrder<'a> {
-    drv: &'a dyn hal::Driver,
-    dev: DeviceId,
-}
-
-impl StreamOrder for QueueOrder<'_> {
-    fn is_complete(&self, p: StreamPoint) -> bool {
-        match self.drv.wait(self.dev, QueueId(p.stream), p.seq, Some(0)) {
-            Ok(()) => true,
-            // A destroyed stream finished all its work before it went.
-            Err(e) => e.kind() == hal::ErrorKind::InvalidHandle,
-        }
-    }
-
-    fn is_ordered_before(&self, p: StreamPoint, stream: u32) -> bool {
-        p.stream == stream
-            || self
-                .drv
-                .is_ordered_before(self.dev, QueueId(p.stream), p.seq, QueueId(stream))
-                .unwrap_or(false)
-    }
-}
-
 /// Pool regions are VA reservations of the device allocator, backed page by page.
 struct Segments<'a> {
     rt: &'a Runtime,
@@ -275,8 +252,13 @@ impl Runtime {
         }
     }
 
-    fn order(&self, d: u32) -> QueueOrder<'_> {
-        QueueOrder { drv: self.backend().driver(), dev: DeviceId(d) }
+    /// The stream-order oracle of device `d`: its dependency graph (recorded waits and the
+    /// completions the runtime saw), asked with no backend call. Lock order: a pool's lock →
+    /// the graph (a leaf: nothing is locked or called back while it is held, so the pool's
+    /// own backing calls under it cannot deadlock; a stream wait on the device waits for them).
+    /// Completions the runtime has not seen yet make the answer conservative, never wrong.
+    fn order(&self, d: u32) -> GraphOrder<'_> {
+        GraphOrder(crate::sync::relock(self.streams_of(d).graph_mutex()))
     }
 
     /// `aclrtMemPoolCreate`.
@@ -434,6 +416,7 @@ impl Runtime {
         let g = match inner.pool.allocate(&mut seg, &order, s.queue.0, size) {
             Ok(g) => g,
             Err(e) => {
+                drop(order);
                 drop(inner);
                 let mut err = pool_err(api, e, "allocation");
                 if let PoolError::OutOfMemory(_) = e {
@@ -453,20 +436,14 @@ impl Runtime {
         };
         crate::obs::note(p.device, "alloc", g.addr.as_u64(), g.size_bytes, u64::from(s.queue.0));
         if let Some(w) = g.wait_for {
-            // Internal dependency: this stream waits for the stream that freed the block.
-            let drv = self.backend().driver();
-            let dev = DeviceId(p.device);
-            let r = drv.create_event(dev).and_then(|ev| {
-                let r = drv
-                    .record_event(dev, QueueId(w.stream), ev)
-                    .and_then(|_| drv.wait_event(dev, s.queue, ev));
-                let _ = drv.destroy_event(dev, ev);
-                r
-            });
-            if let Err(e) = r {
+            // Internal dependency: this stream waits for the stream that freed the block, one
+            // backend call made after the pool's lock (and the graph's) is released.
+            drop(order);
+            drop(inner);
+            if let Err(e) = self.wait_for_point(api, &s, QueueId(w.stream), w.seq) {
                 // Could not order the reuse: give the block back untouched.
-                let _ = inner.pool.free(g.addr, w.stream, w.seq);
-                return Err(AclError::from_hal(e, api));
+                let _ = lock(&p).pool.free(g.addr, w.stream, w.seq);
+                return Err(e);
             }
         }
         Ok(Some(g.addr.as_u64()))
@@ -496,8 +473,9 @@ impl Runtime {
         let seq = self
             .backend()
             .driver()
-            .submitted(DeviceId(d), s.queue)
-            .map_err(|e| AclError::from_hal(e, api))?;
+            .progress(DeviceId(d), s.queue)
+            .map_err(|e| AclError::from_hal(e, api))?
+            .submitted;
         if let Some((h, p)) = self.pool_of(d, ptr) {
             let mut inner = lock(&p);
             let size = inner
@@ -605,7 +583,6 @@ impl Runtime {
             .filter(|(_, p)| p.device == d)
             .map(|(&h, p)| (h, Arc::clone(p)))
             .collect();
-        let order = self.order(d);
         for (h, p) in pools {
             let mut inner = lock(&p);
             if inner.retired {
@@ -613,6 +590,8 @@ impl Runtime {
                 self.collect_retired(h, &p);
                 continue;
             }
+            // Lock order: the pool → the graph (a leaf), taken per pool.
+            let order = self.order(d);
             let mut seg = Segments { rt: self, dev: d };
             inner.pool.release_to_threshold(&mut seg, &order);
         }

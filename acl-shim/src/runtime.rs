@@ -72,10 +72,9 @@ impl Backend {
         }
     }
 
-    /// The software NPU that runs this backend's device work: itself, or the one behind the
-    /// fake kernel. Its loader takes kernel binaries, host-call hooks and the staged tickets
-    /// of kernel arguments and batch copies. `None` on real hardware, whose loader formats
-    /// are not public.
+    /// The software NPU that runs this backend's device work, for its diagnostics only (pool
+    /// counters): itself, or the one behind the fake kernel. Device work goes through the
+    /// driver's capabilities ([`Self::loader`]), never through this.
     pub(crate) fn device_sim(&self) -> Option<&Sim> {
         match self {
             Self::Sim(s) => Some(s),
@@ -85,14 +84,11 @@ impl Backend {
         }
     }
 
-    /// [`Self::device_sim`], or `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` naming `api`.
-    pub(crate) fn loader(&self, api: &str) -> Result<&Sim> {
-        self.device_sim().ok_or_else(|| {
-            AclError::new(
-                ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                format!("{api}: the davinci backend cannot load kernels or run host calls on a real device (the firmware loader formats are not public)"),
-            )
-        })
+    /// The device's loader capability (kernel binaries, host calls, staged kernel arguments and
+    /// batch copies), or `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` naming `api` on a backend without
+    /// one (real hardware, whose loader formats are not public).
+    pub(crate) fn loader(&self, api: &str) -> Result<&dyn hal::Loader> {
+        self.driver().loader().ok_or_else(|| crate::stream::no_loader(api))
     }
 
     fn from_env() -> Result<Self> {
@@ -169,6 +165,8 @@ pub struct Runtime {
     pub(crate) soc: SocProfile,
     pub(crate) devices: Vec<Mutex<DevState>>,
     pub(crate) host: Mutex<DeviceHeap>,
+    /// Per device: its streams, events, contexts, subscriptions and dependency graph.
+    pub(crate) streams: Box<[crate::stream::DeviceStreams]>,
 }
 
 /// The initialised runtime, read by every call without a lock.
@@ -251,12 +249,20 @@ pub fn init(config: Option<&str>) -> Result<()> {
         .map_err(|e| AclError::from_hal(e, "aclInit"))?;
     INIT_PID.store(std::process::id(), Ordering::Relaxed);
     let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
+    // Stream and event limits from each device's SoC profile (hal), written once.
+    let streams = (0..count)
+        .map(|d| {
+            let soc = drv.device_info(DeviceId(d)).map_or(soc, |i| i.soc);
+            crate::stream::DeviceStreams::new(d, generation, crate::stream::Limits::of(soc))
+        })
+        .collect();
     RUNTIME.store(Some(Arc::new(Runtime {
         generation,
         backend,
         soc,
         devices: (0..count).map(|_| Mutex::new(DevState::default())).collect(),
         host: Mutex::new(DeviceHeap::new(host_window)),
+        streams,
     })));
     Ok(())
 }

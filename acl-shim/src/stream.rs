@@ -1,30 +1,53 @@
-//! Streams, events, contexts, host calls and report subscriptions: the runtime's side of the
-//! stream API, over the backend's task queues.
+//! Streams, events, contexts, host calls and report subscriptions of one device: the runtime's
+//! side of the stream API over the backend's queues and events, and the device's dependency
+//! graph between streams.
 //!
-//! Safe Rust. Handles given to C are opaque numbers (a tag in the top bits and a counter that
-//! never repeats), looked up in the tables of this module; a handle that was destroyed, belongs
-//! to an earlier `aclInit`, or was never made fails the lookup with a code and a message, never
-//! undefined behaviour. The C edge ([`crate::ffi::stream`]) turns pointers into these numbers and
-//! calls the host functions.
+//! Safe Rust. This module owns `DeviceStreams`, one per device: the [`HandleTable`]s of its
+//! streams, events and contexts, its default stream, its callback subscriptions, and the
+//! [`DepGraph`] that answers the pools' stream-order question without asking the device. It
+//! takes the backend ([`hal::Driver`]) and the device's state as parameters and never reaches
+//! up into the runtime; the runtime's stream calls (`crate::stream_api`) find the device and
+//! pass both down.
+//!
+//! Handles given to C come from [`crate::handles`]: the device is in the handle, so a lookup
+//! is a decode, an index into that device's table and a generation check. A handle that was
+//! destroyed, belongs to an earlier `aclInit`, or was never made fails the lookup with
+//! `ACL_ERROR_RT_INVALID_HANDLE` (107017) and a message, never undefined behaviour.
+//!
+//! # Limits
+//!
+//! The most streams and events of a device and the depth of a stream's queue come from the
+//! SoC profile ([`hal::SocProfile::max_streams`], [`max_events`](hal::SocProfile::max_events),
+//! [`stream_depth`](hal::SocProfile::stream_depth)), read once into `Limits`.
 //!
 //! # Locking
 //!
-//! One mutex guards the tables of live handles; it is never held while waiting on a device or
-//! while calling into the backend's queues, except for the short, non-blocking submit calls. A
-//! report queue has its own mutex. Order: tables, then a report queue.
+//! Lock order (a lock is only taken after those left of it, never the reverse):
+//! `reports` → a report queue; the table mutexes inside [`HandleTable`] and `graph` are
+//! leaves (nothing is taken while they are held). No lock of this module is held while the
+//! backend is called: the calls collect under a lock, release it, call the backend, and
+//! re-lock to commit.
+//!
+//! Lock acquisitions of this module on the hot paths (handle lookups take none):
+//! - `aclrtLaunchHostFunc`: 0 (a callback, `aclrtLaunchCallback`: 1, `reports`);
+//! - `aclrtRecordEvent`: 0 (the record's point travels with the later wait);
+//! - `aclrtStreamWaitEvent`: 1 (`graph`, to add the wait's edge).
+//!
+//! The runtime adds its own for the current device (see `crate::stream_api`); the
+//! backend's queue locks are the backend's.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use hal::{DeviceId, EventId, QueueId, TaskDesc, TaskStatus};
+use hal::{DeviceId, Driver, EventId, QueueId, SocProfile, TaskDesc, TaskStatus};
+use sched::{DepGraph, StreamOrder, StreamPoint};
 
 use crate::codes::*;
 use crate::error::{AclError, Result};
-use crate::idmap::IdMap;
-use crate::runtime::Runtime;
+use crate::handles::{Full, Handle, HandleTable, Kind};
 
 /// `ACL_ERROR_RT_STREAM_CONTEXT`: the stream or event belongs to another device or context.
 pub const ACL_ERROR_RT_STREAM_CONTEXT: i32 = 107_003;
@@ -40,29 +63,13 @@ pub const ACL_ERROR_RT_STREAM_SYNC_TIMEOUT: i32 = 507_046;
 pub const ACL_ERROR_RT_EVENT_SYNC_TIMEOUT: i32 = 507_047;
 /// `ACL_ERROR_REPEAT_SUBSCRIBE`: the stream already has a callback thread.
 pub const ACL_ERROR_REPEAT_SUBSCRIBE: i32 = 100_033;
-
-/// Unfinished tasks one stream's ring holds before submission waits (back-pressure).
-pub const STREAM_DEPTH: u32 = 1024;
-/// The most streams of one device, the default stream included (A2/A3/950).
-pub const MAX_STREAMS: usize = 1984;
-/// The most events of one device (A2/A3/950), as the device's scheduler holds them.
-pub const MAX_EVENTS: usize = 65_536;
 /// `ACL_ERROR_RT_NO_EVENT_RESOURCE`: the device has no event left.
 pub const ACL_ERROR_RT_NO_EVENT_RESOURCE: i32 = 207_007;
 /// `ACL_ERROR_RT_NO_STREAM_RESOURCE`: the device has no stream left.
 pub const ACL_ERROR_RT_NO_STREAM_RESOURCE: i32 = 207_008;
 
-/// Handle tags (top 16 bits of a handle).
-const TAG_STREAM: u64 = 0xac51 << 48;
-const TAG_EVENT: u64 = 0xac5e << 48;
-const TAG_CONTEXT: u64 = 0xac5c << 48;
-const TAG_MASK: u64 = 0xffff << 48;
-
-static NEXT_HANDLE: AtomicU64 = AtomicU64::new(1);
-
-fn new_handle(tag: u64) -> u64 {
-    tag | (NEXT_HANDLE.fetch_add(1, Ordering::Relaxed) & !TAG_MASK)
-}
+/// The most threads subscribed for callbacks on one device.
+const MAX_SUBSCRIBERS: usize = 1024;
 
 /// `aclrtCreateStreamWithConfig` flags this runtime accepts.
 pub mod stream_flag {
@@ -100,6 +107,29 @@ pub mod event_flag {
     pub const ALL: u32 = 0x7b;
 }
 
+/// The stream and event limits of a device, from its SoC profile (written once, in `hal`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Limits {
+    /// Streams, the default stream included.
+    pub(crate) max_streams: u32,
+    /// Events.
+    pub(crate) max_events: u32,
+    /// Unfinished tasks one stream's queue holds before submission waits.
+    pub(crate) depth: u32,
+}
+
+impl Limits {
+    /// The limits of a device of profile `soc`.
+    pub(crate) fn of(soc: SocProfile) -> Self {
+        let cap = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        Self {
+            max_streams: cap(soc.max_streams()),
+            max_events: cap(soc.max_events()),
+            depth: soc.stream_depth(),
+        }
+    }
+}
+
 /// One live stream.
 #[derive(Debug)]
 pub(crate) struct StreamObj {
@@ -119,6 +149,12 @@ pub(crate) struct EventObj {
     pub(crate) ex: bool,
 }
 
+/// One context: a device's default context, or one made by `aclrtCreateContext`.
+#[derive(Debug)]
+pub(crate) struct ContextObj {
+    is_default: bool,
+}
+
 /// A host function or callback waiting for its turn in a stream.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct HostCall {
@@ -128,6 +164,14 @@ pub(crate) struct HostCall {
     pub(crate) data: usize,
     /// `Some((thread, block))` for an `aclrtLaunchCallback` delivered to a subscribed thread.
     pub(crate) report: Option<(u64, bool)>,
+}
+
+impl HostCall {
+    /// The call as its task carries it (the function as an address).
+    pub(crate) fn to_task(self) -> hal::HostCall {
+        // CAST: a function pointer as the address the task descriptor carries.
+        hal::HostCall { func: self.func as usize as u64, data: self.data as u64, report: self.report }
+    }
 }
 
 /// A callback handed to a subscribed thread, and its completion flag.
@@ -144,47 +188,13 @@ pub(crate) struct ReportQueue {
     pub(crate) ready: Condvar,
 }
 
-/// Every table of live handles.
+/// The callback subscriptions of one device.
 #[derive(Debug, Default)]
-pub(crate) struct Tables {
-    /// The `aclInit` generation the tables belong to.
-    generation: u64,
-    streams: IdMap<u64, Arc<StreamObj>>,
-    defaults: IdMap<u32, u64>,
-    events: IdMap<u64, Arc<EventObj>>,
-    contexts: IdMap<u64, u32>,
-    /// Pending host calls by ticket.
-    calls: IdMap<u64, HostCall>,
-    next_call: u64,
-    /// Subscribed threads by thread id, and the streams each serves.
-    subscribers: IdMap<u64, (u32, Arc<ReportQueue>)>,
+struct Reports {
+    /// Subscribed threads by thread id, and their queues.
+    subscribers: BTreeMap<u64, Arc<ReportQueue>>,
     /// The subscribed thread of each stream handle.
-    stream_subscriber: IdMap<u64, u64>,
-}
-
-fn tables() -> MutexGuard<'static, Tables> {
-    static T: OnceLock<Mutex<Tables>> = OnceLock::new();
-    T.get_or_init(|| Mutex::new(Tables::default())).lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// The tables for runtime `rt`, emptied first if they belong to an earlier `aclInit`.
-fn tables_for(rt: &Runtime) -> MutexGuard<'static, Tables> {
-    let mut t = tables();
-    if t.generation != rt.generation {
-        *t = Tables { generation: rt.generation, next_call: 1, ..Tables::default() };
-    }
-    t
-}
-
-fn bad_handle(api: &str, what: &str, h: u64) -> AclError {
-    AclError::new(
-        ACL_ERROR_RT_INVALID_HANDLE,
-        format!("{api}: {what} {h:#x} is not a live {what} of this process (destroyed, or never created)"),
-    )
-}
-
-fn hal_err(api: &str, e: hal::Error) -> AclError {
-    AclError::from_hal(e, api)
+    stream_subscriber: BTreeMap<u64, u64>,
 }
 
 /// How a synchronisation waits.
@@ -221,292 +231,282 @@ impl Timeout {
     }
 }
 
-impl Runtime {
-    fn sim_driver(&self) -> &dyn hal::Driver {
-        self.backend().driver()
+/// The error of a handle that is not live.
+pub(crate) fn bad_handle(api: &str, what: &str, h: u64) -> AclError {
+    AclError::new(
+        ACL_ERROR_RT_INVALID_HANDLE,
+        format!(
+            "{api}: {what} {h:#x} is not a live {what} of this process (destroyed, made before the last aclInit, or never created)"
+        ),
+    )
+}
+
+fn hal_err(api: &str, e: hal::Error) -> AclError {
+    AclError::from_hal(e, api)
+}
+
+/// The device whose table holds handle `raw` of `kind`, among `all` (indexed by device).
+pub(crate) fn owner(all: &[DeviceStreams], raw: u64, kind: Kind) -> Option<&DeviceStreams> {
+    Handle::device_of(raw, kind).and_then(|d| all.get(d as usize))
+}
+
+/// The error `aclrtSynchronize*` reports for a failed task's status.
+fn status_error(api: &str, status: TaskStatus) -> Result<()> {
+    match status {
+        TaskStatus::Ok => Ok(()),
+        TaskStatus::Fault(code) => Err(AclError::new(
+            code,
+            format!("{api}: a task of the stream failed on the device with error {code} (a kernel fault or a host function's error)"),
+        )),
+        TaskStatus::Failed(kind) => {
+            let code = match kind {
+                hal::ErrorKind::InvalidHandle => ACL_ERROR_RT_AICORE_EXCEPTION,
+                _ => AclError::from_hal(hal::Error::new(kind, ""), api).code(),
+            };
+            Err(AclError::new(code, format!("{api}: a task of the stream failed on the device: {}", kind.as_str())))
+        }
+    }
+}
+
+/// The streams, events, contexts, subscriptions and dependency graph of one device.
+#[derive(Debug)]
+pub(crate) struct DeviceStreams {
+    device: u32,
+    limits: Limits,
+    streams: HandleTable<Arc<StreamObj>>,
+    events: HandleTable<Arc<EventObj>>,
+    contexts: HandleTable<ContextObj>,
+    /// The handle of the device's default context (lives as long as this table).
+    default_context: u64,
+    /// The handle of the default stream, 0 before its first use.
+    default_stream: AtomicU64,
+    /// Lock order: `reports` → a report queue.
+    reports: Mutex<Reports>,
+    /// The waits between the device's queues and their completed sequences. A leaf lock.
+    graph: Mutex<DepGraph>,
+}
+
+impl DeviceStreams {
+    /// The empty tables of device `device` for the `aclInit` of `generation`.
+    pub(crate) fn new(device: u32, generation: u64, limits: Limits) -> Self {
+        let contexts = HandleTable::new(Kind::Context, device, generation, 1 + limits.max_streams);
+        // An empty table of that capacity has room.
+        let default_context = contexts.insert(ContextObj { is_default: true }).unwrap_or(0);
+        Self {
+            device,
+            limits,
+            streams: HandleTable::new(Kind::Stream, device, generation, limits.max_streams),
+            events: HandleTable::new(Kind::Event, device, generation, limits.max_events),
+            contexts,
+            default_context,
+            default_stream: AtomicU64::new(0),
+            reports: Mutex::new(Reports::default()),
+            graph: Mutex::new(DepGraph::new()),
+        }
     }
 
-    /// The default stream of device `d`, created on first use (it stands for the stream
-    /// `aclrtSetDevice` makes; it goes away with the device's reset).
-    fn default_stream(&self, api: &str, d: u32) -> Result<(u64, Arc<StreamObj>)> {
-        let mut t = tables_for(self);
-        if let Some(&h) = t.defaults.get(&d) {
-            if let Some(s) = t.streams.get(&h) {
-                return Ok((h, Arc::clone(s)));
+    /// The device these tables belong to.
+    pub(crate) fn device(&self) -> u32 {
+        self.device
+    }
+
+    fn reports(&self, api: &str) -> Result<MutexGuard<'_, Reports>> {
+        crate::sync::lock(
+            &self.reports,
+            api,
+            &format_args!("the callback subscriptions of device {}", self.device),
+        )
+    }
+
+    /// The dependency graph, for the pools' stream-order oracle. A leaf lock: the caller calls
+    /// nothing that locks while it holds the guard.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_INTERNAL_ERROR` when an earlier panic left the graph failed.
+    pub(crate) fn graph(&self, api: &str) -> Result<MutexGuard<'_, DepGraph>> {
+        crate::sync::lock(&self.graph, api, &format_args!("the stream graph of device {}", self.device))
+    }
+
+    /// The graph's mutex, for the pools' oracle ([`GraphOrder`]), which reads it with
+    /// [`crate::sync::relock`]: every change to the graph is whole per step (one insert, one
+    /// removal, one number raised, one edge dropped), so a panic leaves a graph whose answers
+    /// are still sound.
+    pub(crate) fn graph_mutex(&self) -> &Mutex<DepGraph> {
+        &self.graph
+    }
+
+    /// Tells the graph that `queue` completed up to `seq`. A poisoned graph is recovered:
+    /// [`DepGraph::note_completed`] only raises a number and drops edges, each step whole.
+    fn note_completed(&self, queue: QueueId, seq: u64) {
+        crate::sync::relock(&self.graph).note_completed(queue.0, seq);
+    }
+
+    fn add_queue(&self, queue: QueueId) {
+        // Lock order: graph (a leaf). `add_stream` is one insert: all or nothing.
+        crate::sync::relock(&self.graph).add_stream(queue.0);
+    }
+
+    fn remove_queue(&self, queue: QueueId) {
+        // Lock order: graph (a leaf). One removal: all or nothing.
+        crate::sync::relock(&self.graph).remove_stream(queue.0);
+    }
+
+    /// Reads `s`'s progress from the backend and tells the graph; `None` when the queue is gone.
+    fn refresh(&self, drv: &dyn Driver, s: &StreamObj) -> Option<hal::QueueProgress> {
+        let p = drv.progress(DeviceId(self.device), s.queue).ok()?;
+        self.note_completed(s.queue, p.completed);
+        Some(p)
+    }
+
+    /// The default stream, created on first use (it stands for the stream `aclrtSetDevice`
+    /// makes; it goes away with the device's reset).
+    pub(crate) fn default_stream(&self, api: &str, drv: &dyn Driver) -> Result<(u64, Arc<StreamObj>)> {
+        let h = self.default_stream.load(Ordering::Acquire);
+        if h != 0 {
+            if let Some(s) = self.streams.get(h) {
+                return Ok((h, Arc::clone(&**s)));
             }
         }
-        let queue = self.sim_driver().create_queue(DeviceId(d), STREAM_DEPTH).map_err(|e| hal_err(api, e))?;
-        let h = new_handle(TAG_STREAM);
-        let s = Arc::new(StreamObj { device: d, queue, flags: 0, is_default: true });
-        t.streams.insert(h, Arc::clone(&s));
-        t.defaults.insert(d, h);
-        Ok((h, s))
+        // No lock held: make the queue, publish it, and let a thread that lost the race undo
+        // its own.
+        let queue =
+            drv.create_queue(DeviceId(self.device), self.limits.depth).map_err(|e| hal_err(api, e))?;
+        let s = Arc::new(StreamObj { device: self.device, queue, flags: 0, is_default: true });
+        let Ok(mine) = self.streams.insert(Arc::clone(&s)) else {
+            let _ = drv.destroy_queue(DeviceId(self.device), queue);
+            return Err(self.no_stream_left(api));
+        };
+        self.add_queue(queue);
+        match self.default_stream.compare_exchange(h, mine, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => Ok((mine, s)),
+            Err(theirs) => {
+                self.streams.remove(mine);
+                self.remove_queue(queue);
+                let _ = drv.destroy_queue(DeviceId(self.device), queue);
+                let s = self.streams.get(theirs).ok_or_else(|| bad_handle(api, "stream", theirs))?;
+                Ok((theirs, Arc::clone(&**s)))
+            }
+        }
     }
 
-    /// Resolves a stream handle (0: the current device's default stream).
+    fn no_stream_left(&self, api: &str) -> AclError {
+        AclError::new(
+            ACL_ERROR_RT_NO_STREAM_RESOURCE,
+            format!(
+                "{api}: device {} already has {} streams (the default stream included)",
+                self.device, self.limits.max_streams
+            ),
+        )
+    }
+
+    /// Resolves a live stream handle of this device.
     ///
     /// # Errors
     ///
-    /// `ACL_ERROR_RT_CONTEXT_NULL` without a current device; `ACL_ERROR_RT_INVALID_HANDLE`
-    /// for a handle that is not live.
-    pub(crate) fn stream(&self, api: &str, handle: u64) -> Result<(u64, Arc<StreamObj>)> {
-        if handle == 0 {
-            let d = self.current_device(api)?;
-            return self.default_stream(api, d);
-        }
-        let t = tables_for(self);
-        t.streams
-            .get(&handle)
-            .map(|s| (handle, Arc::clone(s)))
-            .ok_or_else(|| bad_handle(api, "stream", handle))
+    /// `ACL_ERROR_RT_INVALID_HANDLE` for a handle that is not live here.
+    pub(crate) fn stream(&self, api: &str, handle: u64) -> Result<Arc<StreamObj>> {
+        self.streams.get(handle).map(|s| Arc::clone(&**s)).ok_or_else(|| bad_handle(api, "stream", handle))
     }
 
-    /// Resolves a stream that work is submitted to: it must belong to the current device.
-    pub(crate) fn submit_stream(&self, api: &str, handle: u64) -> Result<Arc<StreamObj>> {
-        let d = self.current_device(api)?;
-        let (_, s) = self.stream(api, handle)?;
-        if s.device != d {
-            return Err(AclError::new(
-                ACL_ERROR_RT_STREAM_CONTEXT,
-                format!(
-                    "{api}: stream {handle:#x} belongs to device {}, but the current device is {d}",
-                    s.device
-                ),
-            ));
-        }
-        Ok(s)
-    }
-
-    /// Submits `task` to stream `s`.
-    pub(crate) fn submit_task(&self, api: &str, s: &StreamObj, task: TaskDesc) -> Result<u64> {
-        self.sim_driver().submit(DeviceId(s.device), s.queue, task).map_err(|e| hal_err(api, e))
-    }
-
-    /// Queues a kernel launch: the arguments go to the device's loader as a staged ticket,
-    /// then the launch task names it.
-    pub(crate) fn launch_kernel(
-        &self,
-        api: &str,
-        s: &StreamObj,
-        func: u64,
-        blocks: u32,
-        args: Vec<u8>,
-        timeout_us: u64,
-    ) -> Result<u64> {
-        let sim = self.backend.loader(api)?;
-        let dev = DeviceId(s.device);
-        let args = sim.stage_args(dev, args).map_err(|e| hal_err(api, e))?;
-        let r = self.submit_task(api, s, TaskDesc::Kernel { func, blocks, args, timeout_us });
-        if r.is_err() {
-            let _ = sim.unstage(dev, args);
-        }
-        r
-    }
-
-    /// Queues a batch of (destination, source, length) copies as one task, staged like a
-    /// kernel's arguments.
-    pub(crate) fn submit_batch(
-        &self,
-        api: &str,
-        s: &StreamObj,
-        entries: Vec<(u64, u64, u64)>,
-    ) -> Result<u64> {
-        let sim = self.backend.loader(api)?;
-        let dev = DeviceId(s.device);
-        let batch = sim.stage_batch(dev, entries).map_err(|e| hal_err(api, e))?;
-        let r = self.submit_task(api, s, TaskDesc::CopyBatch { batch });
-        if r.is_err() {
-            let _ = sim.unstage(dev, batch);
-        }
-        r
-    }
-
-    /// `aclrtCreateStream` / `aclrtCreateStreamWithConfig`.
+    /// `aclrtCreateStream` / `aclrtCreateStreamWithConfig` on this device (the caller checked
+    /// it is current).
     ///
     /// # Errors
     ///
-    /// `ACL_ERROR_INVALID_PARAM` for unknown flags; `ACL_ERROR_RT_CONTEXT_NULL` without a
-    /// current device; `ACL_ERROR_RT_NO_STREAM_RESOURCE` when the device has no stream left.
-    pub fn create_stream(&self, api: &str, flags: u32) -> Result<u64> {
+    /// `ACL_ERROR_INVALID_PARAM` for unknown flags; `ACL_ERROR_RT_NO_STREAM_RESOURCE` when the
+    /// device has no stream left.
+    pub(crate) fn create_stream(&self, api: &str, drv: &dyn Driver, flags: u32) -> Result<u64> {
         if flags & !stream_flag::ALL != 0 {
             return Err(AclError::invalid(format!(
                 "{api}: flag {flags:#x} has bits outside ACL_STREAM_* (0x3f)"
             )));
         }
-        let d = self.current_device(api)?;
-        let _ = self.default_stream(api, d)?;
-        let mut t = tables_for(self);
-        let count = t.streams.values().filter(|s| s.device == d).count();
-        if count >= MAX_STREAMS {
-            return Err(AclError::new(
-                ACL_ERROR_RT_NO_STREAM_RESOURCE,
-                format!("{api}: device {d} already has {MAX_STREAMS} streams (the default stream included)"),
-            ));
+        let _ = self.default_stream(api, drv)?;
+        if self.streams.len() >= self.streams.capacity() {
+            return Err(self.no_stream_left(api));
         }
-        let queue = self.sim_driver().create_queue(DeviceId(d), STREAM_DEPTH).map_err(|e| hal_err(api, e))?;
-        let h = new_handle(TAG_STREAM);
-        t.streams.insert(h, Arc::new(StreamObj { device: d, queue, flags, is_default: false }));
-        Ok(h)
+        let queue =
+            drv.create_queue(DeviceId(self.device), self.limits.depth).map_err(|e| hal_err(api, e))?;
+        let obj = Arc::new(StreamObj { device: self.device, queue, flags, is_default: false });
+        match self.streams.insert(obj) {
+            Ok(h) => {
+                self.add_queue(queue);
+                Ok(h)
+            }
+            Err(Full::Capacity(_)) => {
+                let _ = drv.destroy_queue(DeviceId(self.device), queue);
+                Err(self.no_stream_left(api))
+            }
+        }
     }
 
     /// `aclrtDestroyStream` (waits for the stream's tasks) / `aclrtDestroyStreamForce` (drops
-    /// its queued tasks).
+    /// its queued tasks) of a stream of this device.
     ///
     /// # Errors
     ///
-    /// `ACL_ERROR_INVALID_PARAM` for NULL or the default stream; `ACL_ERROR_RT_INVALID_HANDLE`
-    /// for a stream that is not live; `ACL_ERROR_RT_STREAM_CONTEXT` for a stream of another
-    /// device.
-    pub fn destroy_stream(&self, api: &str, handle: u64, force: bool) -> Result<()> {
-        if handle == 0 {
-            return Err(AclError::invalid(format!("{api}: stream is NULL")));
-        }
-        let d = self.current_device(api)?;
-        let s = {
-            let mut t = tables_for(self);
-            let s = t.streams.get(&handle).cloned().ok_or_else(|| bad_handle(api, "stream", handle))?;
+    /// `ACL_ERROR_INVALID_PARAM` for the default stream; `ACL_ERROR_RT_INVALID_HANDLE` for a
+    /// stream that is not live.
+    pub(crate) fn destroy_stream(&self, api: &str, drv: &dyn Driver, handle: u64, force: bool) -> Result<()> {
+        let removed = self.streams.remove_if(handle, |s| {
             if s.is_default {
                 return Err(AclError::invalid(format!(
                     "{api}: stream {handle:#x} is the default stream; it goes away with aclrtResetDevice"
                 )));
             }
-            if s.device != d {
-                return Err(AclError::new(
-                    ACL_ERROR_RT_STREAM_CONTEXT,
-                    format!(
-                        "{api}: stream {handle:#x} belongs to device {}, not the current device {d}",
-                        s.device
-                    ),
-                ));
-            }
-            // From here on the handle is dead for every other call.
-            t.streams.remove(&handle);
-            t.stream_subscriber.remove(&handle);
-            s
-        };
-        let drv = self.sim_driver();
+            Ok(())
+        })?;
+        // From here on the handle is dead for every other call.
+        let s = removed.ok_or_else(|| bad_handle(api, "stream", handle))?;
+        // Lock order: reports (alone). One removal: all or nothing.
+        crate::sync::relock(&self.reports).stream_subscriber.remove(&handle);
+        let dev = DeviceId(self.device);
         if force {
-            let _ = drv.abort_queue(DeviceId(s.device), s.queue);
+            let _ = drv.abort_queue(dev, s.queue);
         }
-        drv.destroy_queue(DeviceId(s.device), s.queue).map_err(|e| hal_err(api, e))
+        let r = drv.destroy_queue(dev, s.queue).map_err(|e| hal_err(api, e));
+        self.remove_queue(s.queue);
+        r
     }
 
     /// Waits for stream `s` to finish what was submitted so far, then reports its first
     /// failure since the last synchronisation.
-    fn sync_queue(&self, api: &str, s: &StreamObj, timeout: Timeout, timeout_code: i32) -> Result<()> {
-        let drv = self.sim_driver();
-        let dev = DeviceId(s.device);
-        let last = drv.submitted(dev, s.queue).map_err(|e| hal_err(api, e))?;
+    pub(crate) fn sync_queue(
+        &self,
+        api: &str,
+        drv: &dyn Driver,
+        s: &StreamObj,
+        timeout: Timeout,
+        timeout_code: i32,
+    ) -> Result<()> {
+        let dev = DeviceId(self.device);
+        let last = drv.progress(dev, s.queue).map_err(|e| hal_err(api, e))?.submitted;
         match drv.wait(dev, s.queue, last, timeout.as_option()) {
-            Ok(()) => {}
+            Ok(()) => self.note_completed(s.queue, last),
             Err(e) if e.kind() == hal::ErrorKind::Timeout => {
                 return Err(AclError::new(
                     timeout_code,
-                    format!("{api}: the stream's tasks did not finish within {:?}", timeout),
+                    format!("{api}: the stream's tasks did not finish within {timeout:?}"),
                 ));
             }
             Err(e) => return Err(hal_err(api, e)),
         }
-        self.take_stream_error(api, s)
+        self.take_stream_error(api, drv, s)
     }
 
     /// Reports (and clears) the first failure of stream `s` since the last report.
-    pub(crate) fn take_stream_error(&self, api: &str, s: &StreamObj) -> Result<()> {
-        let (_, status) =
-            self.sim_driver().completed(DeviceId(s.device), s.queue).map_err(|e| hal_err(api, e))?;
-        let status = Self::take_put_back(s).unwrap_or(status);
-        match status {
-            TaskStatus::Ok => Ok(()),
-            TaskStatus::Fault(code) => Err(AclError::new(
-                code,
-                format!("{api}: a task of the stream failed on the device with error {code} (a kernel fault or a host function's error)"),
-            )),
-            TaskStatus::Failed(kind) => {
-                let code = match kind {
-                    hal::ErrorKind::InvalidHandle => ACL_ERROR_RT_AICORE_EXCEPTION,
-                    _ => AclError::from_hal(hal::Error::new(kind, ""), api).code(),
-                };
-                Err(AclError::new(
-                    code,
-                    format!("{api}: a task of the stream failed on the device: {}", kind.as_str()),
-                ))
-            }
-        }
+    pub(crate) fn take_stream_error(&self, api: &str, drv: &dyn Driver, s: &StreamObj) -> Result<()> {
+        let status = drv.take_error(DeviceId(self.device), s.queue).map_err(|e| hal_err(api, e))?;
+        status_error(api, status.unwrap_or(TaskStatus::Ok))
     }
 
-    /// `aclrtSynchronizeStream(WithTimeout)`.
-    ///
-    /// # Errors
-    ///
-    /// `ACL_ERROR_RT_STREAM_SYNC_TIMEOUT` on timeout; the code of the first failed task.
-    pub fn synchronize_stream(&self, api: &str, handle: u64, timeout: Timeout) -> Result<()> {
-        let (_, s) = self.stream(api, handle)?;
-        if s.flags & (stream_flag::PERSISTENT | stream_flag::DEVICE_USE_ONLY | stream_flag::CPU_SCHEDULE) != 0
-        {
-            return Ok(());
-        }
-        let r = self.sync_queue(api, &s, timeout, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
-        // Stream-ordered frees that are now complete, and pool memory above the threshold.
-        self.pools_on_sync(s.device);
-        r
-    }
-
-    /// Synchronises a stream before a synchronous copy that replaces an asynchronous one.
-    pub(crate) fn sync_stream_obj(&self, api: &str, s: &StreamObj) -> Result<()> {
-        self.sync_queue(api, s, Timeout::Forever, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT)
-    }
-
-    /// `aclrtSynchronizeDevice(WithTimeout)`: every stream of the current device.
-    ///
-    /// # Errors
-    ///
-    /// `ACL_ERROR_RT_STREAM_SYNC_TIMEOUT` on timeout; the first failure of any stream.
-    pub fn synchronize_device(&self, api: &str, timeout: Timeout) -> Result<()> {
-        let d = self.current_device(api)?;
-        let streams: Vec<Arc<StreamObj>> =
-            tables_for(self).streams.values().filter(|s| s.device == d).cloned().collect();
-        let start = Instant::now();
-        let mut first: Option<AclError> = None;
-        for s in streams {
-            let left = match timeout {
-                Timeout::Forever => Timeout::Forever,
-                Timeout::Millis(ms) => {
-                    // CAST: elapsed milliseconds of a bounded wait fit in u32.
-                    Timeout::Millis(ms.saturating_sub(start.elapsed().as_millis() as u32))
-                }
-            };
-            if let Err(e) = self.sync_queue(api, &s, left, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
-                if e.code() == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT {
-                    return Err(e);
-                }
-                first.get_or_insert(e);
-            }
-        }
-        self.pools_on_sync(d);
-        self.trim_spares(d);
-        first.map_or(Ok(()), Err)
-    }
-
-    /// `aclrtStreamQuery`: whether every task submitted so far has finished.
-    ///
-    /// # Errors
-    ///
-    /// `ACL_ERROR_RT_INVALID_HANDLE` for a stream that is not live.
-    pub fn stream_is_complete(&self, api: &str, handle: u64) -> Result<bool> {
-        let (_, s) = self.stream(api, handle)?;
-        let drv = self.sim_driver();
-        let dev = DeviceId(s.device);
-        let submitted = drv.submitted(dev, s.queue).map_err(|e| hal_err(api, e))?;
-        let (done, status) = drv.completed(dev, s.queue).map_err(|e| hal_err(api, e))?;
-        if status != TaskStatus::Ok {
-            // `completed` took the error: keep it for the next synchronisation.
-            self.put_back_error(s.device, s.queue, status);
-        }
-        Ok(done >= submitted)
-    }
-
-    fn put_back_error(&self, device: u32, queue: QueueId, status: TaskStatus) {
-        PENDING_ERRORS.lock().unwrap_or_else(|p| p.into_inner()).entry((device, queue.0)).or_insert(status);
+    /// Whether every task submitted to `s` so far has finished (`aclrtStreamQuery`); a failure
+    /// stays for the next synchronisation (reading progress takes nothing).
+    pub(crate) fn stream_is_complete(&self, api: &str, drv: &dyn Driver, s: &StreamObj) -> Result<bool> {
+        let p = drv.progress(DeviceId(self.device), s.queue).map_err(|e| hal_err(api, e))?;
+        self.note_completed(s.queue, p.completed);
+        Ok(p.completed >= p.submitted)
     }
 
     /// `aclrtSetStreamFailureMode`.
@@ -514,7 +514,13 @@ impl Runtime {
     /// # Errors
     ///
     /// `ACL_ERROR_INVALID_PARAM` for a mode other than 0 or 1.
-    pub fn set_failure_mode(&self, api: &str, handle: u64, mode: u64) -> Result<()> {
+    pub(crate) fn set_failure_mode(
+        &self,
+        api: &str,
+        drv: &dyn Driver,
+        s: &StreamObj,
+        mode: u64,
+    ) -> Result<()> {
         let stop = match mode {
             0 => false,
             1 => true,
@@ -524,17 +530,36 @@ impl Runtime {
                 )))
             }
         };
-        let (_, s) = self.stream(api, handle)?;
-        self.sim_driver().set_stop_on_failure(DeviceId(s.device), s.queue, stop).map_err(|e| hal_err(api, e))
+        drv.set_stop_on_failure(DeviceId(self.device), s.queue, stop).map_err(|e| hal_err(api, e))
     }
 
-    /// `aclrtCreateEvent(WithFlag)` / `aclrtCreateEventExWithFlag`.
+    /// Makes `waiter` wait for point `seq` of `target` (both streams of this device): the one
+    /// call the pools make, after releasing their lock, for an internal dependency.
+    pub(crate) fn wait_for_point(
+        &self,
+        api: &str,
+        drv: &dyn Driver,
+        waiter: QueueId,
+        target: QueueId,
+        seq: u64,
+    ) -> Result<()> {
+        let dev = DeviceId(self.device);
+        let at = drv.wait_point(dev, waiter, target, seq).map_err(|e| hal_err(api, e))?;
+        let done = drv.progress(dev, waiter).map(|p| p.completed).unwrap_or(0);
+        // Lock order: graph (a leaf).
+        let mut g = self.graph(api)?;
+        g.note_completed(waiter.0, done);
+        g.add_wait(waiter.0, at, StreamPoint { stream: target.0, seq });
+        Ok(())
+    }
+
+    /// `aclrtCreateEvent(WithFlag)` / `aclrtCreateEventExWithFlag` on this device.
     ///
     /// # Errors
     ///
     /// `ACL_ERROR_INVALID_PARAM` for unknown flags or EXTERNAL combined with others;
     /// `ACL_ERROR_RT_NO_EVENT_RESOURCE` when the device has no event left.
-    pub fn create_event(&self, api: &str, flags: u32, ex: bool) -> Result<u64> {
+    pub(crate) fn create_event(&self, api: &str, drv: &dyn Driver, flags: u32, ex: bool) -> Result<u64> {
         if flags & !event_flag::ALL != 0 {
             return Err(AclError::invalid(format!("{api}: flag {flags:#x} has bits outside ACL_EVENT_*")));
         }
@@ -543,142 +568,131 @@ impl Runtime {
                 "{api}: ACL_EVENT_EXTERNAL must stand alone (flag {flags:#x})"
             )));
         }
-        let d = self.current_device(api)?;
-        let hw = self.sim_driver().create_event(DeviceId(d)).map_err(|e| {
+        let d = self.device;
+        let no_event = || {
+            AclError::new(
+                ACL_ERROR_RT_NO_EVENT_RESOURCE,
+                format!(
+                    "{api}: device {d} has no event left (at most {} per device)",
+                    self.limits.max_events
+                ),
+            )
+        };
+        if self.events.len() >= self.events.capacity() {
+            return Err(no_event());
+        }
+        let hw = drv.create_event(DeviceId(d)).map_err(|e| {
             if e.kind() == hal::ErrorKind::OutOfMemory {
-                // The device's events are used up (65536 on 950/A3/A2): CANN's code for that.
-                AclError::new(
-                    ACL_ERROR_RT_NO_EVENT_RESOURCE,
-                    format!("{api}: device {d} has no event left (at most {MAX_EVENTS} per device)"),
-                )
+                no_event()
             } else {
                 hal_err(api, e)
             }
         })?;
-        let h = new_handle(TAG_EVENT);
-        tables_for(self).events.insert(h, Arc::new(EventObj { device: d, hw, flags, ex }));
-        Ok(h)
+        self.events.insert(Arc::new(EventObj { device: d, hw, flags, ex })).map_err(|_| {
+            let _ = drv.destroy_event(DeviceId(d), hw);
+            no_event()
+        })
     }
 
-    fn event(&self, api: &str, handle: u64) -> Result<Arc<EventObj>> {
-        if handle == 0 {
-            return Err(AclError::invalid(format!("{api}: event is NULL")));
-        }
-        tables_for(self).events.get(&handle).cloned().ok_or_else(|| bad_handle(api, "event", handle))
+    /// Resolves a live event handle of this device.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_INVALID_HANDLE` for a handle that is not live here.
+    pub(crate) fn event(&self, api: &str, handle: u64) -> Result<Arc<EventObj>> {
+        self.events.get(handle).map(|e| Arc::clone(&**e)).ok_or_else(|| bad_handle(api, "event", handle))
     }
 
     /// `aclrtDestroyEvent`: never blocks.
     ///
     /// # Errors
     ///
-    /// `ACL_ERROR_INVALID_PARAM` for NULL; `ACL_ERROR_RT_INVALID_HANDLE` for a dead event.
-    pub fn destroy_event(&self, api: &str, handle: u64) -> Result<()> {
-        let e = self.event(api, handle)?;
-        tables_for(self).events.remove(&handle);
-        let _ = self.sim_driver().destroy_event(DeviceId(e.device), e.hw);
+    /// `ACL_ERROR_RT_INVALID_HANDLE` for a dead event.
+    pub(crate) fn destroy_event(&self, api: &str, drv: &dyn Driver, handle: u64) -> Result<()> {
+        let e = self.events.remove(handle).ok_or_else(|| bad_handle(api, "event", handle))?;
+        let _ = drv.destroy_event(DeviceId(self.device), e.hw);
         Ok(())
     }
 
-    fn same_device(api: &str, e: &EventObj, s: &StreamObj) -> Result<()> {
-        if e.device != s.device {
-            return Err(AclError::new(
-                ACL_ERROR_RT_STREAM_CONTEXT,
-                format!(
-                    "{api}: the event belongs to device {} and the stream to device {}",
-                    e.device, s.device
-                ),
-            ));
-        }
+    /// `aclrtRecordEvent` of `e` on `s` (both of this device).
+    pub(crate) fn record_event(
+        &self,
+        api: &str,
+        drv: &dyn Driver,
+        e: &EventObj,
+        s: &StreamObj,
+    ) -> Result<()> {
+        drv.record_event(DeviceId(self.device), s.queue, e.hw).map(|_| ()).map_err(|er| hal_err(api, er))
+    }
+
+    /// `aclrtStreamWaitEvent`: `s` waits for `e`'s last record, and the graph learns the edge.
+    pub(crate) fn stream_wait_event(
+        &self,
+        api: &str,
+        drv: &dyn Driver,
+        s: &StreamObj,
+        e: &EventObj,
+    ) -> Result<()> {
+        needs_sync_flag(api, e)?;
+        let dev = DeviceId(self.device);
+        let w = drv.wait_event(dev, s.queue, e.hw).map_err(|er| hal_err(api, er))?;
+        let (Some(at), Some((q, seq))) = (w.seq, w.target) else { return Ok(()) };
+        // Completed waits leave the graph: learn how far the waiting queue got.
+        let done = drv.progress(dev, s.queue).map(|p| p.completed).unwrap_or(0);
+        // Lock order: graph (a leaf).
+        let mut g = self.graph(api)?;
+        g.note_completed(s.queue.0, done);
+        g.add_wait(s.queue.0, at, StreamPoint { stream: q.0, seq });
         Ok(())
-    }
-
-    fn needs_sync_flag(api: &str, e: &EventObj) -> Result<()> {
-        if e.flags & (event_flag::SYNC | event_flag::EXTERNAL) == 0 {
-            return Err(AclError::rt_invalid(format!(
-                "{api}: the event was created without ACL_EVENT_SYNC (flags {:#x}), so streams cannot wait on or reset it",
-                e.flags
-            )));
-        }
-        Ok(())
-    }
-
-    /// `aclrtRecordEvent`.
-    ///
-    /// # Errors
-    ///
-    /// Dead handles; an event and stream of different devices.
-    pub fn record_event(&self, api: &str, event: u64, stream: u64) -> Result<()> {
-        let e = self.event(api, event)?;
-        let (_, s) = self.stream(api, stream)?;
-        Self::same_device(api, &e, &s)?;
-        self.sim_driver()
-            .record_event(DeviceId(s.device), s.queue, e.hw)
-            .map(|_| ())
-            .map_err(|er| hal_err(api, er))
-    }
-
-    /// `aclrtStreamWaitEvent`.
-    ///
-    /// # Errors
-    ///
-    /// Dead handles; an event and stream of different devices.
-    pub fn stream_wait_event(&self, api: &str, stream: u64, event: u64) -> Result<()> {
-        let e = self.event(api, event)?;
-        let (_, s) = self.stream(api, stream)?;
-        Self::same_device(api, &e, &s)?;
-        Self::needs_sync_flag(api, &e)?;
-        self.sim_driver().wait_event(DeviceId(s.device), s.queue, e.hw).map_err(|er| hal_err(api, er))
     }
 
     /// `aclrtResetEvent`.
-    ///
-    /// # Errors
-    ///
-    /// Dead handles; an event and stream of different devices.
-    pub fn reset_event(&self, api: &str, event: u64, stream: u64) -> Result<()> {
-        let e = self.event(api, event)?;
-        let (_, s) = self.stream(api, stream)?;
-        Self::same_device(api, &e, &s)?;
-        Self::needs_sync_flag(api, &e)?;
-        self.sim_driver().reset_event(DeviceId(s.device), s.queue, e.hw).map_err(|er| hal_err(api, er))
+    pub(crate) fn reset_event(&self, api: &str, drv: &dyn Driver, e: &EventObj, s: &StreamObj) -> Result<()> {
+        needs_sync_flag(api, e)?;
+        drv.reset_event(DeviceId(self.device), s.queue, e.hw).map_err(|er| hal_err(api, er))
     }
 
     /// Whether the event's captured tasks have all finished (`aclrtQueryEventStatus`): an
     /// event that was never recorded is complete only if made by `aclrtCreateEventExWithFlag`.
-    ///
-    /// # Errors
-    ///
-    /// Dead handles.
-    pub fn event_is_complete(&self, api: &str, event: u64) -> Result<bool> {
-        let e = self.event(api, event)?;
-        let info = self.sim_driver().event_info(DeviceId(e.device), e.hw).map_err(|er| hal_err(api, er))?;
+    pub(crate) fn event_is_complete(&self, api: &str, drv: &dyn Driver, e: &EventObj) -> Result<bool> {
+        let info = drv.event_info(DeviceId(self.device), e.hw).map_err(|er| hal_err(api, er))?;
         Ok(match info.point {
             None => e.ex,
-            Some(_) => info.is_complete,
+            Some((q, seq)) => {
+                if info.is_complete {
+                    self.note_completed(q, seq);
+                }
+                info.is_complete
+            }
         })
     }
 
-    /// `aclrtSynchronizeEvent(WithTimeout)`.
+    /// `aclrtSynchronizeEvent(WithTimeout)`; whether it waited for a recorded point.
     ///
     /// # Errors
     ///
-    /// `ACL_ERROR_RT_EVENT_SYNC_TIMEOUT` on timeout; dead handles.
-    pub fn synchronize_event(&self, api: &str, event: u64, timeout: Timeout) -> Result<()> {
-        let e = self.event(api, event)?;
-        let drv = self.sim_driver();
-        let info = drv.event_info(DeviceId(e.device), e.hw).map_err(|er| hal_err(api, er))?;
-        let Some((queue, seq)) = info.point else { return Ok(()) };
-        match drv.wait(DeviceId(e.device), queue, seq, timeout.as_option()) {
+    /// `ACL_ERROR_RT_EVENT_SYNC_TIMEOUT` on timeout.
+    pub(crate) fn synchronize_event(
+        &self,
+        api: &str,
+        drv: &dyn Driver,
+        e: &EventObj,
+        timeout: Timeout,
+    ) -> Result<bool> {
+        let dev = DeviceId(self.device);
+        let info = drv.event_info(dev, e.hw).map_err(|er| hal_err(api, er))?;
+        let Some((queue, seq)) = info.point else { return Ok(false) };
+        match drv.wait(dev, queue, seq, timeout.as_option()) {
             Ok(()) => {
-                self.pools_on_sync(e.device);
-                Ok(())
+                self.note_completed(queue, seq);
+                Ok(true)
             }
             Err(er) if er.kind() == hal::ErrorKind::Timeout => Err(AclError::new(
                 ACL_ERROR_RT_EVENT_SYNC_TIMEOUT,
                 format!("{api}: the event's tasks did not finish within {timeout:?}"),
             )),
             // The recorded stream was destroyed: it finished everything first.
-            Err(er) if er.kind() == hal::ErrorKind::InvalidHandle => Ok(()),
+            Err(er) if er.kind() == hal::ErrorKind::InvalidHandle => Ok(true),
             Err(er) => Err(hal_err(api, er)),
         }
     }
@@ -687,119 +701,122 @@ impl Runtime {
     ///
     /// # Errors
     ///
-    /// `ACL_ERROR_RT_PARAM_INVALID`-class codes when the event has not completed a record.
-    pub fn event_timestamp_ns(&self, api: &str, event: u64) -> Result<u64> {
-        let e = self.event(api, event)?;
-        let info = self.sim_driver().event_info(DeviceId(e.device), e.hw).map_err(|er| hal_err(api, er))?;
+    /// `ACL_ERROR_RT_PARAM_INVALID` when the event has not completed a record.
+    pub(crate) fn event_timestamp_ns(
+        &self,
+        api: &str,
+        drv: &dyn Driver,
+        handle: u64,
+        e: &EventObj,
+    ) -> Result<u64> {
+        let info = drv.event_info(DeviceId(self.device), e.hw).map_err(|er| hal_err(api, er))?;
         info.timestamp_ns.ok_or_else(|| {
             AclError::new(
                 ACL_ERROR_RT_PARAM_INVALID,
                 format!(
-                    "{api}: event {event:#x} has not completed a record (record it and synchronise first)"
+                    "{api}: event {handle:#x} has not completed a record (record it and synchronise first)"
                 ),
             )
         })
     }
 
-    /// `aclrtEventElapsedTime`: milliseconds from `start` to `end`.
+    /// The subscribed thread of stream `handle`.
     ///
     /// # Errors
     ///
-    /// When either event has not completed a record.
-    pub fn elapsed_ms(&self, api: &str, start: u64, end: u64) -> Result<f32> {
-        let a = self.event_timestamp_ns(api, start)?;
-        let b = self.event_timestamp_ns(api, end)?;
-        // CAST: a signed difference of two nanosecond readings, shown as float milliseconds.
-        Ok(((b as i128 - a as i128) as f64 / 1e6) as f32)
+    /// `ACL_ERROR_RT_STREAM_NO_CB_REG` when no thread is subscribed to it.
+    fn subscriber_of(&self, api: &str, handle: u64) -> Result<u64> {
+        // Lock order: reports (alone).
+        self.reports(api)?.stream_subscriber.get(&handle).copied().ok_or_else(|| {
+            AclError::new(
+                ACL_ERROR_RT_STREAM_NO_CB_REG,
+                format!(
+                    "{api}: no thread is subscribed to stream {handle:#x}; call aclrtSubscribeReport first"
+                ),
+            )
+        })
     }
 
-    /// Registers a host call and returns its ticket.
-    pub(crate) fn add_host_call(&self, call: HostCall) -> u64 {
-        let mut t = tables_for(self);
-        let id = t.next_call.max(1);
-        t.next_call = id + 1;
-        t.calls.insert(id, call);
-        id
-    }
-
-    /// `aclrtLaunchHostFunc` / `aclrtLaunchCallback` after the C edge checked the pointers.
+    /// `aclrtLaunchHostFunc` / `aclrtLaunchCallback` on stream `s` (handle `handle`): the
+    /// function and its data travel in the task, so nothing is kept here.
     ///
     /// # Errors
     ///
-    /// Dead stream; `ACL_ERROR_RT_STREAM_NO_CB_REG` for a callback on a stream without a
-    /// subscribed thread.
-    pub(crate) fn launch_host_call(&self, api: &str, stream: u64, mut call: HostCall) -> Result<()> {
-        let s = self.submit_stream(api, stream)?;
+    /// `ACL_ERROR_RT_STREAM_NO_CB_REG` for a callback on a stream without a subscribed thread;
+    /// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` when the backend has no loader to run host calls.
+    pub(crate) fn launch_host_call(
+        &self,
+        api: &str,
+        drv: &dyn Driver,
+        handle: u64,
+        s: &StreamObj,
+        mut call: HostCall,
+    ) -> Result<()> {
         if let Some((_, block)) = call.report {
-            let (h, _) = self.stream(api, stream)?;
-            let thread = tables_for(self).stream_subscriber.get(&h).copied().ok_or_else(|| {
-                AclError::new(
-                    ACL_ERROR_RT_STREAM_NO_CB_REG,
-                    format!(
-                        "{api}: no thread is subscribed to stream {h:#x}; call aclrtSubscribeReport first"
-                    ),
-                )
-            })?;
-            call.report = Some((thread, block));
+            call.report = Some((self.subscriber_of(api, handle)?, block));
         }
         // Host calls need the device's loader to reach this process's hook.
-        self.backend.loader(api)?;
-        let ticket = self.add_host_call(call);
-        let r = self.submit_task(api, &s, TaskDesc::HostFunc { call: ticket });
-        if r.is_err() {
-            tables_for(self).calls.remove(&ticket);
+        if drv.loader().is_none() {
+            return Err(no_loader(api));
         }
-        r.map(|_| ())
-    }
-
-    /// Takes the host call of `ticket` (the device is about to run it).
-    pub(crate) fn take_host_call(ticket: u64) -> Option<HostCall> {
-        tables().calls.remove(&ticket)
+        drv.submit(DeviceId(self.device), s.queue, TaskDesc::HostFunc { call: call.to_task() })
+            .map(|_| ())
+            .map_err(|e| hal_err(api, e))
     }
 
     /// Queues `report` for subscribed thread `thread` and wakes it; the report back when the
-    /// thread is not subscribed. Done under the tables' lock, so an unsubscribe either sees the
+    /// thread is not subscribed here. Done under `reports`, so an unsubscribe either sees the
     /// report (and keeps the thread's queue until it is processed) or came first.
-    pub(crate) fn post_report(thread: u64, report: Report) -> std::result::Result<(), Report> {
-        let t = tables();
-        let Some((_, q)) = t.subscribers.get(&thread) else { return Err(report) };
-        q.queue.lock().unwrap_or_else(|p| p.into_inner()).push_back(report);
+    pub(crate) fn post_report(&self, thread: u64, report: Report) -> std::result::Result<(), Report> {
+        // Lock order: reports → the thread's report queue. A push is all or nothing.
+        let r = crate::sync::relock(&self.reports);
+        let Some(q) = r.subscribers.get(&thread) else { return Err(report) };
+        crate::sync::relock(&q.queue).push_back(report);
         q.ready.notify_all();
         Ok(())
     }
 
-    /// `aclrtSubscribeReport(threadId, stream)`.
+    /// Whether `thread` is subscribed on this device.
+    pub(crate) fn serves(&self, thread: u64) -> bool {
+        // Lock order: reports (alone); read only.
+        crate::sync::relock(&self.reports).subscribers.contains_key(&thread)
+    }
+
+    /// The report queue of `thread`, if it is subscribed here.
+    pub(crate) fn report_queue(&self, thread: u64) -> Option<Arc<ReportQueue>> {
+        // Lock order: reports (alone); read only.
+        crate::sync::relock(&self.reports).subscribers.get(&thread).cloned()
+    }
+
+    /// `aclrtSubscribeReport(threadId, stream)` for a stream of this device (the caller
+    /// checked the thread serves no other device).
     ///
     /// # Errors
     ///
     /// `ACL_ERROR_REPEAT_SUBSCRIBE` when the stream has a thread already;
-    /// `ACL_ERROR_RT_THREAD_SUBSCRIBE` when the thread serves another device.
-    pub fn subscribe_report(&self, api: &str, thread: u64, stream: u64) -> Result<()> {
-        let (h, s) = self.stream(api, stream)?;
-        let mut t = tables_for(self);
-        if t.stream_subscriber.contains_key(&h) {
+    /// `ACL_ERROR_RT_THREAD_SUBSCRIBE` when too many threads are subscribed.
+    pub(crate) fn subscribe_report(&self, api: &str, thread: u64, handle: u64) -> Result<()> {
+        // Lock order: reports (alone).
+        let mut r = self.reports(api)?;
+        if r.stream_subscriber.contains_key(&handle) {
             return Err(AclError::new(
                 ACL_ERROR_REPEAT_SUBSCRIBE,
-                format!("{api}: stream {h:#x} already has a callback thread"),
+                format!("{api}: stream {handle:#x} already has a callback thread"),
             ));
         }
-        if let Some((dev, _)) = t.subscribers.get(&thread) {
-            if *dev != s.device {
+        if !r.subscribers.contains_key(&thread) {
+            if r.subscribers.len() >= MAX_SUBSCRIBERS {
                 return Err(AclError::new(
                     ACL_ERROR_RT_THREAD_SUBSCRIBE,
-                    format!("{api}: thread {thread} already serves device {dev}, not device {}", s.device),
+                    format!(
+                        "{api}: {MAX_SUBSCRIBERS} threads are subscribed on device {} already",
+                        self.device
+                    ),
                 ));
             }
-        } else {
-            if t.subscribers.len() >= 1024 {
-                return Err(AclError::new(
-                    ACL_ERROR_RT_THREAD_SUBSCRIBE,
-                    format!("{api}: 1024 threads are subscribed already"),
-                ));
-            }
-            t.subscribers.insert(thread, (s.device, Arc::new(ReportQueue::default())));
+            r.subscribers.insert(thread, Arc::new(ReportQueue::default()));
         }
-        t.stream_subscriber.insert(h, thread);
+        r.stream_subscriber.insert(handle, thread);
         Ok(())
     }
 
@@ -808,17 +825,17 @@ impl Runtime {
     /// # Errors
     ///
     /// `ACL_ERROR_RT_THREAD_SUBSCRIBE` when the thread does not serve the stream.
-    pub fn unsubscribe_report(&self, api: &str, thread: u64, stream: u64) -> Result<()> {
-        let (h, _) = self.stream(api, stream)?;
-        let mut t = tables_for(self);
-        if t.stream_subscriber.get(&h) != Some(&thread) {
+    pub(crate) fn unsubscribe_report(&self, api: &str, thread: u64, handle: u64) -> Result<()> {
+        // Lock order: reports → a report queue (in `retire_idle_subscriber`).
+        let mut r = self.reports(api)?;
+        if r.stream_subscriber.get(&handle) != Some(&thread) {
             return Err(AclError::new(
                 ACL_ERROR_RT_THREAD_SUBSCRIBE,
-                format!("{api}: thread {thread} is not subscribed to stream {h:#x}"),
+                format!("{api}: thread {thread} is not subscribed to stream {handle:#x}"),
             ));
         }
-        t.stream_subscriber.remove(&h);
-        Self::retire_idle_subscriber(&mut t, thread);
+        r.stream_subscriber.remove(&handle);
+        Self::retire_idle_subscriber(&mut r, thread);
         Ok(())
     }
 
@@ -826,48 +843,43 @@ impl Runtime {
     /// left to process: a callback that already reached its queue (a `NO_BLOCK` one can still
     /// be there after the stream synchronised) stays deliverable by `aclrtProcessReport`, and a
     /// `BLOCK` one is never dropped with its stream still waiting on it.
-    fn retire_idle_subscriber(t: &mut Tables, thread: u64) {
-        if t.stream_subscriber.values().any(|&th| th == thread) {
+    fn retire_idle_subscriber(r: &mut Reports, thread: u64) {
+        if r.stream_subscriber.values().any(|&th| th == thread) {
             return;
         }
-        let idle = t
-            .subscribers
-            .get(&thread)
-            .is_some_and(|(_, q)| q.queue.lock().unwrap_or_else(|p| p.into_inner()).is_empty());
+        // Lock order: reports → the report queue; reading its length changes nothing.
+        let idle = r.subscribers.get(&thread).is_some_and(|q| crate::sync::relock(&q.queue).is_empty());
         if idle {
-            t.subscribers.remove(&thread);
+            r.subscribers.remove(&thread);
         }
     }
 
-    /// Waits for a callback for `thread` (`aclrtProcessReport`) and returns it.
+    /// Waits for a callback for `thread` on queue `q` (`aclrtProcessReport`) and returns it.
     ///
     /// # Errors
     ///
-    /// `ACL_ERROR_RT_THREAD_SUBSCRIBE` when the thread is not subscribed;
     /// `ACL_ERROR_RT_REPORT_TIMEOUT` when none arrives in time.
-    pub(crate) fn next_report(&self, api: &str, thread: u64, timeout: Timeout) -> Result<Report> {
-        let q = {
-            let t = tables_for(self);
-            t.subscribers.get(&thread).map(|(_, q)| Arc::clone(q))
-        }
-        .ok_or_else(|| {
-            AclError::new(
-                ACL_ERROR_RT_THREAD_SUBSCRIBE,
-                format!("{api}: this thread ({thread}) is not subscribed to any stream"),
-            )
-        })?;
+    pub(crate) fn next_report(
+        &self,
+        api: &str,
+        thread: u64,
+        q: &ReportQueue,
+        timeout: Timeout,
+    ) -> Result<Report> {
         // TIMEOUT: bounded by the caller's timeout, or forever for -1.
         let deadline = timeout.as_option().map(|ms| Instant::now() + Duration::from_millis(u64::from(ms)));
-        let mut g = q.queue.lock().unwrap_or_else(|p| p.into_inner());
+        // Lock order: the report queue alone (`reports` is taken after it is released). A
+        // queue's pushes and pops are all or nothing.
+        let mut g = crate::sync::relock(&q.queue);
         loop {
             if let Some(r) = g.pop_front() {
                 drop(g);
                 // The last callback of a thread that was unsubscribed meanwhile.
-                Self::retire_idle_subscriber(&mut tables_for(self), thread);
+                Self::retire_idle_subscriber(&mut crate::sync::relock(&self.reports), thread);
                 return Ok(r);
             }
             g = match deadline {
-                None => q.ready.wait(g).unwrap_or_else(|p| p.into_inner()),
+                None => q.ready.wait(g).unwrap_or_else(std::sync::PoisonError::into_inner),
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
@@ -876,117 +888,85 @@ impl Runtime {
                             format!("{api}: no callback arrived within {timeout:?}"),
                         ));
                     }
-                    q.ready.wait_timeout(g, d - now).unwrap_or_else(|p| p.into_inner()).0
+                    q.ready.wait_timeout(g, d - now).unwrap_or_else(std::sync::PoisonError::into_inner).0
                 }
             };
         }
     }
 
-    /// `aclrtCreateContext`: a context on `device_id`, made current.
+    /// A new context on this device (`aclrtCreateContext`, after the caller set the device).
     ///
     /// # Errors
     ///
-    /// As `aclrtSetDevice`.
-    pub fn create_context(&self, api: &str, device_id: i32) -> Result<u64> {
-        self.set_device(device_id)?;
-        // CAST: checked by set_device.
-        let d = device_id as u32;
-        let h = new_handle(TAG_CONTEXT);
-        tables_for(self).contexts.insert(h, d);
-        CURRENT_CONTEXT.with(|c| c.set(Some((self.generation, h))));
-        let _ = api;
-        Ok(h)
+    /// `ACL_ERROR_RT_NO_STREAM_RESOURCE` when the context table is full.
+    pub(crate) fn create_context(&self, api: &str) -> Result<u64> {
+        self.contexts.insert(ContextObj { is_default: false }).map_err(|Full::Capacity(n)| {
+            AclError::new(
+                ACL_ERROR_RT_NO_STREAM_RESOURCE,
+                format!("{api}: device {} already has {n} contexts", self.device),
+            )
+        })
     }
 
-    /// The device of context `ctx` (explicit or a device's default context).
-    fn context_device(&self, api: &str, ctx: u64) -> Result<u32> {
-        if ctx == 0 {
-            return Err(AclError::invalid(format!("{api}: context is NULL")));
-        }
-        if let Some(&d) = tables_for(self).contexts.get(&ctx) {
-            return Ok(d);
-        }
-        if ctx & TAG_MASK == TAG_CONTEXT && ctx & 0x8000_0000_0000 != 0 {
-            // CAST: the default-context handle carries the device id in its low bits.
-            let d = (ctx & 0xffff) as u32;
-            if d < self.device_count() && self.dev(d).refcount > 0 {
-                return Ok(d);
-            }
-        }
-        Err(bad_handle(api, "context", ctx))
+    /// Whether `ctx` is a live context of this device, and whether it is the default one.
+    pub(crate) fn context(&self, ctx: u64) -> Option<bool> {
+        self.contexts.get(ctx).map(|c| c.is_default)
     }
 
-    /// `aclrtDestroyContext`.
-    ///
-    /// # Errors
-    ///
-    /// `ACL_ERROR_INVALID_PARAM` for NULL or a device's default context;
-    /// `ACL_ERROR_RT_INVALID_HANDLE` for a dead context.
-    pub fn destroy_context(&self, api: &str, ctx: u64) -> Result<()> {
-        let d = self.context_device(api, ctx)?;
-        if tables_for(self).contexts.remove(&ctx).is_none() {
-            return Err(AclError::invalid(format!(
-                "{api}: context {ctx:#x} is a default context; aclrtResetDevice releases it"
-            )));
-        }
-        CURRENT_CONTEXT.with(|c| {
-            if c.get().map(|(_, h)| h) == Some(ctx) {
-                c.set(None);
-            }
-        });
-        // CAST: device ids are small.
-        self.reset_device(d as i32, false)
+    /// The handle of the device's default context.
+    pub(crate) fn default_context(&self) -> u64 {
+        self.default_context
     }
 
-    /// `aclrtSetCurrentContext`: makes the context's device current on this thread.
-    ///
-    /// # Errors
-    ///
-    /// Dead or NULL contexts.
-    pub fn set_current_context(&self, api: &str, ctx: u64) -> Result<()> {
-        let d = self.context_device(api, ctx)?;
-        // Making a device current without changing its reference count: take one more
-        // reference (this makes it current) and give it back (the context holds another, so
-        // this never releases the device).
-        // CAST: device ids are small.
-        self.set_device(d as i32)?;
-        self.reset_device(d as i32, false)?;
-        let generation = self.generation;
-        let _ = self.current_device(api)?;
-        CURRENT_CONTEXT.with(|c| c.set(Some((generation, ctx))));
-        Ok(())
+    /// Removes an explicit context; `Ok(false)` when `ctx` is the default context.
+    pub(crate) fn remove_context(&self, ctx: u64) -> bool {
+        self.contexts
+            .remove_if(ctx, |c| if c.is_default { Err(()) } else { Ok(()) })
+            .is_ok_and(|r| r.is_some())
     }
 
-    /// `aclrtGetCurrentContext`.
-    ///
-    /// # Errors
-    ///
-    /// `ACL_ERROR_RT_CONTEXT_NULL` without a current device.
-    pub fn current_context(&self, api: &str) -> Result<u64> {
-        let d = self.current_device(api)?;
-        let generation = self.generation;
-        if let Some((g, h)) = CURRENT_CONTEXT.with(std::cell::Cell::get) {
-            if g == generation && tables_for(self).contexts.get(&h) == Some(&d) {
-                return Ok(h);
-            }
-        }
-        Ok(TAG_CONTEXT | 0x8000_0000_0000 | u64::from(d))
+    /// Every live stream of the device.
+    pub(crate) fn live_streams(&self) -> Vec<(u64, Arc<StreamObj>)> {
+        self.streams.live().into_iter().map(|e| (e.handle(), Arc::clone(&**e))).collect()
     }
 
-    /// Waits until every task submitted to a stream of device `d` has finished (device reset:
+    /// Waits until every task submitted to a stream of the device has finished (device reset:
     /// the device's memory may go only after that).
-    pub(crate) fn wait_device_idle(&self, d: u32) {
-        let streams: Vec<Arc<StreamObj>> =
-            tables_for(self).streams.values().filter(|s| s.device == d).cloned().collect();
-        let drv = self.sim_driver();
-        for s in streams {
-            if let Ok(last) = drv.submitted(DeviceId(d), s.queue) {
-                let _ = drv.wait(DeviceId(d), s.queue, last, None);
+    pub(crate) fn wait_idle(&self, drv: &dyn Driver) {
+        let dev = DeviceId(self.device);
+        for (_, s) in self.live_streams() {
+            if let Ok(p) = drv.progress(dev, s.queue) {
+                if drv.wait(dev, s.queue, p.submitted, None).is_ok() {
+                    self.note_completed(s.queue, p.submitted);
+                }
             }
         }
     }
 
-    /// Lets the tasks of device `d` settle before its reset by `api`.
+    /// Synchronises every stream of the device (`aclrtSynchronizeDevice`): the first failure
+    /// of any stream, or the timeout.
+    pub(crate) fn synchronize_all(&self, api: &str, drv: &dyn Driver, timeout: Timeout) -> Result<()> {
+        let start = Instant::now();
+        let mut first: Option<AclError> = None;
+        for (_, s) in self.live_streams() {
+            let left = match timeout {
+                Timeout::Forever => Timeout::Forever,
+                Timeout::Millis(ms) => {
+                    // CAST: elapsed milliseconds of a bounded wait fit in u32.
+                    Timeout::Millis(ms.saturating_sub(start.elapsed().as_millis() as u32))
+                }
+            };
+            if let Err(e) = self.sync_queue(api, drv, &s, left, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
+                if e.code() == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT {
+                    return Err(e);
+                }
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// Lets the tasks of the device settle before its reset by `api`.
     ///
     /// The forced forms (`aclrtResetDeviceForce`, and `aclFinalize`, which resets every device
     /// that way) first drop every queued task of the device's streams, as
@@ -994,45 +974,72 @@ impl Runtime {
     /// a word nobody writes) cannot hold them; a task already running finishes. The plain reset
     /// waits for every task, as CANN's does; when a stream is still busy after
     /// [`RESET_NOTE_AFTER_MS`] it says on stderr which stream it waits for, then waits on.
-    pub(crate) fn settle_device(&self, api: &str, d: u32, force: bool) {
-        let streams: Vec<(u64, Arc<StreamObj>)> = tables_for(self)
-            .streams
-            .iter()
-            .filter(|(_, s)| s.device == d)
-            .map(|(&h, s)| (h, Arc::clone(s)))
-            .collect();
-        let drv = self.sim_driver();
-        let dev = DeviceId(d);
-        for (h, s) in streams {
+    pub(crate) fn settle(&self, api: &str, drv: &dyn Driver, force: bool) {
+        let dev = DeviceId(self.device);
+        for (h, s) in self.live_streams() {
             // A backend that cannot drop queued tasks (NotSupported) waits like a plain reset.
             let dropped = force && drv.abort_queue(dev, s.queue).is_ok();
-            let Ok(last) = drv.submitted(dev, s.queue) else { continue };
+            let Ok(p) = drv.progress(dev, s.queue) else { continue };
+            let last = p.submitted;
             let grace = if dropped { None } else { Some(RESET_NOTE_AFTER_MS) };
             if let Err(e) = drv.wait(dev, s.queue, last, grace) {
                 if e.kind() == hal::ErrorKind::Timeout {
-                    let done = drv.completed(dev, s.queue).map_or(0, |(seq, _)| seq);
-                    note_reset_wait(api, d, h, last, done);
+                    let done = self.refresh(drv, &s).map_or(0, |p| p.completed);
+                    note_reset_wait(api, self.device, h, last, done);
                     let _ = drv.wait(dev, s.queue, last, None);
                 }
             }
         }
     }
 
-    /// Forgets every stream, event and subscription of device `d` (its reset or
-    /// `aclFinalize`); the device's queues go with the device.
-    pub(crate) fn forget_device_handles(&self, d: u32) {
-        let mut t = tables_for(self);
-        let dead: Vec<u64> = t.streams.iter().filter(|(_, s)| s.device == d).map(|(&h, _)| h).collect();
-        for h in &dead {
-            t.streams.remove(h);
-            t.stream_subscriber.remove(h);
+    /// Forgets every stream, event, explicit context and subscription of the device (its
+    /// reset or `aclFinalize`); the device's queues go with the device.
+    pub(crate) fn forget(&self) {
+        self.default_stream.store(0, Ordering::Release);
+        self.streams.drain();
+        self.events.drain();
+        for c in self.contexts.live() {
+            if !c.is_default {
+                self.contexts.remove(c.handle());
+            }
         }
-        t.defaults.remove(&d);
-        t.events.retain(|_, e| e.device != d);
-        t.contexts.retain(|_, &mut dev| dev != d);
-        t.subscribers.retain(|_, (dev, _)| *dev != d);
-        PENDING_ERRORS.lock().unwrap_or_else(|p| p.into_inner()).retain(|&(dev, _), _| dev != d);
+        // Lock order: reports, released, then graph; each a whole replacement.
+        *crate::sync::relock(&self.reports) = Reports::default();
+        *crate::sync::relock(&self.graph) = DepGraph::new();
     }
+}
+
+/// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` for a backend without a loader.
+pub(crate) fn no_loader(api: &str) -> AclError {
+    AclError::new(
+        ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+        format!("{api}: the davinci backend cannot load kernels or run host calls on a real device (the firmware loader formats are not public)"),
+    )
+}
+
+/// Checks that events `e` and stream `s` are of one device.
+///
+/// # Errors
+///
+/// `ACL_ERROR_RT_STREAM_CONTEXT` otherwise.
+pub(crate) fn same_device(api: &str, e: &EventObj, s: &StreamObj) -> Result<()> {
+    if e.device != s.device {
+        return Err(AclError::new(
+            ACL_ERROR_RT_STREAM_CONTEXT,
+            format!("{api}: the event belongs to device {} and the stream to device {}", e.device, s.device),
+        ));
+    }
+    Ok(())
+}
+
+fn needs_sync_flag(api: &str, e: &EventObj) -> Result<()> {
+    if e.flags & (event_flag::SYNC | event_flag::EXTERNAL) == 0 {
+        return Err(AclError::rt_invalid(format!(
+            "{api}: the event was created without ACL_EVENT_SYNC (flags {:#x}), so streams cannot wait on or reset it",
+            e.flags
+        )));
+    }
+    Ok(())
 }
 
 /// How long a plain device reset waits for a stream before it says what it is waiting for.
@@ -1048,18 +1055,154 @@ fn note_reset_wait(api: &str, d: u32, stream: u64, last: u64, done: u64) {
     );
 }
 
-/// Errors taken by `aclrtStreamQuery` and kept for the next synchronisation, by (device, queue).
-static PENDING_ERRORS: Mutex<std::collections::BTreeMap<(u32, u32), TaskStatus>> =
-    Mutex::new(std::collections::BTreeMap::new());
+/// The stream-order oracle of one device for the pools: the device's graph, read under its
+/// lock (the caller holds the guard only while it asks).
+pub(crate) struct GraphOrder<'a>(pub(crate) MutexGuard<'a, DepGraph>);
 
-impl Runtime {
-    /// The error `aclrtStreamQuery` put aside for stream `s`, if any.
-    pub(crate) fn take_put_back(s: &StreamObj) -> Option<TaskStatus> {
-        PENDING_ERRORS.lock().unwrap_or_else(|p| p.into_inner()).remove(&(s.device, s.queue.0))
+impl StreamOrder for GraphOrder<'_> {
+    fn is_complete(&self, p: StreamPoint) -> bool {
+        self.0.is_complete(p)
+    }
+
+    fn is_ordered_before(&self, p: StreamPoint, stream: u32) -> bool {
+        self.0.is_ordered_before(p, stream)
     }
 }
 
 thread_local! {
-    /// The context this thread made current with `aclrtCreateContext`/`aclrtSetCurrentContext`.
-    static CURRENT_CONTEXT: std::cell::Cell<Option<(u64, u64)>> = const { std::cell::Cell::new(None) };
+    /// The context this thread made current with `aclrtCreateContext`/`aclrtSetCurrentContext`,
+    /// tagged with the runtime generation it was made in.
+    pub(crate) static CURRENT_CONTEXT: std::cell::Cell<Option<(u64, u64)>> = const { std::cell::Cell::new(None) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tables(device: u32) -> DeviceStreams {
+        DeviceStreams::new(device, 7, Limits::of(SocProfile::A2))
+    }
+
+    #[test]
+    fn limits_come_from_the_soc_profile() {
+        let l = Limits::of(SocProfile::A3);
+        assert_eq!((l.max_streams, l.max_events, l.depth), (1984, 65_536, 1024));
+        let t = tables(0);
+        assert_eq!(t.limits, l);
+        assert_eq!(t.device(), 0);
+    }
+
+    #[test]
+    fn a_handle_of_another_device_is_rejected_with_a_message() {
+        let (d0, d1) = (tables(0), tables(1));
+        let ctx1 = d1.create_context("aclrtCreateContext").unwrap();
+        assert_eq!(d1.context(ctx1), Some(false));
+        assert_eq!(d0.context(ctx1), None, "device 0's table does not hold device 1's handle");
+        let all = [d0, d1];
+        assert_eq!(owner(&all, ctx1, Kind::Context).map(DeviceStreams::device), Some(1));
+        assert!(owner(&all, ctx1, Kind::Stream).is_none(), "a context is not a stream");
+        assert!(owner(&all, 0xdead_beef, Kind::Event).is_none(), "garbage");
+        let e = all[0].stream("aclrtSynchronizeStream", ctx1).unwrap_err();
+        assert_eq!(e.code(), ACL_ERROR_RT_INVALID_HANDLE);
+        assert!(e.message().contains("is not a live stream"), "{}", e.message());
+    }
+
+    #[test]
+    fn contexts_of_an_earlier_init_and_destroyed_ones_are_not_live() {
+        let old = DeviceStreams::new(0, 1, Limits::of(SocProfile::A2));
+        let new = DeviceStreams::new(0, 2, Limits::of(SocProfile::A2));
+        let c = old.create_context("aclrtCreateContext").unwrap();
+        assert_eq!(new.context(c), None, "made before the last aclInit");
+        assert!(old.remove_context(c));
+        assert_eq!(old.context(c), None, "destroyed");
+        assert!(!old.remove_context(old.default_context()), "the default context stays");
+        assert_eq!(old.context(old.default_context()), Some(true));
+        let kept = old.create_context("aclrtCreateContext").unwrap();
+        old.forget();
+        assert_eq!(old.context(kept), None, "a reset forgets explicit contexts");
+        assert_eq!(old.context(old.default_context()), Some(true));
+    }
+
+    #[test]
+    fn the_graph_answers_for_the_pools_and_a_poisoned_graph_fails_with_a_message() {
+        let t = tables(0);
+        t.add_queue(QueueId(1));
+        t.add_queue(QueueId(2));
+        {
+            let mut g = t.graph("test").unwrap();
+            g.add_wait(2, 5, StreamPoint { stream: 1, seq: 3 });
+        }
+        let order = GraphOrder(t.graph("test").unwrap());
+        assert!(order.is_ordered_before(StreamPoint { stream: 1, seq: 3 }, 2));
+        assert!(!order.is_ordered_before(StreamPoint { stream: 1, seq: 4 }, 2));
+        assert!(!order.is_complete(StreamPoint { stream: 1, seq: 1 }));
+        drop(order);
+        t.note_completed(QueueId(1), 4);
+        assert!(GraphOrder(t.graph("test").unwrap()).is_complete(StreamPoint { stream: 1, seq: 4 }));
+        let _ = std::panic::catch_unwind(|| {
+            let _g = t.graph.lock().unwrap();
+            panic!("half-way");
+        });
+        let e = t.graph("aclrtStreamWaitEvent").unwrap_err();
+        assert_eq!(e.code(), ACL_ERROR_RT_INTERNAL_ERROR);
+        assert!(e.message().contains("the stream graph of device 0"), "{}", e.message());
+    }
+
+    /// Streams, events and their errors over a real software NPU: `aclrtStreamQuery` reads
+    /// progress without taking the failure, so the next synchronisation still reports it.
+    #[test]
+    fn a_query_leaves_the_failure_for_the_next_synchronisation() {
+        use hal::{DeviceAddr, DeviceControl, Queues};
+        let sim = hal_sim::Sim::new(hal_sim::SimConfig {
+            instance: format!("acl-stream-unit-{}", std::process::id()),
+            hbm_bytes: 256 << 20,
+            huge_budget_bytes: 64 << 20,
+            giant_budget_bytes: 0,
+            ..hal_sim::SimConfig::default()
+        })
+        .expect("start the software NPU");
+        sim.open(DeviceId(0)).expect("open");
+        let t = tables(0);
+        let h = t.create_stream("aclrtCreateStream", &sim, 0).unwrap();
+        let s = t.stream("test", h).unwrap();
+        // A copy from an address that is no memory at all fails on the device.
+        let bad = TaskDesc::Copy { dst: DeviceAddr(0x1000), src: DeviceAddr(0x2000), len_bytes: 16 };
+        let seq = sim.submit(DeviceId(0), s.queue, bad).unwrap();
+        sim.wait(DeviceId(0), s.queue, seq, Some(10_000)).unwrap();
+        for _ in 0..3 {
+            assert!(t.stream_is_complete("aclrtStreamQuery", &sim, &s).unwrap());
+        }
+        let api = "aclrtSynchronizeStream";
+        let e = t.sync_queue(api, &sim, &s, Timeout::Forever, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT).unwrap_err();
+        assert_eq!(e.code(), ACL_ERROR_RT_AICORE_EXCEPTION);
+        assert!(e.message().contains("failed on the device"), "{}", e.message());
+        t.sync_queue(api, &sim, &s, Timeout::Forever, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT)
+            .expect("reported once");
+        assert_eq!(crate::sync::relock(&t.graph).completed(s.queue.0), Some(seq), "the graph saw it finish");
+
+        // A wait on an event: the graph orders the waiting stream after the record.
+        let h2 = t.create_stream("aclrtCreateStream", &sim, 0).unwrap();
+        let s2 = t.stream("test", h2).unwrap();
+        let ev = t.create_event("aclrtCreateEvent", &sim, event_flag::SYNC, false).unwrap();
+        let e = t.event("test", ev).unwrap();
+        t.record_event("aclrtRecordEvent", &sim, &e, &s).unwrap();
+        t.stream_wait_event("aclrtStreamWaitEvent", &sim, &s2, &e).unwrap();
+        let p = sim.progress(DeviceId(0), s.queue).unwrap().submitted;
+        let order = GraphOrder(t.graph("test").unwrap());
+        assert!(order.is_ordered_before(StreamPoint { stream: s.queue.0, seq: p }, s2.queue.0));
+        drop(order);
+
+        // Destroyed handles are dead at once; the default stream cannot be destroyed.
+        t.destroy_event("aclrtDestroyEvent", &sim, ev).unwrap();
+        assert_eq!(t.event("aclrtRecordEvent", ev).unwrap_err().code(), ACL_ERROR_RT_INVALID_HANDLE);
+        t.destroy_stream("aclrtDestroyStream", &sim, h2, false).unwrap();
+        assert_eq!(t.stream("aclrtSynchronizeStream", h2).unwrap_err().code(), ACL_ERROR_RT_INVALID_HANDLE);
+        let (def, _) = t.default_stream("test", &sim).unwrap();
+        let e = t.destroy_stream("aclrtDestroyStream", &sim, def, false).unwrap_err();
+        assert_eq!(e.code(), ACL_ERROR_INVALID_PARAM);
+        t.settle("aclrtResetDevice", &sim, false);
+        t.forget();
+        assert_eq!(t.stream("aclrtSynchronizeStream", h).unwrap_err().code(), ACL_ERROR_RT_INVALID_HANDLE);
+        sim.close(DeviceId(0)).expect("close");
+    }
 }

@@ -3,7 +3,8 @@
 //! # For users
 //!
 //! Take `&dyn Driver` (or `D: Driver`) and call the small traits it is made of. Every call is
-//! synchronous unless it goes through [`TaskQueue`]. All calls are thread safe (`&self`).
+//! synchronous unless it goes through [`Queues`] or [`Events`]; the kernel [`Loader`] is a
+//! capability asked for with [`Driver::loader`]. All calls are thread safe (`&self`).
 //!
 //! # For backend implementors
 //!
@@ -13,11 +14,15 @@
 //!   unbacked byte is [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle), never a
 //!   host crash.
 
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
 use bitflags::bitflags;
 
 use crate::addr::{DeviceAddr, DeviceId, PageSize, VaRange};
 use crate::error::Result;
-use crate::task::{EventId, EventInfo, QueueId, TaskDesc, TaskStatus};
+use crate::task::{EventId, EventInfo, EventWait, HostCall, QueueId, TaskDesc, TaskStatus};
 
 /// The chip generation a device presents, which decides per-SoC rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -45,6 +50,27 @@ impl SocProfile {
         match self {
             Self::A2 | Self::A3 => 32,
             Self::Ascend950 => 0,
+        }
+    }
+
+    /// The most streams of one device, the default stream included (A2, A3 and 950 alike).
+    pub const fn max_streams(self) -> usize {
+        match self {
+            Self::A2 | Self::A3 | Self::Ascend950 => 1984,
+        }
+    }
+
+    /// The most events of one device, as its scheduler holds them.
+    pub const fn max_events(self) -> usize {
+        match self {
+            Self::A2 | Self::A3 | Self::Ascend950 => 65_536,
+        }
+    }
+
+    /// Unfinished tasks one stream's queue holds before submission waits (back-pressure).
+    pub const fn stream_depth(self) -> u32 {
+        match self {
+            Self::A2 | Self::A3 | Self::Ascend950 => 1024,
         }
     }
 
@@ -328,12 +354,21 @@ pub trait CopyEngine {
     fn set_any(&self, dst: DeviceAddr, value: u8, len_bytes: u64) -> Result<()>;
 }
 
-/// Task queues: submission and completion, events, and the order between queues.
+/// How far one queue got: read without changing anything (an error stays for
+/// [`Queues::take_error`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueProgress {
+    /// The highest sequence number handed out (0 before any).
+    pub submitted: u64,
+    /// The highest sequence number completed (0 before any).
+    pub completed: u64,
+}
+
+/// Task queues: creation, submission, progress, errors and waiting.
 ///
-/// Methods past [`wait`](Self::wait) have default bodies that return
-/// [`ErrorKind::NotSupported`](crate::ErrorKind::NotSupported), the stub a backend without
-/// them (the davinci backend, today) keeps.
-pub trait TaskQueue {
+/// Every method is required: a backend that has queues has all of them. Reading progress
+/// never clears a failure; only [`take_error`](Self::take_error) does.
+pub trait Queues {
     /// Creates a queue holding at most `depth` unfinished tasks.
     ///
     /// # Errors
@@ -356,13 +391,28 @@ pub trait TaskQueue {
     /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown queue.
     fn submit(&self, dev: DeviceId, queue: QueueId, task: TaskDesc) -> Result<u64>;
 
-    /// The highest sequence number completed so far (0 before any), and the status of the
-    /// first failed task since the last call, if any.
+    /// Makes `queue` wait, after everything submitted to it so far, until `target` has
+    /// completed its task `target_seq`; returns the wait's sequence number on `queue`.
     ///
     /// # Errors
     ///
     /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown queue.
-    fn completed(&self, dev: DeviceId, queue: QueueId) -> Result<(u64, TaskStatus)>;
+    fn wait_point(&self, dev: DeviceId, queue: QueueId, target: QueueId, target_seq: u64) -> Result<u64>;
+
+    /// The queue's submitted and completed sequence numbers. Changes nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown queue.
+    fn progress(&self, dev: DeviceId, queue: QueueId) -> Result<QueueProgress>;
+
+    /// Takes the status of the first failed task since the last call (`None`: none failed),
+    /// clearing it.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown queue.
+    fn take_error(&self, dev: DeviceId, queue: QueueId) -> Result<Option<TaskStatus>>;
 
     /// Waits until task `seq` has completed, at most `timeout_ms` milliseconds (`None`: forever).
     ///
@@ -371,56 +421,39 @@ pub trait TaskQueue {
     /// [`ErrorKind::Timeout`](crate::ErrorKind::Timeout) when time runs out first.
     fn wait(&self, dev: DeviceId, queue: QueueId, seq: u64, timeout_ms: Option<u32>) -> Result<()>;
 
-    /// The highest sequence number handed out on `queue` (0 before any).
+    /// Drops the tasks queued (not yet started) on `queue` and returns how many; a running
+    /// task finishes.
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown queue.
-    fn submitted(&self, dev: DeviceId, queue: QueueId) -> Result<u64> {
-        let _ = (dev, queue);
-        Err(crate::Error::new(crate::ErrorKind::NotSupported, "submitted"))
-    }
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown queue;
+    /// [`ErrorKind::NotSupported`](crate::ErrorKind::NotSupported) where the device cannot
+    /// take back what it was given (the caller then waits instead).
+    fn abort_queue(&self, dev: DeviceId, queue: QueueId) -> Result<usize>;
 
     /// Sets whether a failed task makes the queue skip the tasks queued behind it.
     ///
     /// # Errors
     ///
     /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown queue.
-    fn set_stop_on_failure(&self, dev: DeviceId, queue: QueueId, stop: bool) -> Result<()> {
-        let _ = (dev, queue, stop);
-        Err(crate::Error::new(crate::ErrorKind::NotSupported, "failure modes"))
-    }
+    fn set_stop_on_failure(&self, dev: DeviceId, queue: QueueId, stop: bool) -> Result<()>;
+}
 
-    /// Drops the tasks queued (not yet started) on `queue` and returns how many; a running
-    /// task finishes.
-    ///
-    /// # Errors
-    ///
-    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown queue.
-    fn abort_queue(&self, dev: DeviceId, queue: QueueId) -> Result<usize> {
-        let _ = (dev, queue);
-        Err(crate::Error::new(crate::ErrorKind::NotSupported, "abort"))
-    }
-
+/// Events: named points in queues that other queues wait for.
+pub trait Events {
     /// Creates an event on `dev`.
     ///
     /// # Errors
     ///
     /// [`ErrorKind::OutOfMemory`](crate::ErrorKind::OutOfMemory) when no event is left.
-    fn create_event(&self, dev: DeviceId) -> Result<EventId> {
-        let _ = dev;
-        Err(crate::Error::new(crate::ErrorKind::NotSupported, "events"))
-    }
+    fn create_event(&self, dev: DeviceId) -> Result<EventId>;
 
     /// Destroys an event; queued records and resets of it become no-ops.
     ///
     /// # Errors
     ///
     /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown event.
-    fn destroy_event(&self, dev: DeviceId, event: EventId) -> Result<()> {
-        let _ = (dev, event);
-        Err(crate::Error::new(crate::ErrorKind::NotSupported, "events"))
-    }
+    fn destroy_event(&self, dev: DeviceId, event: EventId) -> Result<()>;
 
     /// Records `event` on `queue` and returns the record's sequence number.
     ///
@@ -428,21 +461,16 @@ pub trait TaskQueue {
     ///
     /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown queue or
     /// event.
-    fn record_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<u64> {
-        let _ = (dev, queue, event);
-        Err(crate::Error::new(crate::ErrorKind::NotSupported, "events"))
-    }
+    fn record_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<u64>;
 
-    /// Makes `queue` wait for the point `event` was last recorded at (nothing when it was not).
+    /// Makes `queue` wait for the point `event` was last recorded at (nothing when it was
+    /// not), and says where the wait went and what it waits for.
     ///
     /// # Errors
     ///
     /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown queue or
     /// event.
-    fn wait_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<()> {
-        let _ = (dev, queue, event);
-        Err(crate::Error::new(crate::ErrorKind::NotSupported, "events"))
-    }
+    fn wait_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<EventWait>;
 
     /// Resets `event` in the order of `queue`.
     ///
@@ -450,31 +478,85 @@ pub trait TaskQueue {
     ///
     /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown queue or
     /// event.
-    fn reset_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<()> {
-        let _ = (dev, queue, event);
-        Err(crate::Error::new(crate::ErrorKind::NotSupported, "events"))
-    }
+    fn reset_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<()>;
 
     /// What `event` stands for now.
     ///
     /// # Errors
     ///
     /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown event.
-    fn event_info(&self, dev: DeviceId, event: EventId) -> Result<EventInfo> {
-        let _ = (dev, event);
-        Err(crate::Error::new(crate::ErrorKind::NotSupported, "events"))
-    }
+    fn event_info(&self, dev: DeviceId, event: EventId) -> Result<EventInfo>;
 
     /// Whether task `seq` of `queue` is ordered before everything submitted to `later` from
-    /// now on (the stream-order oracle of the pools).
+    /// now on, by the event waits this backend queued (its own view; the runtime keeps its
+    /// own graph and does not ask).
     ///
     /// # Errors
     ///
     /// [`ErrorKind::NoDevice`](crate::ErrorKind::NoDevice) when the device is not open.
-    fn is_ordered_before(&self, dev: DeviceId, queue: QueueId, seq: u64, later: QueueId) -> Result<bool> {
-        let _ = (dev, queue, seq, later);
-        Err(crate::Error::new(crate::ErrorKind::NotSupported, "stream order"))
-    }
+    fn is_ordered_before(&self, dev: DeviceId, queue: QueueId, seq: u64, later: QueueId) -> Result<bool>;
+}
+
+/// Runs host functions and callbacks ([`TaskDesc::HostFunc`]) for the runtime; returns 0 or
+/// the `aclError` code the call failed with.
+pub type HostHook = Arc<dyn Fn(HostCall) -> i32 + Send + Sync>;
+
+/// The device's loader: kernel binaries, the host-call hook, and the staged data of kernel
+/// arguments and batch copies that tasks name by ticket. A backend whose device formats are
+/// not public has none ([`Driver::loader`] answers `None`).
+pub trait Loader {
+    /// Loads a kernel binary from the file at `path` (the operating system's bytes of the
+    /// path) and returns its handle.
+    ///
+    /// # Errors
+    ///
+    /// A message saying why the file is not a kernel binary.
+    fn load_binary(&self, path: &[u8]) -> core::result::Result<u64, String>;
+
+    /// The handle of kernel function `name` of `binary`.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown binary or
+    /// name.
+    fn binary_function(&self, binary: u64, name: &str) -> Result<u64>;
+
+    /// Whether `func` is a live kernel function handle.
+    fn is_function(&self, func: u64) -> bool;
+
+    /// Unloads a binary; its functions go with it.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown binary.
+    fn unload_binary(&self, binary: u64) -> Result<()>;
+
+    /// Installs the hook that runs host functions and callbacks.
+    fn set_host_hook(&self, hook: HostHook);
+
+    /// Stages a launch's argument bytes for a [`TaskDesc::Kernel`] submitted later; returns
+    /// the ticket the task names.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::NoDevice`](crate::ErrorKind::NoDevice) for a device not open.
+    fn stage_args(&self, dev: DeviceId, args: Vec<u8>) -> Result<u64>;
+
+    /// Stages a batch's (destination, source, length) entries for a [`TaskDesc::CopyBatch`]
+    /// submitted later; returns the ticket the task names.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::NoDevice`](crate::ErrorKind::NoDevice) for a device not open.
+    fn stage_batch(&self, dev: DeviceId, entries: Vec<(u64, u64, u64)>) -> Result<u64>;
+
+    /// Drops a staged ticket whose task was never submitted.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) when `ticket` is not
+    /// staged on `dev`.
+    fn unstage(&self, dev: DeviceId, ticket: u64) -> Result<()>;
 }
 
 /// Bytes in a share name (an IPC key or a shareable handle), without the terminating NUL.
@@ -548,8 +630,8 @@ pub enum ShareKind {
 /// names outlive their exporter only while some importer still holds the memory; a process
 /// that dies gives back its exports, imports and allocations.
 ///
-/// Every method has a default body returning [`ErrorKind::NotSupported`](crate::ErrorKind::NotSupported),
-/// the stub of a backend without sharing.
+/// Every method is required: a backend without sharing returns
+/// [`ErrorKind::NotSupported`](crate::ErrorKind::NotSupported) from each, explicitly.
 pub trait Sharing {
     /// The id of this process as the backend's whitelist checks see it (the bare tgid).
     fn process_id(&self) -> u32;
@@ -568,10 +650,7 @@ pub trait Sharing {
         range: VaRange,
         kind: ShareKind,
         no_whitelist: bool,
-    ) -> Result<ShareName> {
-        let _ = (dev, range, kind, no_whitelist);
-        Err(crate::Error::new(crate::ErrorKind::NotSupported, "sharing"))
-    }
+    ) -> Result<ShareName>;
 
     /// Exports a physical allocation made by [`PhysicalMemory::alloc_physical`].
     ///
@@ -585,10 +664,7 @@ pub trait Sharing {
         handle: PhysHandle,
         kind: ShareKind,
         no_whitelist: bool,
-    ) -> Result<ShareName> {
-        let _ = (dev, handle, kind, no_whitelist);
-        Err(crate::Error::new(crate::ErrorKind::NotSupported, "sharing"))
-    }
+    ) -> Result<ShareName>;
 
     /// Adds `pids` to the whitelist of a share this process exported.
     ///
@@ -598,20 +674,14 @@ pub trait Sharing {
     /// [`ErrorKind::PermissionDenied`](crate::ErrorKind::PermissionDenied) when this process is
     /// not its exporter; [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) when
     /// the share was exported without a whitelist or the list grows too long.
-    fn set_share_pids(&self, name: &ShareName, pids: &[u32]) -> Result<()> {
-        let _ = (name, pids);
-        Err(crate::Error::new(crate::ErrorKind::NotSupported, "sharing"))
-    }
+    fn set_share_pids(&self, name: &ShareName, pids: &[u32]) -> Result<()>;
 
     /// What share `name` holds.
     ///
     /// # Errors
     ///
     /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown share.
-    fn share_info(&self, name: &ShareName) -> Result<ShareInfo> {
-        let _ = name;
-        Err(crate::Error::new(crate::ErrorKind::NotSupported, "sharing"))
-    }
+    fn share_info(&self, name: &ShareName) -> Result<ShareInfo>;
 
     /// Imports share `name` on `dev` as a physical handle this process may map and must free
     /// with [`PhysicalMemory::free_physical`].
@@ -623,10 +693,7 @@ pub trait Sharing {
     /// when this process is not on the whitelist or is the exporter itself;
     /// [`ErrorKind::NotSupported`](crate::ErrorKind::NotSupported) when `dev` is another device
     /// than the memory's.
-    fn import_share(&self, name: &ShareName, dev: DeviceId) -> Result<(PhysHandle, ShareInfo)> {
-        let _ = (name, dev);
-        Err(crate::Error::new(crate::ErrorKind::NotSupported, "sharing"))
-    }
+    fn import_share(&self, name: &ShareName, dev: DeviceId) -> Result<(PhysHandle, ShareInfo)>;
 
     /// Destroys a share this process exported; importers keep what they imported.
     ///
@@ -635,18 +702,19 @@ pub trait Sharing {
     /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown share;
     /// [`ErrorKind::PermissionDenied`](crate::ErrorKind::PermissionDenied) when this process is
     /// not its exporter.
-    fn destroy_share(&self, name: &ShareName) -> Result<()> {
-        let _ = name;
-        Err(crate::Error::new(crate::ErrorKind::NotSupported, "sharing"))
-    }
+    fn destroy_share(&self, name: &ShareName) -> Result<()>;
 }
 
 /// Everything a backend offers: the composite of the small traits.
 pub trait Driver:
-    DeviceControl + MemoryBacking + PhysicalMemory + PinnedHost + CopyEngine + TaskQueue + Send + Sync
+    DeviceControl + MemoryBacking + PhysicalMemory + PinnedHost + CopyEngine + Queues + Events + Send + Sync
 {
     /// A short name for messages (`"sim"`, `"davinci"`).
     fn name(&self) -> &'static str;
+
+    /// The device's loader, when the backend has one (the capability replaces asking which
+    /// backend this is).
+    fn loader(&self) -> Option<&dyn Loader>;
 }
 
 #[cfg(test)]
@@ -661,6 +729,9 @@ mod tests {
         assert_eq!(SocProfile::from_name("Ascend310"), None);
         assert_eq!(SocProfile::A2.malloc_padding(), 32);
         assert_eq!(SocProfile::Ascend950.malloc_padding(), 0);
+        assert_eq!(SocProfile::A2.max_streams(), 1984);
+        assert_eq!(SocProfile::A3.max_events(), 65_536);
+        assert_eq!(SocProfile::Ascend950.stream_depth(), 1024);
     }
 
     fn _object_safe(_: &dyn Driver) {}

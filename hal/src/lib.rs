@@ -9,7 +9,7 @@
 //! # Design rules
 //!
 //! - Traits are small and split by use case ([`DeviceControl`], [`MemoryBacking`],
-//!   [`PhysicalMemory`], [`PinnedHost`], [`CopyEngine`], [`TaskQueue`]); [`Driver`] is their composite.
+//!   [`PhysicalMemory`], [`PinnedHost`], [`CopyEngine`], [`Queues`], [`Events`]; the [`Loader`] is a capability); [`Driver`] is their composite.
 //! - Every trait is object safe, so the runtime may hold a backend behind a closed enum or a
 //!   `dyn` reference, and generic code in `mm`/`sched` may take `D: Driver` statically.
 //! - Errors are [`Error`]: a stable [`ErrorKind`] number that crosses the C ABI unchanged.
@@ -27,6 +27,8 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
+extern crate alloc;
+
 pub mod addr;
 pub mod copy;
 pub mod davinci_abi;
@@ -37,9 +39,9 @@ pub mod task;
 
 pub use addr::{DeviceAddr, DeviceId, PageSize, VaRange};
 pub use driver::{
-    BackRequest, CopyEngine, DeviceControl, DeviceInfo, Driver, HostBytes, HostBytesMut, MemAttr,
-    MemoryBacking, MemoryInfo, MemoryKind, PhysHandle, PhysicalMemory, PinnedHost, ShareInfo, ShareKind,
-    ShareName, Sharing, SocProfile, TaskQueue, SHARE_NAME_BYTES,
+    BackRequest, CopyEngine, DeviceControl, DeviceInfo, Driver, Events, HostBytes, HostBytesMut, HostHook,
+    Loader, MemAttr, MemoryBacking, MemoryInfo, MemoryKind, PhysHandle, PhysicalMemory, PinnedHost,
+    QueueProgress, Queues, ShareInfo, ShareKind, ShareName, Sharing, SocProfile, SHARE_NAME_BYTES,
 };
 pub use error::{Error, ErrorKind, Result};
-pub use task::{EventId, EventInfo, QueueId, TaskDesc, TaskStatus, WaitCompare};
+pub use task::{EventId, EventInfo, EventWait, HostCall, QueueId, TaskDesc, TaskStatus, WaitCompare};

@@ -104,8 +104,8 @@ pub enum TaskDesc {
     },
     /// Call a host function (or deliver a callback) in stream order.
     HostFunc {
-        /// The ticket the runtime's host-call hook resolves.
-        call: u64,
+        /// The function, its data and where it is delivered, handed to the runtime's hook.
+        call: HostCall,
     },
     /// Write the 64-bit `value` at `dst` (8-byte aligned).
     ValueWrite {
@@ -131,6 +131,29 @@ pub enum TaskDesc {
     },
     /// Does nothing; completes in order. Used to mark a point in a queue.
     Marker,
+}
+
+/// A host function or callback as its task carries it: everything the runtime's host-call
+/// hook needs, so no table sits between the submission and the call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostCall {
+    /// The address of the C function `void (*)(void *)`.
+    pub func: u64,
+    /// Its argument, as an address.
+    pub data: u64,
+    /// `Some((thread, block))` for a callback delivered to a subscribed thread (which the
+    /// stream waits for when `block`); `None` for a host function the device thread calls.
+    pub report: Option<(u64, bool)>,
+}
+
+/// Where an event wait went: its sequence number on the waiting queue (`None` when the event
+/// was never recorded and nothing was queued) and the point it waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventWait {
+    /// The wait's sequence number on the waiting queue, if it took one.
+    pub seq: Option<u64>,
+    /// The queue and sequence waited for (`None`: the event was not recorded).
+    pub target: Option<(QueueId, u64)>,
 }
 
 /// How a completed task ended.

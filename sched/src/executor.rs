@@ -27,12 +27,8 @@
 //!
 //! # The dependency graph
 //!
-//! Every pending wait is an edge "stream B, at its sequence `at`, waits for (A, s)". The edges
-//! and the per-stream completed sequence answer [`StreamOrder`]: a point is ordered before the
-//! tail of stream B when it has completed, when it is on B itself, or when B (transitively)
-//! waits on a point at or after it. An edge is dropped once its wait has completed, because
-//! from then on its target has completed too; so the graph holds at most one edge per queued
-//! item.
+//! Cross-stream waits and completed sequence numbers go into a [`DepGraph`], the same type the
+//! runtime keeps per device; it answers [`StreamOrder`] (see [`graph`](crate::graph)).
 
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::vec::Vec;
@@ -42,6 +38,7 @@ use mm::order::{StreamOrder, StreamPoint};
 
 use crate::error::{Error, Result};
 use crate::event::{EventId, EventState, EventStatus};
+use crate::graph::DepGraph;
 use crate::stream::{FailureMode, Stream, StreamId};
 
 /// Runs one task on behalf of the executor.
@@ -75,13 +72,6 @@ pub(crate) enum Item<T> {
     Reset(EventId, u64),
 }
 
-/// A pending wait: the stream waits, at its sequence `at`, for `target`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Edge {
-    at: u64,
-    target: StreamPoint,
-}
-
 /// Reads a monotonic clock in nanoseconds; used to stamp events.
 pub type Clock = fn() -> u64;
 
@@ -102,7 +92,7 @@ fn no_clock() -> u64 {
 /// - A ready stream's id is in `ready` or in `parked` exactly once; a stream that is not ready
 ///   is in neither.
 /// - `unfinished` is the sum of the streams' queued and running items.
-/// - `edges[s]` holds, in sequence order, the waits of stream `s` that have not completed.
+/// - `graph` tracks every stream, with its completed sequence as the stream has it.
 #[derive(Debug)]
 pub struct Executor<T> {
     streams: BTreeMap<StreamId, Stream<Item<T>>>,
@@ -114,7 +104,7 @@ pub struct Executor<T> {
     events: BTreeMap<EventId, EventState>,
     max_events: usize,
     next_event: u32,
-    edges: BTreeMap<StreamId, VecDeque<Edge>>,
+    graph: DepGraph,
     clock: Clock,
     finished_items: u64,
 }
@@ -141,7 +131,7 @@ impl<T> Executor<T> {
             events: BTreeMap::new(),
             max_events: DEFAULT_MAX_EVENTS,
             next_event: 0,
-            edges: BTreeMap::new(),
+            graph: DepGraph::new(),
             clock,
             finished_items: 0,
         }
@@ -165,6 +155,7 @@ impl<T> Executor<T> {
         let id = StreamId(self.next_id);
         self.next_id = next;
         self.streams.insert(id, stream);
+        self.graph.add_stream(id.0);
         Ok(id)
     }
 
@@ -184,7 +175,7 @@ impl<T> Executor<T> {
             return Err(Error::InvalidArgument);
         }
         self.streams.remove(&id);
-        self.edges.remove(&id);
+        self.graph.remove_stream(id.0);
         // Waits on the destroyed stream are satisfied now.
         self.unpark();
         Ok(())
@@ -254,9 +245,7 @@ impl<T> Executor<T> {
     /// As [`submit`](Self::submit); nothing changes on error.
     pub fn submit_wait(&mut self, id: StreamId, target: StreamPoint) -> Result<u64> {
         let at = self.push_item(id, Item::Wait(target))?;
-        if target.stream != id.0 && !self.is_complete(target) {
-            self.edges.entry(id).or_default().push_back(Edge { at, target });
-        }
+        self.graph.add_wait(id.0, at, target);
         Ok(at)
     }
 
@@ -348,14 +337,8 @@ impl<T> Executor<T> {
     }
 
     fn prune_edges(&mut self, id: StreamId) {
-        let done = self.streams.get(&id).map_or(u64::MAX, Stream::completed);
-        if let Some(edges) = self.edges.get_mut(&id) {
-            while edges.front().is_some_and(|e| e.at <= done) {
-                edges.pop_front();
-            }
-            if edges.is_empty() {
-                self.edges.remove(&id);
-            }
+        if let Some(s) = self.streams.get(&id) {
+            self.graph.note_completed(id.0, s.completed());
         }
     }
 
@@ -575,27 +558,7 @@ impl<T> StreamOrder for Executor<T> {
         if point.stream == stream {
             return true;
         }
-        // Depth-first over the wait edges, remembering the highest sequence examined per
-        // stream: edges up to that sequence have been followed already.
-        let mut seen: BTreeMap<u32, u64> = BTreeMap::new();
-        let mut todo: Vec<(u32, u64)> = alloc::vec![(stream, u64::MAX)];
-        while let Some((s, upto)) = todo.pop() {
-            if seen.get(&s).is_some_and(|&done| done >= upto) {
-                continue;
-            }
-            seen.insert(s, upto);
-            let Some(edges) = self.edges.get(&StreamId(s)) else { continue };
-            for e in edges.iter().take_while(|e| e.at <= upto) {
-                if e.target.stream == point.stream {
-                    if e.target.seq >= point.seq {
-                        return true;
-                    }
-                } else {
-                    todo.push((e.target.stream, e.target.seq));
-                }
-            }
-        }
-        false
+        self.graph.is_ordered_before(point, stream)
     }
 }
 
@@ -848,7 +811,7 @@ mod tests {
         let mut r = Recorder::default();
         ex.run_once(&mut r);
         assert!(ex.is_complete(pt(a, 2)) && ex.is_ordered_before(pt(a, 2), c.0));
-        assert!(ex.edges.is_empty(), "completed waits leave no edges");
+        assert!(ex.graph.edge_count() == 0, "completed waits leave no edges");
     }
 
     #[test]

@@ -92,8 +92,12 @@ fn stage_copy(rt: &Runtime, api: &str, s: &StreamObj, dst: u64, dl: Loc, src: u6
     }
     let r = submit_copy(rt, api, s, dst, dl, buf.addr(), Loc::Pinned, count);
     // Whatever part of the copy was queued reads the buffer until the stream has run it.
-    let reader =
-        rt.backend().driver().submitted(DeviceId(s.device), s.queue).ok().map(|seq| (s.device, s.queue, seq));
+    let reader = rt
+        .backend()
+        .driver()
+        .progress(DeviceId(s.device), s.queue)
+        .ok()
+        .map(|p| (s.device, s.queue, p.submitted));
     rt.staging_put(buf, reader);
     r
 }
@@ -332,7 +336,7 @@ unsafe fn batch(
                 Ok(())
             };
             match s {
-                Some(s) if plan.all_dma && rt.backend().device_sim().is_some() => {
+                Some(s) if plan.all_dma && rt.backend().driver().loader().is_some() => {
                     rt.submit_batch(api, &s, plan.entries.clone()).map(|_| ()).map_err(|e| (e, usize::MAX))
                 }
                 Some(s) => {

@@ -62,7 +62,7 @@ pub struct AclrtPlaceHolderInfo {
     pub data_offset: u32,
 }
 
-fn sim<'a>(rt: &'a Runtime, api: &str) -> Result<&'a hal_sim::Sim> {
+fn sim<'a>(rt: &'a Runtime, api: &str) -> Result<&'a dyn hal::Loader> {
     rt.backend().loader(api)
 }
 
@@ -107,7 +107,7 @@ export! {
         let path = std::path::Path::new(std::ffi::OsStr::from_bytes(path.to_bytes()));
         let rt = cx.rt()?;
         rt.current_device(API)?;
-        let id = sim(&rt, API)?.load_binary(path).map_err(|e| {
+        let id = sim(&rt, API)?.load_binary(path.as_os_str().as_encoded_bytes()).map_err(|e| {
             AclError::rt_invalid(format!(
                 "{API}: cannot load {} as a kernel binary (a host shared object on the software NPU): {e}",
                 path.display()

@@ -40,9 +40,19 @@ fn this_thread() -> u64 {
     t as u64
 }
 
-/// Runs a host call for the device (the hook installed on the software NPU).
-fn run_host_call(ticket: u64) -> i32 {
-    let Some(call) = Runtime::take_host_call(ticket) else { return ACL_ERROR_RT_INTERNAL_ERROR };
+/// The host call a task carries, with its C function back as a function pointer.
+fn from_task(call: hal::HostCall) -> Option<HostCall> {
+    let addr = usize::try_from(call.func).ok().filter(|&a| a != 0)?;
+    // SAFETY: the address was made from an `unsafe extern "C" fn(*mut c_void)` by
+    // `HostCall::to_task` when the call was launched, and travels unchanged in the task.
+    let func = unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(*mut c_void)>(addr) };
+    // CAST: the data address round-trips through u64.
+    Some(HostCall { func, data: call.data as usize, report: call.report })
+}
+
+/// Runs a host call for the device (the hook installed on the loader).
+fn run_host_call(task: hal::HostCall) -> i32 {
+    let Some(call) = from_task(task) else { return ACL_ERROR_RT_INTERNAL_ERROR };
     match call.report {
         None => {
             // SAFETY: `func` and `data` were given by the C caller of aclrtLaunchHostFunc, whose
@@ -53,7 +63,10 @@ fn run_host_call(ticket: u64) -> i32 {
         }
         Some((thread, block)) => {
             let done = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
-            if Runtime::post_report(thread, Report { call, done: Arc::clone(&done) }).is_err() {
+            let Ok(rt) = super::Call::new("aclrtLaunchCallback").rt() else {
+                return crate::stream::ACL_ERROR_RT_STREAM_NO_CB_REG;
+            };
+            if rt.post_report(thread, Report { call, done: Arc::clone(&done) }).is_err() {
                 return crate::stream::ACL_ERROR_RT_STREAM_NO_CB_REG;
             }
             if block {
@@ -72,8 +85,8 @@ fn run_host_call(ticket: u64) -> i32 {
 fn ensure_hook(rt: &Runtime) {
     static HOOK: Once = Once::new();
     HOOK.call_once(|| {
-        if let Some(sim) = rt.backend().device_sim() {
-            sim.set_host_hook(Arc::new(run_host_call));
+        if let Some(loader) = rt.backend().driver().loader() {
+            loader.set_host_hook(Arc::new(run_host_call));
         }
     });
 }

@@ -40,8 +40,8 @@ impl Drop for StreamInner {
     }
 }
 
-/// Makes stream `waiter` wait for the work submitted so far to stream `on` (an event recorded
-/// on `on` and waited for by `waiter`).
+/// Makes stream `waiter` wait for the work submitted so far to stream `on` (one wait for that
+/// point of `on`, made by the runtime).
 pub(crate) fn order_after(api: &str, waiter: &StreamInner, on: &StreamInner) -> Result<()> {
     if waiter.handle == on.handle {
         return Ok(());
@@ -49,12 +49,13 @@ pub(crate) fn order_after(api: &str, waiter: &StreamInner, on: &StreamInner) -> 
     waiter.device.same(api, &on.device)?;
     let (rt, w) = waiter.obj(api)?;
     let (_, o) = rt.stream(api, on.handle)?;
-    let drv = rt.backend().driver();
-    let dev = DeviceId(w.device);
-    let ev = drv.create_event(dev).map_err(|e| AclError::from_hal(e, api))?;
-    let r = drv.record_event(dev, o.queue, ev).and_then(|_| drv.wait_event(dev, w.queue, ev));
-    let _ = drv.destroy_event(dev, ev);
-    r.map_err(|e| AclError::from_hal(e, api))
+    let last = rt
+        .backend()
+        .driver()
+        .progress(DeviceId(o.device), o.queue)
+        .map_err(|e| AclError::from_hal(e, api))?
+        .submitted;
+    rt.wait_for_point(api, &w, o.queue, last)
 }
 
 /// One live pool; destroyed when the last holder (the [`MemPool`](super::MemPool) or a block)

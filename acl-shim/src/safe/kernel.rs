@@ -14,7 +14,7 @@ use crate::runtime::Runtime as Rt;
 /// `ACL_ERROR_RT_KERNEL_LOOKUP`: the binary has no such kernel.
 const ACL_ERROR_RT_KERNEL_LOOKUP: i32 = 507_027;
 
-fn sim<'a>(rt: &'a Rt, api: &str) -> Result<&'a hal_sim::Sim> {
+fn sim<'a>(rt: &'a Rt, api: &str) -> Result<&'a dyn hal::Loader> {
     rt.backend().loader(api)
 }
 
@@ -45,7 +45,7 @@ impl Module {
         const API: &str = "Module::load";
         let path = path.as_ref();
         let rt = device.inner.bind(API)?;
-        let bin = sim(rt, API)?.load_binary(path).map_err(|e| {
+        let bin = sim(rt, API)?.load_binary(path.as_os_str().as_encoded_bytes()).map_err(|e| {
             AclError::rt_invalid(format!("{API}: cannot load {} as a kernel binary: {e}", path.display()))
         })?;
         Ok(Self { device: Arc::clone(&device.inner), bin })

@@ -36,9 +36,9 @@ use hal::davinci_abi::{
 };
 use hal::layout::{window_of, Window, DEVICE_WINDOW_BASE, DEVICE_WINDOW_SIZE};
 use hal::{
-    BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, Error, ErrorKind, EventId, MemAttr,
-    MemoryBacking, MemoryKind, PageSize, PhysHandle, PhysicalMemory, PinnedHost, QueueId, ShareKind,
-    ShareName, Sharing, TaskDesc, TaskQueue, TaskStatus, VaRange,
+    BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, Error, ErrorKind, EventId, Events, MemAttr,
+    MemoryBacking, MemoryKind, PageSize, PhysHandle, PhysicalMemory, PinnedHost, QueueId, Queues, ShareKind,
+    ShareName, Sharing, TaskDesc, TaskStatus, VaRange,
 };
 use hal_sim::Sim;
 
@@ -146,7 +146,7 @@ fn run_entry(sim: &Sim, dev: DeviceId, q: QueueId, entry: Entry) -> hal::Result<
         Entry::EventWait { record: Some((queue, seq)), .. } => sim.wait_point(dev, q, QueueId(queue), seq),
         Entry::EventReset(ev) => {
             sim.reset_event(dev, q, ev)?;
-            sim.submitted(dev, q)
+            sim.progress(dev, q).map(|p| p.submitted)
         }
         Entry::StopOnFailure(stop) => {
             sim.set_stop_on_failure(dev, q, stop)?;
@@ -207,11 +207,12 @@ impl RingQueue {
             head_reg.store_u32(0, s.head);
             busy = true;
         }
-        let Ok((seq, status)) = sim.completed(self.dev, self.q) else {
+        let Ok(seq) = sim.progress(self.dev, self.q).map(|p| p.completed) else {
             return busy;
         };
-        if status != TaskStatus::Ok && s.failure.is_none() {
-            s.failure = Some(status);
+        // A CQE reports a failure once, as the device's does: take it from the NPU.
+        if let Ok(Some(status)) = sim.take_error(self.dev, self.q) {
+            s.failure.get_or_insert(status);
         }
         if seq == s.reported && s.failure.is_none() {
             return busy;
@@ -864,7 +865,7 @@ impl FakeKernel {
                 let q = QueueId(info.cqId);
                 if info.task_id != u32::MAX {
                     // The newest submitted task whose low 32 bits are `task_id`.
-                    let submitted = self.sim.submitted(dev, q).map_err(err)?;
+                    let submitted = self.sim.progress(dev, q).map_err(err)?.submitted;
                     let mut seq = (submitted & !0xffff_ffff) | u64::from(info.task_id);
                     if seq > submitted {
                         seq = seq.saturating_sub(1 << 32);
@@ -872,7 +873,8 @@ impl FakeKernel {
                     let timeout = u32::try_from(info.timeout).ok();
                     self.sim.wait(dev, q, seq, timeout).map_err(err)?;
                 }
-                let (seq, status) = self.sim.completed(dev, q).map_err(err)?;
+                let seq = self.sim.progress(dev, q).map_err(err)?.completed;
+                let status = self.sim.take_error(dev, q).map_err(err)?.unwrap_or(TaskStatus::Ok);
                 let image = Cqe { seq, status }.encode();
                 // SAFETY: the caller's CQE buffer holds `cqe_num` (at least one) CQEs.
                 unsafe { user::bytes_mut(info.cqe_addr, sqe::CQE_BYTES) }.copy_from_slice(&image);
@@ -887,6 +889,10 @@ impl FakeKernel {
 }
 
 impl Transport for FakeKernel {
+    fn loader(&self) -> Option<&dyn hal::Loader> {
+        Some(&*self.sim)
+    }
+
     fn open(&self, path: &CStr, _flags: i32) -> Result<RawFd, Errno> {
         if path.to_bytes() != abi::DAVINCI_MANAGER_PATH.as_bytes() {
             return Err(Errno(libc::ENOENT));

@@ -61,10 +61,11 @@ use hal::davinci_abi::{
 use hal::layout::{window_of, Window};
 use hal::{
     BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, DeviceInfo, Driver, Error, ErrorKind,
-    EventId, EventInfo, MemAttr, MemoryBacking, MemoryInfo, MemoryKind, PageSize, PhysHandle, PhysicalMemory,
-    PinnedHost, QueueId, Result, ShareInfo, ShareKind, ShareName, Sharing, SocProfile, TaskDesc, TaskQueue,
-    TaskStatus, VaRange,
+    EventId, EventInfo, EventWait, Events as EventQueue, Loader, MemAttr, MemoryBacking, MemoryInfo,
+    MemoryKind, PageSize, PhysHandle, PhysicalMemory, PinnedHost, QueueId, QueueProgress, Queues, Result,
+    ShareInfo, ShareKind, ShareName, Sharing, SocProfile, TaskDesc, TaskStatus, VaRange,
 };
+use sched::{DepGraph, StreamOrder, StreamPoint};
 
 #[cfg(feature = "fake-kernel")]
 pub mod fake;
@@ -234,6 +235,11 @@ pub trait Transport: Send + Sync {
     fn pause(&self, pause: Duration) {
         std::thread::sleep(pause);
     }
+
+    /// The loader of the device behind this transport, when it has one this process can
+    /// reach: `None` for a real kernel (the firmware loader formats are not public), the
+    /// software NPU's for a fake kernel.
+    fn loader(&self) -> Option<&dyn Loader>;
 }
 
 /// Why the backend could not start.
@@ -435,16 +441,11 @@ struct Events {
     next_slot: HashMap<u32, u64>,
     /// Backed table pages, per device (by page index).
     pages: HashMap<u32, Vec<u64>>,
-    /// The newest event waits per device and waiting queue: (the wait's sequence, the queue
-    /// and sequence it waits for), for [`TaskQueue::is_ordered_before`].
-    edges: HashMap<u32, HashMap<u32, WaitEdges>>,
+    /// Per device, the event waits this backend queued and the completions it saw, for
+    /// [`EventQueue::is_ordered_before`] (the same graph type the runtime and the software
+    /// NPU's executor use; a wait's edge goes once the wait is seen completed).
+    graphs: HashMap<u32, DepGraph>,
 }
-
-/// The event waits of one queue: (the wait's sequence, the queue and sequence it waits for).
-type WaitEdges = std::collections::VecDeque<(u64, u32, u64)>;
-
-/// Event waits remembered per queue (older ones only make the order answer conservative).
-const MAX_WAIT_EDGES: usize = 256;
 
 /// The mappings of one queue in the mapped-ring mode and the user's side of its counters.
 struct Rings<T: Transport> {
@@ -1257,7 +1258,7 @@ impl<T: Transport> CopyEngine for Davinci<T> {
     }
 }
 
-impl<T: Transport> TaskQueue for Davinci<T> {
+impl<T: Transport> Queues for Davinci<T> {
     fn create_queue(&self, dev: DeviceId, depth: u32) -> Result<QueueId> {
         if depth == 0 {
             return Err(Error::new(ErrorKind::InvalidArgument, "depth 0"));
@@ -1281,6 +1282,8 @@ impl<T: Transport> TaskQueue for Davinci<T> {
         let mut open = self.opened();
         let fds = open.get_mut(&dev.0).ok_or(Error::new(ErrorKind::NoDevice, "device not open"))?;
         fds.queues.insert(info.sqId, QueueState { cq: info.cqId, submitted: 0, rings, failure: None });
+        drop(open);
+        self.events_lock().graphs.entry(dev.0).or_default().add_stream(info.sqId);
         Ok(QueueId(info.sqId))
     }
 
@@ -1291,6 +1294,9 @@ impl<T: Transport> TaskQueue for Davinci<T> {
         if let Some(fds) = self.opened().get_mut(&dev.0) {
             fds.queues.remove(&queue.0);
         }
+        if let Some(g) = self.events_lock().graphs.get_mut(&dev.0) {
+            g.remove_stream(queue.0);
+        }
         Ok(())
     }
 
@@ -1299,16 +1305,48 @@ impl<T: Transport> TaskQueue for Davinci<T> {
         self.send(dev, queue, &image)
     }
 
-    fn completed(&self, dev: DeviceId, queue: QueueId) -> Result<(u64, TaskStatus)> {
+    /// An event on `dev` recorded on `target` now (at or after `target_seq`), waited for on
+    /// `queue`, then destroyed (its id goes back once both SQEs ran): the device orders queues
+    /// only through events.
+    fn wait_point(&self, dev: DeviceId, queue: QueueId, target: QueueId, target_seq: u64) -> Result<u64> {
+        if target_seq > self.queue(dev, target)?.submitted {
+            return Err(Error::new(ErrorKind::InvalidArgument, "sequence not submitted"));
+        }
+        let ev = self.create_event(dev)?;
+        let r = self
+            .record_event(dev, target, ev)
+            .and_then(|_| self.wait_event(dev, queue, ev))
+            .and_then(|w| w.seq.ok_or(Error::new(ErrorKind::Internal, "the wait took no sequence")));
+        let _ = self.destroy_event(dev, ev);
+        r
+    }
+
+    fn progress(&self, dev: DeviceId, queue: QueueId) -> Result<QueueProgress> {
+        let state = self.queue(dev, queue)?;
+        let completed = if let Some(rings) = &state.rings {
+            rings.drain()?.last
+        } else {
+            let cqe = self.recv(dev, state.cq, u32::MAX, 0)?;
+            if cqe.status != TaskStatus::Ok {
+                // A CQE reports a failure once: keep it for `take_error`.
+                self.with_queue(dev, queue, |q| {
+                    q.failure.get_or_insert(cqe.status);
+                });
+            }
+            cqe.seq
+        };
+        self.note_completed(dev, queue, completed);
+        Ok(QueueProgress { submitted: state.submitted, completed })
+    }
+
+    fn take_error(&self, dev: DeviceId, queue: QueueId) -> Result<Option<TaskStatus>> {
         let state = self.queue(dev, queue)?;
         if let Some(rings) = &state.rings {
-            let mut cq = rings.drain()?;
-            let status = cq.failure.take().unwrap_or(TaskStatus::Ok);
-            return Ok((cq.last, status));
+            return Ok(rings.drain()?.failure.take());
         }
         let cqe = self.recv(dev, state.cq, u32::MAX, 0)?;
         let stashed = self.with_queue(dev, queue, |q| q.failure.take()).flatten();
-        Ok((cqe.seq, stashed.unwrap_or(cqe.status)))
+        Ok(stashed.or((cqe.status != TaskStatus::Ok).then_some(cqe.status)))
     }
 
     fn wait(&self, dev: DeviceId, queue: QueueId, seq: u64, timeout_ms: Option<u32>) -> Result<()> {
@@ -1317,7 +1355,9 @@ impl<T: Transport> TaskQueue for Davinci<T> {
             return Err(Error::new(ErrorKind::InvalidArgument, "sequence not submitted"));
         }
         if let Some(rings) = &state.rings {
-            return rings.wait(seq, timeout_ms);
+            rings.wait(seq, timeout_ms)?;
+            self.note_completed(dev, queue, seq);
+            return Ok(());
         }
         // CAST: the task id field carries the low 32 bits; the kernel matches the newest task
         // with them.
@@ -1330,11 +1370,14 @@ impl<T: Transport> TaskQueue for Davinci<T> {
                 q.failure.get_or_insert(cqe.status);
             });
         }
+        self.note_completed(dev, queue, seq.max(cqe.seq));
         Ok(())
     }
 
-    fn submitted(&self, dev: DeviceId, queue: QueueId) -> Result<u64> {
-        Ok(self.queue(dev, queue)?.submitted)
+    /// The device keeps no way to take back SQEs it was given.
+    fn abort_queue(&self, dev: DeviceId, queue: QueueId) -> Result<usize> {
+        self.queue(dev, queue)?;
+        Err(not_supported("dropping queued SQEs"))
     }
 
     /// An SQE that switches the queue's failure mode from its place on.
@@ -1343,36 +1386,9 @@ impl<T: Transport> TaskQueue for Davinci<T> {
             .ok_or(Error::new(ErrorKind::Internal, "sqe"))?;
         self.send(dev, queue, &image).map(drop)
     }
+}
 
-    /// Whether everything `later` runs from now on follows `(queue, seq)`: the same queue, or
-    /// a chain of event waits this backend queued leads back to it.
-    fn is_ordered_before(&self, dev: DeviceId, queue: QueueId, seq: u64, later: QueueId) -> Result<bool> {
-        self.check_open(dev)?;
-        if queue == later {
-            return Ok(true);
-        }
-        let ev = self.events_lock();
-        let Some(edges) = ev.edges.get(&dev.0) else { return Ok(false) };
-        // Points known to follow the target; walk the waits backwards from `later`.
-        let mut todo = vec![(later.0, u64::MAX)];
-        let mut seen = std::collections::HashSet::new();
-        while let Some((q, upto)) = todo.pop() {
-            if !seen.insert((q, upto)) {
-                continue;
-            }
-            for &(wait_seq, src_q, src_seq) in edges.get(&q).into_iter().flatten() {
-                if wait_seq > upto {
-                    continue;
-                }
-                if src_q == queue.0 && src_seq >= seq {
-                    return Ok(true);
-                }
-                todo.push((src_q, src_seq));
-            }
-        }
-        Ok(false)
-    }
-
+impl<T: Transport> EventQueue for Davinci<T> {
     fn create_event(&self, dev: DeviceId) -> Result<EventId> {
         self.reap_events(dev);
         let mut p = trs_res_id_para { res_type: abi::DRV_EVENT_ID, ..Default::default() };
@@ -1437,7 +1453,7 @@ impl<T: Transport> TaskQueue for Davinci<T> {
         Ok(seq)
     }
 
-    fn wait_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<()> {
+    fn wait_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<EventWait> {
         let rec = self.settled_event(dev, event)?;
         let record = rec.point.map(|(q, seq)| (q.0, seq));
         let image = sqe::encode_event(sqe::Entry::EventWait { event, record })
@@ -1447,14 +1463,11 @@ impl<T: Transport> TaskQueue for Davinci<T> {
             r.note_use(queue, seq);
         }
         if let Some((src_q, src_seq)) = rec.point {
-            let mut ev = self.events_lock();
-            let list = ev.edges.entry(dev.0).or_default().entry(queue.0).or_default();
-            if list.len() == MAX_WAIT_EDGES {
-                list.pop_front();
+            if let Some(g) = self.events_lock().graphs.get_mut(&dev.0) {
+                g.add_wait(queue.0, seq, StreamPoint { stream: src_q.0, seq: src_seq });
             }
-            list.push_back((seq, src_q.0, src_seq));
         }
-        Ok(())
+        Ok(EventWait { seq: Some(seq), target: rec.point })
     }
 
     fn reset_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<()> {
@@ -1490,6 +1503,18 @@ impl<T: Transport> TaskQueue for Davinci<T> {
             timestamp_ns = Some(u64::from_ne_bytes(b));
         }
         Ok(EventInfo { point: Some((q, seq)), is_complete, timestamp_ns })
+    }
+
+    /// Whether everything `later` runs from now on follows `(queue, seq)`: the same queue, a
+    /// completion this backend saw, or a chain of event waits it queued.
+    fn is_ordered_before(&self, dev: DeviceId, queue: QueueId, seq: u64, later: QueueId) -> Result<bool> {
+        self.check_open(dev)?;
+        if queue == later {
+            return Ok(true);
+        }
+        let ev = self.events_lock();
+        let Some(g) = ev.graphs.get(&dev.0) else { return Ok(false) };
+        Ok(g.is_ordered_before(StreamPoint { stream: queue.0, seq }, later.0))
     }
 }
 
@@ -1528,6 +1553,13 @@ impl<T: Transport> Davinci<T> {
         f: impl FnOnce(&mut QueueState<T>) -> R,
     ) -> Option<R> {
         self.opened().get_mut(&dev.0)?.queues.get_mut(&queue.0).map(f)
+    }
+
+    /// Tells the order graph that `queue` completed up to `seq` (its waits up to there go).
+    fn note_completed(&self, dev: DeviceId, queue: QueueId, seq: u64) {
+        if let Some(g) = self.events_lock().graphs.get_mut(&dev.0) {
+            g.note_completed(queue.0, seq);
+        }
     }
 
     fn events_lock(&self) -> MutexGuard<'_, Events> {
@@ -1625,7 +1657,7 @@ impl<T: Transport> Davinci<T> {
             ev.retired.retain(|r| r.dev != dev.0);
             ev.free_slots.remove(&dev.0);
             ev.next_slot.remove(&dev.0);
-            ev.edges.remove(&dev.0);
+            ev.graphs.remove(&dev.0);
             ev.pages.remove(&dev.0).unwrap_or_default()
         };
         for page in pages {
@@ -1933,6 +1965,11 @@ impl<T: Transport> Sharing for Davinci<T> {
 }
 
 impl<T: Transport> Driver for Davinci<T> {
+    /// The device's loader formats are not public; a fake kernel's software NPU has one.
+    fn loader(&self) -> Option<&dyn Loader> {
+        self.t.loader()
+    }
+
     fn name(&self) -> &'static str {
         "davinci"
     }

@@ -37,7 +37,7 @@ pub mod uio {
     pub const SHR_INFO_BYTES: usize = CQ_RING + CQ_ENTRIES as usize * super::CQE_BYTES;
 }
 
-use hal::{DeviceAddr, ErrorKind, EventId, TaskDesc, TaskStatus, WaitCompare};
+use hal::{DeviceAddr, ErrorKind, EventId, HostCall, TaskDesc, TaskStatus, WaitCompare};
 
 /// Bytes of an SQE.
 pub const SQE_BYTES: usize = 64;
@@ -174,7 +174,14 @@ pub fn encode(task: &TaskDesc) -> Option<[u8; SQE_BYTES]> {
         }
         TaskDesc::HostFunc { call } => {
             s[0] = HOST_FUNC;
-            put(&mut s, 0, call);
+            // The report word: 0 none, 1 a callback to a thread, 2 one the stream waits for.
+            let (report, thread) = match call.report {
+                None => (0, 0),
+                Some((thread, block)) => (1 + u64::from(block), thread),
+            };
+            for (i, v) in [call.func, call.data, report, thread].into_iter().enumerate() {
+                put(&mut s, i, v);
+            }
         }
         TaskDesc::CopyBatch { batch } => {
             s[0] = COPY_BATCH;
@@ -244,7 +251,17 @@ fn decode_task(s: &[u8; SQE_BYTES]) -> Option<TaskDesc> {
             args: get(s, 2),
             timeout_us: get(s, 3),
         },
-        HOST_FUNC => TaskDesc::HostFunc { call: get(s, 0) },
+        HOST_FUNC => TaskDesc::HostFunc {
+            call: HostCall {
+                func: get(s, 0),
+                data: get(s, 1),
+                report: match get(s, 2) {
+                    0 => None,
+                    r @ (1 | 2) => Some((get(s, 3), r == 2)),
+                    _ => return None,
+                },
+            },
+        },
         COPY_BATCH => TaskDesc::CopyBatch { batch: get(s, 0) },
         _ => return None,
     })
@@ -334,7 +351,9 @@ mod tests {
             TaskDesc::Marker,
             TaskDesc::Timestamp { dst: DeviceAddr(32) },
             TaskDesc::Kernel { func: 7, blocks: 48, args: 9, timeout_us: 1000 },
-            TaskDesc::HostFunc { call: 11 },
+            TaskDesc::HostFunc { call: HostCall { func: 11, data: 12, report: None } },
+            TaskDesc::HostFunc { call: HostCall { func: 13, data: 0, report: Some((77, true)) } },
+            TaskDesc::HostFunc { call: HostCall { func: 14, data: 1, report: Some((78, false)) } },
             TaskDesc::CopyBatch { batch: 12 },
         ];
         for t in tasks {

@@ -17,6 +17,10 @@ fn last_errno() -> Errno {
 }
 
 impl Transport for LibcTransport {
+    fn loader(&self) -> Option<&dyn hal::Loader> {
+        None
+    }
+
     fn open(&self, path: &CStr, flags: i32) -> Result<RawFd, Errno> {
         // SAFETY: `path` is a NUL-terminated string that lives for the call; `open` keeps no
         // pointer to it.

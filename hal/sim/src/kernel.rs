@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Instant;
 
-use hal::{DeviceId, Error, ErrorKind, QueueId, Result, TaskDesc, TaskStatus};
+use hal::{DeviceId, Error, ErrorKind, HostCall, Loader, QueueId, Result, TaskDesc, TaskStatus};
 
 use crate::scheduler::Ticket;
 use crate::sys::kernel::{Kernel, Library};
@@ -46,7 +46,7 @@ fn registry() -> std::sync::MutexGuard<'static, Registry> {
 }
 
 /// Runs a host call for the runtime: receives the task's ticket, returns 0 or an error code.
-pub type HostHook = Arc<dyn Fn(u64) -> i32 + Send + Sync>;
+pub use hal::HostHook;
 
 static HOST_HOOK: RwLock<Option<HostHook>> = RwLock::new(None);
 
@@ -124,11 +124,11 @@ pub(crate) fn run(func: u64, blocks: u32, args: Option<Ticket>, timeout_us: u64)
 }
 
 /// Runs a host call through the runtime's hook.
-pub(crate) fn host_call(ticket: u64) -> TaskStatus {
+pub(crate) fn host_call(call: HostCall) -> TaskStatus {
     let hook = HOST_HOOK.read().unwrap_or_else(|p| p.into_inner()).clone();
     match hook {
         None => TaskStatus::Failed(ErrorKind::NotSupported),
-        Some(h) => match h(ticket) {
+        Some(h) => match h(call) {
             0 => TaskStatus::Ok,
             code => TaskStatus::Fault(code),
         },
@@ -262,5 +262,42 @@ impl Sim {
         self.slot(dev)?
             .scheduler
             .submit_with(queue, Ticket::Batch(entries), |t| TaskDesc::CopyBatch { batch: t })
+    }
+}
+
+/// The software NPU's loader: host shared objects as kernel binaries, and tickets staged in the
+/// device's scheduler (the same calls as the inherent methods above).
+impl Loader for Sim {
+    fn load_binary(&self, path: &[u8]) -> std::result::Result<u64, String> {
+        use std::os::unix::ffi::OsStrExt;
+        Sim::load_binary(self, Path::new(std::ffi::OsStr::from_bytes(path)))
+    }
+
+    fn binary_function(&self, binary: u64, name: &str) -> Result<u64> {
+        Sim::binary_function(self, binary, name)
+    }
+
+    fn is_function(&self, func: u64) -> bool {
+        Sim::is_function(self, func)
+    }
+
+    fn unload_binary(&self, binary: u64) -> Result<()> {
+        Sim::unload_binary(self, binary)
+    }
+
+    fn set_host_hook(&self, hook: HostHook) {
+        Sim::set_host_hook(self, hook);
+    }
+
+    fn stage_args(&self, dev: DeviceId, args: Vec<u8>) -> Result<u64> {
+        Sim::stage_args(self, dev, args)
+    }
+
+    fn stage_batch(&self, dev: DeviceId, entries: Vec<(u64, u64, u64)>) -> Result<u64> {
+        Sim::stage_batch(self, dev, entries)
+    }
+
+    fn unstage(&self, dev: DeviceId, ticket: u64) -> Result<()> {
+        Sim::unstage(self, dev, ticket)
     }
 }

@@ -38,8 +38,9 @@ use std::sync::{Arc, RwLock};
 use hal::layout::{device_window_base, HOST_WINDOW_BASE, HOST_WINDOW_SIZE};
 use hal::{
     BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, DeviceInfo, Driver, Error, ErrorKind,
-    EventId, EventInfo, MemAttr, MemoryBacking, MemoryInfo, PageSize, PhysHandle, PhysicalMemory, PinnedHost,
-    QueueId, Result, ShareInfo, ShareKind, ShareName, Sharing, TaskDesc, TaskQueue, TaskStatus, VaRange,
+    EventId, EventInfo, EventWait, Events, Loader, MemAttr, MemoryBacking, MemoryInfo, PageSize, PhysHandle,
+    PhysicalMemory, PinnedHost, QueueId, QueueProgress, Queues, Result, ShareInfo, ShareKind, ShareName,
+    Sharing, TaskDesc, TaskStatus, VaRange,
 };
 
 pub use config::{ConfigError, SimConfig};
@@ -558,7 +559,7 @@ impl Sim {
     }
 }
 
-impl TaskQueue for Sim {
+impl Queues for Sim {
     fn create_queue(&self, dev: DeviceId, depth: u32) -> Result<QueueId> {
         self.slot(dev)?.scheduler.create_queue(depth)
     }
@@ -571,8 +572,16 @@ impl TaskQueue for Sim {
         self.slot(dev)?.scheduler.submit(queue, task)
     }
 
-    fn completed(&self, dev: DeviceId, queue: QueueId) -> Result<(u64, TaskStatus)> {
-        self.slot(dev)?.scheduler.completed(queue)
+    fn wait_point(&self, dev: DeviceId, queue: QueueId, target: QueueId, target_seq: u64) -> Result<u64> {
+        Sim::wait_point(self, dev, queue, target, target_seq)
+    }
+
+    fn progress(&self, dev: DeviceId, queue: QueueId) -> Result<QueueProgress> {
+        self.slot(dev)?.scheduler.progress(queue)
+    }
+
+    fn take_error(&self, dev: DeviceId, queue: QueueId) -> Result<Option<TaskStatus>> {
+        self.slot(dev)?.scheduler.take_error(queue)
     }
 
     fn wait(&self, dev: DeviceId, queue: QueueId, seq: u64, timeout_ms: Option<u32>) -> Result<()> {
@@ -581,18 +590,16 @@ impl TaskQueue for Sim {
         slot.scheduler.wait(queue, seq, timeout_ms)
     }
 
-    fn submitted(&self, dev: DeviceId, queue: QueueId) -> Result<u64> {
-        self.slot(dev)?.scheduler.submitted(queue)
+    fn abort_queue(&self, dev: DeviceId, queue: QueueId) -> Result<usize> {
+        self.slot(dev)?.scheduler.abort_queue(queue)
     }
 
     fn set_stop_on_failure(&self, dev: DeviceId, queue: QueueId, stop: bool) -> Result<()> {
         self.slot(dev)?.scheduler.set_stop_on_failure(queue, stop)
     }
+}
 
-    fn abort_queue(&self, dev: DeviceId, queue: QueueId) -> Result<usize> {
-        self.slot(dev)?.scheduler.abort_queue(queue)
-    }
-
+impl Events for Sim {
     fn create_event(&self, dev: DeviceId) -> Result<EventId> {
         self.slot(dev)?.scheduler.create_event()
     }
@@ -605,7 +612,7 @@ impl TaskQueue for Sim {
         self.slot(dev)?.scheduler.record_event(queue, event)
     }
 
-    fn wait_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<()> {
+    fn wait_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<EventWait> {
         self.slot(dev)?.scheduler.wait_event(queue, event)
     }
 
@@ -625,5 +632,9 @@ impl TaskQueue for Sim {
 impl Driver for Sim {
     fn name(&self) -> &'static str {
         "sim"
+    }
+
+    fn loader(&self) -> Option<&dyn Loader> {
+        Some(self)
     }
 }

@@ -20,7 +20,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use hal::{Error, ErrorKind, EventId, EventInfo, QueueId, Result, TaskDesc, TaskStatus};
+use hal::{
+    Error, ErrorKind, EventId, EventInfo, EventWait, QueueId, QueueProgress, Result, TaskDesc, TaskStatus,
+};
 use sched::{EventStatus, Executor, FailureMode, StreamId, StreamOrder, StreamPoint};
 
 use crate::Fabric;
@@ -268,25 +270,29 @@ impl Scheduler {
         st.tickets.retain(|_, h| !(h.queue == q && h.seq <= done));
     }
 
-    pub(crate) fn completed(&self, q: QueueId) -> Result<(u64, TaskStatus)> {
+    /// The queue's submitted and completed sequences; an error stays for [`Self::take_error`].
+    pub(crate) fn progress(&self, q: QueueId) -> Result<QueueProgress> {
+        let st = self.lock();
+        let completed = st.exec.completed_seq(StreamId(q.0)).map_err(sched_err)?;
+        let submitted = st.exec.submitted_seq(StreamId(q.0)).map_err(sched_err)?;
+        Ok(QueueProgress { submitted, completed })
+    }
+
+    /// Takes the first failure of queue `q` since the last call: a device fault code wins
+    /// over the driver error kind the executor kept.
+    pub(crate) fn take_error(&self, q: QueueId) -> Result<Option<TaskStatus>> {
         let mut st = self.lock();
-        let seq = st.exec.completed_seq(StreamId(q.0)).map_err(sched_err)?;
         let kind = st.exec.take_error(StreamId(q.0)).map_err(sched_err)?;
         let code = st.faults.remove(&q.0);
-        let status = match (code, kind) {
-            (Some(c), _) => TaskStatus::Fault(c),
-            (None, Some(k)) => TaskStatus::Failed(k),
-            (None, None) => TaskStatus::Ok,
-        };
-        Ok((seq, status))
+        Ok(match (code, kind) {
+            (Some(c), _) => Some(TaskStatus::Fault(c)),
+            (None, Some(k)) => Some(TaskStatus::Failed(k)),
+            (None, None) => None,
+        })
     }
 
     pub(crate) fn has_room(&self, q: QueueId) -> Result<bool> {
         self.lock().exec.has_room(StreamId(q.0)).map_err(sched_err)
-    }
-
-    pub(crate) fn submitted(&self, q: QueueId) -> Result<u64> {
-        self.lock().exec.submitted_seq(StreamId(q.0)).map_err(sched_err)
     }
 
     pub(crate) fn set_stop_on_failure(&self, q: QueueId, stop: bool) -> Result<()> {
@@ -341,11 +347,12 @@ impl Scheduler {
         Ok(seq)
     }
 
-    pub(crate) fn wait_event(&self, q: QueueId, ev: EventId) -> Result<()> {
+    pub(crate) fn wait_event(&self, q: QueueId, ev: EventId) -> Result<EventWait> {
         let mut st = self.lock();
-        st.exec.wait_event(StreamId(q.0), sched::EventId(ev.0)).map_err(sched_err)?;
+        let target = st.exec.event_point(sched::EventId(ev.0)).map_err(sched_err)?;
+        let seq = st.exec.wait_event(StreamId(q.0), sched::EventId(ev.0)).map_err(sched_err)?;
         self.wake_worker(&st);
-        Ok(())
+        Ok(EventWait { seq, target: target.map(|p| (QueueId(p.stream), p.seq)) })
     }
 
     pub(crate) fn wait_point(&self, q: QueueId, target: QueueId, seq: u64) -> Result<u64> {

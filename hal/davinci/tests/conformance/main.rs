@@ -13,6 +13,13 @@ use hal_davinci::fake::FakeKernel;
 use hal_davinci::{Davinci, LibcTransport, QueueMode};
 use hal_sim::{Sim, SimConfig};
 
+/// The completed sequence of `q` and the failure taken from it (what one call answered before
+/// reading progress and taking an error became two).
+fn done<Q: hal::Queues + ?Sized>(drv: &Q, dev: hal::DeviceId, q: hal::QueueId) -> (u64, hal::TaskStatus) {
+    let seq = drv.progress(dev, q).expect("progress").completed;
+    (seq, drv.take_error(dev, q).expect("take error").unwrap_or(hal::TaskStatus::Ok))
+}
+
 /// One `Sim` per process at a time (it reserves fixed VA windows).
 static LOCK: Mutex<()> = Mutex::new(());
 
@@ -87,9 +94,7 @@ fn davinci_fake_in(mode: QueueMode) {
 /// The mapped ring under pressure: more tasks than the ring holds (the producer meets a full
 /// ring and retries), completions read back in order.
 fn mapped_ring_extras(drv: &Davinci<FakeKernel>) {
-    use hal::{
-        BackRequest, DeviceAddr, ErrorKind, MemAttr, PageSize, TaskDesc, TaskQueue, TaskStatus, VaRange,
-    };
+    use hal::{BackRequest, DeviceAddr, ErrorKind, MemAttr, PageSize, Queues, TaskDesc, TaskStatus, VaRange};
     let d0 = DeviceId(0);
     let base = hal::layout::device_window_base(0) + (1 << 30) + (64 << 20);
     let r = VaRange::try_new(DeviceAddr(base), 2 << 20).expect("range");
@@ -113,7 +118,7 @@ fn mapped_ring_extras(drv: &Davinci<FakeKernel>) {
     }
     assert_eq!(last, 200);
     drv.wait(d0, q, last, Some(10_000)).expect("wait");
-    assert_eq!(drv.completed(d0, q).expect("completed"), (200, TaskStatus::Ok));
+    assert_eq!(done(drv, d0, q), (200, TaskStatus::Ok));
     let mut word = [0u8; 8];
     hal::CopyEngine::copy_from_device(drv, d0, &mut word, DeviceAddr(base + 8 * (199 % 64))).expect("read");
     assert_eq!(u64::from_ne_bytes(word), 199);
@@ -125,7 +130,7 @@ fn mapped_ring_extras(drv: &Davinci<FakeKernel>) {
 /// With several rings the device may take a queue's event wait before the record it names
 /// (the recording queue's SQEs still sit in its ring): the wait must hold all the same.
 fn wait_before_its_record_reaches_the_device(drv: &Davinci<FakeKernel>, base: u64) {
-    use hal::{DeviceAddr, TaskDesc, TaskQueue, TaskStatus, WaitCompare};
+    use hal::{DeviceAddr, Events, Queues, TaskDesc, TaskStatus, WaitCompare};
     let d0 = DeviceId(0);
     let sim = drv.transport().sim();
     let flag = DeviceAddr(base + 4096);
@@ -138,7 +143,9 @@ fn wait_before_its_record_reaches_the_device(drv: &Davinci<FakeKernel>, base: u6
     // its device queue stays full and every later SQE of A stays in the ring until A is
     // released. Each step waits for a condition only the device thread's progress changes
     // (it took the last marker, or the device queue is full); no time limit decides.
-    let backlog = |_: ()| drv.submitted(d0, a).expect("submitted") > sim.submitted(d0, a).expect("sim");
+    let backlog = |_: ()| {
+        drv.progress(d0, a).expect("submitted").submitted > sim.progress(d0, a).expect("sim").submitted
+    };
     let room = |_: ()| sim.has_room(d0, a).expect("room");
     let fill = |_: ()| {
         // Only a device thread that stopped serving rings trips this; it fails, never passes.
@@ -170,21 +177,21 @@ fn wait_before_its_record_reaches_the_device(drv: &Davinci<FakeKernel>, base: u6
     let word = DeviceAddr(flag.0 + 8);
     drv.submit(d0, a, TaskDesc::ValueWrite { dst: word, value: 5 }).expect("A's write");
     let rec = drv.record_event(d0, a, ev).expect("record");
-    assert!(sim.submitted(d0, a).expect("sim") < rec, "the record is still in A's ring");
+    assert!(sim.progress(d0, a).expect("sim").submitted < rec, "the record is still in A's ring");
     drv.wait_event(d0, b, ev).expect("wait");
     let write = drv.submit(d0, b, TaskDesc::ValueWrite { dst: word, value: 9 }).expect("write");
     // Wait until the device took B's wait and write (A's record is still in A's ring).
     let stuck = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while sim.submitted(d0, b).expect("sim") < write {
+    while sim.progress(d0, b).expect("sim").submitted < write {
         assert!(std::time::Instant::now() < stuck, "the device thread never took B's SQEs");
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
-    let early = drv.completed(d0, b).expect("B").0 >= write;
+    let early = done(drv, d0, b).0 >= write;
     // Release A before judging, so that a failure does not leave a held queue behind.
     hal::CopyEngine::copy_to_device(drv, d0, flag, &1u64.to_le_bytes()).expect("release A");
     assert!(!early, "B ran before A's record");
     drv.wait(d0, b, write, Some(10_000)).expect("B ran after A's record");
-    assert_eq!(drv.completed(d0, b).expect("B"), (write, TaskStatus::Ok));
+    assert_eq!(done(drv, d0, b), (write, TaskStatus::Ok));
     let mut got = [0u8; 8];
     hal::CopyEngine::copy_from_device(drv, d0, &mut got, word).expect("read");
     assert_eq!(u64::from_ne_bytes(got), 9, "B's write ran before A's record");
@@ -198,7 +205,7 @@ fn wait_before_its_record_reaches_the_device(drv: &Davinci<FakeKernel>, base: u6
         .expect("hold A");
     fill(());
     assert!(backlog(()), "A's ring never backed up");
-    let a_last = drv.submitted(d0, a).expect("submitted");
+    let a_last = drv.progress(d0, a).expect("submitted").submitted;
     drv.submit(d0, b, TaskDesc::ValueWrite { dst: hold, value: 1 }).expect("B releases A");
     let freed = drv.wait(d0, a, a_last, Some(10_000));
     if freed.is_err() {
@@ -344,6 +351,9 @@ fn davinci_fake_module_busy_is_retried() {
 fn davinci_refuses_an_unknown_abi() {
     struct Stranger;
     impl hal_davinci::Transport for Stranger {
+        fn loader(&self) -> Option<&dyn hal::Loader> {
+            None
+        }
         fn open(&self, _: &std::ffi::CStr, _: i32) -> Result<i32, hal_davinci::Errno> {
             Ok(3)
         }

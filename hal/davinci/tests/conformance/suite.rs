@@ -12,6 +12,13 @@ use hal::{
     VaRange, WaitCompare,
 };
 
+/// The completed sequence of `q` and the failure taken from it (what one call answered before
+/// reading progress and taking an error became two).
+fn done<Q: hal::Queues + ?Sized>(drv: &Q, dev: hal::DeviceId, q: hal::QueueId) -> (u64, TaskStatus) {
+    let seq = drv.progress(dev, q).expect("progress").completed;
+    (seq, drv.take_error(dev, q).expect("take error").unwrap_or(TaskStatus::Ok))
+}
+
 const D0: DeviceId = DeviceId(0);
 const MIB: u64 = 1 << 20;
 
@@ -105,12 +112,12 @@ fn events(drv: &dyn Driver) {
     let mut w = [0u8; 8];
     drv.copy_from_device(D0, &mut w, va(16)).expect("read");
     assert_eq!(u64::from_le_bytes(w), 7, "B's copy ran after A's write");
-    drv.wait(D0, a, drv.submitted(D0, a).expect("submitted"), Some(10_000)).expect("A ran");
+    drv.wait(D0, a, drv.progress(D0, a).expect("submitted").submitted, Some(10_000)).expect("A ran");
     let first = drv.event_info(D0, ev).expect("info");
     assert!(first.is_complete && first.point == Some((a, rec)));
     let t1 = first.timestamp_ns.expect("a completed record has a timestamp");
     let rec2 = drv.record_event(D0, a, ev).expect("record again");
-    drv.wait(D0, a, drv.submitted(D0, a).expect("submitted"), Some(10_000)).expect("A ran");
+    drv.wait(D0, a, drv.progress(D0, a).expect("submitted").submitted, Some(10_000)).expect("A ran");
     let second = drv.event_info(D0, ev).expect("info");
     assert_eq!(second.point, Some((a, rec2)));
     assert!(second.timestamp_ns.expect("timestamp") >= t1, "device time runs forward");
@@ -123,7 +130,7 @@ fn events(drv: &dyn Driver) {
     let held = drv.event_info(D0, ev).expect("info");
     assert!(held.is_complete && held.point == Some((a, rec2)), "the reset has not run: {held:?}");
     drv.copy_to_device(D0, va(8), &1u64.to_le_bytes()).expect("release A");
-    drv.wait(D0, a, drv.submitted(D0, a).expect("submitted"), Some(10_000)).expect("the reset ran");
+    drv.wait(D0, a, drv.progress(D0, a).expect("submitted").submitted, Some(10_000)).expect("the reset ran");
     assert!(drv.event_info(D0, ev).expect("info").point.is_none());
     // A wait on an event that is not recorded holds nothing.
     drv.wait_event(D0, b, ev).expect("wait on nothing");
@@ -146,10 +153,10 @@ fn events(drv: &dyn Driver) {
     let other = drv.create_event(D0).expect("another event meanwhile");
     drv.copy_to_device(D0, va(8), &1u64.to_le_bytes()).expect("release A");
     drv.wait(D0, b, b_after, Some(10_000)).expect("B ran after A's record");
-    let a_last = drv.submitted(D0, a).expect("submitted");
+    let a_last = drv.progress(D0, a).expect("submitted").submitted;
     drv.wait(D0, a, a_last, Some(10_000)).expect("A ran");
-    assert_eq!(drv.completed(D0, a).expect("status"), (a_last, TaskStatus::Ok));
-    assert_eq!(drv.completed(D0, b).expect("status").1, TaskStatus::Ok);
+    assert_eq!(done(drv, D0, a), (a_last, TaskStatus::Ok));
+    assert_eq!(done(drv, D0, b).1, TaskStatus::Ok);
     drv.destroy_event(D0, other).expect("destroy");
     for q in [a, b] {
         drv.destroy_queue(D0, q).expect("destroy");
@@ -225,10 +232,10 @@ fn queues(drv: &dyn Driver) {
     let s4 = drv.submit(D0, q, TaskDesc::Marker).expect("submit");
     assert_eq!((s1, s2, s3, s4), (1, 2, 3, 4), "sequence numbers count from 1");
     drv.wait(D0, q, s4, Some(10_000)).expect("wait");
-    let (done, status) = drv.completed(D0, q).expect("completed");
+    let (done, status) = done(drv, D0, q);
     assert!(done >= s4);
     assert_eq!(status, TaskStatus::Ok);
-    assert_eq!(drv.submitted(D0, q).expect("submitted"), 4);
+    assert_eq!(drv.progress(D0, q).expect("submitted").submitted, 4);
     let mut out = vec![0u8; 4096];
     drv.copy_from_device(D0, &mut out, va(16 * MIB + 8192)).expect("read");
     assert!(out.iter().all(|&b| b == 0x5a));
@@ -254,4 +261,26 @@ fn queues(drv: &dyn Driver) {
     drv.destroy_queue(D0, q).expect("destroy");
     assert_eq!(drv.submit(D0, q, TaskDesc::Marker).unwrap_err().kind(), ErrorKind::InvalidHandle);
     drv.unback(D0, r).expect("unback");
+    progress_keeps_the_error(drv);
+}
+
+/// A failed task's status stays until `take_error` takes it, however often progress is read.
+fn progress_keeps_the_error(drv: &dyn Driver) {
+    let q = drv.create_queue(D0, 16).expect("queue");
+    // A source that is no device or pinned memory at all.
+    let bad = drv
+        .submit(D0, q, TaskDesc::Copy { dst: va(0), src: DeviceAddr(0x1000), len_bytes: 16 })
+        .expect("submit");
+    drv.wait(D0, q, bad, Some(10_000)).expect("ran");
+    for _ in 0..3 {
+        let p = drv.progress(D0, q).expect("progress");
+        assert_eq!((p.submitted, p.completed), (bad, bad));
+    }
+    let taken = drv.take_error(D0, q).expect("take");
+    assert!(matches!(taken, Some(TaskStatus::Failed(_) | TaskStatus::Fault(_))), "the failure: {taken:?}");
+    assert_eq!(drv.take_error(D0, q).expect("take"), None, "taken once");
+    let m = drv.submit(D0, q, TaskDesc::Marker).expect("marker");
+    drv.wait(D0, q, m, Some(10_000)).expect("the queue runs on");
+    assert_eq!(done(drv, D0, q), (m, TaskStatus::Ok));
+    drv.destroy_queue(D0, q).expect("destroy");
 }

@@ -1,0 +1,541 @@
+//! The runtime's stream, event and context calls: find the device a handle (or the current
+//! device) names, then hand its [`DeviceStreams`] and the backend to [`crate::stream`].
+//!
+//! This module owns only that dispatch and the cross-device checks (a stream of one device used
+//! with an event or a current device of another). It sits above `stream` and `runtime` and
+//! below the C and Rust APIs.
+//!
+//! # Locking
+//!
+//! No lock of this module; a handle lookup is lock-free ([`crate::handles`]). The locks a call
+//! takes are the runtime's (the `RUNTIME` lookup and the current device's reference count,
+//! today one each) plus those [`crate::stream`] lists. On the hot paths:
+//! - `aclrtLaunchHostFunc`: 2 (runtime lookup, current device) + 0 in `stream` = 2;
+//! - `aclrtRecordEvent`: 1 (runtime lookup) + 0 = 1 (no current-device check: the handles
+//!   name their device);
+//! - `aclrtStreamWaitEvent`: 1 (runtime lookup) + 1 (`graph`) = 2.
+//!
+//! The default stream (`NULL`) adds one on the last two (it needs the current device).
+//! None of them is process-wide but the runtime lookup (an `RwLock` read today, lock-free
+//! once `RUNTIME` is an arc-swap).
+
+use std::sync::Arc;
+
+use hal::{DeviceId, TaskDesc};
+
+use crate::error::{AclError, Result};
+use crate::handles::Kind;
+use crate::runtime::Runtime;
+use crate::stream::{
+    bad_handle, owner, same_device, DeviceStreams, EventObj, HostCall, Report, StreamObj, Timeout,
+    ACL_ERROR_RT_STREAM_CONTEXT, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, ACL_ERROR_RT_THREAD_SUBSCRIBE,
+    CURRENT_CONTEXT,
+};
+
+impl Runtime {
+    fn drv(&self) -> &dyn hal::Driver {
+        self.backend().driver()
+    }
+
+    /// The stream tables of device `d` (an id the runtime checked).
+    pub(crate) fn streams_of(&self, d: u32) -> &DeviceStreams {
+        &self.streams[d as usize]
+    }
+
+    fn owner_of(&self, api: &str, raw: u64, kind: Kind, what: &str) -> Result<&DeviceStreams> {
+        owner(&self.streams, raw, kind).ok_or_else(|| bad_handle(api, what, raw))
+    }
+
+    /// Resolves a stream handle (0: the current device's default stream).
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_CONTEXT_NULL` without a current device; `ACL_ERROR_RT_INVALID_HANDLE`
+    /// for a handle that is not live.
+    pub(crate) fn stream(&self, api: &str, handle: u64) -> Result<(u64, Arc<StreamObj>)> {
+        if handle == 0 {
+            let d = self.current_device(api)?;
+            return self.streams_of(d).default_stream(api, self.drv());
+        }
+        let s = self.owner_of(api, handle, Kind::Stream, "stream")?.stream(api, handle)?;
+        Ok((handle, s))
+    }
+
+    /// Resolves a stream that work is submitted to: it must belong to the current device.
+    pub(crate) fn submit_stream(&self, api: &str, handle: u64) -> Result<Arc<StreamObj>> {
+        let d = self.current_device(api)?;
+        let (_, s) = self.stream(api, handle)?;
+        if s.device != d {
+            return Err(AclError::new(
+                ACL_ERROR_RT_STREAM_CONTEXT,
+                format!(
+                    "{api}: stream {handle:#x} belongs to device {}, but the current device is {d}",
+                    s.device
+                ),
+            ));
+        }
+        Ok(s)
+    }
+
+    /// Submits `task` to stream `s`.
+    pub(crate) fn submit_task(&self, api: &str, s: &StreamObj, task: TaskDesc) -> Result<u64> {
+        self.drv().submit(DeviceId(s.device), s.queue, task).map_err(|e| AclError::from_hal(e, api))
+    }
+
+    /// Queues a kernel launch: the arguments go to the device's loader as a staged ticket,
+    /// then the launch task names it.
+    pub(crate) fn launch_kernel(
+        &self,
+        api: &str,
+        s: &StreamObj,
+        func: u64,
+        blocks: u32,
+        args: Vec<u8>,
+        timeout_us: u64,
+    ) -> Result<u64> {
+        let loader = self.backend.loader(api)?;
+        let dev = DeviceId(s.device);
+        let args = loader.stage_args(dev, args).map_err(|e| AclError::from_hal(e, api))?;
+        let r = self.submit_task(api, s, TaskDesc::Kernel { func, blocks, args, timeout_us });
+        if r.is_err() {
+            let _ = loader.unstage(dev, args);
+        }
+        r
+    }
+
+    /// Queues a batch of (destination, source, length) copies as one task, staged like a
+    /// kernel's arguments.
+    pub(crate) fn submit_batch(
+        &self,
+        api: &str,
+        s: &StreamObj,
+        entries: Vec<(u64, u64, u64)>,
+    ) -> Result<u64> {
+        let loader = self.backend.loader(api)?;
+        let dev = DeviceId(s.device);
+        let batch = loader.stage_batch(dev, entries).map_err(|e| AclError::from_hal(e, api))?;
+        let r = self.submit_task(api, s, TaskDesc::CopyBatch { batch });
+        if r.is_err() {
+            let _ = loader.unstage(dev, batch);
+        }
+        r
+    }
+
+    /// `aclrtCreateStream` / `aclrtCreateStreamWithConfig`.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_INVALID_PARAM` for unknown flags; `ACL_ERROR_RT_CONTEXT_NULL` without a
+    /// current device; `ACL_ERROR_RT_NO_STREAM_RESOURCE` when the device has no stream left.
+    pub fn create_stream(&self, api: &str, flags: u32) -> Result<u64> {
+        let d = self.current_device(api)?;
+        self.streams_of(d).create_stream(api, self.drv(), flags)
+    }
+
+    /// `aclrtDestroyStream` (waits for the stream's tasks) / `aclrtDestroyStreamForce` (drops
+    /// its queued tasks).
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_INVALID_PARAM` for NULL or the default stream; `ACL_ERROR_RT_INVALID_HANDLE`
+    /// for a stream that is not live; `ACL_ERROR_RT_STREAM_CONTEXT` for a stream of another
+    /// device.
+    pub fn destroy_stream(&self, api: &str, handle: u64, force: bool) -> Result<()> {
+        if handle == 0 {
+            return Err(AclError::invalid(format!("{api}: stream is NULL")));
+        }
+        let d = self.current_device(api)?;
+        let ds = self.owner_of(api, handle, Kind::Stream, "stream")?;
+        let s = ds.stream(api, handle)?;
+        if s.device != d && !s.is_default {
+            return Err(AclError::new(
+                ACL_ERROR_RT_STREAM_CONTEXT,
+                format!(
+                    "{api}: stream {handle:#x} belongs to device {}, not the current device {d}",
+                    s.device
+                ),
+            ));
+        }
+        ds.destroy_stream(api, self.drv(), handle, force)
+    }
+
+    /// `aclrtSynchronizeStream(WithTimeout)`.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_STREAM_SYNC_TIMEOUT` on timeout; the code of the first failed task.
+    pub fn synchronize_stream(&self, api: &str, handle: u64, timeout: Timeout) -> Result<()> {
+        use crate::stream::stream_flag;
+        let (_, s) = self.stream(api, handle)?;
+        if s.flags & (stream_flag::PERSISTENT | stream_flag::DEVICE_USE_ONLY | stream_flag::CPU_SCHEDULE) != 0
+        {
+            return Ok(());
+        }
+        let r = self.streams_of(s.device).sync_queue(
+            api,
+            self.drv(),
+            &s,
+            timeout,
+            ACL_ERROR_RT_STREAM_SYNC_TIMEOUT,
+        );
+        // Stream-ordered frees that are now complete, and pool memory above the threshold.
+        self.pools_on_sync(s.device);
+        r
+    }
+
+    /// Synchronises a stream before a synchronous copy that replaces an asynchronous one.
+    pub(crate) fn sync_stream_obj(&self, api: &str, s: &StreamObj) -> Result<()> {
+        self.streams_of(s.device).sync_queue(
+            api,
+            self.drv(),
+            s,
+            Timeout::Forever,
+            ACL_ERROR_RT_STREAM_SYNC_TIMEOUT,
+        )
+    }
+
+    /// `aclrtSynchronizeDevice(WithTimeout)`: every stream of the current device.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_STREAM_SYNC_TIMEOUT` on timeout; the first failure of any stream.
+    pub fn synchronize_device(&self, api: &str, timeout: Timeout) -> Result<()> {
+        let d = self.current_device(api)?;
+        let r = self.streams_of(d).synchronize_all(api, self.drv(), timeout);
+        if matches!(&r, Err(e) if e.code() == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
+            return r;
+        }
+        self.pools_on_sync(d);
+        self.trim_spares(d);
+        r
+    }
+
+    /// `aclrtStreamQuery`: whether every task submitted so far has finished.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_INVALID_HANDLE` for a stream that is not live.
+    pub fn stream_is_complete(&self, api: &str, handle: u64) -> Result<bool> {
+        let (_, s) = self.stream(api, handle)?;
+        self.streams_of(s.device).stream_is_complete(api, self.drv(), &s)
+    }
+
+    /// `aclrtSetStreamFailureMode`.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_INVALID_PARAM` for a mode other than 0 or 1.
+    pub fn set_failure_mode(&self, api: &str, handle: u64, mode: u64) -> Result<()> {
+        let (_, s) = self.stream(api, handle)?;
+        self.streams_of(s.device).set_failure_mode(api, self.drv(), &s, mode)
+    }
+
+    /// Makes `waiter` wait for point `seq` of the queue `target` of the same device (the
+    /// pools' internal dependency, made after they release their lock).
+    pub(crate) fn wait_for_point(
+        &self,
+        api: &str,
+        waiter: &StreamObj,
+        target: hal::QueueId,
+        seq: u64,
+    ) -> Result<()> {
+        self.streams_of(waiter.device).wait_for_point(api, self.drv(), waiter.queue, target, seq)
+    }
+
+    /// `aclrtCreateEvent(WithFlag)` / `aclrtCreateEventExWithFlag`.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_INVALID_PARAM` for unknown flags or EXTERNAL combined with others;
+    /// `ACL_ERROR_RT_NO_EVENT_RESOURCE` when the device has no event left.
+    pub fn create_event(&self, api: &str, flags: u32, ex: bool) -> Result<u64> {
+        let d = self.current_device(api)?;
+        self.streams_of(d).create_event(api, self.drv(), flags, ex)
+    }
+
+    fn event(&self, api: &str, handle: u64) -> Result<Arc<EventObj>> {
+        if handle == 0 {
+            return Err(AclError::invalid(format!("{api}: event is NULL")));
+        }
+        self.owner_of(api, handle, Kind::Event, "event")?.event(api, handle)
+    }
+
+    /// `aclrtDestroyEvent`: never blocks.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_INVALID_PARAM` for NULL; `ACL_ERROR_RT_INVALID_HANDLE` for a dead event.
+    pub fn destroy_event(&self, api: &str, handle: u64) -> Result<()> {
+        if handle == 0 {
+            return Err(AclError::invalid(format!("{api}: event is NULL")));
+        }
+        self.owner_of(api, handle, Kind::Event, "event")?.destroy_event(api, self.drv(), handle)
+    }
+
+    /// `aclrtRecordEvent`.
+    ///
+    /// # Errors
+    ///
+    /// Dead handles; an event and stream of different devices.
+    pub fn record_event(&self, api: &str, event: u64, stream: u64) -> Result<()> {
+        let e = self.event(api, event)?;
+        let (_, s) = self.stream(api, stream)?;
+        same_device(api, &e, &s)?;
+        self.streams_of(s.device).record_event(api, self.drv(), &e, &s)
+    }
+
+    /// `aclrtStreamWaitEvent`.
+    ///
+    /// # Errors
+    ///
+    /// Dead handles; an event and stream of different devices.
+    pub fn stream_wait_event(&self, api: &str, stream: u64, event: u64) -> Result<()> {
+        let e = self.event(api, event)?;
+        let (_, s) = self.stream(api, stream)?;
+        same_device(api, &e, &s)?;
+        self.streams_of(s.device).stream_wait_event(api, self.drv(), &s, &e)
+    }
+
+    /// `aclrtResetEvent`.
+    ///
+    /// # Errors
+    ///
+    /// Dead handles; an event and stream of different devices.
+    pub fn reset_event(&self, api: &str, event: u64, stream: u64) -> Result<()> {
+        let e = self.event(api, event)?;
+        let (_, s) = self.stream(api, stream)?;
+        same_device(api, &e, &s)?;
+        self.streams_of(s.device).reset_event(api, self.drv(), &e, &s)
+    }
+
+    /// Whether the event's captured tasks have all finished (`aclrtQueryEventStatus`).
+    ///
+    /// # Errors
+    ///
+    /// Dead handles.
+    pub fn event_is_complete(&self, api: &str, event: u64) -> Result<bool> {
+        let e = self.event(api, event)?;
+        self.streams_of(e.device).event_is_complete(api, self.drv(), &e)
+    }
+
+    /// `aclrtSynchronizeEvent(WithTimeout)`.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_EVENT_SYNC_TIMEOUT` on timeout; dead handles.
+    pub fn synchronize_event(&self, api: &str, event: u64, timeout: Timeout) -> Result<()> {
+        let e = self.event(api, event)?;
+        if self.streams_of(e.device).synchronize_event(api, self.drv(), &e, timeout)? {
+            self.pools_on_sync(e.device);
+        }
+        Ok(())
+    }
+
+    /// The device-clock time (nanoseconds) at which the event's latest record ran.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_PARAM_INVALID` when the event has not completed a record.
+    pub fn event_timestamp_ns(&self, api: &str, event: u64) -> Result<u64> {
+        let e = self.event(api, event)?;
+        self.streams_of(e.device).event_timestamp_ns(api, self.drv(), event, &e)
+    }
+
+    /// `aclrtEventElapsedTime`: milliseconds from `start` to `end`.
+    ///
+    /// # Errors
+    ///
+    /// When either event has not completed a record.
+    pub fn elapsed_ms(&self, api: &str, start: u64, end: u64) -> Result<f32> {
+        let a = self.event_timestamp_ns(api, start)?;
+        let b = self.event_timestamp_ns(api, end)?;
+        // CAST: a signed difference of two nanosecond readings, shown as float milliseconds.
+        Ok(((b as i128 - a as i128) as f64 / 1e6) as f32)
+    }
+
+    /// `aclrtLaunchHostFunc` / `aclrtLaunchCallback` after the C edge checked the pointers.
+    ///
+    /// # Errors
+    ///
+    /// Dead stream; `ACL_ERROR_RT_STREAM_NO_CB_REG` for a callback on a stream without a
+    /// subscribed thread.
+    pub(crate) fn launch_host_call(&self, api: &str, stream: u64, call: HostCall) -> Result<()> {
+        let s = self.submit_stream(api, stream)?;
+        let (h, _) = if stream == 0 { self.stream(api, 0)? } else { (stream, Arc::clone(&s)) };
+        self.streams_of(s.device).launch_host_call(api, self.drv(), h, &s, call)
+    }
+
+    /// Queues `report` for subscribed thread `thread` on whichever device it serves; the
+    /// report back when it serves none.
+    pub(crate) fn post_report(&self, thread: u64, report: Report) -> std::result::Result<(), Report> {
+        let mut report = report;
+        for ds in self.streams.iter() {
+            match ds.post_report(thread, report) {
+                Ok(()) => return Ok(()),
+                Err(r) => report = r,
+            }
+        }
+        Err(report)
+    }
+
+    /// `aclrtSubscribeReport(threadId, stream)`.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_REPEAT_SUBSCRIBE` when the stream has a thread already;
+    /// `ACL_ERROR_RT_THREAD_SUBSCRIBE` when the thread serves another device.
+    pub fn subscribe_report(&self, api: &str, thread: u64, stream: u64) -> Result<()> {
+        let (h, s) = self.stream(api, stream)?;
+        if let Some(other) = self.streams.iter().find(|ds| ds.device() != s.device && ds.serves(thread)) {
+            return Err(AclError::new(
+                ACL_ERROR_RT_THREAD_SUBSCRIBE,
+                format!(
+                    "{api}: thread {thread} already serves device {}, not device {}",
+                    other.device(),
+                    s.device
+                ),
+            ));
+        }
+        self.streams_of(s.device).subscribe_report(api, thread, h)
+    }
+
+    /// `aclrtUnSubscribeReport(threadId, stream)`.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_THREAD_SUBSCRIBE` when the thread does not serve the stream.
+    pub fn unsubscribe_report(&self, api: &str, thread: u64, stream: u64) -> Result<()> {
+        let (h, s) = self.stream(api, stream)?;
+        self.streams_of(s.device).unsubscribe_report(api, thread, h)
+    }
+
+    /// Waits for a callback for `thread` (`aclrtProcessReport`) and returns it.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_THREAD_SUBSCRIBE` when the thread is not subscribed;
+    /// `ACL_ERROR_RT_REPORT_TIMEOUT` when none arrives in time.
+    pub(crate) fn next_report(&self, api: &str, thread: u64, timeout: Timeout) -> Result<Report> {
+        let found = self.streams.iter().find_map(|ds| ds.report_queue(thread).map(|q| (ds, q)));
+        let (ds, q) = found.ok_or_else(|| {
+            AclError::new(
+                ACL_ERROR_RT_THREAD_SUBSCRIBE,
+                format!("{api}: this thread ({thread}) is not subscribed to any stream"),
+            )
+        })?;
+        ds.next_report(api, thread, &q, timeout)
+    }
+
+    /// `aclrtCreateContext`: a context on `device_id`, made current.
+    ///
+    /// # Errors
+    ///
+    /// As `aclrtSetDevice`.
+    pub fn create_context(&self, api: &str, device_id: i32) -> Result<u64> {
+        self.set_device(device_id)?;
+        // CAST: checked by set_device.
+        let d = device_id as u32;
+        let h = match self.streams_of(d).create_context(api) {
+            Ok(h) => h,
+            Err(e) => {
+                let _ = self.reset_device(device_id, false);
+                return Err(e);
+            }
+        };
+        let generation = self.generation;
+        CURRENT_CONTEXT.with(|c| c.set(Some((generation, h))));
+        Ok(h)
+    }
+
+    /// The device of context `ctx` (explicit or a device's default context), and whether it
+    /// is a default context.
+    fn context_device(&self, api: &str, ctx: u64) -> Result<(u32, bool)> {
+        if ctx == 0 {
+            return Err(AclError::invalid(format!("{api}: context is NULL")));
+        }
+        let ds = self.owner_of(api, ctx, Kind::Context, "context")?;
+        let d = ds.device();
+        match ds.context(ctx) {
+            Some(false) => Ok((d, false)),
+            // A default context exists while its device is set.
+            Some(true) if self.dev(d).refcount > 0 => Ok((d, true)),
+            _ => Err(bad_handle(api, "context", ctx)),
+        }
+    }
+
+    /// `aclrtDestroyContext`.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_INVALID_PARAM` for NULL or a device's default context;
+    /// `ACL_ERROR_RT_INVALID_HANDLE` for a dead context.
+    pub fn destroy_context(&self, api: &str, ctx: u64) -> Result<()> {
+        let (d, is_default) = self.context_device(api, ctx)?;
+        if is_default || !self.streams_of(d).remove_context(ctx) {
+            return Err(AclError::invalid(format!(
+                "{api}: context {ctx:#x} is a default context; aclrtResetDevice releases it"
+            )));
+        }
+        CURRENT_CONTEXT.with(|c| {
+            if c.get().map(|(_, h)| h) == Some(ctx) {
+                c.set(None);
+            }
+        });
+        // CAST: device ids are small.
+        self.reset_device(d as i32, false)
+    }
+
+    /// `aclrtSetCurrentContext`: makes the context's device current on this thread.
+    ///
+    /// # Errors
+    ///
+    /// Dead or NULL contexts.
+    pub fn set_current_context(&self, api: &str, ctx: u64) -> Result<()> {
+        let (d, _) = self.context_device(api, ctx)?;
+        // Making a device current without changing its reference count: take one more
+        // reference (this makes it current) and give it back (the context holds another, so
+        // this never releases the device).
+        // CAST: device ids are small.
+        self.set_device(d as i32)?;
+        self.reset_device(d as i32, false)?;
+        let generation = self.generation;
+        let _ = self.current_device(api)?;
+        CURRENT_CONTEXT.with(|c| c.set(Some((generation, ctx))));
+        Ok(())
+    }
+
+    /// `aclrtGetCurrentContext`.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_CONTEXT_NULL` without a current device.
+    pub fn current_context(&self, api: &str) -> Result<u64> {
+        let d = self.current_device(api)?;
+        let generation = self.generation;
+        let ds = self.streams_of(d);
+        if let Some((g, h)) = CURRENT_CONTEXT.with(std::cell::Cell::get) {
+            if g == generation && ds.context(h) == Some(false) {
+                return Ok(h);
+            }
+        }
+        Ok(ds.default_context())
+    }
+
+    /// Waits until every task submitted to a stream of device `d` has finished (device reset:
+    /// the device's memory may go only after that).
+    pub(crate) fn wait_device_idle(&self, d: u32) {
+        self.streams_of(d).wait_idle(self.drv());
+    }
+
+    /// Lets the tasks of device `d` settle before its reset by `api` (see
+    /// [`DeviceStreams::settle`]).
+    pub(crate) fn settle_device(&self, api: &str, d: u32, force: bool) {
+        self.streams_of(d).settle(api, self.drv(), force);
+    }
+
+    /// Forgets every stream, event and subscription of device `d` (its reset or
+    /// `aclFinalize`); the device's queues go with the device.
+    pub(crate) fn forget_device_handles(&self, d: u32) {
+        self.streams_of(d).forget();
+    }
+}
