@@ -54,6 +54,12 @@
 //! unbacked runs kept for the next range of the same size are free memory in its
 //! [`FrameAllocator::info`], exactly; [`DeviceAllocator::trim`] gives them back to the buddy
 //! lists (through [`Backer::trim`]).
+//!
+//! # Stream-ordered frees
+//!
+//! [`DeferredFrees`] (in `device/deferred.rs`) holds the frees of plain allocations that wait for
+//! a point of a stream (`aclrtMemPoolFreeAsync` on `aclrtMalloc` memory): one FIFO per stream,
+//! settled from its head, so no call scans every pending free.
 
 use alloc::collections::BTreeMap;
 use alloc::vec;
@@ -67,6 +73,9 @@ use crate::phys::{FrameAllocator, PhysRun};
 use crate::policy::{PagePlan, PolicyClass, Request};
 use crate::slab::{class_of, Chunk, SlotError, CHUNK_BYTES, CLASSES, SEGMENT_BYTES, SLAB_MAX_BYTES};
 use crate::va::VaAllocator;
+
+mod deferred;
+pub use deferred::{DeferError, DeferredFrees};
 
 /// Backs device VA with physical pages.
 pub trait Backer {
