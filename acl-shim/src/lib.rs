@@ -19,6 +19,7 @@ pub mod log;
 
 pub mod allocator;
 pub mod codes;
+pub mod device;
 pub mod error;
 pub mod ffi;
 pub mod handles;

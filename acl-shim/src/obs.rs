@@ -356,7 +356,8 @@ impl Runtime {
             }
         }
         for d in 0..self.device_count() {
-            let st = self.dev(d);
+            // Lock order: `mem` alone; a failed device is left out of the snapshot.
+            let Ok(st) = self.device(d).mem("aclrsMemSnapshot") else { continue };
             let Some(alloc) = st.alloc.as_ref() else { continue };
             for s in alloc.segments() {
                 let total = if s.is_slab { s.len_bytes } else { s.backed_bytes };
@@ -421,7 +422,8 @@ impl Runtime {
         let line = "|".to_owned() + &"=".repeat(75) + "|\n";
         let thin = "|".to_owned() + &"-".repeat(75) + "|\n";
         for d in 0..self.device_count() {
-            let st = self.dev(d);
+            // Lock order: `mem` alone; a failed device is left out of the summary.
+            let Ok(st) = self.device(d).mem("aclrsMemSummary") else { continue };
             let Some(alloc) = st.alloc.as_ref() else { continue };
             let acct = alloc.accounting().clone();
             let segments = alloc.segments();

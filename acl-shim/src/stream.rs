@@ -909,7 +909,7 @@ impl Runtime {
         if ctx & TAG_MASK == TAG_CONTEXT && ctx & 0x8000_0000_0000 != 0 {
             // CAST: the default-context handle carries the device id in its low bits.
             let d = (ctx & 0xffff) as u32;
-            if d < self.device_count() && self.dev(d).refcount > 0 {
+            if d < self.device_count() && self.device(d).is_open() {
                 return Ok(d);
             }
         }

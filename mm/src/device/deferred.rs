@@ -63,6 +63,12 @@ impl DeferredFrees {
         self.pending.get(base)
     }
 
+    /// Each stream with frees pending: `(stream, oldest seq, newest seq)`, so a caller can ask
+    /// about completion with no lock held and then settle with [`Self::settle_stream`].
+    pub fn streams(&self) -> impl Iterator<Item = (u32, u64, u64)> + '_ {
+        self.fifos.iter().filter_map(|(&s, f)| Some((s, f.front()?.0, f.back()?.0)))
+    }
+
     /// Records that `base` is to be freed once `point` is complete.
     ///
     /// # Errors
@@ -178,6 +184,7 @@ mod tests {
         d.push(0x3000, pt(1, 2)).unwrap();
         assert_eq!(d.len(), 3);
         assert_eq!(d.pending(0x2000), Some(pt(0, 3)));
+        assert_eq!(d.streams().collect::<Vec<_>>(), [(0, 1, 3), (1, 2, 2)]);
         let mut got = Vec::new();
         assert_eq!(d.settle_stream(0, 2, &mut |b| got.push(b)), 1);
         assert_eq!(got, [0x1000]);

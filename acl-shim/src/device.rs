@@ -1,0 +1,178 @@
+//! Per-device runtime state: one [`Device`] per logical device of the runtime, holding its
+//! reference count, its memory state, its pools and its VMM/IPC state.
+//!
+//! This module owns the shape of that state, its reference count (an atomic: reading it takes
+//! no lock), and the rule that a reset rebuilds it; what each part means belongs to the module
+//! that defines it ([`crate::memory::DevMem`], [`crate::pool::Pools`], [`crate::vmm::VmmState`]).
+//! It must not call the backend. (Streams join at the merge: `DeviceStreams` of
+//! [`crate::stream`].)
+//!
+//! # Locking
+//!
+//! One lock order for every device lock of the runtime, outermost first:
+//!
+//! ```text
+//! life  →  vmm  →  pool (one pool's mutex)  →  mem  →  HandleTable's own mutex (a leaf)
+//! ```
+//!
+//! - `life` serialises `aclrtSetDevice`/`aclrtResetDevice*` (open and teardown) of this device;
+//!   it is the only lock held across backend calls (opening and closing the device), and no
+//!   other call takes it.
+//! - `vmm`, a pool's mutex and `mem` are never held across a backend call that can take long
+//!   where the module can avoid it: pinned-host backing, VMM map/unmap and physical frees run
+//!   with no lock held (collect under the lock, release, call, re-lock to commit or undo). The
+//!   device allocator's own backing (`mm::device::DeviceAllocator::allocate`/`free`) and a
+//!   pool's segment backing still run under `mem` (see the README's list of what is left).
+//! - No device lock is taken while the pinned-host lock ([`crate::runtime::Runtime`]'s `host`)
+//!   is held, and the pinned-host lock is never taken under a device lock.
+//!
+//! A lock a panic poisoned fails every later call on it with 507000
+//! ([`crate::sync::lock`]); [`Device::rebuild`] (device reset, `aclFinalize`) starts the state
+//! again from nothing and clears the poison.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use crate::error::Result;
+use crate::memory::DevMem;
+use crate::pool::Pools;
+use crate::vmm::VmmState;
+
+/// The state of one logical device of this process.
+#[derive(Debug)]
+pub struct Device {
+    /// The logical device id.
+    pub(crate) id: u32,
+    /// `aclrtSetDevice` count minus resets; the context exists while it is non-zero. Written
+    /// only under `life`; read anywhere without a lock.
+    refcount: AtomicU32,
+    /// Set when the device was reset by `aclrtResetDeviceForce` (a later plain reset fails).
+    forced: AtomicBool,
+    /// Serialises open and teardown. Lock order: outermost (see the module docs).
+    pub(crate) life: Mutex<()>,
+    /// The allocation table, the address map and the stream-ordered frees. Lock order: after
+    /// `vmm` and a pool's mutex.
+    pub(crate) mem: Mutex<DevMem>,
+    /// The pools of this device, by handle (lock-free lookups).
+    pub(crate) pools: Pools,
+    /// VMM reservations and mappings, physical handles, IPC keys and imports, peer access from
+    /// this device. Lock order: before a pool's mutex and `mem`.
+    pub(crate) vmm: Mutex<VmmState>,
+}
+
+impl Device {
+    /// The state of device `id` before its first `aclrtSetDevice`, for the runtime of aclInit
+    /// generation `generation`.
+    pub(crate) fn new(id: u32, generation: u64) -> Self {
+        Self {
+            id,
+            refcount: AtomicU32::new(0),
+            forced: AtomicBool::new(false),
+            life: Mutex::new(()),
+            mem: Mutex::new(DevMem::default()),
+            pools: Pools::new(id, generation),
+            vmm: Mutex::new(VmmState::new(id)),
+        }
+    }
+
+    /// The `aclrtSetDevice` count (no lock).
+    pub fn refcount(&self) -> u32 {
+        self.refcount.load(Ordering::Acquire)
+    }
+
+    /// Whether the device has a context (no lock).
+    pub fn is_open(&self) -> bool {
+        self.refcount() > 0
+    }
+
+    /// Whether the last reset was `aclrtResetDeviceForce`.
+    pub(crate) fn forced(&self) -> bool {
+        self.forced.load(Ordering::Acquire)
+    }
+
+    /// Sets the count and the forced flag (under `life`).
+    pub(crate) fn set_refcount(&self, _life: &MutexGuard<'_, ()>, count: u32, forced: bool) {
+        self.forced.store(forced, Ordering::Release);
+        self.refcount.store(count, Ordering::Release);
+    }
+
+    /// Locks `life`. Lock order: outermost.
+    ///
+    /// # Errors
+    ///
+    /// 507000 when a panic poisoned it.
+    pub(crate) fn life(&self, api: &str) -> Result<MutexGuard<'_, ()>> {
+        crate::sync::lock(&self.life, api, &format_args!("device {}'s open/reset state", self.id))
+    }
+
+    /// Locks the memory state. Lock order: after `vmm` and a pool's mutex; nothing else is
+    /// taken while it is held.
+    ///
+    /// # Errors
+    ///
+    /// 507000 when a panic poisoned it.
+    pub(crate) fn mem(&self, api: &str) -> Result<MutexGuard<'_, DevMem>> {
+        crate::sync::lock(&self.mem, api, &format_args!("device {}'s memory", self.id))
+    }
+
+    /// Locks the VMM/IPC/peer state. Lock order: before a pool's mutex and `mem`.
+    ///
+    /// # Errors
+    ///
+    /// 507000 when a panic poisoned it.
+    pub(crate) fn vmm(&self, api: &str) -> Result<MutexGuard<'_, VmmState>> {
+        crate::sync::lock(&self.vmm, api, &format_args!("device {}'s VMM and IPC state", self.id))
+    }
+
+    /// Starts the memory, pool and VMM state again from nothing and clears any poison (device
+    /// reset, `aclFinalize`; called under `life`, after the teardown gave back what it could).
+    pub(crate) fn rebuild(&self, _life: &MutexGuard<'_, ()>) {
+        // Lock order: vmm, then mem (each taken alone here). `relock`: the whole value is
+        // replaced, so whatever a panic left half-updated is dropped, not used.
+        *crate::sync::relock(&self.vmm) = VmmState::new(self.id);
+        self.vmm.clear_poison();
+        self.pools.clear();
+        *crate::sync::relock(&self.mem) = DevMem::default();
+        self.mem.clear_poison();
+        self.life.clear_poison();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codes::ACL_ERROR_RT_INTERNAL_ERROR;
+
+    #[test]
+    fn the_refcount_is_read_without_a_lock() {
+        let d = Device::new(3, 1);
+        assert!(!d.is_open());
+        let life = d.life("t").unwrap();
+        d.set_refcount(&life, 2, false);
+        // Readable while `life` is held by this thread: no lock behind it.
+        assert_eq!(d.refcount(), 2);
+        d.set_refcount(&life, 0, true);
+        assert!(d.forced());
+        assert!(!d.is_open());
+    }
+
+    #[test]
+    fn a_poisoned_memory_state_fails_with_507000_until_a_rebuild() {
+        let d = Device::new(1, 1);
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _g = d.mem.lock().unwrap();
+            panic!("half-way through an allocation");
+        }));
+        for _ in 0..2 {
+            let e = d.mem("aclrtMalloc").unwrap_err();
+            assert_eq!(e.code(), ACL_ERROR_RT_INTERNAL_ERROR);
+            assert!(e.message().contains("aclrtMalloc: device 1's memory is failed"), "{}", e.message());
+            assert!(e.message().contains("aclrtResetDeviceForce"), "{}", e.message());
+        }
+        let life = d.life("aclrtResetDevice").unwrap();
+        d.rebuild(&life);
+        drop(life);
+        let m = d.mem("aclrtMalloc").unwrap();
+        assert!(m.alloc.is_none() && m.deferred.is_empty() && m.map.is_empty());
+    }
+}
