@@ -347,7 +347,7 @@ impl Runtime {
                     requested_size: 0,
                     stream: 0,
                     segment_type: "large",
-                    segment_pool_id: (0, handle & 0xFFFF_FFFF_FFFF),
+                    segment_pool_id: (0, crate::pool::pool_number(handle)),
                     is_expandable: true,
                     backed_size: r.backed_bytes,
                     frames: Vec::new(),
@@ -473,7 +473,7 @@ impl Runtime {
                     "Stream-ordered pools (the number is segment_pool_id[1] in snapshots)"
                 );
                 for (h, _, st, _) in &mine {
-                    let n = h & 0xFFFF_FFFF_FFFF;
+                    let n = crate::pool::pool_number(*h);
                     row(&mut s, &format!("  pool {n} reserved"), st.reserved.current, Some(st.reserved.peak));
                     row(&mut s, &format!("  pool {n} used"), st.used.current, Some(st.used.peak));
                 }

@@ -156,6 +156,12 @@ impl Pools {
     }
 }
 
+/// The number a pool shows in memory summaries and snapshots (`segment_pool_id[1]`): its slot
+/// in its device's table, from 1.
+pub(crate) fn pool_number(handle: u64) -> u64 {
+    Handle::decode(handle, Kind::Pool).map_or(0, |h| u64::from(h.index) + 1)
+}
+
 /// Locks a pool.
 ///
 /// # Errors
