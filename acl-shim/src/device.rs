@@ -175,4 +175,39 @@ mod tests {
         let m = d.mem("aclrtMalloc").unwrap();
         assert!(m.alloc.is_none() && m.deferred.is_empty() && m.map.is_empty());
     }
+
+    /// Through the runtime: a panic that poisons device 0's memory state fails later calls on
+    /// it with 507000 and a message, other devices go on, and `aclrtResetDeviceForce` makes the
+    /// device work again. (The only test in this binary that initialises the runtime.)
+    #[test]
+    fn a_failed_device_answers_507000_and_a_reset_recovers_it() {
+        use crate::memory::MallocApi;
+        const NORMAL_ONLY: u32 = 2;
+        crate::runtime::init(None).unwrap();
+        let rt = crate::runtime::runtime("t").unwrap();
+        rt.set_device(0).unwrap();
+        let p = rt.malloc("aclrtMalloc", 4096, NORMAL_ONLY, MallocApi::Malloc, &[]).unwrap();
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _g = rt.device(0).mem.lock().unwrap();
+            panic!("a caught panic half-way through changing device 0's memory");
+        }));
+        let e = rt.malloc("aclrtMalloc", 4096, NORMAL_ONLY, MallocApi::Malloc, &[]).unwrap_err();
+        assert_eq!(e.code(), ACL_ERROR_RT_INTERNAL_ERROR);
+        assert!(e.message().contains("aclrtMalloc: device 0's memory is failed"), "{}", e.message());
+        let e = rt.free("aclrtFree", p).unwrap_err();
+        assert_eq!(e.code(), ACL_ERROR_RT_INTERNAL_ERROR, "{}", e.message());
+        if rt.device_count() > 1 {
+            rt.set_device(1).unwrap();
+            let q = rt.malloc("aclrtMalloc", 4096, NORMAL_ONLY, MallocApi::Malloc, &[]).unwrap();
+            rt.free("aclrtFree", q).unwrap();
+            rt.reset_device(1, false).unwrap();
+        }
+        rt.reset_device(0, true).unwrap();
+        rt.set_device(0).unwrap();
+        let p = rt.malloc("aclrtMalloc", 4096, NORMAL_ONLY, MallocApi::Malloc, &[]).unwrap();
+        rt.free("aclrtFree", p).unwrap();
+        rt.reset_device(0, false).unwrap();
+        drop(rt);
+        crate::runtime::finalize().unwrap();
+    }
 }

@@ -180,8 +180,7 @@ impl Runtime {
             return Err(AclError::invalid(format!("{api}: flag must be 0, not {flag}")));
         }
         self.current_device(api)?;
-        let inside =
-            self.host(api)?.registered.range(..=ptr).next_back().is_some_and(|(&s, &l)| ptr - s < l);
+        let inside = self.host(api)?.registered.range(..=ptr).next_back().is_some_and(|(&s, &l)| ptr - s < l);
         if !inside {
             return Err(AclError::new(
                 ACL_ERROR_HOST_MEMORY_NOT_REGISTERED,

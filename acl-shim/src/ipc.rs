@@ -19,8 +19,8 @@ use mm::vmm::Origin;
 
 use crate::codes::*;
 use crate::error::{AclError, Result};
-use crate::runtime::Runtime;
 use crate::memory::Owner;
+use crate::runtime::Runtime;
 use crate::vmm::{share_error, vmm_error, Import, GRANULARITY_1G};
 
 /// The key buffer length the API requires (64 characters and a NUL).
@@ -156,7 +156,12 @@ impl Runtime {
             return Err(AclError::from_hal(e, api));
         }
         let order = crate::vmm::next_import_order();
-        self.vmm_of(api, d)?.imports.entry(*name).or_default().push(Import { device: d, va: range, handle, order });
+        self.vmm_of(api, d)?.imports.entry(*name).or_default().push(Import {
+            device: d,
+            va: range,
+            handle,
+            order,
+        });
         Ok(start)
     }
 
@@ -181,7 +186,8 @@ impl Runtime {
             Some(i) => {
                 let mut x = self.vmm_of(api, i.device)?;
                 let list = x.imports.get_mut(name);
-                let taken = list.and_then(|l| l.iter().position(|j| j.order == i.order).map(|at| l.remove(at)));
+                let taken =
+                    list.and_then(|l| l.iter().position(|j| j.order == i.order).map(|at| l.remove(at)));
                 if x.imports.get(name).is_some_and(Vec::is_empty) {
                     x.imports.remove(name);
                 }

@@ -526,7 +526,12 @@ impl Runtime {
         }
         let committed = self.host(api).and_then(|mut h| {
             h.heap
-                .commit(Allocation { range, usable_bytes: usable, page_size: PageSize::Normal, attrs: MemAttr::empty() })
+                .commit(Allocation {
+                    range,
+                    usable_bytes: usable,
+                    page_size: PageSize::Normal,
+                    attrs: MemAttr::empty(),
+                })
                 .map_err(|e| AclError::from_mm(e, api))
         });
         if let Err(e) = committed {
@@ -557,7 +562,8 @@ impl Runtime {
         // free is refused, its VA stays taken), unbacked with no lock held, then removed.
         let range = {
             let mut host = self.host(api)?;
-            let range = host.heap.get(DeviceAddr(ptr)).map_err(|why| not_live(api, "hostPtr", ptr, why))?.range;
+            let range =
+                host.heap.get(DeviceAddr(ptr)).map_err(|why| not_live(api, "hostPtr", ptr, why))?.range;
             if !host.freeing.insert(ptr) {
                 return Err(not_live(api, "hostPtr", ptr, NotLive::Freed));
             }

@@ -49,7 +49,9 @@ struct History {
 static HISTORY: Mutex<History> = Mutex::new(History { max: DEFAULT_MAX_ENTRIES, events: VecDeque::new() });
 
 fn history() -> std::sync::MutexGuard<'static, History> {
-    HISTORY.lock().unwrap_or_else(|p| p.into_inner())
+    // `relock`: every update is one push or pop of a whole event (or a store of `max`); a panic
+    // cannot leave an event half-written. Lock order: a leaf.
+    crate::sync::relock(&HISTORY)
 }
 
 /// One host stack frame, as memory_viz reads it.

@@ -212,11 +212,10 @@ impl Segments<'_> {
         f: impl FnOnce(&mut crate::memory::DevMem, &mut HalBacker<'_>) -> std::result::Result<T, hal::Error>,
     ) -> std::result::Result<T, hal::Error> {
         // Lock order: under the pool's mutex, the device's `mem` (a leaf here).
-        let mut m = self
-            .rt
-            .device(self.dev)
-            .mem("memPool")
-            .map_err(|_| hal::Error::new(hal::ErrorKind::Internal, "the device's memory state is failed"))?;
+        let mut m =
+            self.rt.device(self.dev).mem("memPool").map_err(|_| {
+                hal::Error::new(hal::ErrorKind::Internal, "the device's memory state is failed")
+            })?;
         if m.alloc.is_none() {
             return Err(hal::Error::new(hal::ErrorKind::NoDevice, "device reset"));
         }
@@ -230,13 +229,16 @@ impl PoolBacking for Segments<'_> {
         let pool = self.pool;
         let r = self.with(|m, _| {
             let a = m.alloc.as_mut().ok_or(hal::Error::new(hal::ErrorKind::NoDevice, "device reset"))?;
-            let r = a
-                .reserve_range(len_bytes, POOL_COMPONENT)
-                .map_err(|_| hal::Error::new(hal::ErrorKind::OutOfMemory, "no device VA for a pool region"))?;
+            let r = a.reserve_range(len_bytes, POOL_COMPONENT).map_err(|_| {
+                hal::Error::new(hal::ErrorKind::OutOfMemory, "no device VA for a pool region")
+            })?;
             if m.map.insert(r.start().as_u64(), r.len_bytes(), Owner::PoolSegment(pool)).is_err() {
                 // Cannot happen (the allocator handed out fresh VA); undo so nothing changes.
                 let _ = a.unreserve_range(r);
-                return Err(hal::Error::new(hal::ErrorKind::Internal, "pool region overlaps the address map"));
+                return Err(hal::Error::new(
+                    hal::ErrorKind::Internal,
+                    "pool region overlaps the address map",
+                ));
             }
             Ok(r)
         })?;
@@ -308,7 +310,8 @@ impl Runtime {
                 format!("{api}: memPool {handle:#x} is not a live pool (destroyed, or never created)"),
             )
         };
-        let d = Handle::device_of(handle, Kind::Pool).filter(|&d| d < self.device_count()).ok_or_else(unknown)?;
+        let d =
+            Handle::device_of(handle, Kind::Pool).filter(|&d| d < self.device_count()).ok_or_else(unknown)?;
         let p = self.device(d).pools.table.get(handle).ok_or_else(unknown)?;
         if lock(&p, api, handle)?.retired {
             return Err(unknown());
@@ -478,7 +481,9 @@ impl Runtime {
                 let mut err = pool_err(api, e, "allocation");
                 if let PoolError::OutOfMemory(_) = e {
                     let figures = self.device(p.device).mem(api).ok().and_then(|m| {
-                        m.alloc.as_ref().map(|a| crate::obs::oom_figures(self.backend().driver(), p.device, a))
+                        m.alloc
+                            .as_ref()
+                            .map(|a| crate::obs::oom_figures(self.backend().driver(), p.device, a))
                     });
                     if let Some(f) = figures {
                         err = AclError::new(err.code(), format!("{}; {f}", err.message()));
@@ -555,9 +560,13 @@ impl Runtime {
             // Lock order: `mem` alone.
             let mut m = self.device(d).mem(api)?;
             crate::memory::check_free_target(api, &m, d, ptr)?;
-            m.deferred.push(ptr, StreamPoint { stream: s.queue.0, seq }).map_err(|DeferError::AlreadyPending(_)| {
-                AclError::rt_invalid(format!("{api}: ptr {ptr:#x} already has a free pending (double free)"))
-            })?;
+            m.deferred.push(ptr, StreamPoint { stream: s.queue.0, seq }).map_err(
+                |DeferError::AlreadyPending(_)| {
+                    AclError::rt_invalid(format!(
+                        "{api}: ptr {ptr:#x} already has a free pending (double free)"
+                    ))
+                },
+            )?;
         }
         self.process_deferred(d);
         Ok(())

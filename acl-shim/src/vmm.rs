@@ -500,9 +500,10 @@ impl Runtime {
                 .map_err(|e| vmm_error(api, e))?;
             x.space.insert_map(range, handle, h.device, h.origin).map_err(|e| vmm_error(api, e))?;
             x.handles.mapped(handle).map_err(|_| unknown_handle(api, handle))?;
-            let _ = self.device(d).mem(api).map(|mut m| {
-                m.map.insert(range.start().as_u64(), range.len_bytes(), Owner::Mapping)
-            });
+            let _ = self
+                .device(d)
+                .mem(api)
+                .map(|mut m| m.map.insert(range.start().as_u64(), range.len_bytes(), Owner::Mapping));
             (rec, range)
         };
         if let Err(e) = self.backend.driver().map_physical(DeviceId(rec.device), rec.phys, 0, range) {
@@ -662,7 +663,8 @@ impl Runtime {
         let d = self.mapped_device(api, ptr)?;
         // Lock order: `vmm` alone.
         let mut x = self.vmm_of(api, d)?;
-        let h = x.space.mapping_at(ptr).map(|m| m.handle).ok_or_else(|| vmm_error(api, VmmError::NotMapped))?;
+        let h =
+            x.space.mapping_at(ptr).map(|m| m.handle).ok_or_else(|| vmm_error(api, VmmError::NotMapped))?;
         x.handles.retain(h).map_err(|e| vmm_error(api, e))?;
         Ok(h)
     }
