@@ -30,7 +30,7 @@
 //! ([`crate::sync::lock`]); [`Device::rebuild`] (device reset, `aclFinalize`) starts the state
 //! again from nothing and clears the poison.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::error::Result;
@@ -48,6 +48,9 @@ pub struct Device {
     refcount: AtomicU32,
     /// Set when the device was reset by `aclrtResetDeviceForce` (a later plain reset fails).
     forced: AtomicBool,
+    /// How many stream-ordered frees `mem` holds (written under `mem`; read without a lock,
+    /// so that a malloc with none pending does not take `mem` to settle them).
+    deferred: AtomicUsize,
     /// Serialises open and teardown. Lock order: outermost (see the module docs).
     pub(crate) life: Mutex<()>,
     /// The allocation table, the address map and the stream-ordered frees. Lock order: after
@@ -68,6 +71,7 @@ impl Device {
             id,
             refcount: AtomicU32::new(0),
             forced: AtomicBool::new(false),
+            deferred: AtomicUsize::new(0),
             life: Mutex::new(()),
             mem: Mutex::new(DevMem::default()),
             pools: Pools::new(id, generation),
@@ -83,6 +87,16 @@ impl Device {
     /// Whether the device has a context (no lock).
     pub fn is_open(&self) -> bool {
         self.refcount() > 0
+    }
+
+    /// Whether stream-ordered frees may be pending (no lock; a hint re-checked under `mem`).
+    pub(crate) fn has_deferred(&self) -> bool {
+        self.deferred.load(Ordering::Acquire) > 0
+    }
+
+    /// Publishes how many stream-ordered frees `mem` holds (call under `mem`).
+    pub(crate) fn note_deferred(&self, pending: usize) {
+        self.deferred.store(pending, Ordering::Release);
     }
 
     /// Whether the last reset was `aclrtResetDeviceForce`.
@@ -133,6 +147,7 @@ impl Device {
         self.vmm.clear_poison();
         self.pools.clear();
         *crate::sync::relock(&self.mem) = DevMem::default();
+        self.note_deferred(0);
         self.mem.clear_poison();
         self.life.clear_poison();
     }

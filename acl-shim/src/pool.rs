@@ -267,6 +267,13 @@ impl PoolBacking for Segments<'_> {
     }
 }
 
+fn unknown_pool(api: &str, handle: u64) -> AclError {
+    AclError::new(
+        ACL_ERROR_RT_INTERNAL_ERROR,
+        format!("{api}: memPool {handle:#x} is not a live pool (destroyed, or never created)"),
+    )
+}
+
 fn pool_err(api: &str, e: PoolError, what: &str) -> AclError {
     match e {
         PoolError::InvalidArgument => AclError::rt_invalid(format!("{api}: {what}: invalid size")),
@@ -301,20 +308,20 @@ impl Runtime {
         ))
     }
 
-    /// The live pool `handle` names: its device comes from the handle, the pool from that
-    /// device's table (no lock).
+    /// The pool `handle` names, live or retired: its device comes from the handle, the pool
+    /// from that device's table (no lock).
+    fn pool_any(&self, api: &str, handle: u64) -> Result<PoolRef> {
+        let d = Handle::device_of(handle, Kind::Pool)
+            .filter(|&d| d < self.device_count())
+            .ok_or_else(|| unknown_pool(api, handle))?;
+        self.device(d).pools.table.get(handle).ok_or_else(|| unknown_pool(api, handle))
+    }
+
+    /// The live pool `handle` names.
     fn pool(&self, api: &str, handle: u64) -> Result<PoolRef> {
-        let unknown = || {
-            AclError::new(
-                ACL_ERROR_RT_INTERNAL_ERROR,
-                format!("{api}: memPool {handle:#x} is not a live pool (destroyed, or never created)"),
-            )
-        };
-        let d =
-            Handle::device_of(handle, Kind::Pool).filter(|&d| d < self.device_count()).ok_or_else(unknown)?;
-        let p = self.device(d).pools.table.get(handle).ok_or_else(unknown)?;
+        let p = self.pool_any(api, handle)?;
         if lock(&p, api, handle)?.retired {
-            return Err(unknown());
+            return Err(unknown_pool(api, handle));
         }
         Ok(p)
     }
@@ -456,7 +463,8 @@ impl Runtime {
                 "{api}: stream is NULL (the default stream cannot be used with pools)"
             )));
         }
-        let p = self.pool(api, handle)?;
+        // The pool's mutex is taken once, below, to check it is live and to allocate.
+        let p = self.pool_any(api, handle)?;
         let s = self.submit_stream(api, stream)?;
         if s.device != p.device {
             return Err(AclError::new(
@@ -472,6 +480,9 @@ impl Runtime {
         }
         self.process_deferred(p.device);
         let mut inner = lock(&p, api, handle)?;
+        if inner.retired {
+            return Err(unknown_pool(api, handle));
+        }
         let order = self.order(p.device);
         let mut seg = Segments { rt: self, dev: p.device, pool: handle };
         let g = match inner.pool.allocate(&mut seg, &order, s.queue.0, size) {
@@ -546,12 +557,13 @@ impl Runtime {
                 .pool
                 .free(DeviceAddr(ptr), s.queue.0, seq)
                 .map_err(|e| pool_err(api, e, &format!("ptr {ptr:#x}")))?;
+            let retired = inner.retired;
             drop(inner);
             // The block is back in the pool for its stream at once (later work on that stream
             // may reuse it), so the free completes as it is requested.
             crate::obs::note(d, "free_requested", ptr, size, u64::from(s.queue.0));
             crate::obs::note(d, "free_completed", ptr, size, u64::from(s.queue.0));
-            return self.collect_retired(api, &p);
+            return if retired { self.collect_retired(api, &p) } else { Ok(()) };
         }
         // Plain device memory: it must be a live allocation base, freed once. Checked and
         // recorded under one hold of `mem`, so no other free can come between.
@@ -567,6 +579,7 @@ impl Runtime {
                     ))
                 },
             )?;
+            self.device(d).note_deferred(m.deferred.len());
         }
         self.process_deferred(d);
         Ok(())
@@ -632,6 +645,9 @@ impl Runtime {
     pub(crate) fn process_deferred(&self, d: u32) {
         const API: &str = "aclrtMemPoolFreeAsync";
         let dev = self.device(d);
+        if !dev.has_deferred() {
+            return;
+        }
         let streams: Vec<(u32, u64, u64)> = {
             // Lock order: `mem` alone.
             let Ok(m) = dev.mem(API) else { return };
@@ -652,6 +668,7 @@ impl Runtime {
             };
             let Ok(mut m) = dev.mem(API) else { return };
             m.deferred.settle_stream(stream, done, &mut |base| ready.push(base));
+            dev.note_deferred(m.deferred.len());
         }
         for base in ready {
             let _ = self.free_device_now(API, d, base);
@@ -683,6 +700,7 @@ impl Runtime {
         dev.pools.clear();
         if let Ok(mut m) = dev.mem("aclrtResetDevice") {
             m.deferred.drain(&mut |_| {});
+            dev.note_deferred(0);
         }
     }
 
