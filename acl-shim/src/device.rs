@@ -18,11 +18,13 @@
 //! - `life` serialises `aclrtSetDevice`/`aclrtResetDevice*` (open and teardown) of this device;
 //!   it is the only lock held across backend calls (opening and closing the device), and no
 //!   other call takes it.
-//! - `vmm`, a pool's mutex and `mem` are never held across a backend call that can take long
-//!   where the module can avoid it: pinned-host backing, VMM map/unmap and physical frees run
-//!   with no lock held (collect under the lock, release, call, re-lock to commit or undo). The
-//!   device allocator's own backing (`mm::device::DeviceAllocator::allocate`/`free`) and a
-//!   pool's segment backing still run under `mem` (see the README's list of what is left).
+//! - `vmm`, a pool's mutex and `mem` are not held across a backend call: device blocks,
+//!   pinned-host memory, VMM map/unmap, exports and physical frees are planned or collected
+//!   under the lock, the backend is called with it released, and the result is committed or
+//!   undone under the lock again (see [`crate::memory`] and [`crate::vmm`]). What still calls
+//!   the backend under a lock: slab objects' segments and the page-size fallback path under
+//!   `mem`; a pool mapping a segment (under the pool's mutex and `mem`); the stream-order
+//!   oracle's zero-timeout queries and the internal-dependency event calls under a pool's mutex.
 //! - No device lock is taken while the pinned-host lock ([`crate::runtime::Runtime`]'s `host`)
 //!   is held, and the pinned-host lock is never taken under a device lock.
 //!
@@ -221,6 +223,26 @@ mod tests {
         rt.set_device(0).unwrap();
         let p = rt.malloc("aclrtMalloc", 4096, NORMAL_ONLY, MallocApi::Malloc, &[]).unwrap();
         rt.free("aclrtFree", p).unwrap();
+        // Blocks backed and unbacked with no lock held, from several threads at once: every
+        // call succeeds, live blocks never share an address, and all memory comes back.
+        let (free_before, _) = rt.mem_info("aclrtGetMemInfo", 1).unwrap();
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    rt.set_device(0).unwrap();
+                    for i in 0..50u64 {
+                        let a = rt.malloc("aclrtMalloc", (3 << 20) + i, 0, MallocApi::Malloc, &[]).unwrap();
+                        let b =
+                            rt.malloc("aclrtMalloc", 200_000, NORMAL_ONLY, MallocApi::Malloc, &[]).unwrap();
+                        assert!(a.abs_diff(b) >= 200_000, "{a:#x} {b:#x}");
+                        rt.free("aclrtFree", a).unwrap();
+                        rt.free("aclrtFree", b).unwrap();
+                    }
+                    rt.reset_device(0, false).unwrap();
+                });
+            }
+        });
+        assert_eq!(rt.mem_info("aclrtGetMemInfo", 1).unwrap().0, free_before);
         rt.reset_device(0, false).unwrap();
         drop(rt);
         crate::runtime::finalize().unwrap();

@@ -16,10 +16,17 @@
 //! # Locking
 //!
 //! Lock order (see [`crate::device`]): a device's `vmm`, then a pool's mutex, then the device's
-//! `mem`; the pinned-host lock is taken alone. Pinned-host memory is backed and unbacked with no
-//! lock held (reserve under the lock, back, re-lock to commit or undo; a free marks the range
-//! as being freed, unbacks, then removes it). The device allocator still backs and unbacks
-//! under `mem` (its fallbacks between page sizes need the answer at once).
+//! `mem`; the pinned-host lock is taken alone. No backend call runs under `mem` for a block (an
+//! allocation with pages of its own): the allocator plans it under the lock (VA and pages, with
+//! a backer that only records), the pages are backed with the lock released, and the block is
+//! committed under the lock again, or undone; a free takes the block out of the tables under the
+//! lock ([`mm::device::DeviceAllocator::detach`], its VA stays taken), unbacks with no lock held,
+//! then gives the VA back. Only two cases still back under `mem`: slab objects (small objects
+//! share a chunk's backed segments, so a segment must be backed before any object in it is
+//! handed out), and the fallback path after the backend refused the planned pages (the
+//! allocator's choice of smaller pages needs each answer at once). Pinned-host memory is backed
+//! and unbacked with no lock held (reserve under the lock, back, re-lock to commit or undo; a
+//! free marks the range as being freed, unbacks, then removes it).
 
 use std::collections::BTreeSet;
 
@@ -53,6 +60,47 @@ pub struct DevMem {
     pub(crate) map: AddressMap<Owner>,
     /// Stream-ordered frees of plain allocations, waiting for their streams.
     pub(crate) deferred: DeferredFrees,
+    /// Which allocator `alloc` is (a new one at each open of the device), so that work begun
+    /// under one hold of the lock is finished on the same allocator, not on one a reset made
+    /// meanwhile.
+    pub(crate) epoch: u64,
+}
+
+/// The next [`DevMem::epoch`] (process-wide, increasing; an atomic step, no lock).
+pub(crate) fn next_epoch() -> u64 {
+    static EPOCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    EPOCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A [`mm::device::Backer`] that says yes to every backing and records it, so that the
+/// allocator can plan a block under the device's lock and the runtime can back it after
+/// releasing the lock. An unback (spare chunks the allocator gives back under pressure) goes to
+/// the driver at once.
+struct Planned<'a> {
+    hal: HalBacker<'a>,
+    backs: Vec<(VaRange, PageSize, MemAttr)>,
+}
+
+impl mm::device::Backer for Planned<'_> {
+    fn back(
+        &mut self,
+        range: VaRange,
+        page: PageSize,
+        attrs: MemAttr,
+    ) -> std::result::Result<(), hal::Error> {
+        self.backs.push((range, page, attrs));
+        Ok(())
+    }
+
+    fn unback(&mut self, range: VaRange) -> std::result::Result<(), hal::Error> {
+        match self.backs.iter().position(|b| b.0 == range) {
+            Some(i) => {
+                self.backs.remove(i);
+                Ok(())
+            }
+            None => self.hal.unback(range),
+        }
+    }
 }
 
 /// The pinned-host state of the process: the allocation table, the ranges being freed (unbacked
@@ -276,7 +324,15 @@ impl Runtime {
                 }
             }
         }
-        // Lock order: `mem` alone. (The allocator backs under it: see the module docs.)
+        if !DeviceAllocator::is_slab_request(&req) {
+            if let Some(p) = self.malloc_block_unlocked(api, d, &req, component)? {
+                return Ok(p);
+            }
+            // The backend refused the planned pages: the path below, under the lock, takes the
+            // allocator's fallbacks to smaller pages and reports a failure with its figures.
+        }
+        // Lock order: `mem` alone. (Slab objects share backed segments, and the fallback path
+        // needs each answer at once: the allocator backs under the lock here.)
         let mut st = self.device(d).mem(api)?;
         let DevMem { alloc, map, .. } = &mut *st;
         let alloc = alloc.as_mut().ok_or_else(|| {
@@ -336,6 +392,70 @@ impl Runtime {
                 ))
             }
         }
+    }
+
+    /// Allocates a block (not a slab object) with no lock held across the backend: the
+    /// allocator plans it under `mem` (VA, pages), the pages are backed after the lock is
+    /// released, and the block is committed to the address map under `mem` again. `Ok(None)`
+    /// when the plan could not be made or backed (everything undone): the caller takes the
+    /// locked path.
+    fn malloc_block_unlocked(
+        &self,
+        api: &str,
+        d: u32,
+        req: &mm::policy::Request,
+        component: mm::device::Component,
+    ) -> Result<Option<u64>> {
+        use mm::device::Backer as _;
+        let drv = self.backend.driver();
+        let no_context =
+            || AclError::new(ACL_ERROR_RT_CONTEXT_NULL, format!("{api}: device {d} has no context"));
+        let mut plan = Planned { hal: HalBacker::new(drv, d), backs: Vec::new() };
+        let (p, epoch) = {
+            // Lock order: `mem` alone.
+            let mut st = self.device(d).mem(api)?;
+            let epoch = st.epoch;
+            let alloc = st.alloc.as_mut().ok_or_else(no_context)?;
+            match alloc.allocate(&mut plan, req, component) {
+                Ok(p) => (p, epoch),
+                Err(_) => return Ok(None),
+            }
+        };
+        let mut hal = HalBacker::new(drv, d);
+        let backed =
+            plan.backs.iter().take_while(|&&(r, page, attrs)| hal.back(r, page, attrs).is_ok()).count();
+        let ok = backed == plan.backs.len();
+        if !ok {
+            for &(r, _, _) in plan.backs[..backed].iter().rev() {
+                let _ = hal.unback(r);
+            }
+        }
+        // Lock order: `mem` alone.
+        let mut st = self.device(d).mem(api)?;
+        if st.epoch != epoch {
+            // The device was reset meanwhile: the block went with its allocator.
+            return Err(no_context());
+        }
+        let DevMem { alloc, map, .. } = &mut *st;
+        let alloc = alloc.as_mut().ok_or_else(no_context)?;
+        let usable = alloc.get(p).map_or(req.usable_bytes, |i| i.usable_bytes);
+        if !ok || map.insert(p.as_u64(), usable, Owner::Allocation).is_err() {
+            if let Ok(Some(det)) = alloc.detach(p) {
+                if ok {
+                    for r in det.backed_ranges() {
+                        let _ = hal.unback(r);
+                    }
+                }
+                alloc.release_detached(det);
+            }
+            return Ok(None);
+        }
+        drop(st);
+        if crate::obs::recording() {
+            let grown: u64 = plan.backs.iter().map(|b| b.0.len_bytes()).sum();
+            crate::obs::alloc_events(d, p.as_u64(), req.usable_bytes, grown, false, false);
+        }
+        Ok(Some(p.as_u64()))
     }
 
     /// The device a device pointer belongs to, checked against the current device.
@@ -421,19 +541,59 @@ impl Runtime {
 
     /// Frees the plain device allocation at `ptr` on device `d`, whatever the current device.
     pub(crate) fn free_device_now(&self, api: &str, d: u32, ptr: u64) -> Result<()> {
-        // Lock order: `mem` alone. (The allocator unbacks under it: see the module docs.)
+        // Lock order: `mem` alone.
         let mut st = self.device(d).mem(api)?;
         if st.deferred.pending(ptr).is_some() {
             return Err(AclError::rt_invalid(format!(
                 "{api}: devPtr {ptr:#x} already has a stream-ordered free pending (aclrtMemPoolFreeAsync): double free"
             )));
         }
+        let epoch = st.epoch;
         let DevMem { alloc, map, .. } = &mut *st;
         let Some(alloc) = alloc.as_mut() else {
             return Err(AclError::rt_invalid(format!("{api}: device {d} has no context")));
         };
         if alloc.get(DeviceAddr(ptr)).is_ok_and(|i| i.component == crate::pool::POOL_COMPONENT) {
             return Err(AclError::rt_invalid(format!("{api}: devPtr {ptr:#x} is a memory pool's segment")));
+        }
+        // A block: out of the tables under the lock, unbacked with no lock held, then its VA
+        // goes back (it is not handed out again before its pages are gone).
+        match alloc.detach(DeviceAddr(ptr)) {
+            Ok(Some(det)) => {
+                map.remove(ptr);
+                drop(st);
+                let mut hal = HalBacker::new(self.backend.driver(), d);
+                let mut unbacked = Ok(());
+                let mut shrunk = 0;
+                for r in det.backed_ranges() {
+                    use mm::device::Backer as _;
+                    match hal.unback(r) {
+                        Ok(()) => shrunk += r.len_bytes(),
+                        Err(e) => unbacked = Err(e),
+                    }
+                }
+                let info = det.info();
+                if let Err(e) = unbacked {
+                    // A bug below: the VA stays taken (never reused over a live backing).
+                    drop(det);
+                    return Err(AclError::from_hal(e, api));
+                }
+                // Lock order: `mem` alone. (After a reset meanwhile the VA went with its allocator.)
+                if let Ok(mut st) = self.device(d).mem(api) {
+                    let same = st.epoch == epoch;
+                    match st.alloc.as_mut() {
+                        Some(a) if same => a.release_detached(det),
+                        _ => drop(det),
+                    }
+                }
+                if crate::obs::recording() {
+                    crate::obs::free_events(d, ptr, info.usable_bytes, shrunk, false, false);
+                }
+                return Ok(());
+            }
+            // A slab object shares its pages: freed under the lock.
+            Ok(None) => {}
+            Err(why) => return Err(not_live(api, "devPtr", ptr, why)),
         }
         let mut backer = HalBacker::new(self.backend.driver(), d);
         let backed_before = crate::obs::recording().then(|| alloc.accounting().backed.current);

@@ -420,7 +420,10 @@ impl Runtime {
             alloc.set_keep_spare(true);
             // Lock order: `mem` under `life`.
             match dev.mem(API) {
-                Ok(mut m) => m.alloc = Some(alloc),
+                Ok(mut m) => {
+                    m.alloc = Some(alloc);
+                    m.epoch = crate::memory::next_epoch();
+                }
                 Err(e) => {
                     let _ = self.backend.driver().close(DeviceId(d));
                     return Err(e);
