@@ -29,7 +29,7 @@
 //!   is held, and the pinned-host lock is never taken under a device lock.
 //!
 //! A lock a panic poisoned fails every later call on it with 507000
-//! ([`crate::sync::lock`]); [`Device::rebuild`] (device reset, `aclFinalize`) starts the state
+//! ([`crate::sync::lock`]); `Device::rebuild` (device reset, `aclFinalize`) starts the state
 //! again from nothing and clears the poison.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};

@@ -9,7 +9,7 @@
 //! # Which memory an address is
 //!
 //! The window an address falls in says its device (or the pinned-host window); within a device
-//! window, one lookup in that device's [`DevMem::map`] says whether it is a live allocation, a
+//! window, one lookup in that device's `DevMem::map` says whether it is a live allocation, a
 //! pool segment (then the pool says which block) or a VMM mapping. No call walks the pools, the
 //! allocator and the VMM tables in turn.
 //!

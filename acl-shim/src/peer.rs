@@ -7,7 +7,7 @@
 //!
 //! # Locking
 //!
-//! The peers a device may reach are in its VMM state ([`crate::vmm::VmmState::peers`]); that
+//! The peers a device may reach are in its VMM state (`VmmState::peers`); that
 //! device's `vmm` lock is taken alone, one device at a time (a cross-device copy check takes at
 //! most two in turn, never together).
 
