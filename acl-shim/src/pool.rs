@@ -14,7 +14,8 @@
 //!
 //! Lock order (see [`crate::device`]): a pool's own mutex, then its device's `mem` (taken by the
 //! segment source while the pool maps a segment); nothing takes a pool's mutex while holding
-//! `mem`. Finding a pool (by handle, or by address through the address map) takes no pool's
+//! `mem`. A segment's pages are backed and unbacked by the backend with only the pool's mutex
+//! held (only that pool touches its pages), and recorded under `mem` around the call. Finding a pool (by handle, or by address through the address map) takes no pool's
 //! mutex. The deferred frees are settled by asking the backend with no lock held.
 
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -258,12 +259,43 @@ impl PoolBacking for Segments<'_> {
         Ok(())
     }
 
+    /// Backs one page of this pool's region with no lock but the pool's own held (only this
+    /// pool, under its mutex, backs or unbacks its pages), then records it under `mem`.
     fn back(&mut self, page: VaRange) -> std::result::Result<(), hal::Error> {
-        self.with(|m, b| m.alloc.as_mut().map_or(Ok(()), |a| a.back_reserved(b, page)))
+        use mm::device::Backer as _;
+        let mut hal = HalBacker::new(self.rt.backend().driver(), self.dev);
+        match hal.back(page, hal::PageSize::Huge, hal::MemAttr::CACHED) {
+            Ok(()) => {}
+            Err(e) if e.kind() == hal::ErrorKind::OutOfMemory => {
+                hal.back(page, hal::PageSize::Normal, hal::MemAttr::CACHED)?
+            }
+            Err(e) => return Err(e),
+        }
+        let r = self.with(|m, _| m.alloc.as_mut().map_or(Ok(()), |a| a.back_reserved(&mut Done, page)));
+        if r.is_err() {
+            let _ = hal.unback(page);
+        }
+        r
     }
 
+    /// Forgets one page under `mem`, then unbacks it with no lock but the pool's own held.
     fn unback(&mut self, page: VaRange) -> std::result::Result<(), hal::Error> {
-        self.with(|m, b| m.alloc.as_mut().map_or(Ok(()), |a| a.unback_reserved(b, page)))
+        use mm::device::Backer as _;
+        self.with(|m, _| m.alloc.as_mut().map_or(Ok(()), |a| a.unback_reserved(&mut Done, page)))?;
+        HalBacker::new(self.rt.backend().driver(), self.dev).unback(page)
+    }
+}
+
+/// A backer for bookkeeping of pages the driver has already backed, or will unback after.
+struct Done;
+
+impl mm::device::Backer for Done {
+    fn back(&mut self, _: VaRange, _: hal::PageSize, _: hal::MemAttr) -> std::result::Result<(), hal::Error> {
+        Ok(())
+    }
+
+    fn unback(&mut self, _: VaRange) -> std::result::Result<(), hal::Error> {
+        Ok(())
     }
 }
 
