@@ -21,10 +21,11 @@
 //! - `vmm`, a pool's mutex and `mem` are not held across a backend call: device blocks,
 //!   pinned-host memory, VMM map/unmap, exports and physical frees are planned or collected
 //!   under the lock, the backend is called with it released, and the result is committed or
-//!   undone under the lock again (see [`crate::memory`] and [`crate::vmm`]). What still calls
-//!   the backend under a lock: slab objects' segments and the page-size fallback path under
-//!   `mem`; a pool mapping a segment (under the pool's mutex and `mem`); the stream-order
-//!   oracle's zero-timeout queries and the internal-dependency event calls under a pool's mutex.
+//!   undone under the lock again (see [`crate::memory`], [`crate::pool`] and [`crate::vmm`]).
+//!   What still calls the backend under a lock: slab objects' segments and the page-size
+//!   fallback path under `mem`; under one pool's mutex (only that pool's callers wait), its
+//!   segment pages, the stream-order oracle's zero-timeout queries and the internal-dependency
+//!   event calls.
 //! - No device lock is taken while the pinned-host lock ([`crate::runtime::Runtime`]'s `host`)
 //!   is held, and the pinned-host lock is never taken under a device lock.
 //!

@@ -15,6 +15,12 @@
 //!
 //! # Locking
 //!
+//! A copy or memset check ([`Runtime::plan_memcpy`], [`Runtime::plan_memset`]) takes, per
+//! device end, that device's `mem` once (plus the pool's mutex for pool memory, or the device's
+//! `vmm` for mapped memory, and each device's `vmm` once for a cross-device peer check), and for
+//! a pinned end the pinned-host lock once: no process-wide lock for device memory, no walk over
+//! pools.
+//!
 //! Lock order (see [`crate::device`]): a device's `vmm`, then a pool's mutex, then the device's
 //! `mem`; the pinned-host lock is taken alone. No backend call runs under `mem` for a block (an
 //! allocation with pages of its own): the allocator plans it under the lock (VA and pages, with
