@@ -24,7 +24,11 @@ use crate::error::{AclError, Result};
 /// # Errors
 ///
 /// `ACL_ERROR_RT_INTERNAL_ERROR` when `m` is poisoned.
-pub fn lock<'a, T>(m: &'a Mutex<T>, api: &str, what: &dyn core::fmt::Display) -> Result<MutexGuard<'a, T>> {
+pub fn lock<'a, T>(
+    m: &'a Mutex<T>,
+    api: &str,
+    what: &dyn core::fmt::Display,
+) -> Result<MutexGuard<'a, T>> {
     m.lock().map_err(|_| failed(api, what))
 }
 
