@@ -88,8 +88,6 @@ pub struct VmmState {
     pub(crate) space: VmmSpace,
     pub(crate) handles: HandleTable,
     pub(crate) recs: BTreeMap<u64, HandleRec>,
-    /// Handles made so far on this device (the next handle's number).
-    made: u64,
     /// Handles this device's memory was exported under, by handle, with the share name.
     pub(crate) exported_handles: BTreeMap<u64, ShareName>,
     /// IPC keys exported from this device's memory.
@@ -110,7 +108,6 @@ impl VmmState {
             space: VmmSpace::new(vmm_window(d)),
             handles: HandleTable::new(),
             recs: BTreeMap::new(),
-            made: 0,
             exported_handles: BTreeMap::new(),
             exported_keys: BTreeSet::new(),
             imports: BTreeMap::new(),
@@ -121,8 +118,10 @@ impl VmmState {
 
     /// Records a new handle of this device; returns the value C holds.
     pub(crate) fn new_handle(&mut self, rec: HandleRec, h: Handle) -> u64 {
-        self.made += 1;
-        let n = self.made;
+        // Numbered process-wide, so that a handle kept across a reset or an aclFinalize/aclInit
+        // never names a later one (an atomic step, no lock).
+        static MADE: AtomicU64 = AtomicU64::new(1);
+        let n = MADE.fetch_add(1, Ordering::Relaxed);
         // CAST: 20-bit fields of the handle, masked.
         let id = crate::handles::Handle {
             kind: Kind::Physical,
