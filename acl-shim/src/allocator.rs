@@ -50,9 +50,9 @@ struct Tables {
 
 fn tables() -> MutexGuard<'static, Tables> {
     static T: OnceLock<Mutex<Tables>> = OnceLock::new();
-    T.get_or_init(|| Mutex::new(Tables { next: 1, ..Tables::default() }))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+    // `relock`: every update is one map insert or remove, or one counter step, after every
+    // fallible step; a panic cannot leave a descriptor half-written. Lock order: a leaf.
+    crate::sync::relock(T.get_or_init(|| Mutex::new(Tables { next: 1, ..Tables::default() })))
 }
 
 const TAG_DESC: u64 = 0xac5d << 48;

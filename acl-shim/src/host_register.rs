@@ -5,6 +5,11 @@
 //! code), so registration records the range and the device pointer equals the host pointer
 //! (VA consistency, as `ACL_RT_MEM_ATTR_VA_FLAG` gives on A2/A3). Registered memory stays
 //! ordinary host memory for copies.
+//!
+//! # Locking
+//!
+//! The registered ranges live with the pinned-host table ([`crate::memory::HostMem`]); its lock
+//! is taken alone, and no backend call is made under it here.
 
 use hal::layout::{
     window_of, Window, DEVICE_WINDOW_BASE, DEVICE_WINDOW_SIZE, HOST_WINDOW_BASE, HOST_WINDOW_SIZE,
@@ -15,7 +20,6 @@ use hal::DeviceAddr;
 use crate::codes::*;
 use crate::error::{AclError, Result};
 use crate::runtime::Runtime;
-use crate::vmm::with;
 
 /// `ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED`.
 pub const ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED: i32 = 507_910;
@@ -48,17 +52,17 @@ impl Runtime {
         }
         self.current_device(api)?;
         self.check_host_range(api, ptr, size, end)?;
-        with(self, |x| {
-            let overlaps = x.registered.range(..end).next_back().is_some_and(|(&s, &l)| s + l > ptr);
-            if overlaps {
-                return Err(AclError::new(
-                    ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
-                    format!("{api}: [{ptr:#x}, +{size}) overlaps a range already registered"),
-                ));
-            }
-            x.registered.insert(ptr, size);
-            Ok(ptr)
-        })
+        // Lock order: the pinned-host lock alone.
+        let mut x = self.host(api)?;
+        let overlaps = x.registered.range(..end).next_back().is_some_and(|(&s, &l)| s + l > ptr);
+        if overlaps {
+            return Err(AclError::new(
+                ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+                format!("{api}: [{ptr:#x}, +{size}) overlaps a range already registered"),
+            ));
+        }
+        x.registered.insert(ptr, size);
+        Ok(ptr)
     }
 
     /// Checks that `[ptr, end)` is host memory the device may be given: inside one live
@@ -66,8 +70,8 @@ impl Runtime {
     /// writable (read from `/proc/self/maps`, once per call).
     fn check_host_range(&self, api: &str, ptr: u64, size: u64, end: u64) -> Result<()> {
         if window_of(ptr) == Window::PinnedHost {
-            let live =
-                self.host.lock().unwrap_or_else(|p| p.into_inner()).contains_range(DeviceAddr(ptr), size);
+            // Lock order: the pinned-host lock alone.
+            let live = self.host(api)?.heap.contains_range(DeviceAddr(ptr), size);
             if !live {
                 return Err(AclError::rt_invalid(format!(
                     "{api}: [{ptr:#x}, +{size}) is in the pinned-host window but not inside a live aclrtMallocHost allocation"
@@ -156,7 +160,8 @@ impl Runtime {
     /// `ACL_ERROR_HOST_MEMORY_NOT_REGISTERED` when `ptr` starts no registered range.
     pub fn host_unregister(&self, api: &str, ptr: u64) -> Result<()> {
         self.current_device(api)?;
-        with(self, |x| x.registered.remove(&ptr)).map(|_| ()).ok_or_else(|| {
+        // Lock order: the pinned-host lock alone.
+        self.host(api)?.registered.remove(&ptr).map(|_| ()).ok_or_else(|| {
             AclError::new(
                 ACL_ERROR_HOST_MEMORY_NOT_REGISTERED,
                 format!("{api}: ptr {ptr:#x} is not the start of a registered range"),
@@ -175,8 +180,7 @@ impl Runtime {
             return Err(AclError::invalid(format!("{api}: flag must be 0, not {flag}")));
         }
         self.current_device(api)?;
-        let inside =
-            with(self, |x| x.registered.range(..=ptr).next_back().is_some_and(|(&s, &l)| ptr - s < l));
+        let inside = self.host(api)?.registered.range(..=ptr).next_back().is_some_and(|(&s, &l)| ptr - s < l);
         if !inside {
             return Err(AclError::new(
                 ACL_ERROR_HOST_MEMORY_NOT_REGISTERED,

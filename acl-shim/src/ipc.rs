@@ -8,14 +8,20 @@
 //! reference runtime, each process keeps a map from key to its imported addresses: a key may be
 //! imported several times, and `aclrtIpcMemClose` closes the oldest import, or destroys the
 //! share when this process exported it and holds no import.
+//!
+//! # Locking
+//!
+//! The keys and imports are in each device's VMM state ([`crate::vmm::VmmState`]); its lock is
+//! taken alone (one device at a time), and never across a backend call.
 
 use hal::{DeviceAddr, DeviceId, PageSize, ShareKind, ShareName, VaRange};
 use mm::vmm::Origin;
 
 use crate::codes::*;
 use crate::error::{AclError, Result};
+use crate::memory::Owner;
 use crate::runtime::Runtime;
-use crate::vmm::{share_error, vmm_error, with, Import, GRANULARITY_1G};
+use crate::vmm::{share_error, vmm_error, Import, GRANULARITY_1G};
 
 /// The key buffer length the API requires (64 characters and a NUL).
 pub const KEY_LEN: u64 = mm::ipc::KEY_BUFFER_BYTES as u64;
@@ -51,10 +57,10 @@ impl Runtime {
                 "{api}: flags {flags} must be ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT (0) or _DISABLE_PID_VALIDATION (1)"
             )));
         }
-        let (d, info) = self.device_info_of(ptr).ok_or_else(|| {
+        let (d, info) = self.device_info_of(api, ptr)?.ok_or_else(|| {
             AclError::rt_invalid(format!("{api}: devPtr {ptr:#x} is not live device memory from aclrtMalloc"))
         })?;
-        if self.pool_block_of(ptr).is_some() {
+        if self.pool_block_of(api, ptr)?.is_some() {
             // A pool block is not an allocation of its own: its memory goes back to the pool
             // at a free and is handed out again, so a key to it would outlive what it names.
             return Err(AclError::rt_invalid(format!(
@@ -80,8 +86,17 @@ impl Runtime {
             .sharing()
             .export_range(DeviceId(d), range, ShareKind::Key, flags == 1)
             .map_err(|e| share_error(api, e))?;
-        with(self, |x| x.exported_keys.insert(name, d));
-        Ok(name)
+        // Lock order: `vmm` alone.
+        match self.vmm_of(api, d) {
+            Ok(mut x) => {
+                x.exported_keys.insert(name);
+                Ok(name)
+            }
+            Err(e) => {
+                let _ = self.backend.sharing().destroy_share(&name);
+                Err(e)
+            }
+        }
     }
 
     /// `aclrtIpcMemImportByKey`: maps the share into this process and returns its address.
@@ -99,26 +114,55 @@ impl Runtime {
         }
         let d = self.current_device(api)?;
         let handle = self.import_handle(api, name, d)?;
-        let (len, page) = with(self, |x| x.handles.get(handle).map(|h| (h.len_bytes, h.page_size)))
-            .ok_or_else(|| AclError::new(ACL_ERROR_RT_INTERNAL_ERROR, format!("{api}: import vanished")))?;
-        let gran = if page == PageSize::Giant { GRANULARITY_1G } else { crate::vmm::GRANULARITY };
-        let mapped = with(self, |x| -> Result<u64> {
-            let rec = *x.recs.get(&handle).ok_or_else(|| crate::vmm::unknown_handle(api, handle))?;
-            let r = x.space(d).reserve(len, gran, None).map_err(|e| vmm_error(api, e))?;
-            let range = VaRange::try_new(r.start(), len).map_err(|e| AclError::from_hal(e, api))?;
-            if let Err(e) = self.backend.driver().map_physical(DeviceId(d), rec.phys, 0, range) {
-                let _ = x.space(d).release(r.start().as_u64());
-                return Err(AclError::from_hal(e, api));
-            }
-            x.space(d).insert_map(range, handle, d, Origin::Imported).map_err(|e| vmm_error(api, e))?;
-            let _ = x.handles.mapped(handle);
-            x.imports.entry(*name).or_default().push(Import { device: d, va: range, handle });
-            Ok(r.start().as_u64())
-        });
+        let mapped = self.map_import(api, name, d, handle);
         if mapped.is_err() {
             let _ = self.free_physical(api, handle);
         }
         mapped
+    }
+
+    /// Reserves VA for the imported `handle` on device `d` and maps it there (the backend call
+    /// with no lock held; the reservation and the mapping are recorded first and undone on
+    /// failure).
+    fn map_import(&self, api: &str, name: &ShareName, d: u32, handle: u64) -> Result<u64> {
+        let (rec, range) = {
+            // Lock order: `vmm`, then `mem`.
+            let mut x = self.vmm_of(api, d)?;
+            let h = *x.handles.get(handle).ok_or_else(|| crate::vmm::unknown_handle(api, handle))?;
+            let rec = *x.recs.get(&handle).ok_or_else(|| crate::vmm::unknown_handle(api, handle))?;
+            let gran = if h.page_size == PageSize::Giant { GRANULARITY_1G } else { crate::vmm::GRANULARITY };
+            let r = x.space.reserve(h.len_bytes, gran, None).map_err(|e| vmm_error(api, e))?;
+            let range = VaRange::try_new(r.start(), h.len_bytes).map_err(|e| AclError::from_hal(e, api))?;
+            if let Err(e) = x.space.insert_map(range, handle, d, Origin::Imported) {
+                let _ = x.space.release(r.start().as_u64());
+                return Err(vmm_error(api, e));
+            }
+            let _ = x.handles.mapped(handle);
+            if let Ok(mut m) = self.device(d).mem(api) {
+                let _ = m.map.insert(range.start().as_u64(), range.len_bytes(), Owner::Mapping);
+            }
+            (rec, range)
+        };
+        let start = range.start().as_u64();
+        if let Err(e) = self.backend.driver().map_physical(DeviceId(d), rec.phys, 0, range) {
+            // `relock`: removals of exactly what this call recorded above.
+            let mut x = crate::sync::relock(&self.device(d).vmm);
+            let _ = x.space.unmap(start);
+            let _ = x.space.release(start);
+            let _ = x.handles.unmapped(handle);
+            if let Ok(mut m) = self.device(d).mem(api) {
+                m.map.remove(start);
+            }
+            return Err(AclError::from_hal(e, api));
+        }
+        let order = crate::vmm::next_import_order();
+        self.vmm_of(api, d)?.imports.entry(*name).or_default().push(Import {
+            device: d,
+            va: range,
+            handle,
+            order,
+        });
+        Ok(start)
     }
 
     /// `aclrtIpcMemClose`: closes this process's oldest import of `name`, or destroys the share
@@ -128,22 +172,43 @@ impl Runtime {
     ///
     /// `ACL_ERROR_RT_PARAM_INVALID` when this process neither imported nor exported `name`.
     pub fn ipc_close(&self, api: &str, name: &ShareName) -> Result<()> {
-        let import = with(self, |x| {
-            let list = x.imports.get_mut(name)?;
-            let first = list.remove(0);
-            if list.is_empty() {
-                x.imports.remove(name);
+        // The oldest import over every device. Lock order: one device's `vmm` at a time.
+        let mut oldest: Option<Import> = None;
+        for d in 0..self.device_count() {
+            let x = self.vmm_of(api, d)?;
+            if let Some(i) = x.imports.get(name).and_then(|l| l.first()) {
+                if oldest.is_none_or(|o| i.order < o.order) {
+                    oldest = Some(*i);
+                }
             }
-            Some(first)
-        });
+        }
+        let import = match oldest {
+            Some(i) => {
+                let mut x = self.vmm_of(api, i.device)?;
+                let list = x.imports.get_mut(name);
+                let taken =
+                    list.and_then(|l| l.iter().position(|j| j.order == i.order).map(|at| l.remove(at)));
+                if x.imports.get(name).is_some_and(Vec::is_empty) {
+                    x.imports.remove(name);
+                }
+                taken
+            }
+            None => None,
+        };
         if let Some(i) = import {
             let va = i.va.start().as_u64();
             self.unmap_mem(api, va)?;
-            let _ = with(self, |x| x.space(i.device).release(va));
+            let _ = self.vmm_of(api, i.device).map(|mut x| x.space.release(va));
             return self.free_physical(api, i.handle);
         }
-        let exported = with(self, |x| x.exported_keys.remove(name));
-        if exported.is_some() {
+        let mut exported = false;
+        for d in 0..self.device_count() {
+            if self.vmm_of(api, d)?.exported_keys.remove(name) {
+                exported = true;
+                break;
+            }
+        }
+        if exported {
             return self.backend.sharing().destroy_share(name).map_err(|e| share_error(api, e));
         }
         Err(AclError::rt_invalid(format!(

@@ -2,16 +2,131 @@
 //! queries, with the rounding, policy, direction and error rules of the ACL API.
 //!
 //! Safe Rust over `hal` and `mm`; the C edge hands in host slices for ordinary host memory. It
-//! must not keep state of its own: the tables live in [`crate::runtime::Runtime`].
+//! owns the shape of a device's memory state ([`DevMem`]: the allocation table, the address map
+//! of the device's window and the stream-ordered frees of plain memory), kept per device in
+//! [`crate::device::Device`]; the pinned-host table is the runtime's.
+//!
+//! # Which memory an address is
+//!
+//! The window an address falls in says its device (or the pinned-host window); within a device
+//! window, one lookup in that device's `DevMem::map` says whether it is a live allocation, a
+//! pool segment (then the pool says which block) or a VMM mapping. No call walks the pools, the
+//! allocator and the VMM tables in turn.
+//!
+//! # Locking
+//!
+//! A copy or memset check ([`Runtime::plan_memcpy`], [`Runtime::plan_memset`]) takes, per
+//! device end, that device's `mem` once (plus the pool's mutex for pool memory, or the device's
+//! `vmm` for mapped memory, and each device's `vmm` once for a cross-device peer check), and for
+//! a pinned end the pinned-host lock once: no process-wide lock for device memory, no walk over
+//! pools.
+//!
+//! Lock order (see [`crate::device`]): a device's `vmm`, then a pool's mutex, then the device's
+//! `mem`; the pinned-host lock is taken alone. No backend call runs under `mem` for a block (an
+//! allocation with pages of its own): the allocator plans it under the lock (VA and pages, with
+//! a backer that only records), the pages are backed with the lock released, and the block is
+//! committed under the lock again, or undone; a free takes the block out of the tables under the
+//! lock ([`mm::device::DeviceAllocator::detach`], its VA stays taken), unbacks with no lock held,
+//! then gives the VA back. Only two cases still back under `mem`: slab objects (small objects
+//! share a chunk's backed segments, so a segment must be backed before any object in it is
+//! handed out), and the fallback path after the backend refused the planned pages (the
+//! allocator's choice of smaller pages needs each answer at once). Pinned-host memory is backed
+//! and unbacked with no lock held (reserve under the lock, back, re-lock to commit or undo; a
+//! free marks the range as being freed, unbacks, then removes it).
+
+use std::collections::BTreeSet;
 
 use hal::layout::{window_of, Window, HOST_WINDOW_BASE};
 use hal::{BackRequest, DeviceAddr, DeviceId, MemAttr, MemoryInfo, PageSize, VaRange};
-use mm::device::{FreeError, Info as DeviceInfo, NotLive};
-use mm::heap::Allocation;
+use mm::addr_map::AddressMap;
+use mm::device::{DeferredFrees, DeviceAllocator, FreeError, Info as DeviceInfo, NotLive};
+use mm::heap::{Allocation, DeviceHeap};
 
 use crate::codes::*;
 use crate::error::{AclError, Result};
 use crate::runtime::{round_up, Runtime};
+
+/// What a region of a device window's address map is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Owner {
+    /// A live `aclrtMalloc` allocation (the region is its usable bytes).
+    Allocation,
+    /// A VA region (segment) of the pool with this handle.
+    PoolSegment(u64),
+    /// A VMM mapping (`aclrtMapMem`) or an IPC import.
+    Mapping,
+}
+
+/// The memory state of one device.
+#[derive(Debug, Default)]
+pub struct DevMem {
+    /// The allocation table, present while the context exists.
+    pub(crate) alloc: Option<DeviceAllocator>,
+    /// Which allocation, pool segment or mapping holds an address of the device's window.
+    pub(crate) map: AddressMap<Owner>,
+    /// Stream-ordered frees of plain allocations, waiting for their streams.
+    pub(crate) deferred: DeferredFrees,
+    /// Which allocator `alloc` is (a new one at each open of the device), so that work begun
+    /// under one hold of the lock is finished on the same allocator, not on one a reset made
+    /// meanwhile.
+    pub(crate) epoch: u64,
+}
+
+/// The next [`DevMem::epoch`] (process-wide, increasing; an atomic step, no lock).
+pub(crate) fn next_epoch() -> u64 {
+    static EPOCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    EPOCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A [`mm::device::Backer`] that says yes to every backing and records it, so that the
+/// allocator can plan a block under the device's lock and the runtime can back it after
+/// releasing the lock. An unback (spare chunks the allocator gives back under pressure) goes to
+/// the driver at once.
+struct Planned<'a> {
+    hal: HalBacker<'a>,
+    backs: Vec<(VaRange, PageSize, MemAttr)>,
+}
+
+impl mm::device::Backer for Planned<'_> {
+    fn back(
+        &mut self,
+        range: VaRange,
+        page: PageSize,
+        attrs: MemAttr,
+    ) -> std::result::Result<(), hal::Error> {
+        self.backs.push((range, page, attrs));
+        Ok(())
+    }
+
+    fn unback(&mut self, range: VaRange) -> std::result::Result<(), hal::Error> {
+        match self.backs.iter().position(|b| b.0 == range) {
+            Some(i) => {
+                self.backs.remove(i);
+                Ok(())
+            }
+            None => self.hal.unback(range),
+        }
+    }
+}
+
+/// The pinned-host state of the process: the allocation table, the ranges being freed (unbacked
+/// with no lock held), and the host ranges registered with `aclrtHostRegister`.
+#[derive(Debug)]
+pub struct HostMem {
+    /// `aclrtMallocHost` allocations.
+    pub(crate) heap: DeviceHeap,
+    /// Starts of allocations an `aclrtFreeHost` is unbacking now.
+    pub(crate) freeing: BTreeSet<u64>,
+    /// Registered host ranges: start → length.
+    pub(crate) registered: std::collections::BTreeMap<u64, u64>,
+}
+
+impl HostMem {
+    /// An empty table over the pinned-host window `window`.
+    pub(crate) fn new(window: VaRange) -> Self {
+        Self { heap: DeviceHeap::new(window), freeing: BTreeSet::new(), registered: Default::default() }
+    }
+}
 
 /// Where an address points, decided by the address alone (the VA model).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -215,14 +330,33 @@ impl Runtime {
                 }
             }
         }
-        let mut st = self.dev(d);
-        let alloc = st.alloc.as_mut().ok_or_else(|| {
+        if !DeviceAllocator::is_slab_request(&req) {
+            if let Some(p) = self.malloc_block_unlocked(api, d, &req, component)? {
+                return Ok(p);
+            }
+            // The backend refused the planned pages: the path below, under the lock, takes the
+            // allocator's fallbacks to smaller pages and reports a failure with its figures.
+        }
+        // Lock order: `mem` alone. (Slab objects share backed segments, and the fallback path
+        // needs each answer at once: the allocator backs under the lock here.)
+        let mut st = self.device(d).mem(api)?;
+        let DevMem { alloc, map, .. } = &mut *st;
+        let alloc = alloc.as_mut().ok_or_else(|| {
             AclError::new(ACL_ERROR_RT_CONTEXT_NULL, format!("{api}: device {d} has no context"))
         })?;
         let mut backer = HalBacker::new(self.backend.driver(), d);
         let backed_before = crate::obs::recording().then(|| alloc.accounting().backed.current);
         match alloc.allocate(&mut backer, &req, component) {
             Ok(p) => {
+                let usable = alloc.get(p).map_or(req.usable_bytes, |i| i.usable_bytes);
+                if map.insert(p.as_u64(), usable, Owner::Allocation).is_err() {
+                    // Cannot happen (the allocator handed out fresh VA); undo so nothing changes.
+                    let _ = alloc.free(&mut backer, p);
+                    return Err(AclError::new(
+                        ACL_ERROR_RT_INTERNAL_ERROR,
+                        format!("{api}: the allocation at {p} overlaps the address map"),
+                    ));
+                }
                 if let Some(before) = backed_before {
                     let grown = alloc.accounting().backed.current.saturating_sub(before);
                     let slab = alloc.find(p).is_some_and(|i| i.is_slab);
@@ -266,8 +400,72 @@ impl Runtime {
         }
     }
 
+    /// Allocates a block (not a slab object) with no lock held across the backend: the
+    /// allocator plans it under `mem` (VA, pages), the pages are backed after the lock is
+    /// released, and the block is committed to the address map under `mem` again. `Ok(None)`
+    /// when the plan could not be made or backed (everything undone): the caller takes the
+    /// locked path.
+    fn malloc_block_unlocked(
+        &self,
+        api: &str,
+        d: u32,
+        req: &mm::policy::Request,
+        component: mm::device::Component,
+    ) -> Result<Option<u64>> {
+        use mm::device::Backer as _;
+        let drv = self.backend.driver();
+        let no_context =
+            || AclError::new(ACL_ERROR_RT_CONTEXT_NULL, format!("{api}: device {d} has no context"));
+        let mut plan = Planned { hal: HalBacker::new(drv, d), backs: Vec::new() };
+        let (p, epoch) = {
+            // Lock order: `mem` alone.
+            let mut st = self.device(d).mem(api)?;
+            let epoch = st.epoch;
+            let alloc = st.alloc.as_mut().ok_or_else(no_context)?;
+            match alloc.allocate(&mut plan, req, component) {
+                Ok(p) => (p, epoch),
+                Err(_) => return Ok(None),
+            }
+        };
+        let mut hal = HalBacker::new(drv, d);
+        let backed =
+            plan.backs.iter().take_while(|&&(r, page, attrs)| hal.back(r, page, attrs).is_ok()).count();
+        let ok = backed == plan.backs.len();
+        if !ok {
+            for &(r, _, _) in plan.backs[..backed].iter().rev() {
+                let _ = hal.unback(r);
+            }
+        }
+        // Lock order: `mem` alone.
+        let mut st = self.device(d).mem(api)?;
+        if st.epoch != epoch {
+            // The device was reset meanwhile: the block went with its allocator.
+            return Err(no_context());
+        }
+        let DevMem { alloc, map, .. } = &mut *st;
+        let alloc = alloc.as_mut().ok_or_else(no_context)?;
+        let usable = alloc.get(p).map_or(req.usable_bytes, |i| i.usable_bytes);
+        if !ok || map.insert(p.as_u64(), usable, Owner::Allocation).is_err() {
+            if let Ok(Some(det)) = alloc.detach(p) {
+                if ok {
+                    for r in det.backed_ranges() {
+                        let _ = hal.unback(r);
+                    }
+                }
+                alloc.release_detached(det);
+            }
+            return Ok(None);
+        }
+        drop(st);
+        if crate::obs::recording() {
+            let grown: u64 = plan.backs.iter().map(|b| b.0.len_bytes()).sum();
+            crate::obs::alloc_events(d, p.as_u64(), req.usable_bytes, grown, false, false);
+        }
+        Ok(Some(p.as_u64()))
+    }
+
     /// The device a device pointer belongs to, checked against the current device.
-    fn owning_device(&self, api: &str, what: &str, ptr: u64) -> Result<u32> {
+    pub(crate) fn owning_device(&self, api: &str, what: &str, ptr: u64) -> Result<u32> {
         let d = match locate(ptr) {
             Loc::Device(d) if d < self.device_count() => d,
             Loc::Pinned => {
@@ -298,11 +496,6 @@ impl Runtime {
         if let Some(r) = self.pool_free_now(api, ptr) {
             return r;
         }
-        if self.has_deferred_free(ptr) {
-            return Err(AclError::rt_invalid(format!(
-                "{api}: devPtr {ptr:#x} already has a stream-ordered free pending (aclrtMemPoolFreeAsync): double free"
-            )));
-        }
         self.free_device_now(api, d, ptr)
     }
 
@@ -313,12 +506,13 @@ impl Runtime {
     /// As [`Runtime::free`]; nothing is waited for when the pointer is refused.
     pub fn free_with_dev_sync(&self, api: &str, ptr: u64) -> Result<()> {
         let d = self.owning_device(api, "devPtr", ptr)?;
-        if self.pool_block_of(ptr).is_none() && self.has_deferred_free(ptr) {
+        let block = self.pool_block_of(api, ptr)?;
+        if block.is_none() && self.has_deferred_free(api, d, ptr)? {
             return Err(AclError::rt_invalid(format!(
                 "{api}: devPtr {ptr:#x} already has a stream-ordered free pending"
             )));
         }
-        self.check_free_target(api, ptr).or_else(|e| match self.pool_block_of(ptr) {
+        self.check_free_target(api, ptr).or_else(|e| match block {
             Some(Some(_)) => Ok(()),
             _ => Err(e),
         })?;
@@ -337,13 +531,14 @@ impl Runtime {
             return self.free_host(api, ptr);
         }
         {
-            let host = self.host.lock().unwrap_or_else(|p| p.into_inner());
-            if let Err(why) = host.get(DeviceAddr(ptr)) {
+            // Lock order: the pinned-host lock alone.
+            let host = self.host(api)?;
+            if let Err(why) = host.heap.get(DeviceAddr(ptr)) {
                 return Err(not_live(api, "hostPtr", ptr, why));
             }
         }
         for d in 0..self.device_count() {
-            if self.dev(d).refcount > 0 {
+            if self.device(d).is_open() {
                 self.wait_device_idle(d);
             }
         }
@@ -352,17 +547,65 @@ impl Runtime {
 
     /// Frees the plain device allocation at `ptr` on device `d`, whatever the current device.
     pub(crate) fn free_device_now(&self, api: &str, d: u32, ptr: u64) -> Result<()> {
-        let mut st = self.dev(d);
-        let Some(alloc) = st.alloc.as_mut() else {
+        // Lock order: `mem` alone.
+        let mut st = self.device(d).mem(api)?;
+        if st.deferred.pending(ptr).is_some() {
+            return Err(AclError::rt_invalid(format!(
+                "{api}: devPtr {ptr:#x} already has a stream-ordered free pending (aclrtMemPoolFreeAsync): double free"
+            )));
+        }
+        let epoch = st.epoch;
+        let DevMem { alloc, map, .. } = &mut *st;
+        let Some(alloc) = alloc.as_mut() else {
             return Err(AclError::rt_invalid(format!("{api}: device {d} has no context")));
         };
         if alloc.get(DeviceAddr(ptr)).is_ok_and(|i| i.component == crate::pool::POOL_COMPONENT) {
             return Err(AclError::rt_invalid(format!("{api}: devPtr {ptr:#x} is a memory pool's segment")));
         }
+        // A block: out of the tables under the lock, unbacked with no lock held, then its VA
+        // goes back (it is not handed out again before its pages are gone).
+        match alloc.detach(DeviceAddr(ptr)) {
+            Ok(Some(det)) => {
+                map.remove(ptr);
+                drop(st);
+                let mut hal = HalBacker::new(self.backend.driver(), d);
+                let mut unbacked = Ok(());
+                let mut shrunk = 0;
+                for r in det.backed_ranges() {
+                    use mm::device::Backer as _;
+                    match hal.unback(r) {
+                        Ok(()) => shrunk += r.len_bytes(),
+                        Err(e) => unbacked = Err(e),
+                    }
+                }
+                let info = det.info();
+                if let Err(e) = unbacked {
+                    // A bug below: the VA stays taken (never reused over a live backing).
+                    drop(det);
+                    return Err(AclError::from_hal(e, api));
+                }
+                // Lock order: `mem` alone. (After a reset meanwhile the VA went with its allocator.)
+                if let Ok(mut st) = self.device(d).mem(api) {
+                    let same = st.epoch == epoch;
+                    match st.alloc.as_mut() {
+                        Some(a) if same => a.release_detached(det),
+                        _ => drop(det),
+                    }
+                }
+                if crate::obs::recording() {
+                    crate::obs::free_events(d, ptr, info.usable_bytes, shrunk, false, false);
+                }
+                return Ok(());
+            }
+            // A slab object shares its pages: freed under the lock.
+            Ok(None) => {}
+            Err(why) => return Err(not_live(api, "devPtr", ptr, why)),
+        }
         let mut backer = HalBacker::new(self.backend.driver(), d);
         let backed_before = crate::obs::recording().then(|| alloc.accounting().backed.current);
         match alloc.free(&mut backer, DeviceAddr(ptr)) {
             Ok(info) => {
+                map.remove(ptr);
                 if let Some(before) = backed_before {
                     let shrunk = before.saturating_sub(alloc.accounting().backed.current);
                     let chunk_gone = info.is_slab && alloc.chunk_objects(DeviceAddr(ptr)).unwrap_or(0) == 0;
@@ -379,42 +622,45 @@ impl Runtime {
     /// Checks that `ptr` could be freed now: a live plain allocation base of the current device.
     pub(crate) fn check_free_target(&self, api: &str, ptr: u64) -> Result<()> {
         let d = self.owning_device(api, "ptr", ptr)?;
-        let st = self.dev(d);
-        let Some(alloc) = st.alloc.as_ref() else {
-            return Err(AclError::rt_invalid(format!("{api}: device {d} has no context")));
-        };
-        match alloc.get(DeviceAddr(ptr)) {
-            Ok(i) if i.component == crate::pool::POOL_COMPONENT => {
-                Err(AclError::rt_invalid(format!("{api}: ptr {ptr:#x} is a memory pool's segment")))
-            }
-            Ok(_) => Ok(()),
-            Err(why) => Err(not_live(api, "ptr", ptr, why)),
-        }
+        // Lock order: `mem` alone.
+        check_free_target(api, &*self.device(d).mem(api)?, d, ptr)
     }
 
-    /// Facts about the live device allocation containing `ptr` (any device of this process).
-    pub(crate) fn device_info_of(&self, ptr: u64) -> Option<(u32, DeviceInfo)> {
-        let Loc::Device(d) = locate(ptr) else { return None };
+    /// Facts about the live device allocation containing `ptr` (any device of this process):
+    /// one lookup in the device's address map, then the allocator or the pool it names.
+    ///
+    /// # Errors
+    ///
+    /// 507000 when the device's memory state (or the pool) is failed.
+    pub(crate) fn device_info_of(&self, api: &str, ptr: u64) -> Result<Option<(u32, DeviceInfo)>> {
+        let Loc::Device(d) = locate(ptr) else { return Ok(None) };
         if d >= self.device_count() {
-            return None;
+            return Ok(None);
         }
-        if let Some(block) = self.pool_block_of(ptr) {
-            // Pool memory: a busy block of a pool, on 2 MiB pages.
-            let (base, size) = block?;
-            return Some((
-                d,
-                DeviceInfo {
-                    base: DeviceAddr(base),
-                    usable_bytes: size,
-                    page_size: PageSize::Huge,
-                    attrs: MemAttr::CACHED,
-                    component: crate::pool::POOL_COMPONENT,
-                    is_slab: false,
-                },
-            ));
+        {
+            // Lock order: `mem` alone, released before a pool is locked.
+            let m = self.device(d).mem(api)?;
+            match m.map.find(ptr).map(|r| r.value) {
+                Some(Owner::PoolSegment(_)) => {}
+                Some(Owner::Allocation) => {
+                    return Ok(m.alloc.as_ref().and_then(|a| a.find(DeviceAddr(ptr))).map(|i| (d, i)))
+                }
+                Some(Owner::Mapping) | None => return Ok(None),
+            }
         }
-        let st = self.dev(d);
-        st.alloc.as_ref()?.find(DeviceAddr(ptr)).map(|i| (d, i))
+        // Pool memory: a busy block of a pool, on 2 MiB pages.
+        let Some(Some((base, size))) = self.pool_block_of(api, ptr)? else { return Ok(None) };
+        Ok(Some((
+            d,
+            DeviceInfo {
+                base: DeviceAddr(base),
+                usable_bytes: size,
+                page_size: PageSize::Huge,
+                attrs: MemAttr::CACHED,
+                component: crate::pool::POOL_COMPONENT,
+                is_slab: false,
+            },
+        )))
     }
 
     /// `aclrtMallocHost`: allocates pinned host memory.
@@ -429,24 +675,36 @@ impl Runtime {
         }
         let usable = round_up(size, 64)
             .ok_or_else(|| AclError::invalid(format!("{api}: size {size} overflows when rounded")))?;
-        let mut host = self.host.lock().unwrap_or_else(|p| p.into_inner());
-        let range = host
+        // Lock order: the pinned-host lock alone; released while the backend pins the range
+        // (the reservation keeps its VA from anyone else meanwhile).
+        let range = self
+            .host(api)?
+            .heap
             .reserve(usable, PageSize::Normal)
             .map_err(|e| AclError::from_mm(e, &format!("{api}: no pinned-host VA for {size} bytes")))?;
         if let Err(e) = self.backend.driver().back_host(range) {
-            let _ = host.unreserve(range);
+            // `relock`: one unreserve of the range this call reserved; all or nothing.
+            let _ = crate::sync::relock(&self.host).heap.unreserve(range);
             return Err(AclError::new(
                 ACL_ERROR_RT_MEMORY_ALLOCATION,
                 format!("{api}: cannot pin {size} bytes: {}", e.detail()),
             ));
         }
-        host.commit(Allocation {
-            range,
-            usable_bytes: usable,
-            page_size: PageSize::Normal,
-            attrs: MemAttr::empty(),
-        })
-        .map_err(|e| AclError::from_mm(e, api))?;
+        let committed = self.host(api).and_then(|mut h| {
+            h.heap
+                .commit(Allocation {
+                    range,
+                    usable_bytes: usable,
+                    page_size: PageSize::Normal,
+                    attrs: MemAttr::empty(),
+                })
+                .map_err(|e| AclError::from_mm(e, api))
+        });
+        if let Err(e) = committed {
+            let _ = self.backend.driver().unback_host(range);
+            let _ = crate::sync::relock(&self.host).heap.unreserve(range);
+            return Err(e);
+        }
         Ok(range.start().as_u64())
     }
 
@@ -466,30 +724,52 @@ impl Runtime {
                 "{api}: hostPtr {ptr:#x} was not allocated by aclrtMallocHost"
             )));
         }
-        let mut host = self.host.lock().unwrap_or_else(|p| p.into_inner());
-        let range = host.get(DeviceAddr(ptr)).map_err(|why| not_live(api, "hostPtr", ptr, why))?.range;
-        self.backend.driver().unback_host(range).map_err(|e| AclError::from_hal(e, api))?;
-        host.remove(DeviceAddr(ptr)).map_err(|why| not_live(api, "hostPtr", ptr, why))?;
+        // Lock order: the pinned-host lock alone. The range is marked as being freed (a second
+        // free is refused, its VA stays taken), unbacked with no lock held, then removed.
+        let range = {
+            let mut host = self.host(api)?;
+            let range =
+                host.heap.get(DeviceAddr(ptr)).map_err(|why| not_live(api, "hostPtr", ptr, why))?.range;
+            if !host.freeing.insert(ptr) {
+                return Err(not_live(api, "hostPtr", ptr, NotLive::Freed));
+            }
+            range
+        };
+        let unbacked = self.backend.driver().unback_host(range);
+        // `relock`: one remove from `freeing` and one from the heap of the entry checked above.
+        let mut host = crate::sync::relock(&self.host);
+        host.freeing.remove(&ptr);
+        unbacked.map_err(|e| AclError::from_hal(e, api))?;
+        host.heap.remove(DeviceAddr(ptr)).map_err(|why| not_live(api, "hostPtr", ptr, why))?;
         Ok(())
     }
 
     /// Checks that `[addr, addr + len)` at `loc` is live memory of this process.
     fn check_live(&self, api: &str, what: &str, loc: Loc, addr: u64, len: u64) -> Result<()> {
         let ok = match loc {
-            Loc::Device(d) if d < self.device_count() => match self.pool_block_of(addr) {
-                // Pool memory: only the bytes of an allocated block are live.
-                Some(block) => block.is_some_and(|(b, l)| addr.checked_add(len).is_some_and(|e| e <= b + l)),
-                None => {
-                    let malloced =
-                        self.dev(d).alloc.as_ref().is_some_and(|h| h.contains_range(DeviceAddr(addr), len));
-                    // Memory mapped with aclrtMapMem or imported by IPC key is live device memory too.
-                    malloced || self.vmm_contains(d, addr, len)
+            Loc::Device(d) if d < self.device_count() => {
+                // One lookup in the device's address map. Lock order: `mem` alone.
+                let region = self.device(d).mem(api)?.map.find(addr);
+                match region {
+                    Some(r) if r.value == Owner::Allocation => {
+                        addr.checked_add(len.max(1)).is_some_and(|e| e <= r.end())
+                    }
+                    // Pool memory: only the bytes of an allocated block are live.
+                    Some(r) if matches!(r.value, Owner::PoolSegment(_)) => self
+                        .pool_block_of(api, addr)?
+                        .flatten()
+                        .is_some_and(|(b, l)| addr.checked_add(len).is_some_and(|e| e <= b + l)),
+                    // Memory mapped with aclrtMapMem or imported by IPC key is live device
+                    // memory too; a range may span adjacent mappings of one reservation.
+                    Some(r) => {
+                        addr.checked_add(len.max(1)).is_some_and(|e| e <= r.end())
+                            || self.vmm_contains_checked(api, d, addr, len)?
+                    }
+                    None => false,
                 }
-            },
-            Loc::Device(_) => false,
-            Loc::Pinned => {
-                self.host.lock().unwrap_or_else(|p| p.into_inner()).contains_range(DeviceAddr(addr), len)
             }
+            Loc::Device(_) => false,
+            Loc::Pinned => self.host(api)?.heap.contains_range(DeviceAddr(addr), len),
             Loc::Unregistered => {
                 if window_of(addr) == Window::Pool {
                     // The pool window is the runtime's VA even where nothing lives: pool
@@ -522,7 +802,7 @@ impl Runtime {
     /// `ACL_MEM_ACCESS_USER_SPACE_READONLY`).
     fn check_writable(&self, api: &str, what: &str, loc: Loc, addr: u64) -> Result<()> {
         if let Loc::Device(_) = loc {
-            if let Some((_, info)) = self.device_info_of(addr) {
+            if let Some((_, info)) = self.device_info_of(api, addr)? {
                 if info.attrs.contains(MemAttr::READONLY) {
                     return Err(AclError::rt_invalid(format!(
                         "{api}: {what} {addr:#x} is read-only from user space (ACL_MEM_ACCESS_USER_SPACE_READONLY)"
@@ -598,7 +878,7 @@ impl Runtime {
         self.check_live(api, "src", ls, src, count)?;
         if let (Loc::Device(a), Loc::Device(b)) = (ld, ls) {
             // Cross-device copies need peer access on 950 and A2, not on A3 (D-11-03).
-            if a != b && self.soc != hal::SocProfile::A3 && !self.peer_allowed(cur, a, b) {
+            if a != b && self.soc != hal::SocProfile::A3 && !self.peer_allowed(api, cur, a, b)? {
                 return Err(AclError::rt_invalid(format!(
                     "{api}: copy from device {b} to device {a} needs peer access: call aclrtDeviceEnablePeerAccess from the current device {cur}"
                 )));
@@ -751,7 +1031,7 @@ impl Runtime {
                 ))
             }
         };
-        let st = self.dev(d);
+        let st = self.device(d).mem(api)?;
         let Some(alloc) = st.alloc.as_ref() else { return Ok(Vec::new()) };
         let acct = alloc.accounting();
         let mut out: Vec<(String, u64, u64)> = acct
@@ -796,7 +1076,12 @@ impl Runtime {
         // DVPP memory is ordinary device memory on 950; no other SoC here has a DVPP allocator,
         // and reserved ranges (aclrtReserveMemAddress) do not exist yet.
         let dev_ok = mem_type & DEV != 0 || (mem_type & DVPP != 0 && self.soc == hal::SocProfile::Ascend950);
-        Ok(addrs.iter().all(|&a| dev_ok && self.device_info_of(a).is_some()))
+        for &a in addrs {
+            if !dev_ok || self.device_info_of(api, a)?.is_none() {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// `aclrtPointerGetAttributes`: `(location type, location id, page size)`.
@@ -811,7 +1096,7 @@ impl Runtime {
         const UNREGISTERED: u32 = 2;
         match locate(ptr) {
             Loc::Device(_) => {
-                let (d, info) = self.device_info_of(ptr).ok_or_else(|| {
+                let (d, info) = self.device_info_of(api, ptr)?.ok_or_else(|| {
                     AclError::rt_invalid(format!(
                         "{api}: ptr {ptr:#x} is in a device window but not in a live allocation"
                     ))
@@ -820,8 +1105,8 @@ impl Runtime {
                 Ok((DEVICE, d, info.page_size.bytes() as u32))
             }
             Loc::Pinned => {
-                let host = self.host.lock().unwrap_or_else(|p| p.into_inner());
-                host.find(DeviceAddr(ptr)).ok_or_else(|| {
+                let host = self.host(api)?;
+                host.heap.find(DeviceAddr(ptr)).ok_or_else(|| {
                     AclError::rt_invalid(format!(
                         "{api}: ptr {ptr:#x} is in the pinned window but not in a live allocation"
                     ))
@@ -841,13 +1126,13 @@ impl Runtime {
     pub fn address_range(&self, api: &str, ptr: u64) -> Result<(u64, u64)> {
         match locate(ptr) {
             Loc::Device(_) => {
-                if let Some((_, info)) = self.device_info_of(ptr) {
+                if let Some((_, info)) = self.device_info_of(api, ptr)? {
                     return Ok((info.base.as_u64(), info.usable_bytes));
                 }
             }
             Loc::Pinned => {
-                let host = self.host.lock().unwrap_or_else(|p| p.into_inner());
-                if let Some((base, a)) = host.find(DeviceAddr(ptr)) {
+                let host = self.host(api)?;
+                if let Some((base, a)) = host.heap.find(DeviceAddr(ptr)) {
                     return Ok((base.as_u64(), a.usable_bytes));
                 }
             }
@@ -872,7 +1157,7 @@ impl Runtime {
         if size == 0 {
             return Err(AclError::invalid(format!("{api}: size must be greater than 0")));
         }
-        match self.device_info_of(ptr) {
+        match self.device_info_of(api, ptr)? {
             Some((_, i)) if ptr.checked_add(size).is_some_and(|e| e <= i.base.as_u64() + i.usable_bytes) => {
                 Ok(())
             }
@@ -887,7 +1172,8 @@ impl Runtime {
     /// Called at `aclrtGetMemInfo` and `aclrtSynchronizeDevice`; under memory pressure `mm`
     /// releases them itself before an allocation fails.
     pub(crate) fn trim_spares(&self, d: u32) {
-        let mut st = self.dev(d);
+        // Lock order: `mem` alone. A failed state is left alone (later calls report it).
+        let Ok(mut st) = self.device(d).mem("aclrtSynchronizeDevice") else { return };
         if let Some(alloc) = st.alloc.as_mut() {
             let mut backer = HalBacker::new(self.backend.driver(), d);
             alloc.trim(&mut backer);
@@ -930,6 +1216,21 @@ impl Runtime {
             // 1 GiB pages.
             _ => (info.giant_free_bytes, info.giant_total_bytes),
         })
+    }
+}
+
+/// Checks that `ptr` could be freed now from `m`, device `d`'s memory: a live plain allocation
+/// base, not a pool segment.
+pub(crate) fn check_free_target(api: &str, m: &DevMem, d: u32, ptr: u64) -> Result<()> {
+    let Some(alloc) = m.alloc.as_ref() else {
+        return Err(AclError::rt_invalid(format!("{api}: device {d} has no context")));
+    };
+    match alloc.get(DeviceAddr(ptr)) {
+        Ok(i) if i.component == crate::pool::POOL_COMPONENT => {
+            Err(AclError::rt_invalid(format!("{api}: ptr {ptr:#x} is a memory pool's segment")))
+        }
+        Ok(_) => Ok(()),
+        Err(why) => Err(not_live(api, "ptr", ptr, why)),
     }
 }
 

@@ -49,7 +49,9 @@ struct History {
 static HISTORY: Mutex<History> = Mutex::new(History { max: DEFAULT_MAX_ENTRIES, events: VecDeque::new() });
 
 fn history() -> std::sync::MutexGuard<'static, History> {
-    HISTORY.lock().unwrap_or_else(|p| p.into_inner())
+    // `relock`: every update is one push or pop of a whole event (or a store of `max`); a panic
+    // cannot leave an event half-written. Lock order: a leaf.
+    crate::sync::relock(&HISTORY)
 }
 
 /// One host stack frame, as memory_viz reads it.
@@ -347,7 +349,7 @@ impl Runtime {
                     requested_size: 0,
                     stream: 0,
                     segment_type: "large",
-                    segment_pool_id: (0, handle & 0xFFFF_FFFF_FFFF),
+                    segment_pool_id: (0, crate::pool::pool_number(handle)),
                     is_expandable: true,
                     backed_size: r.backed_bytes,
                     frames: Vec::new(),
@@ -356,7 +358,8 @@ impl Runtime {
             }
         }
         for d in 0..self.device_count() {
-            let st = self.dev(d);
+            // Lock order: `mem` alone; a failed device is left out of the snapshot.
+            let Ok(st) = self.device(d).mem("aclrsMemSnapshot") else { continue };
             let Some(alloc) = st.alloc.as_ref() else { continue };
             for s in alloc.segments() {
                 let total = if s.is_slab { s.len_bytes } else { s.backed_bytes };
@@ -421,7 +424,8 @@ impl Runtime {
         let line = "|".to_owned() + &"=".repeat(75) + "|\n";
         let thin = "|".to_owned() + &"-".repeat(75) + "|\n";
         for d in 0..self.device_count() {
-            let st = self.dev(d);
+            // Lock order: `mem` alone; a failed device is left out of the summary.
+            let Ok(st) = self.device(d).mem("aclrsMemSummary") else { continue };
             let Some(alloc) = st.alloc.as_ref() else { continue };
             let acct = alloc.accounting().clone();
             let segments = alloc.segments();
@@ -471,7 +475,7 @@ impl Runtime {
                     "Stream-ordered pools (the number is segment_pool_id[1] in snapshots)"
                 );
                 for (h, _, st, _) in &mine {
-                    let n = h & 0xFFFF_FFFF_FFFF;
+                    let n = crate::pool::pool_number(*h);
                     row(&mut s, &format!("  pool {n} reserved"), st.reserved.current, Some(st.reserved.peak));
                     row(&mut s, &format!("  pool {n} used"), st.used.current, Some(st.used.peak));
                 }

@@ -4,11 +4,16 @@
 //! Access is per process and one-directional, from the current device to a peer, as in CANN.
 //! On the software NPU every device can reach every other (the DMA engine copies between device
 //! windows), so `CanAccessPeer` says yes for any two distinct devices.
+//!
+//! # Locking
+//!
+//! The peers a device may reach are in its VMM state (`VmmState::peers`); that
+//! device's `vmm` lock is taken alone, one device at a time (a cross-device copy check takes at
+//! most two in turn, never together).
 
 use crate::codes::*;
 use crate::error::{AclError, Result};
 use crate::runtime::Runtime;
-use crate::vmm::with;
 
 impl Runtime {
     fn peer_id(&self, api: &str, what: &str, id: i32) -> Result<u32> {
@@ -55,7 +60,8 @@ impl Runtime {
         if p == cur {
             return Err(AclError::invalid(format!("{api}: peerDeviceId {p} is the current device")));
         }
-        if !with(self, |x| x.peers.insert((cur, p))) {
+        // Lock order: `vmm` alone.
+        if !self.vmm_of(api, cur)?.peers.insert(p) {
             return Err(AclError::rt_invalid(format!(
                 "{api}: access from device {cur} to device {p} is already enabled"
             )));
@@ -75,7 +81,8 @@ impl Runtime {
         if p == cur {
             return Err(AclError::invalid(format!("{api}: peerDeviceId {p} is the current device")));
         }
-        if !with(self, |x| x.peers.remove(&(cur, p))) {
+        // Lock order: `vmm` alone.
+        if !self.vmm_of(api, cur)?.peers.remove(&p) {
             return Err(AclError::rt_invalid(format!(
                 "{api}: access from device {cur} to device {p} is not enabled"
             )));
@@ -86,15 +93,19 @@ impl Runtime {
     /// Whether a copy between devices `a` and `b` may run: the current device must have peer
     /// access to the other one (or, when the current device is neither, one must reach the
     /// other).
-    pub(crate) fn peer_allowed(&self, cur: u32, a: u32, b: u32) -> bool {
-        with(self, |x| {
-            if cur == a {
-                x.peers.contains(&(a, b))
-            } else if cur == b {
-                x.peers.contains(&(b, a))
-            } else {
-                x.peers.contains(&(a, b)) || x.peers.contains(&(b, a))
-            }
-        })
+    ///
+    /// # Errors
+    ///
+    /// 507000 when a device's VMM state is failed.
+    pub(crate) fn peer_allowed(&self, api: &str, cur: u32, a: u32, b: u32) -> Result<bool> {
+        // Lock order: one device's `vmm` at a time.
+        let reaches = |from: u32, to: u32| self.vmm_of(api, from).map(|x| x.peers.contains(&to));
+        if cur == a {
+            reaches(a, b)
+        } else if cur == b {
+            reaches(b, a)
+        } else {
+            Ok(reaches(a, b)? || reaches(b, a)?)
+        }
     }
 }

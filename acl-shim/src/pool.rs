@@ -1,28 +1,34 @@
 //! Stream-ordered memory pools (`aclrtMemPool*`) and stream-ordered frees of plain device
 //! memory: the runtime's side of `acl/acl_rt_memory_soma.h`.
 //!
-//! Safe Rust over `mm::pool`. It owns the pool handles, the segment source (pool segments are
-//! device allocations charged to the `MEMPOOL` component), the stream-order oracle built on the
-//! backend's queues, the waits that internal-dependency reuse inserts, and the deferred frees of
-//! `aclrtMemPoolFreeAsync` on memory from `aclrtMalloc`. It must not touch raw pointers.
+//! Safe Rust over `mm::pool`. It owns the pools of a device ([`Pools`], a per-device
+//! [`HandleTable`]: a handle names its device, and resolving it is an index and a generation
+//! check with no lock), the segment source (pool segments are device allocations charged to the
+//! `MEMPOOL` component, recorded in the device's address map so that the pool holding an address
+//! is one lookup), the stream-order oracle built on the backend's queues, the waits that
+//! internal-dependency reuse inserts, and the settling of the deferred frees of
+//! `aclrtMemPoolFreeAsync` on memory from `aclrtMalloc` (kept by `mm::device::DeferredFrees`).
+//! It must not touch raw pointers.
 //!
 //! # Locking
 //!
-//! The pool table's mutex is taken only to find or change handles. A pool's own mutex may be
-//! held while it maps a segment (which takes the device's mutex): the order is pool, then
-//! device; nothing takes a pool's mutex while holding a device's.
+//! Lock order (see [`crate::device`]): a pool's own mutex, then its device's `mem` (taken by the
+//! segment source while the pool maps a segment); nothing takes a pool's mutex while holding
+//! `mem`. A segment's pages are backed and unbacked by the backend with only the pool's mutex
+//! held (only that pool touches its pages), and recorded under `mem` around the call. Finding a pool (by handle, or by address through the address map) takes no pool's
+//! mutex. The deferred frees are settled by asking the backend with no lock held.
 
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use hal::{DeviceAddr, DeviceId, QueueId, SocProfile, VaRange};
-use mm::device::Component;
+use mm::device::{Component, DeferError};
 use mm::order::{StreamOrder, StreamPoint};
 use mm::pool::{Pool, PoolBacking, PoolError, ReuseModes, PAGE as SEGMENT_ALIGN};
 
 use crate::codes::*;
 use crate::error::{AclError, Result};
-use crate::idmap::IdMap;
-use crate::memory::{locate, HalBacker, Loc};
+use crate::handles::{Entry, Handle, HandleTable, Kind};
+use crate::memory::{locate, HalBacker, Loc, Owner};
 use crate::runtime::Runtime;
 use crate::stream::GraphOrder;
 
@@ -128,83 +134,153 @@ impl Drop for PoolGuard<'_> {
     }
 }
 
-/// A stream-ordered free of plain device memory, waiting for its stream to get there.
-#[derive(Debug, Clone, Copy)]
-struct Deferred {
-    device: u32,
-    addr: u64,
-    point: StreamPoint,
+/// The most pools one device holds at once.
+pub const MAX_POOLS: u32 = 65_536;
+
+/// A pool as a lookup returns it (kept alive while held).
+type PoolRef = Arc<Entry<PoolObj>>;
+
+/// The pools of one device.
+#[derive(Debug)]
+pub struct Pools {
+    table: HandleTable<PoolObj>,
 }
 
-#[derive(Debug, Default)]
-struct Tables {
-    generation: u64,
-    pools: IdMap<u64, Arc<PoolObj>>,
-    next: u64,
-    deferred: Vec<Deferred>,
-}
-
-fn tables(rt: &Runtime) -> MutexGuard<'static, Tables> {
-    static T: OnceLock<Mutex<Tables>> = OnceLock::new();
-    let mut t = T.get_or_init(|| Mutex::new(Tables::default())).lock().unwrap_or_else(|p| p.into_inner());
-    if t.generation != rt.generation {
-        *t = Tables { generation: rt.generation, next: 1, ..Tables::default() };
+impl Pools {
+    /// No pools, for device `d` of the runtime of aclInit generation `generation`.
+    pub(crate) fn new(d: u32, generation: u64) -> Self {
+        Self { table: HandleTable::new(Kind::Pool, d, generation, MAX_POOLS) }
     }
-    t
+
+    /// Forgets every pool (device reset).
+    pub(crate) fn clear(&self) {
+        drop(self.table.drain());
+    }
 }
 
-const TAG_POOL: u64 = 0xac50 << 48;
+/// The number a pool shows in memory summaries and snapshots (`segment_pool_id[1]`): its slot
+/// in its device's table, from 1.
+pub(crate) fn pool_number(handle: u64) -> u64 {
+    Handle::decode(handle, Kind::Pool).map_or(0, |h| u64::from(h.index) + 1)
+}
 
-fn lock(p: &PoolObj) -> PoolGuard<'_> {
-    let inner = p.inner.lock().unwrap_or_else(|e| e.into_inner());
+/// Locks a pool.
+///
+/// # Errors
+///
+/// 507000 when a panic poisoned it.
+fn lock<'a>(p: &'a PoolObj, api: &str, handle: u64) -> Result<PoolGuard<'a>> {
+    // Lock order: a pool's mutex, then (inside, through `Segments`) its device's `mem`.
+    let inner = crate::sync::lock(&p.inner, api, &format_args!("memPool {handle:#x}"))?;
     let before = inner.pool.stats();
-    PoolGuard { inner, before }
+    Ok(PoolGuard { inner, before })
 }
 
-/// Pool regions are VA reservations of the device allocator, backed page by page.
+/// Pool regions are VA reservations of the device allocator, backed page by page, and recorded
+/// in the device's address map as segments of the pool `pool`.
 struct Segments<'a> {
     rt: &'a Runtime,
     dev: u32,
+    pool: u64,
 }
 
 impl Segments<'_> {
     fn with<T>(
         &mut self,
-        f: impl FnOnce(&mut mm::device::DeviceAllocator, &mut HalBacker<'_>) -> std::result::Result<T, hal::Error>,
+        f: impl FnOnce(&mut crate::memory::DevMem, &mut HalBacker<'_>) -> std::result::Result<T, hal::Error>,
     ) -> std::result::Result<T, hal::Error> {
-        let mut st = self.rt.dev(self.dev);
-        let alloc = st.alloc.as_mut().ok_or(hal::Error::new(hal::ErrorKind::NoDevice, "device reset"))?;
+        // Lock order: under the pool's mutex, the device's `mem` (a leaf here).
+        let mut m =
+            self.rt.device(self.dev).mem("memPool").map_err(|_| {
+                hal::Error::new(hal::ErrorKind::Internal, "the device's memory state is failed")
+            })?;
+        if m.alloc.is_none() {
+            return Err(hal::Error::new(hal::ErrorKind::NoDevice, "device reset"));
+        }
         let mut backer = HalBacker::new(self.rt.backend().driver(), self.dev);
-        f(alloc, &mut backer)
+        f(&mut m, &mut backer)
     }
 }
 
 impl PoolBacking for Segments<'_> {
     fn reserve(&mut self, len_bytes: u64) -> std::result::Result<VaRange, hal::Error> {
-        let r = self.with(|a, _| {
-            a.reserve_range(len_bytes, POOL_COMPONENT)
-                .map_err(|_| hal::Error::new(hal::ErrorKind::OutOfMemory, "no device VA for a pool region"))
+        let pool = self.pool;
+        let r = self.with(|m, _| {
+            let a = m.alloc.as_mut().ok_or(hal::Error::new(hal::ErrorKind::NoDevice, "device reset"))?;
+            let r = a.reserve_range(len_bytes, POOL_COMPONENT).map_err(|_| {
+                hal::Error::new(hal::ErrorKind::OutOfMemory, "no device VA for a pool region")
+            })?;
+            if m.map.insert(r.start().as_u64(), r.len_bytes(), Owner::PoolSegment(pool)).is_err() {
+                // Cannot happen (the allocator handed out fresh VA); undo so nothing changes.
+                let _ = a.unreserve_range(r);
+                return Err(hal::Error::new(
+                    hal::ErrorKind::Internal,
+                    "pool region overlaps the address map",
+                ));
+            }
+            Ok(r)
         })?;
         crate::obs::note(self.dev, "segment_alloc", r.start().as_u64(), r.len_bytes(), 0);
         Ok(r)
     }
 
     fn unreserve(&mut self, range: VaRange) -> std::result::Result<(), hal::Error> {
-        self.with(|a, _| {
+        self.with(|m, _| {
+            let a = m.alloc.as_mut().ok_or(hal::Error::new(hal::ErrorKind::NoDevice, "device reset"))?;
             a.unreserve_range(range)
-                .map_err(|_| hal::Error::new(hal::ErrorKind::InvalidHandle, "not a pool region"))
+                .map_err(|_| hal::Error::new(hal::ErrorKind::InvalidHandle, "not a pool region"))?;
+            m.map.remove(range.start().as_u64());
+            Ok(())
         })?;
         crate::obs::note(self.dev, "segment_free", range.start().as_u64(), range.len_bytes(), 0);
         Ok(())
     }
 
+    /// Backs one page of this pool's region with no lock but the pool's own held (only this
+    /// pool, under its mutex, backs or unbacks its pages), then records it under `mem`.
     fn back(&mut self, page: VaRange) -> std::result::Result<(), hal::Error> {
-        self.with(|a, b| a.back_reserved(b, page))
+        use mm::device::Backer as _;
+        let mut hal = HalBacker::new(self.rt.backend().driver(), self.dev);
+        match hal.back(page, hal::PageSize::Huge, hal::MemAttr::CACHED) {
+            Ok(()) => {}
+            Err(e) if e.kind() == hal::ErrorKind::OutOfMemory => {
+                hal.back(page, hal::PageSize::Normal, hal::MemAttr::CACHED)?
+            }
+            Err(e) => return Err(e),
+        }
+        let r = self.with(|m, _| m.alloc.as_mut().map_or(Ok(()), |a| a.back_reserved(&mut Done, page)));
+        if r.is_err() {
+            let _ = hal.unback(page);
+        }
+        r
     }
 
+    /// Forgets one page under `mem`, then unbacks it with no lock but the pool's own held.
     fn unback(&mut self, page: VaRange) -> std::result::Result<(), hal::Error> {
-        self.with(|a, b| a.unback_reserved(b, page))
+        use mm::device::Backer as _;
+        self.with(|m, _| m.alloc.as_mut().map_or(Ok(()), |a| a.unback_reserved(&mut Done, page)))?;
+        HalBacker::new(self.rt.backend().driver(), self.dev).unback(page)
     }
+}
+
+/// A backer for bookkeeping of pages the driver has already backed, or will unback after.
+struct Done;
+
+impl mm::device::Backer for Done {
+    fn back(&mut self, _: VaRange, _: hal::PageSize, _: hal::MemAttr) -> std::result::Result<(), hal::Error> {
+        Ok(())
+    }
+
+    fn unback(&mut self, _: VaRange) -> std::result::Result<(), hal::Error> {
+        Ok(())
+    }
+}
+
+fn unknown_pool(api: &str, handle: u64) -> AclError {
+    AclError::new(
+        ACL_ERROR_RT_INTERNAL_ERROR,
+        format!("{api}: memPool {handle:#x} is not a live pool (destroyed, or never created)"),
+    )
 }
 
 fn pool_err(api: &str, e: PoolError, what: &str) -> AclError {
@@ -241,15 +317,22 @@ impl Runtime {
         ))
     }
 
-    fn pool(&self, api: &str, handle: u64) -> Result<Arc<PoolObj>> {
-        let t = tables(self);
-        match t.pools.get(&handle) {
-            Some(p) if !lock(p).retired => Ok(Arc::clone(p)),
-            _ => Err(AclError::new(
-                ACL_ERROR_RT_INTERNAL_ERROR,
-                format!("{api}: memPool {handle:#x} is not a live pool (destroyed, or never created)"),
-            )),
+    /// The pool `handle` names, live or retired: its device comes from the handle, the pool
+    /// from that device's table (no lock).
+    fn pool_any(&self, api: &str, handle: u64) -> Result<PoolRef> {
+        let d = Handle::device_of(handle, Kind::Pool)
+            .filter(|&d| d < self.device_count())
+            .ok_or_else(|| unknown_pool(api, handle))?;
+        self.device(d).pools.table.get(handle).ok_or_else(|| unknown_pool(api, handle))
+    }
+
+    /// The live pool `handle` names.
+    fn pool(&self, api: &str, handle: u64) -> Result<PoolRef> {
+        let p = self.pool_any(api, handle)?;
+        if lock(&p, api, handle)?.retired {
+            return Err(unknown_pool(api, handle));
         }
+        Ok(p)
     }
 
     /// The stream-order oracle of device `d`: its dependency graph (recorded waits and the
@@ -318,9 +401,6 @@ impl Runtime {
                 props.max_size
             )));
         }
-        let mut t = tables(self);
-        let h = TAG_POOL | t.next;
-        t.next += 1;
         let obj = PoolObj {
             device: d,
             inner: Mutex::new(PoolInner {
@@ -329,23 +409,25 @@ impl Runtime {
                 counters: self.backend().device_sim().and_then(|s| s.pool_counters(DeviceId(d))),
             }),
         };
-        t.pools.insert(h, Arc::new(obj));
-        Ok(h)
+        self.device(d).pools.table.insert(obj).map_err(|_| {
+            AclError::new(
+                ACL_ERROR_RT_MEMORY_ALLOCATION,
+                format!("{api}: device {d} already has {MAX_POOLS} pools; destroy one first"),
+            )
+        })
     }
 
     /// Every pool of this process (retired ones included): handle, device, statistics and
-    /// regions, for the memory summary and snapshots. Takes the tables, then each pool.
+    /// regions, for the memory summary and snapshots. A pool a panic left failed is left out.
     pub(crate) fn pool_walk(&self) -> Vec<(u64, u32, mm::pool::PoolStats, Vec<mm::pool::PoolRegion>)> {
-        let list: Vec<(u64, Arc<PoolObj>)> =
-            tables(self).pools.iter().map(|(h, p)| (*h, Arc::clone(p))).collect();
-        let mut out: Vec<_> = list
-            .into_iter()
-            .map(|(h, p)| {
-                let inner = lock(&p);
-                (h, p.device, inner.pool.stats(), inner.pool.regions())
-            })
-            .collect();
-        out.sort_by_key(|p| p.0);
+        let mut out = Vec::new();
+        for dev in self.devices.iter() {
+            for p in dev.pools.table.live() {
+                let Ok(inner) = lock(&p, "aclrsMemSnapshot", p.handle()) else { continue };
+                out.push((p.handle(), p.device, inner.pool.stats(), inner.pool.regions()));
+            }
+        }
+        out.sort_by_key(|p| (p.1, p.0));
         out
     }
 
@@ -360,26 +442,26 @@ impl Runtime {
     pub fn pool_destroy(&self, api: &str, handle: u64) -> Result<()> {
         self.check_pool_soc(api)?;
         let p = self.pool(api, handle)?;
-        lock(&p).retired = true;
-        self.collect_retired(handle, &p);
-        Ok(())
+        lock(&p, api, handle)?.retired = true;
+        self.collect_retired(api, &p)
     }
 
     /// Gives back what a retired pool no longer needs, and forgets it once it holds nothing.
-    fn collect_retired(&self, handle: u64, p: &PoolObj) {
+    fn collect_retired(&self, api: &str, p: &PoolRef) -> Result<()> {
         let d = p.device;
-        let mut inner = lock(p);
+        let mut inner = lock(p, api, p.handle())?;
         if !inner.retired {
-            return;
+            return Ok(());
         }
         let order = self.order(d);
-        let mut seg = Segments { rt: self, dev: d };
+        let mut seg = Segments { rt: self, dev: d, pool: p.handle() };
         inner.pool.release(&mut seg, &order, 0);
         let gone = inner.pool.busy_count() == 0 && inner.pool.stats().reserved.current == 0;
         drop(inner);
         if gone {
-            tables(self).pools.remove(&handle);
+            self.device(d).pools.table.remove(p.handle());
         }
+        Ok(())
     }
 
     /// `aclrtMemPoolMallocAsync`.
@@ -395,7 +477,8 @@ impl Runtime {
                 "{api}: stream is NULL (the default stream cannot be used with pools)"
             )));
         }
-        let p = self.pool(api, handle)?;
+        // The pool's mutex is taken once, below, to check it is live and to allocate.
+        let p = self.pool_any(api, handle)?;
         let s = self.submit_stream(api, stream)?;
         if s.device != p.device {
             return Err(AclError::new(
@@ -410,9 +493,12 @@ impl Runtime {
             return Err(AclError::rt_invalid(format!("{api}: size {size} overflows when rounded")));
         }
         self.process_deferred(p.device);
-        let mut inner = lock(&p);
+        let mut inner = lock(&p, api, handle)?;
+        if inner.retired {
+            return Err(unknown_pool(api, handle));
+        }
         let order = self.order(p.device);
-        let mut seg = Segments { rt: self, dev: p.device };
+        let mut seg = Segments { rt: self, dev: p.device, pool: handle };
         let g = match inner.pool.allocate(&mut seg, &order, s.queue.0, size) {
             Ok(g) => g,
             Err(e) => {
@@ -420,12 +506,11 @@ impl Runtime {
                 drop(inner);
                 let mut err = pool_err(api, e, "allocation");
                 if let PoolError::OutOfMemory(_) = e {
-                    let figures = {
-                        let st = self.dev(p.device);
-                        st.alloc
+                    let figures = self.device(p.device).mem(api).ok().and_then(|m| {
+                        m.alloc
                             .as_ref()
                             .map(|a| crate::obs::oom_figures(self.backend().driver(), p.device, a))
-                    };
+                    });
                     if let Some(f) = figures {
                         err = AclError::new(err.code(), format!("{}; {f}", err.message()));
                     }
@@ -442,7 +527,9 @@ impl Runtime {
             drop(inner);
             if let Err(e) = self.wait_for_point(api, &s, QueueId(w.stream), w.seq) {
                 // Could not order the reuse: give the block back untouched.
-                let _ = lock(&p).pool.free(g.addr, w.stream, w.seq);
+                if let Ok(mut back) = lock(&p, api, p.handle()) {
+                    let _ = back.pool.free(g.addr, w.stream, w.seq);
+                }
                 return Err(e);
             }
         }
@@ -476,60 +563,67 @@ impl Runtime {
             .progress(DeviceId(d), s.queue)
             .map_err(|e| AclError::from_hal(e, api))?
             .submitted;
-        if let Some((h, p)) = self.pool_of(d, ptr) {
-            let mut inner = lock(&p);
+        if let Some(p) = self.pool_of(api, d, ptr)? {
+            let mut inner = lock(&p, api, p.handle())?;
             let size = inner
                 .pool
                 .free(DeviceAddr(ptr), s.queue.0, seq)
                 .map_err(|e| pool_err(api, e, &format!("ptr {ptr:#x}")))?;
+            let retired = inner.retired;
             drop(inner);
             // The block is back in the pool for its stream at once (later work on that stream
             // may reuse it), so the free completes as it is requested.
             crate::obs::note(d, "free_requested", ptr, size, u64::from(s.queue.0));
             crate::obs::note(d, "free_completed", ptr, size, u64::from(s.queue.0));
-            self.collect_retired(h, &p);
-            return Ok(());
+            return if retired { self.collect_retired(api, &p) } else { Ok(()) };
         }
-        // Plain device memory: it must be a live allocation base, freed once.
+        // Plain device memory: it must be a live allocation base, freed once. Checked and
+        // recorded under one hold of `mem`, so no other free can come between.
+        self.owning_device(api, "ptr", ptr)?;
         {
-            let t = tables(self);
-            if t.deferred.iter().any(|f| f.addr == ptr) {
-                return Err(AclError::rt_invalid(format!(
-                    "{api}: ptr {ptr:#x} already has a free pending (double free)"
-                )));
-            }
+            // Lock order: `mem` alone.
+            let mut m = self.device(d).mem(api)?;
+            crate::memory::check_free_target(api, &m, d, ptr)?;
+            m.deferred.push(ptr, StreamPoint { stream: s.queue.0, seq }).map_err(
+                |DeferError::AlreadyPending(_)| {
+                    AclError::rt_invalid(format!(
+                        "{api}: ptr {ptr:#x} already has a free pending (double free)"
+                    ))
+                },
+            )?;
+            self.device(d).note_deferred(m.deferred.len());
         }
-        self.check_free_target(api, ptr)?;
-        tables(self).deferred.push(Deferred {
-            device: d,
-            addr: ptr,
-            point: StreamPoint { stream: s.queue.0, seq },
-        });
         self.process_deferred(d);
         Ok(())
     }
 
-    /// Whether a stream-ordered free of the plain allocation at `ptr` is pending.
-    pub(crate) fn has_deferred_free(&self, ptr: u64) -> bool {
-        tables(self).deferred.iter().any(|f| f.addr == ptr)
+    /// Whether a stream-ordered free of the plain allocation at `ptr` (on device `d`) is pending.
+    pub(crate) fn has_deferred_free(&self, api: &str, d: u32, ptr: u64) -> Result<bool> {
+        Ok(self.device(d).mem(api)?.deferred.pending(ptr).is_some())
     }
 
-    /// The pool (live or retired) whose segments hold `ptr`.
-    fn pool_of(&self, d: u32, ptr: u64) -> Option<(u64, Arc<PoolObj>)> {
-        let t = tables(self);
-        t.pools
-            .iter()
-            .find(|(_, p)| p.device == d && lock(p).pool.owns(DeviceAddr(ptr)))
-            .map(|(&h, p)| (h, Arc::clone(p)))
+    /// The pool (live or retired) whose segments hold `ptr` of device `d`: one lookup in the
+    /// device's address map, then the pool's handle slot (no pool's mutex is taken).
+    fn pool_of(&self, api: &str, d: u32, ptr: u64) -> Result<Option<PoolRef>> {
+        let dev = self.device(d);
+        // Lock order: `mem` alone, released before the pool is used.
+        let owner = dev.mem(api)?.map.find(ptr).map(|r| r.value);
+        Ok(match owner {
+            Some(Owner::PoolSegment(h)) => dev.pools.table.get(h),
+            _ => None,
+        })
     }
 
     /// The busy pool block containing `ptr`, if `ptr` lies in a pool: `Some(Some((base, size)))`
     /// for a block, `Some(None)` for pool memory that is not allocated, `None` outside pools.
-    pub(crate) fn pool_block_of(&self, ptr: u64) -> Option<Option<(u64, u64)>> {
-        let Loc::Device(d) = locate(ptr) else { return None };
-        let (_, p) = self.pool_of(d, ptr)?;
-        let inner = lock(&p);
-        Some(inner.pool.find_busy(DeviceAddr(ptr)).map(|(b, l)| (b.as_u64(), l)))
+    pub(crate) fn pool_block_of(&self, api: &str, ptr: u64) -> Result<Option<Option<(u64, u64)>>> {
+        let Loc::Device(d) = locate(ptr) else { return Ok(None) };
+        if d >= self.device_count() {
+            return Ok(None);
+        }
+        let Some(p) = self.pool_of(api, d, ptr)? else { return Ok(None) };
+        let inner = lock(&p, api, p.handle())?;
+        Ok(Some(inner.pool.find_busy(DeviceAddr(ptr)).map(|(b, l)| (b.as_u64(), l))))
     }
 
     /// `aclrtFree` of pool memory: the block is freed at once (CANN's force free).
@@ -537,71 +631,90 @@ impl Runtime {
     /// Returns `None` when `ptr` is not in a pool.
     pub(crate) fn pool_free_now(&self, api: &str, ptr: u64) -> Option<Result<()>> {
         let Loc::Device(d) = locate(ptr) else { return None };
-        let (h, p) = self.pool_of(d, ptr)?;
-        let mut inner = lock(&p);
-        // A free ordered after nothing: the block is idle, any stream may reuse it at once.
-        let r = inner
-            .pool
-            .free(DeviceAddr(ptr), mm::pool::UNORDERED, 0)
-            .map(|size| {
-                if crate::obs::recording() {
-                    crate::obs::note(d, "free_requested", ptr, size, 0);
-                    crate::obs::note(d, "free_completed", ptr, size, 0);
-                }
-            })
-            .map_err(|e| pool_err(api, e, &format!("devPtr {ptr:#x}")));
-        drop(inner);
-        self.collect_retired(h, &p);
-        Some(r)
+        let p = match self.pool_of(api, d, ptr) {
+            Ok(p) => p?,
+            Err(e) => return Some(Err(e)),
+        };
+        let r = lock(&p, api, p.handle()).and_then(|mut inner| {
+            // A free ordered after nothing: the block is idle, any stream may reuse it at once.
+            inner
+                .pool
+                .free(DeviceAddr(ptr), mm::pool::UNORDERED, 0)
+                .map(|size| {
+                    if crate::obs::recording() {
+                        crate::obs::note(d, "free_requested", ptr, size, 0);
+                        crate::obs::note(d, "free_completed", ptr, size, 0);
+                    }
+                })
+                .map_err(|e| pool_err(api, e, &format!("devPtr {ptr:#x}")))
+        });
+        Some(r.and_then(|()| self.collect_retired(api, &p)))
     }
 
-    /// Runs the stream-ordered frees of plain memory whose streams have got there.
+    /// Runs the stream-ordered frees of plain memory whose streams have got there. Settling
+    /// looks at the oldest and newest pending free of each stream, asks the backend about them
+    /// with no lock held, then settles each stream up to the newest point found complete.
     pub(crate) fn process_deferred(&self, d: u32) {
-        let ready: Vec<Deferred> = {
-            let mut t = tables(self);
-            if t.deferred.is_empty() {
+        const API: &str = "aclrtMemPoolFreeAsync";
+        let dev = self.device(d);
+        if !dev.has_deferred() {
+            return;
+        }
+        let streams: Vec<(u32, u64, u64)> = {
+            // Lock order: `mem` alone.
+            let Ok(m) = dev.mem(API) else { return };
+            if m.deferred.is_empty() {
                 return;
             }
-            let order = self.order(d);
-            let (ready, wait): (Vec<Deferred>, Vec<Deferred>) =
-                t.deferred.iter().partition(|f| f.device == d && order.is_complete(f.point));
-            t.deferred = wait;
-            ready
+            m.deferred.streams().collect()
         };
-        for f in ready {
-            let _ = self.free_device_now("aclrtMemPoolFreeAsync", f.device, f.addr);
+        let order = self.order(d);
+        let mut ready = Vec::new();
+        for (stream, oldest, newest) in streams {
+            let done = if order.is_complete(StreamPoint { stream, seq: newest }) {
+                newest
+            } else if order.is_complete(StreamPoint { stream, seq: oldest }) {
+                oldest
+            } else {
+                continue;
+            };
+            let Ok(mut m) = dev.mem(API) else { return };
+            m.deferred.settle_stream(stream, done, &mut |base| ready.push(base));
+            dev.note_deferred(m.deferred.len());
+        }
+        for base in ready {
+            let _ = self.free_device_now(API, d, base);
         }
     }
 
     /// At a synchronize of device `d`: deferred frees, then each pool releases down to its
     /// threshold.
     pub(crate) fn pools_on_sync(&self, d: u32) {
+        const API: &str = "aclrtSynchronizeStream";
         self.process_deferred(d);
-        let pools: Vec<(u64, Arc<PoolObj>)> = tables(self)
-            .pools
-            .iter()
-            .filter(|(_, p)| p.device == d)
-            .map(|(&h, p)| (h, Arc::clone(p)))
-            .collect();
-        for (h, p) in pools {
-            let mut inner = lock(&p);
+        for p in self.device(d).pools.table.live() {
+            let Ok(mut inner) = lock(&p, API, p.handle()) else { continue };
             if inner.retired {
                 drop(inner);
-                self.collect_retired(h, &p);
+                let _ = self.collect_retired(API, &p);
                 continue;
             }
             // Lock order: the pool → the graph (a leaf), taken per pool.
             let order = self.order(d);
-            let mut seg = Segments { rt: self, dev: d };
+            let mut seg = Segments { rt: self, dev: d, pool: p.handle() };
             inner.pool.release_to_threshold(&mut seg, &order);
         }
     }
 
-    /// Device reset: every pool of `d` and every deferred free goes.
+    /// Device reset: every pool of `d` and every deferred free goes (the allocator's teardown
+    /// gives their memory back).
     pub(crate) fn pools_teardown(&self, d: u32) {
-        let mut t = tables(self);
-        t.deferred.retain(|f| f.device != d);
-        t.pools.retain(|_, p| p.device != d);
+        let dev = self.device(d);
+        dev.pools.clear();
+        if let Ok(mut m) = dev.mem("aclrtResetDevice") {
+            m.deferred.drain(&mut |_| {});
+            dev.note_deferred(0);
+        }
     }
 
     /// `aclrtMemPoolTrimTo`.
@@ -614,9 +727,9 @@ impl Runtime {
         self.check_pool_soc(api)?;
         let p = self.pool(api, handle)?;
         let d = p.device;
-        let mut inner = lock(&p);
+        let mut inner = lock(&p, api, handle)?;
         let order = self.order(d);
-        let mut seg = Segments { rt: self, dev: d };
+        let mut seg = Segments { rt: self, dev: d, pool: handle };
         match inner.pool.trim_to(&mut seg, &order, keep) {
             Ok(_) => Ok(()),
             Err(PoolError::InvalidArgument) => Err(AclError::new(
@@ -640,7 +753,7 @@ impl Runtime {
     pub fn pool_set_attr(&self, api: &str, handle: u64, a: u32, v: AttrValue) -> Result<()> {
         self.check_pool_soc(api)?;
         let p = self.pool(api, handle)?;
-        let mut inner = lock(&p);
+        let mut inner = lock(&p, api, handle)?;
         let mut modes = inner.pool.modes();
         match (a, v) {
             (attr::REUSE_FOLLOW_EVENT_DEPENDENCIES, AttrValue::U32(x)) => {
@@ -697,7 +810,7 @@ impl Runtime {
     pub fn pool_get_attr(&self, api: &str, handle: u64, a: u32) -> Result<AttrValue> {
         self.check_pool_soc(api)?;
         let p = self.pool(api, handle)?;
-        let inner = lock(&p);
+        let inner = lock(&p, api, handle)?;
         let m = inner.pool.modes();
         let st = inner.pool.stats();
         Ok(match a {

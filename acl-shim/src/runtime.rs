@@ -1,5 +1,6 @@
 //! The runtime glue: initialisation, the backend, devices and their contexts, the current
-//! device of each thread, and the allocation tables of device and pinned host memory.
+//! device of each thread; the per-device state ([`crate::device::Device`]) and the pinned-host
+//! table ([`crate::memory::HostMem`]) hang off the [`Runtime`].
 //!
 //! Everything here is safe Rust over `hal` and `mm`. It owns the rules of the ACL API (sizes,
 //! rounding, policies, directions, reference counts) and the messages of its errors. It must not
@@ -10,8 +11,9 @@
 //!
 //! The global runtime is an `ArcSwapOption`: looking it up ([`runtime`]) takes no lock, only an
 //! atomic load and an `Arc` clone; `aclInit` and `aclFinalize` are serialised by one mutex taken
-//! nowhere else (`LIFECYCLE`). Each device's state
-//! has its own `Mutex`, and the pinned-host table another. No call holds two of those at once.
+//! nowhere else (`LIFECYCLE`). Each device's locks and their one order are in
+//! [`crate::device`]; the pinned-host table has its own lock, taken alone. A device's reference
+//! count is an atomic (reading it takes no lock).
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -28,10 +30,11 @@ use hal_davinci::QueueMode;
 use hal_davinci::{Davinci, LibcTransport};
 use hal_sim::Sim;
 use mm::device::DeviceAllocator;
-use mm::heap::DeviceHeap;
 
 use crate::codes::*;
+use crate::device::Device;
 use crate::error::{AclError, Result};
+use crate::memory::HostMem;
 
 /// The backend the runtime drives, chosen at `aclInit` from `ACLRS_BACKEND`.
 #[derive(Debug)]
@@ -146,25 +149,16 @@ impl Backend {
     }
 }
 
-/// Per-device state of this process.
-#[derive(Debug, Default)]
-pub(crate) struct DevState {
-    /// `aclrtSetDevice` count minus resets; the context exists while it is non-zero.
-    pub(crate) refcount: u32,
-    /// Set when the device was reset by `aclrtResetDeviceForce` (a later plain reset fails).
-    pub(crate) forced: bool,
-    /// The allocation table, present while the context exists.
-    pub(crate) alloc: Option<DeviceAllocator>,
-}
-
 /// The initialised runtime of this process.
 #[derive(Debug)]
 pub struct Runtime {
     pub(crate) generation: u64,
     pub(crate) backend: Backend,
     pub(crate) soc: SocProfile,
-    pub(crate) devices: Vec<Mutex<DevState>>,
-    pub(crate) host: Mutex<DeviceHeap>,
+    /// Per-device state, by logical device id.
+    pub(crate) devices: Box<[Device]>,
+    /// The pinned-host table. Lock order: taken alone.
+    pub(crate) host: Mutex<HostMem>,
     /// Per device: its streams, events, contexts, subscriptions and dependency graph.
     pub(crate) streams: Box<[crate::stream::DeviceStreams]>,
 }
@@ -260,8 +254,8 @@ pub fn init(config: Option<&str>) -> Result<()> {
         generation,
         backend,
         soc,
-        devices: (0..count).map(|_| Mutex::new(DevState::default())).collect(),
-        host: Mutex::new(DeviceHeap::new(host_window)),
+        devices: (0..count).map(|d| Device::new(d, generation)).collect(),
+        host: Mutex::new(HostMem::new(host_window)),
         streams,
     })));
     Ok(())
@@ -361,8 +355,10 @@ pub fn finalize() -> Result<()> {
     };
     crate::obs::write_env_snapshot(&rt);
     for i in 0..rt.devices.len() {
+        // `relock`: `life` guards no data (it only serialises open and teardown).
+        let life = crate::sync::relock(&rt.devices[i].life);
         // CAST: the device count fits in u32.
-        rt.teardown(i as u32, "aclFinalize", true);
+        rt.teardown(i as u32, "aclFinalize", true, &life);
     }
     rt.release_pinned();
     CURRENT.with(|c| c.set(None));
@@ -425,8 +421,18 @@ impl Runtime {
         }
     }
 
-    pub(crate) fn dev(&self, d: u32) -> MutexGuard<'_, DevState> {
-        self.devices[d as usize].lock().unwrap_or_else(|p| p.into_inner())
+    /// The state of device `d` (which must be below [`Self::device_count`]).
+    pub(crate) fn device(&self, d: u32) -> &Device {
+        &self.devices[d as usize]
+    }
+
+    /// Locks the pinned-host table. Lock order: taken alone.
+    ///
+    /// # Errors
+    ///
+    /// 507000 when a panic poisoned it.
+    pub(crate) fn host(&self, api: &str) -> Result<MutexGuard<'_, HostMem>> {
+        crate::sync::lock(&self.host, api, &"the pinned-host memory table")
     }
 
     /// `aclrtSetDevice`: opens the device on first use, counts a reference, makes it current.
@@ -435,9 +441,16 @@ impl Runtime {
     ///
     /// `ACL_ERROR_RT_INVALID_DEVICEID`, or the backend's error when the device cannot open.
     pub fn set_device(&self, device_id: i32) -> Result<()> {
-        let d = self.check_id("aclrtSetDevice", device_id)?;
-        let mut st = self.dev(d);
-        if st.refcount == 0 {
+        const API: &str = "aclrtSetDevice";
+        let d = self.check_id(API, device_id)?;
+        let dev = self.device(d);
+        // Lock order: `life` (outermost), held across the backend's open.
+        let life = dev.life(API)?;
+        let count = dev
+            .refcount()
+            .checked_add(1)
+            .ok_or_else(|| AclError::rt_invalid("aclrtSetDevice: reference count overflow"))?;
+        if count == 1 {
             self.backend.driver().open(DeviceId(d)).map_err(|e| {
                 AclError::new(ACL_ERROR_RT_NO_DEVICE, format!("aclrtSetDevice({device_id}): {e}"))
             })?;
@@ -446,13 +459,19 @@ impl Runtime {
             // One empty slab chunk per class is kept, so a lone small malloc/free loop does not
             // back and unback a chunk every time; `trim_spares` gives it back.
             alloc.set_keep_spare(true);
-            st.alloc = Some(alloc);
-            st.forced = false;
+            // Lock order: `mem` under `life`.
+            match dev.mem(API) {
+                Ok(mut m) => {
+                    m.alloc = Some(alloc);
+                    m.epoch = crate::memory::next_epoch();
+                }
+                Err(e) => {
+                    let _ = self.backend.driver().close(DeviceId(d));
+                    return Err(e);
+                }
+            }
         }
-        st.refcount = st
-            .refcount
-            .checked_add(1)
-            .ok_or_else(|| AclError::rt_invalid("aclrtSetDevice: reference count overflow"))?;
+        dev.set_refcount(&life, count, count > 1 && dev.forced());
         let generation = self.generation;
         CURRENT.with(|c| c.set(Some((generation, d))));
         Ok(())
@@ -467,23 +486,23 @@ impl Runtime {
     pub fn reset_device(&self, device_id: i32, force: bool) -> Result<()> {
         let api = if force { "aclrtResetDeviceForce" } else { "aclrtResetDevice" };
         let d = self.check_id(api, device_id)?;
-        let last = {
-            let mut st = self.dev(d);
-            if st.refcount == 0 {
-                let why = if st.forced {
-                    "it was already reset with aclrtResetDeviceForce"
-                } else {
-                    "it has no context (not set, or already reset)"
-                };
-                return Err(AclError::new(ACL_ERROR_RT_CONTEXT_NULL, format!("{api}({device_id}): {why}")));
-            }
-            st.refcount = if force { 0 } else { st.refcount - 1 };
-            st.forced = force;
-            st.refcount == 0
-        };
-        if last {
-            self.teardown(d, api, force);
-            self.dev(d).forced = force;
+        let dev = self.device(d);
+        // Lock order: `life` (outermost), held across the teardown (which takes the others).
+        // `relock`: `life` guards no data, and a reset is how a failed device recovers.
+        let life = crate::sync::relock(&dev.life);
+        if dev.refcount() == 0 {
+            let why = if dev.forced() {
+                "it was already reset with aclrtResetDeviceForce"
+            } else {
+                "it has no context (not set, or already reset)"
+            };
+            return Err(AclError::new(ACL_ERROR_RT_CONTEXT_NULL, format!("{api}({device_id}): {why}")));
+        }
+        let count = if force { 0 } else { dev.refcount() - 1 };
+        dev.set_refcount(&life, count, force);
+        if count == 0 {
+            self.teardown(d, api, force, &life);
+            dev.set_refcount(&life, 0, force);
             // The context is gone: it is no longer current on this thread. (Other threads find
             // out through the zero reference count.)
             let generation = self.generation;
@@ -498,17 +517,19 @@ impl Runtime {
 
     /// Frees every allocation of device `d` and closes it (`api` resets it; `force`: the forced
     /// form, which drops queued tasks).
-    fn teardown(&self, d: u32, api: &str, force: bool) {
+    /// Called under the device's `life`; ends with the device's state rebuilt from nothing (so
+    /// a device a panic left failed works again after its reset).
+    fn teardown(&self, d: u32, api: &str, force: bool, life: &MutexGuard<'_, ()>) {
+        let dev = self.device(d);
         // Outstanding tasks finish first (CANN's reset waits for them; the forced forms drop the
         // queued ones, see `settle_device`); then pools, stream-ordered frees and allocations go.
         self.settle_device(api, d, force);
         self.pools_teardown(d);
         self.vmm_teardown(d);
-        let alloc = {
-            let mut st = self.dev(d);
-            st.refcount = 0;
-            st.alloc.take()
-        };
+        dev.set_refcount(life, 0, force);
+        // A failed (poisoned) memory state is not walked: closing the device gives its memory
+        // back, and `rebuild` below starts again from nothing.
+        let alloc = dev.mem.lock().ok().and_then(|mut m| m.alloc.take());
         if let Some(mut alloc) = alloc {
             let mut backer = crate::memory::HalBacker::new(self.backend.driver(), d);
             alloc.release_all(&mut backer);
@@ -518,12 +539,16 @@ impl Runtime {
         // the device below, after its tasks have run).
         self.forget_device_handles(d);
         let _ = self.backend.driver().close(DeviceId(d));
+        dev.rebuild(life);
     }
 
     fn release_pinned(&self) {
-        let mut host = self.host.lock().unwrap_or_else(|p| p.into_inner());
-        for a in host.drain() {
-            let _ = self.backend.driver().unback_host(a.range);
+        // `relock`: the runtime is going away; the table is only drained (a half-updated entry
+        // is at worst unbacked twice, which the backend refuses harmlessly).
+        let ranges: Vec<_> =
+            crate::sync::relock(&self.host).heap.drain().into_iter().map(|a| a.range).collect();
+        for r in ranges {
+            let _ = self.backend.driver().unback_host(r);
         }
     }
 
@@ -536,7 +561,7 @@ impl Runtime {
         let generation = self.generation;
         let cur = CURRENT.with(Cell::get).filter(|&(g, _)| g == generation).map(|(_, d)| d);
         match cur {
-            Some(d) if self.dev(d).refcount > 0 => Ok(d),
+            Some(d) if self.device(d).is_open() => Ok(d),
             _ => Err(AclError::new(
                 ACL_ERROR_RT_CONTEXT_NULL,
                 format!("{api}: no current device on this thread; call aclrtSetDevice first"),

@@ -51,7 +51,9 @@ struct Tables {
 
 fn tables(rt: &Runtime) -> MutexGuard<'static, Tables> {
     static T: OnceLock<Mutex<Tables>> = OnceLock::new();
-    let mut t = T.get_or_init(|| Mutex::new(Tables::default())).lock().unwrap_or_else(|p| p.into_inner());
+    // `relock`: each buffer is one plain record, pushed, removed or marked idle in one step; a
+    // panic between steps can at worst leave an idle buffer unused, never a record half-written.
+    let mut t = crate::sync::relock(T.get_or_init(|| Mutex::new(Tables::default())));
     if t.generation != rt.generation {
         // The buffers of an earlier aclInit went with its pinned memory.
         *t = Tables { generation: rt.generation, ..Tables::default() };

@@ -458,7 +458,7 @@ impl Runtime {
         match ds.context(ctx) {
             Some(false) => Ok((d, false)),
             // A default context exists while its device is set.
-            Some(true) if self.dev(d).refcount > 0 => Ok((d, true)),
+            Some(true) if self.device(d).is_open() => Ok((d, true)),
             _ => Err(bad_handle(api, "context", ctx)),
         }
     }

@@ -7,13 +7,22 @@
 //! (`mm::device`), the upper half ([`vmm_window`]) holds VMM reservations and imported IPC
 //! memory, so an address still tells its device and copies to and from mapped memory work.
 //!
+//! The state is per device ([`VmmState`], in [`crate::device::Device`]): a physical handle
+//! names its device (it is a [`crate::handles::Handle`] of kind `Physical`), a VA tells its
+//! device by window, and each device keeps its own reservations, mappings, handles, IPC keys and
+//! imports, and the devices it may reach as a peer.
+//!
 //! # Locking
 //!
-//! One process-wide mutex (over `Extra`) guards this module's tables; it is taken after a
-//! device's state lock when both are needed, never before.
+//! Lock order (see [`crate::device`]): a device's `vmm`, then its `mem` (a mapping is recorded in
+//! the device's address map too). Two devices' `vmm` locks are never held at once. No backend
+//! call runs under a `vmm` lock: a map is recorded first (so nothing else can map there), made
+//! with no lock held, and undone on failure; an unmap marks the mapping as going (a second
+//! unmap is refused, and nothing else can map there), unmaps with no lock held, then removes
+//! it; physical memory is freed after the handle left the tables.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use hal::layout::{device_window_base, window_of, Window, DEVICE_WINDOW_SIZE};
 use hal::{DeviceAddr, DeviceId, ErrorKind, MemAttr, PageSize, PhysHandle, ShareKind, ShareName, VaRange};
@@ -21,6 +30,8 @@ use mm::vmm::{Freed, Handle, HandleTable, Location, Origin, VmmError, VmmSpace, 
 
 use crate::codes::*;
 use crate::error::{AclError, Result};
+use crate::handles::Kind;
+use crate::memory::Owner;
 use crate::runtime::Runtime;
 
 /// Where the VMM half of each device window starts, from the window's base.
@@ -58,58 +69,77 @@ pub(crate) struct Import {
     pub(crate) device: u32,
     pub(crate) va: VaRange,
     pub(crate) handle: u64,
+    /// Process-wide import order (`aclrtIpcMemClose` closes the oldest import of a key).
+    pub(crate) order: u64,
 }
 
-/// This process's VMM, IPC, peer and host-registration tables.
-#[derive(Debug, Default)]
-pub(crate) struct Extra {
-    generation: u64,
-    pub(crate) spaces: BTreeMap<u32, VmmSpace>,
+/// The next [`Import::order`].
+static IMPORT_ORDER: AtomicU64 = AtomicU64::new(1);
+
+/// The order of a new IPC import (process-wide, increasing; an atomic step, no lock).
+pub(crate) fn next_import_order() -> u64 {
+    IMPORT_ORDER.fetch_add(1, Ordering::Relaxed)
+}
+
+/// One device's VMM, IPC and peer tables.
+#[derive(Debug)]
+pub struct VmmState {
+    device: u32,
+    pub(crate) space: VmmSpace,
     pub(crate) handles: HandleTable,
     pub(crate) recs: BTreeMap<u64, HandleRec>,
-    next_handle: u64,
-    /// Handles this process exported, by handle, with the share name.
+    /// Handles this device's memory was exported under, by handle, with the share name.
     pub(crate) exported_handles: BTreeMap<u64, ShareName>,
-    /// IPC keys this process exported: name → device.
-    pub(crate) exported_keys: BTreeMap<ShareName, u32>,
-    /// IPC imports by key, oldest first.
+    /// IPC keys exported from this device's memory.
+    pub(crate) exported_keys: BTreeSet<ShareName>,
+    /// IPC imports into this device, by key, oldest first.
     pub(crate) imports: BTreeMap<ShareName, Vec<Import>>,
-    /// Peer access enabled from the first device to the second.
-    pub(crate) peers: BTreeSet<(u32, u32)>,
-    /// Registered host ranges: start → length.
-    pub(crate) registered: BTreeMap<u64, u64>,
+    /// Devices this device may reach as a peer.
+    pub(crate) peers: BTreeSet<u32>,
+    /// Mapping starts an `aclrtUnmapMem` is unmapping now (with no lock held).
+    unmapping: BTreeSet<u64>,
 }
 
-static EXTRA: Mutex<Option<Extra>> = Mutex::new(None);
-
-/// The tables of the runtime `rt` (fresh after each `aclInit`).
-pub(crate) fn extra(rt: &Runtime) -> MutexGuard<'static, Option<Extra>> {
-    let mut g = EXTRA.lock().unwrap_or_else(|p| p.into_inner());
-    if g.as_ref().is_none_or(|e| e.generation != rt.generation) {
-        *g = Some(Extra { generation: rt.generation, next_handle: 0x5000, ..Extra::default() });
-    }
-    g
-}
-
-/// Runs `f` on the tables of `rt`.
-pub(crate) fn with<R>(rt: &Runtime, f: impl FnOnce(&mut Extra) -> R) -> R {
-    let mut g = extra(rt);
-    let e = g.get_or_insert_with(Extra::default);
-    f(e)
-}
-
-impl Extra {
-    pub(crate) fn space(&mut self, d: u32) -> &mut VmmSpace {
-        self.spaces.entry(d).or_insert_with(|| VmmSpace::new(vmm_window(d)))
+impl VmmState {
+    /// Empty tables of device `d`.
+    pub(crate) fn new(d: u32) -> Self {
+        Self {
+            device: d,
+            space: VmmSpace::new(vmm_window(d)),
+            handles: HandleTable::new(),
+            recs: BTreeMap::new(),
+            exported_handles: BTreeMap::new(),
+            exported_keys: BTreeSet::new(),
+            imports: BTreeMap::new(),
+            peers: BTreeSet::new(),
+            unmapping: BTreeSet::new(),
+        }
     }
 
+    /// Records a new handle of this device; returns the value C holds.
     pub(crate) fn new_handle(&mut self, rec: HandleRec, h: Handle) -> u64 {
-        self.next_handle += 0x10;
-        let id = self.next_handle;
+        // Numbered process-wide, so that a handle kept across a reset or an aclFinalize/aclInit
+        // never names a later one (an atomic step, no lock).
+        static MADE: AtomicU64 = AtomicU64::new(1);
+        let n = MADE.fetch_add(1, Ordering::Relaxed);
+        // CAST: 20-bit fields of the handle, masked.
+        let id = crate::handles::Handle {
+            kind: Kind::Physical,
+            device: self.device,
+            init: 0,
+            generation: ((n >> 20) & 0xF_FFFF) as u32,
+            index: (n & 0xF_FFFF) as u32,
+        }
+        .raw();
         self.recs.insert(id, rec);
         self.handles.insert(id, h);
         id
     }
+}
+
+/// The device a physical handle's value names, if it is one.
+fn handle_device(handle: u64) -> Option<u32> {
+    crate::handles::Handle::device_of(handle, Kind::Physical)
 }
 
 /// The `aclrtPhysicalMemProp` fields the C edge read.
@@ -166,13 +196,24 @@ pub(crate) fn share_error(api: &str, e: hal::Error) -> AclError {
 impl Runtime {
     /// Checks a device context exists for logical device `d`.
     pub(crate) fn need_context(&self, api: &str, d: u32) -> Result<()> {
-        if self.dev(d).refcount == 0 {
+        if !self.device(d).is_open() {
             return Err(AclError::new(
                 ACL_ERROR_RT_CONTEXT_NULL,
                 format!("{api}: device {d} has no context; call aclrtSetDevice({d}) first"),
             ));
         }
         Ok(())
+    }
+
+    /// The device whose tables hold the physical handle `handle`.
+    fn handle_dev(&self, api: &str, handle: u64) -> Result<u32> {
+        handle_device(handle).filter(|&d| d < self.device_count()).ok_or_else(|| unknown_handle(api, handle))
+    }
+
+    /// Locks device `d`'s VMM tables. Lock order: before a pool's mutex and `mem`; never two
+    /// devices' at once.
+    pub(crate) fn vmm_of(&self, api: &str, d: u32) -> Result<std::sync::MutexGuard<'_, VmmState>> {
+        self.device(d).vmm(api)
     }
 
     /// Checks an `aclrtPhysicalMemProp` and returns (device, page size, P2P).
@@ -290,10 +331,9 @@ impl Runtime {
         let attrs = if p2p { MemAttr::P2P } else { MemAttr::empty() };
         let phys = self.backend.driver().alloc_physical(DeviceId(d), size, page, attrs).map_err(|e| {
             if e.kind() == ErrorKind::OutOfMemory {
-                let figures = {
-                    let st = self.dev(d);
+                let figures = self.device(d).mem(api).ok().and_then(|st| {
                     st.alloc.as_ref().map(|a| crate::obs::oom_figures(self.backend.driver(), d, a))
-                };
+                });
                 crate::obs::after_oom(self, d, size);
                 AclError::new(
                     ACL_ERROR_RT_MEMORY_ALLOCATION,
@@ -316,7 +356,14 @@ impl Runtime {
             refs: 1,
             maps: 0,
         };
-        Ok(with(self, |x| x.new_handle(HandleRec { device: d, phys, p2p }, h)))
+        // Lock order: `vmm` alone.
+        match self.vmm_of(api, d) {
+            Ok(mut x) => Ok(x.new_handle(HandleRec { device: d, phys, p2p }, h)),
+            Err(e) => {
+                let _ = self.backend.driver().free_physical(DeviceId(d), phys);
+                Err(e)
+            }
+        }
     }
 
     /// `aclrtFreePhysical`: drops one reference; the memory goes when no reference and no
@@ -326,7 +373,10 @@ impl Runtime {
     ///
     /// `ACL_ERROR_RT_PARAM_INVALID` for an unknown or freed handle.
     pub fn free_physical(&self, api: &str, handle: u64) -> Result<()> {
-        let release = with(self, |x| -> Result<Option<HandleRec>> {
+        let d = self.handle_dev(api, handle)?;
+        let release: Result<Option<HandleRec>> = {
+            // Lock order: `vmm` alone; the backend frees with no lock held.
+            let mut x = self.vmm_of(api, d)?;
             let rec = *x.recs.get(&handle).ok_or_else(|| unknown_handle(api, handle))?;
             match x.handles.free(handle).map_err(|_| unknown_handle(api, handle))? {
                 Freed::Release => {
@@ -336,8 +386,8 @@ impl Runtime {
                 }
                 Freed::Deferred | Freed::Kept => Ok(None),
             }
-        })?;
-        if let Some(rec) = release {
+        };
+        if let Some(rec) = release? {
             self.backend
                 .driver()
                 .free_physical(DeviceId(rec.device), rec.phys)
@@ -373,7 +423,8 @@ impl Runtime {
         }
         let gran = if size >= GRANULARITY_1G { GRANULARITY_1G } else { GRANULARITY };
         let hint = (expect != 0).then_some(expect);
-        let r = with(self, |x| x.space(d).reserve(size, gran, hint)).map_err(|e| vmm_error(api, e))?;
+        // Lock order: `vmm` alone.
+        let r = self.vmm_of(api, d)?.space.reserve(size, gran, hint).map_err(|e| vmm_error(api, e))?;
         Ok(r.start().as_u64())
     }
 
@@ -388,7 +439,11 @@ impl Runtime {
                 "{api}: virPtr {ptr:#x} was not reserved with aclrtReserveMemAddress"
             )));
         };
-        with(self, |x| x.space(d).release(ptr)).map(|_| ()).map_err(|e| vmm_error(api, e))
+        if d >= self.device_count() {
+            return Err(vmm_error(api, VmmError::NotReserved));
+        }
+        // Lock order: `vmm` alone.
+        self.vmm_of(api, d)?.space.release(ptr).map(|_| ()).map_err(|e| vmm_error(api, e))
     }
 
     /// `aclrtMapMem`.
@@ -418,28 +473,57 @@ impl Runtime {
                 "{api}: virPtr {ptr:#x} is not inside a reserved range"
             )));
         };
-        with(self, |x| -> Result<()> {
+        if d >= self.device_count() {
+            return Err(vmm_error(api, VmmError::OutsideReservation));
+        }
+        let hd = self.handle_dev(api, handle)?;
+        if hd != d {
+            let holds = self.vmm_of(api, hd)?.handles.get(handle).map(|h| h.device);
+            return Err(match holds {
+                None => unknown_handle(api, handle),
+                Some(other) => AclError::rt_invalid(format!(
+                    "{api}: handle {handle:#x} holds memory of device {other} but virPtr {ptr:#x} was reserved on device {d}"
+                )),
+            });
+        }
+        let (rec, range) = {
+            // Lock order: `vmm`, then `mem`. The mapping is recorded before the backend makes
+            // it, so no other call can map there meanwhile.
+            let mut x = self.vmm_of(api, d)?;
             let h = *x.handles.get(handle).ok_or_else(|| unknown_handle(api, handle))?;
             let rec = *x.recs.get(&handle).ok_or_else(|| unknown_handle(api, handle))?;
-            if h.device != d {
-                return Err(AclError::rt_invalid(format!(
-                    "{api}: handle {handle:#x} holds memory of device {} but virPtr {ptr:#x} was reserved on device {d}",
-                    h.device
-                )));
-            }
             let gran = if h.page_size == PageSize::Giant { GRANULARITY_1G } else { GRANULARITY };
             let range = x
-                .space(d)
+                .space
                 .check_map(ptr, size, offset, h.len_bytes, gran, h.device, h.origin)
                 .map_err(|e| vmm_error(api, e))?;
-            self.backend
-                .driver()
-                .map_physical(DeviceId(rec.device), rec.phys, 0, range)
-                .map_err(|e| AclError::from_hal(e, api))?;
-            x.space(d).insert_map(range, handle, h.device, h.origin).map_err(|e| vmm_error(api, e))?;
+            x.space.insert_map(range, handle, h.device, h.origin).map_err(|e| vmm_error(api, e))?;
             x.handles.mapped(handle).map_err(|_| unknown_handle(api, handle))?;
-            Ok(())
-        })
+            let _ = self
+                .device(d)
+                .mem(api)
+                .map(|mut m| m.map.insert(range.start().as_u64(), range.len_bytes(), Owner::Mapping));
+            (rec, range)
+        };
+        if let Err(e) = self.backend.driver().map_physical(DeviceId(rec.device), rec.phys, 0, range) {
+            // Undo the record. `relock`: three removals of what this call inserted above.
+            let release = {
+                let mut x = crate::sync::relock(&self.device(d).vmm);
+                let _ = x.space.unmap(range.start().as_u64());
+                if let Ok(mut m) = self.device(d).mem(api) {
+                    m.map.remove(range.start().as_u64());
+                }
+                x.handles.unmapped(handle).then(|| {
+                    x.recs.remove(&handle);
+                    x.exported_handles.remove(&handle);
+                })
+            };
+            if release.is_some() {
+                let _ = self.backend.driver().free_physical(DeviceId(rec.device), rec.phys);
+            }
+            return Err(AclError::from_hal(e, api));
+        }
+        Ok(())
     }
 
     /// `aclrtUnmapMem`.
@@ -453,21 +537,39 @@ impl Runtime {
                 "{api}: virPtr {ptr:#x} is not a mapping made by aclrtMapMem"
             )));
         };
-        let free = with(self, |x| -> Result<Option<HandleRec>> {
-            let m = x.space(d).mapping_at(ptr).cloned().ok_or_else(|| vmm_error(api, VmmError::NotMapped))?;
+        if d >= self.device_count() {
+            return Err(vmm_error(api, VmmError::NotMapped));
+        }
+        let (m, rec) = {
+            // Lock order: `vmm` alone. The mapping is marked as going: a second unmap is
+            // refused, and it still blocks any other mapping there until it is gone.
+            let mut x = self.vmm_of(api, d)?;
+            let m = x.space.mapping_at(ptr).cloned().ok_or_else(|| vmm_error(api, VmmError::NotMapped))?;
             let rec = *x.recs.get(&m.handle).ok_or_else(|| unknown_handle(api, m.handle))?;
-            self.backend
-                .driver()
-                .unmap_physical(DeviceId(rec.device), m.range)
-                .map_err(|e| AclError::from_hal(e, api))?;
-            x.space(d).unmap(ptr).map_err(|e| vmm_error(api, e))?;
+            if !x.unmapping.insert(ptr) {
+                return Err(vmm_error(api, VmmError::NotMapped));
+            }
+            (m, rec)
+        };
+        let unmapped = self.backend.driver().unmap_physical(DeviceId(rec.device), m.range);
+        let free = {
+            // Lock order: `vmm`, then `mem`. `relock`: one removal from `unmapping`, then the
+            // removals of the mapping marked above, each a single step.
+            let mut x = crate::sync::relock(&self.device(d).vmm);
+            x.unmapping.remove(&ptr);
+            unmapped.map_err(|e| AclError::from_hal(e, api))?;
+            x.space.unmap(ptr).map_err(|e| vmm_error(api, e))?;
+            if let Ok(mut mem) = self.device(d).mem(api) {
+                mem.map.remove(m.range.start().as_u64());
+            }
             if x.handles.unmapped(m.handle) {
                 x.recs.remove(&m.handle);
                 x.exported_handles.remove(&m.handle);
-                return Ok(Some(rec));
+                Some(rec)
+            } else {
+                None
             }
-            Ok(None)
-        })?;
+        };
         if let Some(rec) = free {
             self.backend
                 .driver()
@@ -511,8 +613,17 @@ impl Runtime {
             }
             list.push((self.location(api, ty, id)?, ACCESS_READWRITE));
         }
-        let Window::Device(d) = window_of(ptr) else { return Err(vmm_error(api, VmmError::NotMapped)) };
-        with(self, |x| x.space(d).set_access(ptr, size, &list)).map_err(|e| vmm_error(api, e))
+        let d = self.mapped_device(api, ptr)?;
+        // Lock order: `vmm` alone.
+        self.vmm_of(api, d)?.space.set_access(ptr, size, &list).map_err(|e| vmm_error(api, e))
+    }
+
+    /// The device whose VMM window holds `ptr`.
+    fn mapped_device(&self, api: &str, ptr: u64) -> Result<u32> {
+        match window_of(ptr) {
+            Window::Device(d) if d < self.device_count() => Ok(d),
+            _ => Err(vmm_error(api, VmmError::NotMapped)),
+        }
     }
 
     fn location(&self, api: &str, ty: u32, id: u32) -> Result<Location> {
@@ -537,8 +648,9 @@ impl Runtime {
     /// is not a mapping start.
     pub fn get_access(&self, api: &str, ptr: u64, ty: u32, id: u32) -> Result<u64> {
         let loc = self.location(api, ty, id)?;
-        let Window::Device(d) = window_of(ptr) else { return Err(vmm_error(api, VmmError::NotMapped)) };
-        with(self, |x| x.space(d).access(ptr, loc)).map(u64::from).map_err(|e| vmm_error(api, e))
+        let d = self.mapped_device(api, ptr)?;
+        // Lock order: `vmm` alone.
+        self.vmm_of(api, d)?.space.access(ptr, loc).map(u64::from).map_err(|e| vmm_error(api, e))
     }
 
     /// `aclrtMemRetainAllocationHandle`.
@@ -547,16 +659,13 @@ impl Runtime {
     ///
     /// `ACL_ERROR_RT_PARAM_INVALID` when `ptr` is not a mapping start.
     pub fn retain_handle(&self, api: &str, ptr: u64) -> Result<u64> {
-        let Window::Device(d) = window_of(ptr) else { return Err(vmm_error(api, VmmError::NotMapped)) };
-        with(self, |x| {
-            let h = x
-                .space(d)
-                .mapping_at(ptr)
-                .map(|m| m.handle)
-                .ok_or_else(|| vmm_error(api, VmmError::NotMapped))?;
-            x.handles.retain(h).map_err(|e| vmm_error(api, e))?;
-            Ok(h)
-        })
+        let d = self.mapped_device(api, ptr)?;
+        // Lock order: `vmm` alone.
+        let mut x = self.vmm_of(api, d)?;
+        let h =
+            x.space.mapping_at(ptr).map(|m| m.handle).ok_or_else(|| vmm_error(api, VmmError::NotMapped))?;
+        x.handles.retain(h).map_err(|e| vmm_error(api, e))?;
+        Ok(h)
     }
 
     /// `aclrtMemGetAllocationPropertiesFromHandle`: the properties as the reference reports
@@ -566,7 +675,10 @@ impl Runtime {
     ///
     /// `ACL_ERROR_RT_PARAM_INVALID` for an unknown handle.
     pub fn handle_props(&self, api: &str, handle: u64) -> Result<PhysProp> {
-        with(self, |x| {
+        let d = self.handle_dev(api, handle)?;
+        // Lock order: `vmm` alone.
+        let x = self.vmm_of(api, d)?;
+        {
             let h = *x.handles.get(handle).ok_or_else(|| unknown_handle(api, handle))?;
             let p2p = x.recs.get(&handle).is_some_and(|r| r.p2p);
             let mem_attr = match (h.page_size, p2p) {
@@ -584,7 +696,7 @@ impl Runtime {
                 location_id: h.device,
                 location_type: 1,
             })
-        })
+        }
     }
 
     /// `aclrtMemExportToShareableHandle(V2)`: returns the share name.
@@ -599,7 +711,15 @@ impl Runtime {
                 "{api}: flags {flags} must be ACL_RT_VMM_EXPORT_FLAG_DEFAULT (0) or _DISABLE_PID_VALIDATION (1)"
             )));
         }
-        with(self, |x| {
+        let d = self.handle_dev(api, handle)?;
+        let already = |api: &str| {
+            AclError::rt_invalid(format!(
+                "{api}: handle {handle:#x} is already exported (a handle has exactly one shareable handle)"
+            ))
+        };
+        let rec = {
+            // Lock order: `vmm` alone; the backend exports with no lock held.
+            let x = self.vmm_of(api, d)?;
             let h = *x.handles.get(handle).ok_or_else(|| unknown_handle(api, handle))?;
             let rec = *x.recs.get(&handle).ok_or_else(|| unknown_handle(api, handle))?;
             if h.origin == Origin::Imported {
@@ -608,18 +728,24 @@ impl Runtime {
                 )));
             }
             if x.exported_handles.contains_key(&handle) {
-                return Err(AclError::rt_invalid(format!(
-                    "{api}: handle {handle:#x} is already exported (a handle has exactly one shareable handle)"
-                )));
+                return Err(already(api));
             }
-            let name = self
-                .backend
-                .sharing()
-                .export_physical(DeviceId(rec.device), rec.phys, ShareKind::Handle, flags == 1)
-                .map_err(|e| share_error(api, e))?;
-            x.exported_handles.insert(handle, name);
-            Ok(name)
-        })
+            rec
+        };
+        let name = self
+            .backend
+            .sharing()
+            .export_physical(DeviceId(rec.device), rec.phys, ShareKind::Handle, flags == 1)
+            .map_err(|e| share_error(api, e))?;
+        let mut x = self.vmm_of(api, d)?;
+        if x.exported_handles.contains_key(&handle) || x.handles.get(handle).is_none() {
+            // Exported (or freed) by another thread meanwhile: withdraw this share.
+            drop(x);
+            let _ = self.backend.sharing().destroy_share(&name);
+            return Err(already(api));
+        }
+        x.exported_handles.insert(handle, name);
+        Ok(name)
     }
 
     /// `aclrtMemSetPidToShareableHandle(V2)` and `aclrtIpcMemSetImportPid`.
@@ -665,45 +791,51 @@ impl Runtime {
             refs: 1,
             maps: 0,
         };
-        Ok(with(self, |x| x.new_handle(HandleRec { device, phys, p2p: false }, h)))
+        // Lock order: `vmm` alone.
+        Ok(self.vmm_of(api, device)?.new_handle(HandleRec { device, phys, p2p: false }, h))
     }
 
     /// Whether `[addr, +len)` of device `d` is memory mapped through VMM or an IPC import.
-    pub(crate) fn vmm_contains(&self, d: u32, addr: u64, len: u64) -> bool {
-        with(self, |x| x.spaces.get(&d).is_some_and(|s| s.contains_range(addr, len.max(1))))
+    ///
+    /// # Errors
+    ///
+    /// 507000 when the device's VMM state is failed.
+    pub(crate) fn vmm_contains_checked(&self, api: &str, d: u32, addr: u64, len: u64) -> Result<bool> {
+        // Lock order: `vmm` alone.
+        Ok(self.vmm_of(api, d)?.space.contains_range(addr, len.max(1)))
     }
 
-    /// Drops everything VMM, IPC and peer access hold on device `d` (device reset).
+    /// [`Self::vmm_contains_checked`], with a failed state answering no.
+    pub(crate) fn vmm_contains(&self, d: u32, addr: u64, len: u64) -> bool {
+        d < self.device_count() && self.vmm_contains_checked("vmm", d, addr, len).unwrap_or(false)
+    }
+
+    /// Drops everything VMM, IPC and peer access hold on device `d` (device reset): the tables
+    /// are emptied under the lock, then the backend unmaps, withdraws and frees with no lock
+    /// held. A failed (poisoned) state is not walked: closing the device releases its memory.
     pub(crate) fn vmm_teardown(&self, d: u32) {
         let drv = self.backend.driver();
         let sharing = self.backend.sharing();
-        with(self, |x| {
-            if let Some(space) = x.spaces.remove(&d) {
-                for m in space.mappings() {
-                    if let Some(rec) = x.recs.get(&m.handle) {
-                        let _ = drv.unmap_physical(DeviceId(rec.device), m.range);
-                    }
-                }
+        let Ok(mut x) = self.device(d).vmm.lock() else { return };
+        let old = std::mem::replace(&mut *x, VmmState::new(d));
+        drop(x);
+        for m in old.space.mappings() {
+            if let Some(rec) = old.recs.get(&m.handle) {
+                let _ = drv.unmap_physical(DeviceId(rec.device), m.range);
             }
-            for (name, dev) in std::mem::take(&mut x.exported_keys) {
-                if dev == d {
-                    let _ = sharing.destroy_share(&name);
-                } else {
-                    x.exported_keys.insert(name, dev);
-                }
+        }
+        for name in &old.exported_keys {
+            let _ = sharing.destroy_share(name);
+        }
+        for rec in old.recs.values() {
+            let _ = drv.free_physical(DeviceId(rec.device), rec.phys);
+        }
+        // Other devices may no longer reach this one. Lock order: one device's `vmm` at a time.
+        for other in self.devices.iter().filter(|o| o.id != d) {
+            if let Ok(mut y) = other.vmm.lock() {
+                y.peers.remove(&d);
             }
-            for list in x.imports.values_mut() {
-                list.retain(|i| i.device != d);
-            }
-            x.imports.retain(|_, l| !l.is_empty());
-            for id in x.handles.drain_device(d) {
-                x.exported_handles.remove(&id);
-                if let Some(rec) = x.recs.remove(&id) {
-                    let _ = drv.free_physical(DeviceId(rec.device), rec.phys);
-                }
-            }
-            x.peers.retain(|&(a, b)| a != d && b != d);
-        });
+        }
     }
 }
 

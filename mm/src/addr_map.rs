@@ -1,15 +1,22 @@
-//! A small open-addressing hash map from addresses to copyable values.
+//! Address maps: the exact-address index `AddrMap` (crate-private) and the range map
+//! [`AddressMap`], which says which region — an allocation, a pool segment, a VMM mapping, a
+//! pinned range, whatever the caller records — contains an address, in one lookup.
 //!
-//! This module owns one data structure: the exact-address index the VA allocator and the frame
-//! backer keep of their live ranges, so that a free finds its record in O(1) expected time
-//! without touching an ordered tree. It knows nothing about what the addresses mean.
+//! This module owns these two data structures and nothing else: what the regions are and what
+//! their values mean belongs to the caller. It knows nothing about what the addresses mean.
 //!
-//! Linear probing with a multiplicative (Fibonacci) hash, a power-of-two table at most half full,
-//! and backward-shift deletion (no tombstones, so a long alloc/free churn never degrades the
-//! table). The table grows by doubling, so its storage is allocated O(log n) times over its life
-//! and never in steady state. `u64::MAX` is reserved as the empty marker: no range that fits
-//! below 2^64 can start there.
+//! `AddrMap` is the index the VA allocator and the frame backer keep of their live ranges, so
+//! that a free finds its record in O(1) expected time without touching an ordered tree: linear
+//! probing with a multiplicative (Fibonacci) hash, a power-of-two table at most half full, and
+//! backward-shift deletion (no tombstones, so a long alloc/free churn never degrades the table).
+//! The table grows by doubling, so its storage is allocated O(log n) times over its life and
+//! never in steady state. `u64::MAX` is reserved as the empty marker: no range that fits below
+//! 2^64 can start there.
+//!
+//! [`AddressMap`] keeps disjoint, non-empty ranges in an ordered tree: a lookup is
+//! O(log regions), an insert checks both neighbours for overlap.
 
+use alloc::collections::BTreeMap;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -164,6 +171,121 @@ impl<V: Copy> AddrMap<V> {
     }
 }
 
+/// A region of an [`AddressMap`]: `[start, start + len)` and its value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region<V> {
+    /// First address.
+    pub start: u64,
+    /// Length in bytes (never 0).
+    pub len: u64,
+    /// What the caller recorded.
+    pub value: V,
+}
+
+impl<V> Region<V> {
+    /// One past the last address.
+    pub fn end(&self) -> u64 {
+        self.start + self.len
+    }
+}
+
+/// Why a region was not inserted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapError {
+    /// Empty, or running past `u64::MAX`.
+    Invalid,
+    /// It overlaps the region starting at this address.
+    Overlaps(u64),
+}
+
+/// Disjoint address ranges, each with a value: which one contains an address is one lookup.
+#[derive(Clone, Debug)]
+pub struct AddressMap<V: Copy> {
+    /// start → (len, value).
+    regions: BTreeMap<u64, (u64, V)>,
+}
+
+impl<V: Copy> Default for AddressMap<V> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<V: Copy> AddressMap<V> {
+    /// An empty map.
+    pub fn new() -> Self {
+        Self { regions: BTreeMap::new() }
+    }
+
+    /// Number of regions.
+    pub fn len(&self) -> usize {
+        self.regions.len()
+    }
+
+    /// Whether the map has no region.
+    pub fn is_empty(&self) -> bool {
+        self.regions.is_empty()
+    }
+
+    /// Records `[start, start + len)` with `value`.
+    ///
+    /// # Errors
+    ///
+    /// [`MapError::Invalid`] for an empty or wrapping range, [`MapError::Overlaps`] when it
+    /// overlaps a region already recorded (nothing changes).
+    pub fn insert(&mut self, start: u64, len: u64, value: V) -> Result<(), MapError> {
+        let end = start.checked_add(len).filter(|_| len > 0).ok_or(MapError::Invalid)?;
+        if let Some(r) = self.find(start) {
+            return Err(MapError::Overlaps(r.start));
+        }
+        if let Some((&next, _)) = self.regions.range(start..).next() {
+            if next < end {
+                return Err(MapError::Overlaps(next));
+            }
+        }
+        self.regions.insert(start, (len, value));
+        Ok(())
+    }
+
+    /// Removes the region starting exactly at `start`.
+    pub fn remove(&mut self, start: u64) -> Option<Region<V>> {
+        self.regions.remove(&start).map(|(len, value)| Region { start, len, value })
+    }
+
+    /// The region containing `addr`.
+    pub fn find(&self, addr: u64) -> Option<Region<V>> {
+        let (&start, &(len, value)) = self.regions.range(..=addr).next_back()?;
+        (addr - start < len).then_some(Region { start, len, value })
+    }
+
+    /// The region starting exactly at `start`.
+    pub fn get(&self, start: u64) -> Option<Region<V>> {
+        self.regions.get(&start).map(|&(len, value)| Region { start, len, value })
+    }
+
+    /// The region containing all of `[addr, addr + len)` (`len` 0 is treated as 1).
+    pub fn find_range(&self, addr: u64, len: u64) -> Option<Region<V>> {
+        let r = self.find(addr)?;
+        let end = addr.checked_add(len.max(1))?;
+        (end <= r.end()).then_some(r)
+    }
+
+    /// Every region, in address order.
+    pub fn iter(&self) -> impl Iterator<Item = Region<V>> + '_ {
+        self.regions.iter().map(|(&start, &(len, value))| Region { start, len, value })
+    }
+
+    /// Keeps only the regions `keep` accepts.
+    pub fn retain(&mut self, mut keep: impl FnMut(&Region<V>) -> bool) {
+        self.regions.retain(|&start, &mut (len, value)| keep(&Region { start, len, value }));
+    }
+
+    /// Removes every region.
+    pub fn clear(&mut self) {
+        self.regions.clear();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,5 +335,36 @@ mod tests {
             }
             assert_eq!(m.len(), 0);
         }
+    }
+
+    #[test]
+    fn address_map_finds_the_region_of_an_address_and_refuses_overlaps() {
+        let mut m: AddressMap<char> = AddressMap::new();
+        m.insert(0x1000, 0x1000, 'a').unwrap();
+        m.insert(0x3000, 0x800, 'b').unwrap();
+        assert_eq!(m.insert(0x1800, 0x100, 'x'), Err(MapError::Overlaps(0x1000)));
+        assert_eq!(m.insert(0x0800, 0x1000, 'x'), Err(MapError::Overlaps(0x1000)));
+        assert_eq!(m.insert(0x2000, 0x1001, 'x'), Err(MapError::Overlaps(0x3000)));
+        assert_eq!(m.insert(0x5000, 0, 'x'), Err(MapError::Invalid));
+        assert_eq!(m.insert(u64::MAX - 1, 4, 'x'), Err(MapError::Invalid));
+        m.insert(0x2000, 0x1000, 'c').unwrap();
+        assert_eq!(m.len(), 3);
+        assert_eq!(m.find(0x0fff), None);
+        assert_eq!(m.find(0x1000).map(|r| r.value), Some('a'));
+        assert_eq!(m.find(0x1fff).map(|r| r.value), Some('a'));
+        assert_eq!(m.find(0x2000).map(|r| r.value), Some('c'));
+        assert_eq!(m.find(0x37ff).map(|r| (r.start, r.end())), Some((0x3000, 0x3800)));
+        assert_eq!(m.find(0x3800), None);
+        assert_eq!(m.find_range(0x1800, 0x800).map(|r| r.value), Some('a'));
+        assert_eq!(m.find_range(0x1800, 0x801), None, "a range crossing into the next region");
+        assert_eq!(m.find_range(0x1fff, 0).map(|r| r.value), Some('a'));
+        assert_eq!(m.get(0x3000).map(|r| r.len), Some(0x800));
+        assert_eq!(m.get(0x3001), None);
+        assert_eq!(m.remove(0x2000).map(|r| r.value), Some('c'));
+        assert_eq!(m.find(0x2000), None);
+        m.retain(|r| r.value != 'a');
+        assert_eq!(m.iter().map(|r| r.value).collect::<Vec<_>>(), ['b']);
+        m.clear();
+        assert!(m.is_empty());
     }
 }

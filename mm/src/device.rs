@@ -54,6 +54,12 @@
 //! unbacked runs kept for the next range of the same size are free memory in its
 //! [`FrameAllocator::info`], exactly; [`DeviceAllocator::trim`] gives them back to the buddy
 //! lists (through [`Backer::trim`]).
+//!
+//! # Stream-ordered frees
+//!
+//! [`DeferredFrees`] (in `device/deferred.rs`) holds the frees of plain allocations that wait for
+//! a point of a stream (`aclrtMemPoolFreeAsync` on `aclrtMalloc` memory): one FIFO per stream,
+//! settled from its head, so no call scans every pending free.
 
 use alloc::collections::BTreeMap;
 use alloc::vec;
@@ -67,6 +73,9 @@ use crate::phys::{FrameAllocator, PhysRun};
 use crate::policy::{PagePlan, PolicyClass, Request};
 use crate::slab::{class_of, Chunk, SlotError, CHUNK_BYTES, CLASSES, SEGMENT_BYTES, SLAB_MAX_BYTES};
 use crate::va::VaAllocator;
+
+mod deferred;
+pub use deferred::{DeferError, DeferredFrees};
 
 /// Backs device VA with physical pages.
 pub trait Backer {
@@ -1104,6 +1113,59 @@ impl DeviceAllocator {
         Ok(info)
     }
 
+    /// Whether `req` is served from the slab (small objects sharing chunks) rather than by a
+    /// block of its own.
+    pub fn is_slab_request(req: &Request) -> bool {
+        req.usable_bytes <= SLAB_MAX_BYTES && req.plan != PagePlan::Giant
+    }
+
+    /// Removes the block allocation at `base` from every table and its accounting, but keeps
+    /// its VA taken, and returns what it had backed: the caller unbacks those ranges (with no
+    /// lock held, say) and then gives the VA back with [`Self::release_detached`], so that no
+    /// other allocation can be placed there before the backing is gone. `Ok(None)` for a slab
+    /// object (it shares its pages: free it with [`Self::free`]).
+    ///
+    /// # Errors
+    ///
+    /// [`NotLive`] when `base` is not a live allocation base (nothing changes).
+    pub fn detach(&mut self, base: DeviceAddr) -> Result<Option<Detached>, NotLive> {
+        let addr = base.as_u64();
+        let id = match self.locate(addr) {
+            Some(Loc::Chunk(_)) => return self.get(base).map(|_| None),
+            Some(Loc::Block(id)) => id,
+            None => return Err(self.not_live(base)),
+        };
+        let Some(b) = self.blocks.get(id as usize).copied().flatten() else {
+            return Err(self.not_live(base));
+        };
+        if b.base() != addr {
+            return Err(if b.pieces.va.contains(base) {
+                NotLive::Interior { base: b.pieces.va.start() }
+            } else {
+                self.not_live(base)
+            });
+        }
+        self.record_block(b.pieces.va, id, false);
+        self.blocks[id as usize] = None;
+        self.free_block_ids.push(id);
+        self.live_blocks -= 1;
+        self.acct.backed.sub(b.pieces.backed_bytes());
+        self.acct.refund(b.component, b.class, b.usable);
+        self.recent[self.recent_next] = addr;
+        self.recent_next = (self.recent_next + 1) % RECENT_FREES;
+        Ok(Some(Detached {
+            va: b.pieces.va,
+            va_node: b.va_node,
+            ranges: [b.pieces.tail, Some(b.pieces.first.0)],
+            info: Self::block_info(&b),
+        }))
+    }
+
+    /// Gives back the VA of a block [`Self::detach`] took out, once its ranges are unbacked.
+    pub fn release_detached(&mut self, d: Detached) {
+        let _ = self.va.free_handle(d.va, d.va_node);
+    }
+
     fn free_block<B: Backer>(
         &mut self,
         backer: &mut B,
@@ -1405,6 +1467,29 @@ impl DeviceAllocator {
     }
 }
 
+/// A block taken out of the allocator by [`DeviceAllocator::detach`]: its VA is still taken
+/// until [`DeviceAllocator::release_detached`].
+#[derive(Debug)]
+#[must_use = "unback its ranges, then give its VA back with release_detached"]
+pub struct Detached {
+    va: VaRange,
+    va_node: u32,
+    ranges: [Option<VaRange>; 2],
+    info: Info,
+}
+
+impl Detached {
+    /// The ranges to unback, in order (each exactly as one [`Backer::back`] backed it).
+    pub fn backed_ranges(&self) -> impl Iterator<Item = VaRange> + '_ {
+        self.ranges.iter().flatten().copied()
+    }
+
+    /// The allocation it was.
+    pub fn info(&self) -> Info {
+        self.info
+    }
+}
+
 /// Why a free failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FreeError {
@@ -1454,6 +1539,46 @@ mod tests {
 
     fn req(size: u64, policy: u32) -> Request {
         request(Api::Malloc, SocProfile::A2, size, policy).unwrap()
+    }
+
+    #[test]
+    fn a_detached_block_keeps_its_va_until_released_and_unbacks_what_it_backed() {
+        let (mut a, mut b) = setup(64 * MIB, 32 * MIB, 0);
+        let total = b.frames.info().free_bytes;
+        let r = req(3 * MIB + 5, HUGE_FIRST);
+        assert!(!DeviceAllocator::is_slab_request(&r));
+        assert!(DeviceAllocator::is_slab_request(&req(4096, NORMAL_ONLY)));
+        let p = a.allocate(&mut b, &r, APP).unwrap();
+        let slab = a.allocate(&mut b, &req(4096, NORMAL_ONLY), APP).unwrap();
+        assert_eq!(
+            a.detach(slab).unwrap().map(|d| d.info().base),
+            None,
+            "slab objects are freed, not detached"
+        );
+        assert_eq!(a.detach(DeviceAddr(p.as_u64() + 64)).unwrap_err(), NotLive::Interior { base: p });
+        let d = a.detach(p).unwrap().unwrap();
+        assert_eq!(d.info().base, p);
+        assert!(a.find(p).is_none(), "gone from the tables at once");
+        assert_eq!(a.get(p).unwrap_err(), NotLive::Freed);
+        assert_eq!(
+            a.accounting().live.current,
+            a.get(slab).unwrap().usable_bytes,
+            "only the slab object is live"
+        );
+        // Its VA is not handed out again before it is released.
+        let q = a.allocate(&mut b, &r, APP).unwrap();
+        assert!(q.as_u64() >= p.as_u64() + r.usable_bytes || q.as_u64() + r.usable_bytes <= p.as_u64());
+        let ranges: Vec<VaRange> = d.backed_ranges().collect();
+        assert_eq!(ranges.len(), 2, "a 2 MiB piece and a 4 KiB-page tail");
+        for range in ranges {
+            b.unback(range).unwrap();
+        }
+        a.release_detached(d);
+        a.free(&mut b, q).unwrap();
+        a.free(&mut b, slab).unwrap();
+        a.trim(&mut b);
+        assert_eq!(b.frames.info().free_bytes, total);
+        assert_eq!(a.live_count(), 0);
     }
 
     #[test]

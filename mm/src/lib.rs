@@ -4,8 +4,9 @@
 //! device memory: which physical frames of the device's high-bandwidth memory (HBM) are in use
 //! ([`phys`]), which device VA ranges inside a window are taken ([`va`]), how a request is rounded
 //! and which pages may back it ([`policy`]), the slab of small objects ([`slab`]), the allocator
-//! that ties them together with exact accounting ([`device`]), a plain allocation table for other
-//! windows ([`heap`]), and the stream-order question it asks `sched` ([`order`]). It manages
+//! that ties them together with exact accounting and its stream-ordered frees ([`device`]), the
+//! address map that says which region contains an address ([`addr_map`]), a plain allocation
+//! table for other windows ([`heap`]), and the stream-order question it asks `sched` ([`order`]). It manages
 //! numbers, never host memory, so it needs no `unsafe`; it never calls a driver (backing goes
 //! through the [`device::Backer`] trait).
 //!
@@ -23,7 +24,7 @@
 
 extern crate alloc;
 
-mod addr_map;
+pub mod addr_map;
 pub mod device;
 pub mod error;
 pub mod heap;

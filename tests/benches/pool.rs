@@ -1,13 +1,79 @@
 //! Benchmark of the stream-ordered pools through the C ABI (`tests/c/pool_bench.c` against the
 //! release `libascendcl`): the seed's contrast of N kernel launches with temporary buffers, the
 //! host cost of a MallocAsync + FreeAsync pair against aclrtMalloc + aclrtFree, and trace
-//! replays through a pool on the software NPU. Prints Markdown tables; asserts nothing about
-//! time.
+//! replays through a pool on the software NPU; the same pair on a bare `mm::pool` in this
+//! process (the floor the C ABI is measured against), and the C-ABI pair with 0 and 10,000 other
+//! live pool blocks. Prints Markdown tables; asserts nothing about time.
 
 use std::process::Command;
 
-use aclrs_tests::bench::{quick, Table};
+use aclrs_tests::bench::{quick, time_samples, Stats, Table};
 use aclrs_tests::{compile_bench_c, kernel_library, workspace};
+use hal::{DeviceAddr, VaRange};
+use mm::order::{StreamOrder, StreamPoint};
+use mm::pool::{Pool, PoolBacking, ReuseModes};
+
+/// VA for a bare pool: fresh ranges, backing that always succeeds (no driver).
+struct BareVa(u64);
+
+impl PoolBacking for BareVa {
+    fn reserve(&mut self, len: u64) -> Result<VaRange, hal::Error> {
+        let r = VaRange::try_new(DeviceAddr(self.0), len)?;
+        self.0 += len;
+        Ok(r)
+    }
+
+    fn unreserve(&mut self, _: VaRange) -> Result<(), hal::Error> {
+        Ok(())
+    }
+
+    fn back(&mut self, _: VaRange) -> Result<(), hal::Error> {
+        Ok(())
+    }
+
+    fn unback(&mut self, _: VaRange) -> Result<(), hal::Error> {
+        Ok(())
+    }
+}
+
+/// One stream whose work never completes: a block freed on it is reused by it alone (the
+/// C-ABI pair's situation).
+struct OneStream;
+
+impl StreamOrder for OneStream {
+    fn is_complete(&self, _: StreamPoint) -> bool {
+        false
+    }
+
+    fn is_ordered_before(&self, p: StreamPoint, stream: u32) -> bool {
+        p.stream == stream
+    }
+}
+
+/// Median ns of one allocate + free pair of 4 KiB on a bare `mm::pool`, over 15 rounds of `n`.
+fn bare_pool_pair(n: u64) -> Stats {
+    let mut pool = Pool::new(256 << 20, ReuseModes::default());
+    let mut va = BareVa(16 << 40);
+    let mut seq = 0u64;
+    let samples = time_samples(2, 15, || {
+        for _ in 0..n {
+            let g = pool.allocate(&mut va, &OneStream, 1, 4096).expect("bare pool allocate");
+            seq += 1;
+            pool.free(g.addr, 1, seq).expect("bare pool free");
+        }
+    });
+    // CAST: n is at most a few hundred thousand.
+    Stats::of(&samples.iter().map(|s| s * 1e9 / n as f64).collect::<Vec<_>>())
+}
+
+/// The median of the C-ABI MallocAsync + FreeAsync row of the `pairs` table.
+fn c_abi_pair_median(tables: &[(String, Table)]) -> Option<f64> {
+    tables.iter().find_map(|(_, t)| {
+        let m = t.header().iter().position(|c| c == "median ns")?;
+        let row = t.rows().iter().find(|r| r[0].starts_with("aclrtMemPoolMallocAsync"))?;
+        row[m].parse().ok()
+    })
+}
 
 /// Appends "vs target" (median over the `<= N` target) to a table that has both columns.
 fn with_target_ratio(t: Table) -> Table {
@@ -35,7 +101,7 @@ fn main() {
     let exe = compile_bench_c("pool_bench");
     let so = kernel_library("pool_kernels", "bench");
     let instance = format!("bench-{}", std::process::id());
-    let run = |args: &[String], hbm: &str| {
+    let run = |args: &[String], hbm: &str| -> Vec<(String, Table)> {
         let out = Command::new(&exe)
             .args(args)
             .env("ACLRS_TEST_KERNELS", &so)
@@ -46,17 +112,43 @@ fn main() {
             .expect("run pool_bench");
         // Re-printed through `Table::print`, so the tables also come out as JSON lines; a
         // table with a "median ns" and a "<= N" target gains its ratio to the target.
-        for (title, table) in Table::parse_markdown(&String::from_utf8_lossy(&out.stdout)) {
+        let text = String::from_utf8_lossy(&out.stdout);
+        for (title, table) in Table::parse_markdown(&text) {
             with_target_ratio(table).print("pool", &title);
         }
+        let tables = Table::parse_markdown(&text);
         if !out.status.success() {
             eprintln!("pool_bench {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
         }
+        tables
     };
     let n = if q { "500" } else { "3000" };
     run(&["contrast".into(), n.into()], "8G");
     let pairs = if q { "20000" } else { "100000" };
-    run(&["pairs".into(), pairs.into()], "8G");
+    let pair_tables = run(&["pairs".into(), pairs.into()], "8G");
+    let bare = bare_pool_pair(pairs.parse().unwrap_or(100_000));
+    let mut t = Table::new(&["pair", "median ns", "spread ns", "vs bare mm::pool", "target"]);
+    t.row(vec![
+        "mm::pool allocate + free (bare, no runtime)".into(),
+        format!("{:.0}", bare.median),
+        bare.spread(0),
+        "1.00×".into(),
+        "-".into(),
+    ]);
+    if let Some(c) = c_abi_pair_median(&pair_tables) {
+        t.row(vec![
+            "aclrtMemPoolMallocAsync + aclrtMemPoolFreeAsync (C ABI, same run)".into(),
+            format!("{c:.0}"),
+            "-".into(),
+            format!("{:.2}×", c / bare.median),
+            "<= 1.5×".into(),
+        ]);
+    }
+    t.print(
+        "pool",
+        "Pool pair through the C ABI against a bare mm::pool (4 KiB, one stream; median of 15 rounds)",
+    );
+    run(&["live".into(), pairs.into()], "8G");
     let dir = workspace().parent().map(|p| p.join("shared/traces")).unwrap_or_default();
     let mut traces: Vec<String> = std::fs::read_dir(&dir)
         .map(|d| {

@@ -7,6 +7,8 @@
  *                                aclrtMemPoolMallocAsync / aclrtMemPoolFreeAsync
  *   pool_bench pairs [N]         host cost of one MallocAsync + FreeAsync pair at steady state,
  *                                against one aclrtMalloc + aclrtFree pair measured in the same run
+ *   pool_bench live [N]          the same pair with 0 and with 10,000 other live pool blocks (of
+ *                                other pools of the device, and of its own), in one run
  *   pool_bench traces FILE...    replays of allocation traces through a pool: peak reserved over
  *                                peak live bytes, and the host time per event of a second replay
  *                                from memory (no reserved-bytes queries)
@@ -179,6 +181,75 @@ static int pairs(int n)
            plain_ns[ROUNDS - 1]);
     TRY(aclrtMemPoolDestroy(pool));
     TRY(aclrtDestroyStream(s));
+    return 0;
+}
+
+/* Median ns of one MallocAsync + FreeAsync pair of 4 KiB on `pool`, over `rounds` rounds of n. */
+static double pair_median(aclrtMemPool pool, aclrtStream s, int n, int rounds, double *lo, double *hi)
+{
+    double ns[32];
+    int r, i;
+    for (r = 0; r < rounds; r++) {
+        double t0 = now_s();
+        for (i = 0; i < n; i++) {
+            void *p = NULL;
+            if (aclrtMemPoolMallocAsync(&p, 4096, pool, s) != ACL_SUCCESS || aclrtMemPoolFreeAsync(p, s) != ACL_SUCCESS) {
+                return -1.0;
+            }
+        }
+        ns[r] = (now_s() - t0) * 1e9 / n;
+    }
+    qsort(ns, (size_t)rounds, sizeof(double), cmp_double);
+    *lo = ns[0];
+    *hi = ns[rounds - 1];
+    return ns[rounds / 2];
+}
+
+static int live(int n)
+{
+    enum { ROUNDS = 15, OTHERS = 10000, POOLS = 8 };
+    aclrtStream s = NULL;
+    aclrtMemPool pool = new_pool(256 * MIB), others[POOLS];
+    void **blocks = calloc(OTHERS, sizeof(void *));
+    double lo0, hi0, lo1, hi1, none, many;
+    int i;
+
+    if (pool == NULL || blocks == NULL) {
+        fprintf(stderr, "live: pools need the A2 profile\n");
+        return 1;
+    }
+    TRY(aclrtCreateStream(&s));
+    for (i = 0; i < POOLS; i++) {
+        others[i] = new_pool(256 * MIB);
+        if (others[i] == NULL) {
+            return 1;
+        }
+    }
+    none = pair_median(pool, s, n, ROUNDS, &lo0, &hi0);
+    /* 10,000 other live blocks: most in other pools of the device, some in this pool. */
+    for (i = 0; i < OTHERS; i++) {
+        aclrtMemPool into = (i % 10 == 0) ? pool : others[i % POOLS];
+        TRY(aclrtMemPoolMallocAsync(&blocks[i], 4096, into, s));
+    }
+    many = pair_median(pool, s, n, ROUNDS, &lo1, &hi1);
+    if (none < 0 || many < 0) {
+        fprintf(stderr, "live: a pair failed: %s\n", aclGetRecentErrMsg());
+        return 1;
+    }
+    printf("### Pool pair with other live pool blocks (4 KiB, one stream, C ABI; median of %d rounds)\n\n", ROUNDS);
+    printf("| other live blocks | median ns | spread ns | vs 0 live | target |\n|---|---|---|---|---|\n");
+    printf("| 0 | %.0f | %.0f-%.0f | 1.00× | - |\n", none, lo0, hi0);
+    printf("| %d | %.0f | %.0f-%.0f | %.2f× | <= 1.2× |\n\n", OTHERS, many, lo1, hi1, many / none);
+    for (i = 0; i < OTHERS; i++) {
+        TRY(aclrtMemPoolFreeAsync(blocks[i], s));
+    }
+    TRY(aclrtSynchronizeStream(s));
+    for (i = 0; i < POOLS; i++) {
+        TRY(aclrtMemPoolDestroy(others[i]));
+    }
+    TRY(aclrtMemPoolDestroy(pool));
+    TRY(aclrtDestroyStream(s));
+    free(blocks);
     return 0;
 }
 
@@ -356,6 +427,8 @@ int main(int argc, char **argv)
         rc = contrast(argc > 2 ? atoi(argv[2]) : 2000);
     } else if (strcmp(argv[1], "pairs") == 0) {
         rc = pairs(argc > 2 ? atoi(argv[2]) : 100000);
+    } else if (strcmp(argv[1], "live") == 0) {
+        rc = live(argc > 2 ? atoi(argv[2]) : 100000);
     } else if (strcmp(argv[1], "traces") == 0) {
         rc = traces(argc - 2, argv + 2);
     } else {
