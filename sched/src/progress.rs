@@ -43,6 +43,17 @@ impl Progress {
         }
     }
 
+    /// Publishes `seq` from the one thread that owns the stream's completion (the executor's
+    /// owner): a plain release store, no read-modify-write. A smaller `seq` than the current
+    /// value is ignored.
+    pub fn advance(&self, seq: u64) {
+        // INVARIANT: only ever raised; a single writer, so the load cannot race another store.
+        if seq > self.completed.load(Ordering::Relaxed) {
+            // Release: the tasks' effects happen before the value.
+            self.completed.store(seq, Ordering::Release);
+        }
+    }
+
     /// The highest completed sequence published so far.
     pub fn completed(&self) -> u64 {
         // Acquire: pairs with the release in `publish`.
@@ -67,6 +78,10 @@ mod tests {
         p.publish(3);
         assert_eq!(p.completed(), 5);
         assert!(p.is_complete(5) && !p.is_complete(6));
+        p.advance(4);
+        assert_eq!(p.completed(), 5);
+        p.advance(7);
+        assert_eq!(p.completed(), 7);
     }
 }
 
