@@ -114,6 +114,38 @@ mod loom_models {
         });
     }
 
+    /// The software NPU's wait: spin on the word, then park on a condition variable counted
+    /// in `waiters`; the finisher publishes under the lock and notifies only when someone is
+    /// parked. The waiter always returns (a missed publish would leave it parked: deadlock).
+    #[test]
+    fn loom_spin_then_park_wait_sees_the_publish() {
+        use loom::sync::{Condvar, Mutex};
+        loom::model(|| {
+            let shared = Arc::new((Mutex::new(0usize), Condvar::new(), Progress::new()));
+            let s2 = Arc::clone(&shared);
+            let finisher = loom::thread::spawn(move || {
+                let (waiters, done, progress) = &*s2;
+                let parked = waiters.lock().unwrap();
+                progress.advance(1);
+                if *parked > 0 {
+                    done.notify_all();
+                }
+            });
+            let (waiters, done, progress) = &*shared;
+            // One round of spinning (loom needs it bounded), then park.
+            if !progress.is_complete(1) {
+                let mut parked = waiters.lock().unwrap();
+                while !progress.is_complete(1) {
+                    *parked += 1;
+                    parked = done.wait(parked).unwrap();
+                    *parked -= 1;
+                }
+            }
+            finisher.join().unwrap();
+            assert_eq!(progress.completed(), 1);
+        });
+    }
+
     /// Two publishers racing never lower the value.
     #[test]
     fn loom_racing_publishers_keep_the_maximum() {

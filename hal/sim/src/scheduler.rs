@@ -19,9 +19,11 @@
 //!
 //! No futex call per task in steady state:
 //!
-//! - An idle worker first *spins* (at most one per device, the `spinning` flag) watching the
-//!   `work` word, which every submission that may create work bumps; only when the spin runs
-//!   out does it *park* on the `work` condition variable (counted in `sleeping`).
+//! The rules are [`sched::wake`]'s (model-checked there with loom):
+//!
+//! - An idle worker first *spins* (at most one per device, counted in the state's `idle`)
+//!   watching the work word, which every submission that may create work moves; only when the
+//!   spin runs out does it *park* on the `work` condition variable (counted in `idle` too).
 //! - A submitter notifies a parked worker only when the executor's ready queue goes from empty
 //!   to non-empty and no worker is spinning; a worker that takes a task while more streams are
 //!   ready passes the wake-up on the same way. A ready queue that is already non-empty always
@@ -37,7 +39,6 @@
 //! no task runs under it).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -45,6 +46,7 @@ use std::time::{Duration, Instant};
 use hal::{
     Error, ErrorKind, EventId, EventInfo, EventWait, QueueId, QueueProgress, Result, TaskDesc, TaskStatus,
 };
+use sched::wake::{self, Idle, WorkWord};
 use sched::{EventStatus, Executor, FailureMode, Progress, StreamId, StreamOrder, StreamPoint};
 
 use crate::Fabric;
@@ -107,10 +109,8 @@ struct State {
     /// Tickets of submitted tasks, by ticket number.
     tickets: BTreeMap<u64, Held>,
     next_ticket: u64,
-    /// Workers asleep on `work`.
-    sleeping: usize,
-    /// A worker is spinning on [`Shared::work_word`] (at most one does).
-    spinning: bool,
+    /// Workers asleep on `work`, and the one spinning on [`Shared::work_word`].
+    idle: Idle,
     /// Host threads asleep on `done`.
     waiters: usize,
 }
@@ -118,8 +118,8 @@ struct State {
 #[derive(Debug)]
 struct Shared {
     state: Mutex<State>,
-    /// Bumped (under the lock) whenever work may have appeared; a spinning worker watches it.
-    work_word: AtomicU64,
+    /// Moved (under the lock) whenever work may have appeared; a spinning worker watches it.
+    work_word: WorkWord,
     /// Signalled when work is submitted or the threads must stop.
     work: Condvar,
     /// Signalled when a task finishes.
@@ -163,11 +163,10 @@ impl Scheduler {
                 faults: BTreeMap::new(),
                 tickets: BTreeMap::new(),
                 next_ticket: 1,
-                sleeping: 0,
-                spinning: false,
+                idle: Idle::new(),
                 waiters: 0,
             }),
-            work_word: AtomicU64::new(0),
+            work_word: WorkWord::new(),
             work: Condvar::new(),
             done: Condvar::new(),
         });
@@ -506,13 +505,10 @@ fn gate(fabric: &Weak<Fabric>, task: &TaskDesc) -> bool {
     }
 }
 
-/// Bumps the work word a spinning worker watches, or wakes one parked worker when none spins.
-/// Called under the lock (`st`).
+/// Moves the work word a spinning worker watches, and wakes one parked worker when none
+/// spins ([`sched::wake`]'s rules). Called under the lock (`st`).
 fn signal_work(shared: &Shared, st: &State) {
-    // Single writer (the lock is held): a load and a store, no read-modify-write.
-    let w = shared.work_word.load(Ordering::Relaxed);
-    shared.work_word.store(w.wrapping_add(1), Ordering::Release);
-    if st.sleeping > 0 && !st.spinning {
+    if wake::signal(&st.idle, &shared.work_word) {
         shared.work.notify_one();
     }
 }
@@ -569,19 +565,18 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
         if st.stop {
             return;
         }
-        if !spun && !st.spinning {
+        if !spun && st.idle.try_spin() {
             // Spin without the lock until the work word moves (or the spin runs out), then
             // look again under the lock before deciding to park.
-            st.spinning = true;
-            let seen = shared.work_word.load(Ordering::Acquire);
+            let seen = shared.work_word.seen();
             drop(st);
-            spun = !spin_until(|| shared.work_word.load(Ordering::Acquire) != seen);
+            spun = !spin_until(|| shared.work_word.moved(seen));
             // Lock order: state (leaf).
             st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
-            st.spinning = false;
+            st.idle.end_spin();
             continue;
         }
-        st.sleeping += 1;
+        st.idle.park();
         st = if st.exec.has_gated() {
             // TIMEOUT: a value wait refused by its gate is re-checked every POLL.
             let (mut g, _) = shared.work.wait_timeout(st, POLL).unwrap_or_else(|p| p.into_inner());
@@ -590,7 +585,7 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
         } else {
             shared.work.wait(st).unwrap_or_else(|p| p.into_inner())
         };
-        st.sleeping -= 1;
+        st.idle.unpark();
         spun = false;
     }
 }
