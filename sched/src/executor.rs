@@ -201,6 +201,7 @@ impl<T> Executor<T> {
     }
 
     /// The slot index of `id` if it names a live stream.
+    #[inline]
     fn slot_of(&self, id: StreamId) -> Option<usize> {
         let slot = id.0 & ((1u32 << self.slot_bits) - 1);
         let generation = id.0 >> self.slot_bits;
@@ -422,7 +423,12 @@ impl<T> Executor<T> {
     /// a refused stream is parked until the next [`finish`](Self::finish) or
     /// [`recheck`](Self::recheck) (for tasks that wait on something outside the executor, such
     /// as a value in memory).
-    pub fn take_ready_if(&mut self, mut may_start: impl FnMut(&T) -> bool) -> Option<(StreamId, u64, T)> {
+    pub fn take_ready_if(&mut self, may_start: impl FnMut(&T) -> bool) -> Option<(StreamId, u64, T)> {
+        self.take_slot_if(may_start).map(|(_, id, seq, task)| (id, seq, task))
+    }
+
+    /// [`take_ready_if`](Self::take_ready_if), also answering the stream's slot.
+    fn take_slot_if(&mut self, mut may_start: impl FnMut(&T) -> bool) -> Option<(usize, StreamId, u64, T)> {
         while let Some(slot) = self.ready.pop_front() {
             // CAST: slot indices are below 2^31.
             let at = slot as usize;
@@ -447,7 +453,7 @@ impl<T> Executor<T> {
             let (seq, item) = s.stream.as_mut()?.start()?;
             let id = self.id_of(slot, generation);
             let was_wait = match item {
-                Item::Task(task) => return Some((id, seq, task)),
+                Item::Task(task) => return Some((at, id, seq, task)),
                 Item::Wait(_) => true,
                 Item::Record(ev, generation) => {
                     let now = (self.clock)();
@@ -502,16 +508,23 @@ impl<T> Executor<T> {
         !self.gated.is_empty()
     }
 
+    #[inline]
     fn unpark_gated(&mut self) {
-        // INVARIANT: gated streams move to the back of `ready`, keeping their order.
-        self.ready.extend(self.gated.drain(..));
+        if !self.gated.is_empty() {
+            // INVARIANT: gated streams move to the back of `ready`, keeping their order.
+            self.ready.extend(self.gated.drain(..));
+        }
     }
 
     /// Moves the streams parked on `slot` whose wait `completed` satisfies to the ready queue.
+    #[inline]
     fn wake_waiters(&mut self, slot: usize, completed: u64) {
-        if self.slots[slot].waiters.is_empty() {
-            return;
+        if !self.slots[slot].waiters.is_empty() {
+            self.wake_waiters_slow(slot, completed);
         }
+    }
+
+    fn wake_waiters_slow(&mut self, slot: usize, completed: u64) {
         let mut waiters = core::mem::take(&mut self.slots[slot].waiters);
         let before = waiters.len();
         waiters.retain(|&w| {
@@ -583,13 +596,13 @@ impl<T> Executor<T> {
     /// Tasks skipped because of [`FailureMode::StopOnFailure`] and internal items do not count.
     pub fn run_once<R: TaskRunner<T>>(&mut self, runner: &mut R) -> usize {
         let mut ran = 0;
-        while let Some((id, seq, task)) = self.take_ready() {
+        while let Some((slot, id, seq, task)) = self.take_slot_if(|_| true) {
             let status = match runner.run(id, seq, &task) {
                 Ok(()) => TaskStatus::Ok,
                 Err(kind) => TaskStatus::Failed(kind),
             };
             // The task was just taken, so finishing it cannot fail.
-            let finished = self.finish(id, seq, status);
+            let finished = self.finish_slot(slot, id, seq, status, false);
             debug_assert_eq!(finished, Ok(()));
             ran += 1;
         }

@@ -46,6 +46,7 @@ impl Progress {
     /// Publishes `seq` from the one thread that owns the stream's completion (the executor's
     /// owner): a plain release store, no read-modify-write. A smaller `seq` than the current
     /// value is ignored.
+    #[inline]
     pub fn advance(&self, seq: u64) {
         // INVARIANT: only ever raised; a single writer, so the load cannot race another store.
         if seq > self.completed.load(Ordering::Relaxed) {
@@ -55,6 +56,7 @@ impl Progress {
     }
 
     /// The highest completed sequence published so far.
+    #[inline]
     pub fn completed(&self) -> u64 {
         // Acquire: pairs with the release in `publish`.
         self.completed.load(Ordering::Acquire)
