@@ -376,9 +376,10 @@ impl Scheduler {
     pub(crate) fn wait(&self, q: QueueId, seq: u64, timeout_ms: Option<u32>) -> Result<()> {
         // TIMEOUT: `timeout_ms` bounds the wait; `None` waits for the device forever.
         let deadline = timeout_ms.map(|ms| Instant::now() + Duration::from_millis(u64::from(ms)));
-        // Spin on the published progress first, without the lock.
+        // Spin on the published progress first, without the lock (not for a poll: a zero
+        // timeout answers at once).
         let word = Self::progress_word(&self.lock(), q)?;
-        if spin_until(|| word.is_complete(seq)) {
+        if word.is_complete(seq) || (timeout_ms != Some(0) && spin_until(|| word.is_complete(seq))) {
             return Ok(());
         }
         // Lock order: state (leaf).
