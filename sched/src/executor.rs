@@ -14,6 +14,7 @@
 //! slot's generation above them, so finding a stream is an index and a generation compare,
 //! never a map lookup. A destroyed stream's slot is reused with the next generation, so an id
 //! is never handed out twice (a slot whose generations run out is retired).
+//! Events live in a slot table of the same kind ([`event`](crate::event)).
 //!
 //! # Scheduling
 //!
@@ -51,7 +52,7 @@
 //! or the stream's sequence jumps (skips, aborts), which is when edges can go; answers never
 //! rely on the graph's completed values (the stream table is asked first).
 
-use alloc::collections::{BTreeMap, VecDeque};
+use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
@@ -59,7 +60,7 @@ use hal::{ErrorKind, TaskStatus};
 use mm::order::{StreamOrder, StreamPoint};
 
 use crate::error::{Error, Result};
-use crate::event::{EventId, EventState, EventStatus};
+use crate::event::{EventId, EventStatus, EventTable};
 use crate::graph::DepGraph;
 use crate::progress::Progress;
 use crate::stream::{FailureMode, Stream, StreamId};
@@ -154,9 +155,8 @@ pub struct Executor<T> {
     parked_waits: usize,
     max_streams: usize,
     unfinished: usize,
-    events: BTreeMap<EventId, EventState>,
+    events: EventTable,
     max_events: usize,
-    next_event: u32,
     graph: DepGraph,
     clock: Clock,
     finished_items: u64,
@@ -187,9 +187,8 @@ impl<T> Executor<T> {
             parked_waits: 0,
             max_streams,
             unfinished: 0,
-            events: BTreeMap::new(),
+            events: EventTable::default(),
             max_events: DEFAULT_MAX_EVENTS,
-            next_event: 0,
             graph: DepGraph::new(),
             clock,
             finished_items: 0,
@@ -457,13 +456,13 @@ impl<T> Executor<T> {
                 Item::Wait(_) => true,
                 Item::Record(ev, generation) => {
                     let now = (self.clock)();
-                    if let Some(e) = self.events.get_mut(&ev) {
+                    if let Some(e) = self.events.get_mut(ev) {
                         e.stamp(generation, now);
                     }
                     false
                 }
                 Item::Reset(ev, generation) => {
-                    if let Some(e) = self.events.get_mut(&ev) {
+                    if let Some(e) = self.events.get_mut(ev) {
                         e.reset(generation);
                     }
                     false
@@ -660,11 +659,7 @@ impl<T> Executor<T> {
         if self.events.len() >= self.max_events {
             return Err(Error::TooManyStreams);
         }
-        let next = self.next_event.checked_add(1).ok_or(Error::TooManyStreams)?;
-        let id = EventId(self.next_event);
-        self.next_event = next;
-        self.events.insert(id, EventState::default());
-        Ok(id)
+        self.events.insert().ok_or(Error::TooManyStreams)
     }
 
     /// Destroys an event. Records and resets of it still queued complete as no-ops; waits
@@ -674,7 +669,7 @@ impl<T> Executor<T> {
     ///
     /// [`Error::NoSuchEvent`] for an unknown id.
     pub fn destroy_event(&mut self, ev: EventId) -> Result<()> {
-        self.events.remove(&ev).map(|_| ()).ok_or(Error::NoSuchEvent)
+        self.events.remove(ev).map(|_| ()).ok_or(Error::NoSuchEvent)
     }
 
     /// Records `ev` on stream `id`: the event now stands for everything submitted to the
@@ -684,9 +679,9 @@ impl<T> Executor<T> {
     ///
     /// [`Error::NoSuchEvent`], or as [`submit`](Self::submit); nothing changes on error.
     pub fn record_event(&mut self, ev: EventId, id: StreamId) -> Result<u64> {
-        let generation = self.events.get(&ev).ok_or(Error::NoSuchEvent)?.next_generation();
+        let generation = self.events.get(ev).ok_or(Error::NoSuchEvent)?.next_generation();
         let seq = self.push_item(id, Item::Record(ev, generation))?;
-        if let Some(e) = self.events.get_mut(&ev) {
+        if let Some(e) = self.events.get_mut(ev) {
             e.record(StreamPoint { stream: id.0, seq }, generation);
         }
         Ok(seq)
@@ -699,7 +694,7 @@ impl<T> Executor<T> {
     ///
     /// [`Error::NoSuchEvent`], or as [`submit`](Self::submit); nothing changes on error.
     pub fn wait_event(&mut self, id: StreamId, ev: EventId) -> Result<Option<u64>> {
-        match self.events.get(&ev).ok_or(Error::NoSuchEvent)?.point() {
+        match self.events.get(ev).ok_or(Error::NoSuchEvent)?.point() {
             Some(p) => self.submit_wait(id, p).map(Some),
             None => {
                 self.stream(id)?;
@@ -715,7 +710,7 @@ impl<T> Executor<T> {
     ///
     /// [`Error::NoSuchEvent`], or as [`submit`](Self::submit); nothing changes on error.
     pub fn reset_event(&mut self, ev: EventId, id: StreamId) -> Result<u64> {
-        let generation = self.events.get(&ev).ok_or(Error::NoSuchEvent)?.generation();
+        let generation = self.events.get(ev).ok_or(Error::NoSuchEvent)?.generation();
         self.push_item(id, Item::Reset(ev, generation))
     }
 
@@ -725,7 +720,7 @@ impl<T> Executor<T> {
     ///
     /// [`Error::NoSuchEvent`] for an unknown id.
     pub fn event_status(&self, ev: EventId) -> Result<EventStatus> {
-        let e = self.events.get(&ev).ok_or(Error::NoSuchEvent)?;
+        let e = self.events.get(ev).ok_or(Error::NoSuchEvent)?;
         Ok(match e.point() {
             None => EventStatus::NotRecorded,
             Some(p) if self.is_complete(p) => EventStatus::Complete,
@@ -739,7 +734,7 @@ impl<T> Executor<T> {
     ///
     /// [`Error::NoSuchEvent`] for an unknown id.
     pub fn event_point(&self, ev: EventId) -> Result<Option<StreamPoint>> {
-        Ok(self.events.get(&ev).ok_or(Error::NoSuchEvent)?.point())
+        Ok(self.events.get(ev).ok_or(Error::NoSuchEvent)?.point())
     }
 
     /// The clock reading (nanoseconds) taken when the event's latest record ran, if it has.
@@ -748,7 +743,7 @@ impl<T> Executor<T> {
     ///
     /// [`Error::NoSuchEvent`] for an unknown id.
     pub fn event_timestamp(&self, ev: EventId) -> Result<Option<u64>> {
-        Ok(self.events.get(&ev).ok_or(Error::NoSuchEvent)?.timestamp_ns())
+        Ok(self.events.get(ev).ok_or(Error::NoSuchEvent)?.timestamp_ns())
     }
 
     /// The published completed sequence of stream `id`: other threads may read it (and wait
