@@ -2,17 +2,27 @@
 //! the loop that picks the next task to run.
 //!
 //! This module owns stream and event creation and destruction, the round-robin choice of the
-//! next ready stream, cross-stream waits, and the bookkeeping around running a task. It must not
-//! know what a task does: a [`TaskRunner`] runs it (or the owner takes tasks with
-//! [`Executor::take_ready`] and reports with [`Executor::finish`]). Per-stream ordering and
-//! failure handling live in [`stream`](crate::stream).
+//! next ready stream, cross-stream waits, the published progress of each stream, and the
+//! bookkeeping around running a task. It must not know what a task does: a [`TaskRunner`] runs
+//! it (or the owner takes tasks with [`Executor::take_ready`] and reports with
+//! [`Executor::finish`]). Per-stream ordering and failure handling live in
+//! [`stream`](crate::stream).
+//!
+//! # The stream table
+//!
+//! Streams live in a slot table: a [`StreamId`] carries its slot index in its low bits and the
+//! slot's generation above them, so finding a stream is an index and a generation compare,
+//! never a map lookup. A destroyed stream's slot is reused with the next generation, so an id
+//! is never handed out twice (a slot whose generations run out is retired).
+//! Events live in a slot table of the same kind ([`event`](crate::event)).
 //!
 //! # Scheduling
 //!
 //! A stream is ready when its oldest unstarted item may run, that is when none of its items is
-//! running. Ready streams wait in a first-in, first-out queue: [`Executor::take_ready`] pops the
-//! front one, and [`Executor::finish`] puts the stream at the back if it has more work. This is
-//! round-robin across streams with strict submission order inside each stream.
+//! running. Ready streams wait in a first-in, first-out queue of slot indices:
+//! [`Executor::take_ready`] pops the front one, and [`Executor::finish`] puts the stream at the
+//! back if it has more work. This is round-robin across streams with strict submission order
+//! inside each stream.
 //!
 //! Besides the caller's tasks a stream carries three kinds of internal items that the executor
 //! completes itself, in order, without handing them out:
@@ -22,23 +32,37 @@
 //! - an event *record*: completing it stamps the event with the executor's clock;
 //! - an event *reset*: completing it forgets the event's recorded point.
 //!
-//! A blocked stream is parked and re-examined whenever any task finishes (or when the owner
-//! calls [`Executor::recheck`]), so a wait costs nothing while it waits.
+//! A stream blocked on a wait is parked *on the stream it waits for* (in that stream's list of
+//! waiters) and is looked at again only when that stream makes progress or goes away, so a
+//! finish costs nothing for streams that wait on something else. A stream refused by the
+//! caller's gate ([`Executor::take_ready_if`]) is parked in a separate list that goes back to
+//! the ready queue on the next finish or [`Executor::recheck`].
+//!
+//! # Progress
+//!
+//! Every stream publishes its completed sequence in a [`Progress`] word each time it changes,
+//! so other threads can wait for a point without the owner's lock
+//! ([`Executor::progress`]).
 //!
 //! # The dependency graph
 //!
 //! Cross-stream waits and completed sequence numbers go into a [`DepGraph`], the same type the
-//! runtime keeps per device; it answers [`StreamOrder`] (see [`graph`](crate::graph)).
+//! runtime keeps per device; it answers [`StreamOrder`] (see [`graph`](crate::graph)). The
+//! executor tells the graph a stream's completed sequence when a wait of that stream finishes
+//! or the stream's sequence jumps (skips, aborts), which is when edges can go; answers never
+//! rely on the graph's completed values (the stream table is asked first).
 
-use alloc::collections::{BTreeMap, VecDeque};
+use alloc::collections::VecDeque;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use hal::{ErrorKind, TaskStatus};
 use mm::order::{StreamOrder, StreamPoint};
 
 use crate::error::{Error, Result};
-use crate::event::{EventId, EventState, EventStatus};
+use crate::event::{EventId, EventStatus, EventTable};
 use crate::graph::DepGraph;
+use crate::progress::Progress;
 use crate::stream::{FailureMode, Stream, StreamId};
 
 /// Runs one task on behalf of the executor.
@@ -79,6 +103,31 @@ fn no_clock() -> u64 {
     0
 }
 
+/// One entry of the stream table.
+#[derive(Debug)]
+struct Slot<T> {
+    /// Generation of the stream in the slot (or of the last one, when empty).
+    generation: u32,
+    /// The stream, while it exists.
+    stream: Option<Stream<Item<T>>>,
+    /// The stream's published completed sequence.
+    progress: Arc<Progress>,
+    /// Slots of streams parked because their oldest item waits on this stream.
+    waiters: Vec<u32>,
+    /// The slot this stream is parked on (in its `waiters`), if any.
+    parked_on: Option<u32>,
+}
+
+/// What [`Executor::take_ready_if`] does with the head of a ready stream.
+enum Head {
+    /// Start it.
+    Run,
+    /// Refused by the gate: park until the next finish or recheck.
+    Gated,
+    /// A wait on the stream in this slot that has not reached its point.
+    WaitsOn(u32),
+}
+
 /// Streams of tasks and events, the waits between them, and the round-robin choice of what
 /// runs next.
 ///
@@ -89,21 +138,25 @@ fn no_clock() -> u64 {
 ///
 /// # Invariants
 ///
-/// - A ready stream's id is in `ready` or in `parked` exactly once; a stream that is not ready
-///   is in neither.
+/// - A ready stream's slot is exactly once in `ready`, in `gated` or in the `waiters` of the
+///   slot its `parked_on` names; a stream that is not ready is in none of them.
+/// - `parked_waits` is the total length of the `waiters` lists.
 /// - `unfinished` is the sum of the streams' queued and running items.
-/// - `graph` tracks every stream, with its completed sequence as the stream has it.
+/// - Each slot's `progress` holds its stream's completed sequence.
+/// - `graph` tracks every stream; its completed values may lag (only pruning depends on them).
 #[derive(Debug)]
 pub struct Executor<T> {
-    streams: BTreeMap<StreamId, Stream<Item<T>>>,
-    ready: VecDeque<StreamId>,
-    parked: Vec<StreamId>,
+    slots: Vec<Slot<T>>,
+    free: Vec<u32>,
+    live: usize,
+    slot_bits: u32,
+    ready: VecDeque<u32>,
+    gated: Vec<u32>,
+    parked_waits: usize,
     max_streams: usize,
-    next_id: u32,
     unfinished: usize,
-    events: BTreeMap<EventId, EventState>,
+    events: EventTable,
     max_events: usize,
-    next_event: u32,
     graph: DepGraph,
     clock: Clock,
     finished_items: u64,
@@ -121,40 +174,82 @@ impl<T> Executor<T> {
 
     /// Creates an executor whose events are stamped with `clock` (nanoseconds, monotonic).
     pub fn with_clock(max_streams: usize, clock: Clock) -> Self {
+        // Enough low bits for every slot; at least one generation bit is left.
+        let highest = u32::try_from(max_streams.max(2) - 1).unwrap_or(u32::MAX);
+        let slot_bits = (u32::BITS - highest.leading_zeros()).min(31);
         Self {
-            streams: BTreeMap::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+            slot_bits,
             ready: VecDeque::new(),
-            parked: Vec::new(),
+            gated: Vec::new(),
+            parked_waits: 0,
             max_streams,
-            next_id: 0,
             unfinished: 0,
-            events: BTreeMap::new(),
+            events: EventTable::default(),
             max_events: DEFAULT_MAX_EVENTS,
-            next_event: 0,
             graph: DepGraph::new(),
             clock,
             finished_items: 0,
         }
     }
 
+    fn id_of(&self, slot: u32, generation: u32) -> StreamId {
+        StreamId((generation << self.slot_bits) | slot)
+    }
+
+    /// The slot index of `id` if it names a live stream.
+    #[inline]
+    fn slot_of(&self, id: StreamId) -> Option<usize> {
+        let slot = id.0 & ((1u32 << self.slot_bits) - 1);
+        let generation = id.0 >> self.slot_bits;
+        // CAST: a u32 slot index fits in usize on every target sched builds for.
+        let s = self.slots.get(slot as usize)?;
+        (s.generation == generation && s.stream.is_some()).then_some(slot as usize)
+    }
+
     /// Creates a stream whose ring holds `capacity` unfinished items.
     ///
-    /// The ring is allocated now, so submission never allocates. Stream ids count up from 0
-    /// and are never reused.
+    /// The ring is allocated now, so submission never allocates. Ids are never reused: the
+    /// first streams of an executor are numbered 0, 1, 2…; a destroyed stream's slot comes back
+    /// under a new id.
     ///
     /// # Errors
     ///
     /// - [`Error::InvalidArgument`] when `capacity` is zero or the ring cannot be allocated.
     /// - [`Error::TooManyStreams`] when `max_streams` streams exist, or the ids are exhausted.
     pub fn create_stream(&mut self, capacity: usize) -> Result<StreamId> {
-        if self.streams.len() >= self.max_streams {
+        if self.live >= self.max_streams {
             return Err(Error::TooManyStreams);
         }
-        let next = self.next_id.checked_add(1).ok_or(Error::TooManyStreams)?;
         let stream = Stream::new(capacity)?;
-        let id = StreamId(self.next_id);
-        self.next_id = next;
-        self.streams.insert(id, stream);
+        let progress = Arc::new(Progress::new());
+        let id = if let Some(slot) = self.free.pop() {
+            // CAST: slot indices are below 2^31.
+            let s = &mut self.slots[slot as usize];
+            // No overflow: a slot goes to `free` only while its generation can grow.
+            s.generation += 1;
+            s.stream = Some(stream);
+            s.progress = progress;
+            let generation = s.generation;
+            self.id_of(slot, generation)
+        } else {
+            let slot = u32::try_from(self.slots.len()).map_err(|_| Error::TooManyStreams)?;
+            if slot >> self.slot_bits != 0 {
+                return Err(Error::TooManyStreams);
+            }
+            self.slots.try_reserve(1).map_err(|_| Error::TooManyStreams)?;
+            self.slots.push(Slot {
+                generation: 0,
+                stream: Some(stream),
+                progress,
+                waiters: Vec::new(),
+                parked_on: None,
+            });
+            self.id_of(slot, 0)
+        };
+        self.live += 1;
         self.graph.add_stream(id.0);
         Ok(id)
     }
@@ -170,14 +265,29 @@ impl<T> Executor<T> {
     /// [`Error::NoSuchStream`] for an unknown id; [`Error::InvalidArgument`] when the stream has
     /// unfinished tasks.
     pub fn destroy_stream(&mut self, id: StreamId) -> Result<()> {
-        let stream = self.streams.get(&id).ok_or(Error::NoSuchStream)?;
-        if stream.unfinished() > 0 {
+        let slot = self.slot_of(id).ok_or(Error::NoSuchStream)?;
+        if self.slots[slot].stream.as_ref().is_some_and(|s| s.unfinished() > 0) {
             return Err(Error::InvalidArgument);
         }
-        self.streams.remove(&id);
-        self.graph.remove_stream(id.0);
+        let s = &mut self.slots[slot];
+        s.stream = None;
+        let reusable = (s.generation + 1) >> (u32::BITS - self.slot_bits) == 0;
         // Waits on the destroyed stream are satisfied now.
-        self.unpark();
+        let mut waiters = core::mem::take(&mut s.waiters);
+        self.parked_waits -= waiters.len();
+        for &w in &waiters {
+            self.slots[w as usize].parked_on = None;
+            self.ready.push_back(w);
+        }
+        waiters.clear();
+        self.slots[slot].waiters = waiters;
+        if reusable {
+            // CAST: slot indices are below 2^31.
+            self.free.push(slot as u32);
+        }
+        self.live -= 1;
+        self.graph.remove_stream(id.0);
+        self.unpark_gated();
         Ok(())
     }
 
@@ -189,14 +299,27 @@ impl<T> Executor<T> {
     ///
     /// [`Error::NoSuchStream`] for an unknown id.
     pub fn abort(&mut self, id: StreamId) -> Result<usize> {
-        let stream = self.streams.get_mut(&id).ok_or(Error::NoSuchStream)?;
+        let slot = self.slot_of(id).ok_or(Error::NoSuchStream)?;
+        let s = &mut self.slots[slot];
+        let Some(stream) = s.stream.as_mut() else { return Err(Error::NoSuchStream) };
         let dropped = stream.discard_queued();
+        let completed = stream.completed();
+        s.progress.advance(completed);
         self.unfinished -= dropped;
-        // INVARIANT: the stream has no queued item now, so it is not ready.
-        self.ready.retain(|&s| s != id);
-        self.parked.retain(|&s| s != id);
-        self.prune_edges(id);
-        self.unpark();
+        // INVARIANT: the stream has no queued item now, so it is not ready anywhere.
+        // CAST: slot indices are below 2^31.
+        let me = slot as u32;
+        if let Some(on) = self.slots[slot].parked_on.take() {
+            let list = &mut self.slots[on as usize].waiters;
+            let before = list.len();
+            list.retain(|&w| w != me);
+            self.parked_waits -= before - list.len();
+        }
+        self.ready.retain(|&s| s != me);
+        self.gated.retain(|&s| s != me);
+        self.graph.note_completed(id.0, completed);
+        self.wake_waiters(slot, completed);
+        self.unpark_gated();
         Ok(dropped)
     }
 
@@ -211,13 +334,15 @@ impl<T> Executor<T> {
     }
 
     fn push_item(&mut self, id: StreamId, item: Item<T>) -> Result<u64> {
-        let stream = self.streams.get_mut(&id).ok_or(Error::NoSuchStream)?;
+        let slot = self.slot_of(id).ok_or(Error::NoSuchStream)?;
+        let Some(stream) = self.slots[slot].stream.as_mut() else { return Err(Error::NoSuchStream) };
         let was_ready = stream.is_ready();
         let seq = stream.push(item)?;
         self.unfinished += 1;
         if !was_ready && stream.is_ready() {
             // INVARIANT: the stream just became ready.
-            self.ready.push_back(id);
+            // CAST: slot indices are below 2^31.
+            self.ready.push_back(slot as u32);
         }
         Ok(seq)
     }
@@ -249,6 +374,40 @@ impl<T> Executor<T> {
         Ok(at)
     }
 
+    /// What to do with the head of the ready stream in `slot`.
+    fn examine(&self, slot: usize, may_start: &mut impl FnMut(&T) -> bool) -> Option<Head> {
+        let stream = self.slots[slot].stream.as_ref()?;
+        if !stream.is_ready() {
+            return None;
+        }
+        Some(match stream.head()? {
+            Item::Task(t) => {
+                if may_start(t) {
+                    Head::Run
+                } else {
+                    Head::Gated
+                }
+            }
+            Item::Wait(p) => {
+                // CAST: slot indices are below 2^31.
+                let own = self.id_of(slot as u32, self.slots[slot].generation);
+                match self.slot_of(StreamId(p.stream)) {
+                    Some(t) if p.stream != own.0 => {
+                        let done = self.slots[t].stream.as_ref().map_or(u64::MAX, Stream::completed);
+                        // CAST: slot indices are below 2^31.
+                        if done >= p.seq {
+                            Head::Run
+                        } else {
+                            Head::WaitsOn(t as u32)
+                        }
+                    }
+                    _ => Head::Run,
+                }
+            }
+            Item::Record(..) | Item::Reset(..) => Head::Run,
+        })
+    }
+
     /// Takes the next task to run and marks it running.
     ///
     /// The task is the oldest unstarted one of the ready stream that has waited longest, so
@@ -263,54 +422,64 @@ impl<T> Executor<T> {
     /// a refused stream is parked until the next [`finish`](Self::finish) or
     /// [`recheck`](Self::recheck) (for tasks that wait on something outside the executor, such
     /// as a value in memory).
-    pub fn take_ready_if(&mut self, mut may_start: impl FnMut(&T) -> bool) -> Option<(StreamId, u64, T)> {
-        while let Some(id) = self.ready.pop_front() {
-            let Some(stream) = self.streams.get(&id) else { continue };
-            if !stream.is_ready() {
-                continue;
-            }
-            let runnable = match stream.head() {
-                Some(Item::Task(t)) => may_start(t),
-                Some(Item::Wait(p)) => {
-                    let p = *p;
-                    p.stream == id.0 || self.is_complete(p)
+    pub fn take_ready_if(&mut self, may_start: impl FnMut(&T) -> bool) -> Option<(StreamId, u64, T)> {
+        self.take_slot_if(may_start).map(|(_, id, seq, task)| (id, seq, task))
+    }
+
+    /// [`take_ready_if`](Self::take_ready_if), also answering the stream's slot.
+    fn take_slot_if(&mut self, mut may_start: impl FnMut(&T) -> bool) -> Option<(usize, StreamId, u64, T)> {
+        while let Some(slot) = self.ready.pop_front() {
+            // CAST: slot indices are below 2^31.
+            let at = slot as usize;
+            match self.examine(at, &mut may_start) {
+                None => continue,
+                Some(Head::Gated) => {
+                    // INVARIANT: a ready stream that cannot start moves from `ready` to `gated`.
+                    self.gated.push(slot);
+                    continue;
                 }
-                Some(Item::Record(..) | Item::Reset(..)) => true,
-                None => false,
-            };
-            if !runnable {
-                // INVARIANT: a ready stream that cannot start moves from `ready` to `parked`.
-                self.parked.push(id);
-                continue;
+                Some(Head::WaitsOn(t)) => {
+                    // INVARIANT: parked on the stream it waits for.
+                    self.slots[t as usize].waiters.push(slot);
+                    self.slots[at].parked_on = Some(t);
+                    self.parked_waits += 1;
+                    continue;
+                }
+                Some(Head::Run) => {}
             }
-            let stream = self.streams.get_mut(&id)?;
-            let (seq, item) = stream.start()?;
-            match item {
-                Item::Task(task) => return Some((id, seq, task)),
-                Item::Wait(_) => {}
+            let s = &mut self.slots[at];
+            let generation = s.generation;
+            let (seq, item) = s.stream.as_mut()?.start()?;
+            let id = self.id_of(slot, generation);
+            let was_wait = match item {
+                Item::Task(task) => return Some((at, id, seq, task)),
+                Item::Wait(_) => true,
                 Item::Record(ev, generation) => {
                     let now = (self.clock)();
-                    if let Some(e) = self.events.get_mut(&ev) {
+                    if let Some(e) = self.events.get_mut(ev) {
                         e.stamp(generation, now);
                     }
+                    false
                 }
                 Item::Reset(ev, generation) => {
-                    if let Some(e) = self.events.get_mut(&ev) {
+                    if let Some(e) = self.events.get_mut(ev) {
                         e.reset(generation);
                     }
+                    false
                 }
-            }
+            };
             // An internal item just started: finish it at once (it cannot be refused).
-            let done = self.finish_inner(id, seq, TaskStatus::Ok);
+            let done = self.finish_slot(at, id, seq, TaskStatus::Ok, was_wait);
             debug_assert_eq!(done, Ok(()));
         }
         None
     }
 
-    /// Moves every parked stream back to the ready queue, to be examined again by the next
-    /// [`take_ready`](Self::take_ready).
+    /// Moves every stream refused by a gate back to the ready queue, to be examined again by
+    /// the next [`take_ready`](Self::take_ready). (Streams parked on a wait need no recheck:
+    /// they come back when the stream they wait for makes progress.)
     pub fn recheck(&mut self) {
-        self.unpark();
+        self.unpark_gated();
     }
 
     /// How many items (tasks and internal items) have finished so far, wrapping; a change
@@ -328,32 +497,81 @@ impl<T> Executor<T> {
 
     /// Whether some stream is parked (waiting on another stream or refused by a gate).
     pub fn has_parked(&self) -> bool {
-        !self.parked.is_empty()
+        !self.gated.is_empty() || self.parked_waits > 0
     }
 
-    fn unpark(&mut self) {
-        // INVARIANT: parked streams move to the back of `ready`, keeping their order.
-        self.ready.extend(self.parked.drain(..));
+    /// Whether some stream was refused by the gate of
+    /// [`take_ready_if`](Self::take_ready_if) and waits for a [`recheck`](Self::recheck) or
+    /// a finish.
+    pub fn has_gated(&self) -> bool {
+        !self.gated.is_empty()
     }
 
-    fn prune_edges(&mut self, id: StreamId) {
-        if let Some(s) = self.streams.get(&id) {
-            self.graph.note_completed(id.0, s.completed());
+    #[inline]
+    fn unpark_gated(&mut self) {
+        if !self.gated.is_empty() {
+            // INVARIANT: gated streams move to the back of `ready`, keeping their order.
+            self.ready.extend(self.gated.drain(..));
         }
     }
 
-    fn finish_inner(&mut self, id: StreamId, seq: u64, status: TaskStatus) -> Result<()> {
-        let stream = self.streams.get_mut(&id).ok_or(Error::NoSuchStream)?;
+    /// Moves the streams parked on `slot` whose wait `completed` satisfies to the ready queue.
+    #[inline]
+    fn wake_waiters(&mut self, slot: usize, completed: u64) {
+        if !self.slots[slot].waiters.is_empty() {
+            self.wake_waiters_slow(slot, completed);
+        }
+    }
+
+    fn wake_waiters_slow(&mut self, slot: usize, completed: u64) {
+        let mut waiters = core::mem::take(&mut self.slots[slot].waiters);
+        let before = waiters.len();
+        waiters.retain(|&w| {
+            let w_at = w as usize;
+            let needs = match self.slots[w_at].stream.as_ref().and_then(Stream::head) {
+                Some(Item::Wait(p)) => p.seq,
+                _ => 0,
+            };
+            if needs > completed {
+                return true;
+            }
+            // INVARIANT: leaves the waiters list for the ready queue.
+            self.slots[w_at].parked_on = None;
+            self.ready.push_back(w);
+            false
+        });
+        self.parked_waits -= before - waiters.len();
+        self.slots[slot].waiters = waiters;
+    }
+
+    fn finish_slot(
+        &mut self,
+        slot: usize,
+        id: StreamId,
+        seq: u64,
+        status: TaskStatus,
+        prune: bool,
+    ) -> Result<()> {
+        let s = &mut self.slots[slot];
+        let Some(stream) = s.stream.as_mut() else { return Err(Error::NoSuchStream) };
         let finished = stream.finish(seq, status)?;
+        let completed = stream.completed();
+        let ready = stream.is_ready();
+        s.progress.advance(completed);
         self.unfinished -= finished;
         self.finished_items = self.finished_items.wrapping_add(1);
-        if stream.is_ready() {
+        if ready {
             // INVARIANT: the stream was running, so it was neither ready nor parked.
-            self.ready.push_back(id);
+            // CAST: slot indices are below 2^31.
+            self.ready.push_back(slot as u32);
         }
-        self.prune_edges(id);
-        // Progress on this stream may satisfy waits of parked streams.
-        self.unpark();
+        if prune || completed != seq {
+            // A wait finished, or the sequence jumped over skipped items: edges may go.
+            self.graph.note_completed(id.0, completed);
+        }
+        // Progress on this stream may satisfy waits parked on it; a gate may open.
+        self.wake_waiters(slot, completed);
+        self.unpark_gated();
         Ok(())
     }
 
@@ -368,7 +586,8 @@ impl<T> Executor<T> {
     /// [`Error::NoSuchStream`] for an unknown id; [`Error::InvalidArgument`] when `seq` is not
     /// the stream's running task. Nothing changes on error.
     pub fn finish(&mut self, id: StreamId, seq: u64, status: TaskStatus) -> Result<()> {
-        self.finish_inner(id, seq, status)
+        let slot = self.slot_of(id).ok_or(Error::NoSuchStream)?;
+        self.finish_slot(slot, id, seq, status, false)
     }
 
     /// Runs ready tasks with `runner` until no stream is ready, and returns how many ran.
@@ -376,13 +595,13 @@ impl<T> Executor<T> {
     /// Tasks skipped because of [`FailureMode::StopOnFailure`] and internal items do not count.
     pub fn run_once<R: TaskRunner<T>>(&mut self, runner: &mut R) -> usize {
         let mut ran = 0;
-        while let Some((id, seq, task)) = self.take_ready() {
+        while let Some((slot, id, seq, task)) = self.take_slot_if(|_| true) {
             let status = match runner.run(id, seq, &task) {
                 Ok(()) => TaskStatus::Ok,
                 Err(kind) => TaskStatus::Failed(kind),
             };
             // The task was just taken, so finishing it cannot fail.
-            let finished = self.finish(id, seq, status);
+            let finished = self.finish_slot(slot, id, seq, status, false);
             debug_assert_eq!(finished, Ok(()));
             ran += 1;
         }
@@ -440,11 +659,7 @@ impl<T> Executor<T> {
         if self.events.len() >= self.max_events {
             return Err(Error::TooManyStreams);
         }
-        let next = self.next_event.checked_add(1).ok_or(Error::TooManyStreams)?;
-        let id = EventId(self.next_event);
-        self.next_event = next;
-        self.events.insert(id, EventState::default());
-        Ok(id)
+        self.events.insert().ok_or(Error::TooManyStreams)
     }
 
     /// Destroys an event. Records and resets of it still queued complete as no-ops; waits
@@ -454,7 +669,7 @@ impl<T> Executor<T> {
     ///
     /// [`Error::NoSuchEvent`] for an unknown id.
     pub fn destroy_event(&mut self, ev: EventId) -> Result<()> {
-        self.events.remove(&ev).map(|_| ()).ok_or(Error::NoSuchEvent)
+        self.events.remove(ev).map(|_| ()).ok_or(Error::NoSuchEvent)
     }
 
     /// Records `ev` on stream `id`: the event now stands for everything submitted to the
@@ -464,9 +679,9 @@ impl<T> Executor<T> {
     ///
     /// [`Error::NoSuchEvent`], or as [`submit`](Self::submit); nothing changes on error.
     pub fn record_event(&mut self, ev: EventId, id: StreamId) -> Result<u64> {
-        let generation = self.events.get(&ev).ok_or(Error::NoSuchEvent)?.next_generation();
+        let generation = self.events.get(ev).ok_or(Error::NoSuchEvent)?.next_generation();
         let seq = self.push_item(id, Item::Record(ev, generation))?;
-        if let Some(e) = self.events.get_mut(&ev) {
+        if let Some(e) = self.events.get_mut(ev) {
             e.record(StreamPoint { stream: id.0, seq }, generation);
         }
         Ok(seq)
@@ -479,7 +694,7 @@ impl<T> Executor<T> {
     ///
     /// [`Error::NoSuchEvent`], or as [`submit`](Self::submit); nothing changes on error.
     pub fn wait_event(&mut self, id: StreamId, ev: EventId) -> Result<Option<u64>> {
-        match self.events.get(&ev).ok_or(Error::NoSuchEvent)?.point() {
+        match self.events.get(ev).ok_or(Error::NoSuchEvent)?.point() {
             Some(p) => self.submit_wait(id, p).map(Some),
             None => {
                 self.stream(id)?;
@@ -495,7 +710,7 @@ impl<T> Executor<T> {
     ///
     /// [`Error::NoSuchEvent`], or as [`submit`](Self::submit); nothing changes on error.
     pub fn reset_event(&mut self, ev: EventId, id: StreamId) -> Result<u64> {
-        let generation = self.events.get(&ev).ok_or(Error::NoSuchEvent)?.generation();
+        let generation = self.events.get(ev).ok_or(Error::NoSuchEvent)?.generation();
         self.push_item(id, Item::Reset(ev, generation))
     }
 
@@ -505,7 +720,7 @@ impl<T> Executor<T> {
     ///
     /// [`Error::NoSuchEvent`] for an unknown id.
     pub fn event_status(&self, ev: EventId) -> Result<EventStatus> {
-        let e = self.events.get(&ev).ok_or(Error::NoSuchEvent)?;
+        let e = self.events.get(ev).ok_or(Error::NoSuchEvent)?;
         Ok(match e.point() {
             None => EventStatus::NotRecorded,
             Some(p) if self.is_complete(p) => EventStatus::Complete,
@@ -519,7 +734,7 @@ impl<T> Executor<T> {
     ///
     /// [`Error::NoSuchEvent`] for an unknown id.
     pub fn event_point(&self, ev: EventId) -> Result<Option<StreamPoint>> {
-        Ok(self.events.get(&ev).ok_or(Error::NoSuchEvent)?.point())
+        Ok(self.events.get(ev).ok_or(Error::NoSuchEvent)?.point())
     }
 
     /// The clock reading (nanoseconds) taken when the event's latest record ran, if it has.
@@ -528,29 +743,43 @@ impl<T> Executor<T> {
     ///
     /// [`Error::NoSuchEvent`] for an unknown id.
     pub fn event_timestamp(&self, ev: EventId) -> Result<Option<u64>> {
-        Ok(self.events.get(&ev).ok_or(Error::NoSuchEvent)?.timestamp_ns())
+        Ok(self.events.get(ev).ok_or(Error::NoSuchEvent)?.timestamp_ns())
+    }
+
+    /// The published completed sequence of stream `id`: other threads may read it (and wait
+    /// for a point) without the owner's lock. The word belongs to this stream only; a stream
+    /// created later in the same slot gets a new one.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchStream`] for an unknown id.
+    pub fn progress(&self, id: StreamId) -> Result<Arc<Progress>> {
+        let slot = self.slot_of(id).ok_or(Error::NoSuchStream)?;
+        Ok(Arc::clone(&self.slots[slot].progress))
     }
 
     fn stream(&self, id: StreamId) -> Result<&Stream<Item<T>>> {
-        self.streams.get(&id).ok_or(Error::NoSuchStream)
+        let slot = self.slot_of(id).ok_or(Error::NoSuchStream)?;
+        self.slots[slot].stream.as_ref().ok_or(Error::NoSuchStream)
     }
 
     fn stream_mut(&mut self, id: StreamId) -> Result<&mut Stream<Item<T>>> {
-        self.streams.get_mut(&id).ok_or(Error::NoSuchStream)
+        let slot = self.slot_of(id).ok_or(Error::NoSuchStream)?;
+        self.slots[slot].stream.as_mut().ok_or(Error::NoSuchStream)
     }
 }
 
 impl<T> StreamOrder for Executor<T> {
     fn is_complete(&self, point: StreamPoint) -> bool {
         // A stream that no longer exists was idle when destroyed (or aborted): all of it is done.
-        self.streams.get(&StreamId(point.stream)).is_none_or(|s| s.completed() >= point.seq)
+        self.stream(StreamId(point.stream)).ok().is_none_or(|s| s.completed() >= point.seq)
     }
 
     fn is_ordered_before(&self, point: StreamPoint, stream: u32) -> bool {
         if self.is_complete(point) {
             return true;
         }
-        let Some(target) = self.streams.get(&StreamId(point.stream)) else { return true };
+        let Ok(target) = self.stream(StreamId(point.stream)) else { return true };
         if point.seq > target.submitted() {
             // A point in the future of its stream is ordered before nothing.
             return false;
@@ -698,7 +927,7 @@ mod tests {
         assert_eq!(ex.destroy_stream(a), Err(Error::InvalidArgument));
         ex.destroy_stream(b).unwrap();
         let c = ex.create_stream(1).unwrap();
-        assert_eq!(c, StreamId(2));
+        assert!(c != a && c != b, "ids are never reused");
         let gone = b;
         assert_eq!(ex.submit(gone, 1), Err(Error::NoSuchStream));
         assert_eq!(ex.destroy_stream(gone), Err(Error::NoSuchStream));
@@ -849,5 +1078,110 @@ mod tests {
         assert!(ex.take_ready().is_none(), "parked until recheck");
         ex.recheck();
         assert_eq!(ex.take_ready().map(|t| t.2), Some(5));
+    }
+
+    #[test]
+    fn progress_words_follow_completion() {
+        let mut ex = Executor::new(2);
+        let s = ex.create_stream(8).unwrap();
+        let word = ex.progress(s).unwrap();
+        assert_eq!(word.completed(), 0);
+        for t in 0..4 {
+            ex.submit(s, t).unwrap();
+        }
+        let (_, seq, _) = ex.take_ready().unwrap();
+        assert_eq!(word.completed(), 0, "taking publishes nothing");
+        ex.finish(s, seq, TaskStatus::Ok).unwrap();
+        assert_eq!(word.completed(), 1);
+        // Aborting counts the dropped tasks as finished, and says so.
+        assert_eq!(ex.abort(s), Ok(3));
+        assert_eq!(word.completed(), 4);
+        ex.destroy_stream(s).unwrap();
+        assert_eq!(ex.progress(s).unwrap_err(), Error::NoSuchStream);
+        // A stream created later in the same slot has a word of its own.
+        let t = ex.create_stream(8).unwrap();
+        assert_ne!(t, s);
+        assert_eq!(ex.progress(t).unwrap().completed(), 0);
+        assert_eq!(word.completed(), 4);
+    }
+
+    #[test]
+    fn stale_ids_are_refused_after_their_slot_is_reused() {
+        let mut ex: Executor<i32> = Executor::new(1);
+        let a = ex.create_stream(2).unwrap();
+        ex.destroy_stream(a).unwrap();
+        let b = ex.create_stream(2).unwrap();
+        assert_ne!(a, b, "ids are never reused");
+        assert_eq!(ex.submit(a, 1), Err(Error::NoSuchStream));
+        assert_eq!(ex.completed_seq(a), Err(Error::NoSuchStream));
+        assert_eq!(ex.submit(b, 1), Ok(1));
+        // A point of the destroyed stream counts as complete; one of the new stream does not.
+        assert!(ex.is_complete(pt(a, 1)));
+        assert!(!ex.is_complete(pt(b, 1)));
+    }
+
+    #[test]
+    fn a_parked_wait_is_looked_at_only_when_its_target_moves() {
+        let mut ex = Executor::new(4);
+        let a = ex.create_stream(8).unwrap();
+        let b = ex.create_stream(8).unwrap();
+        let c = ex.create_stream(8).unwrap();
+        ex.submit(a, 1).unwrap();
+        let a2 = ex.submit(a, 2).unwrap();
+        ex.submit_wait(c, pt(a, a2)).unwrap();
+        ex.submit(c, 30).unwrap();
+        for t in 0..3 {
+            ex.submit(b, 10 + t).unwrap();
+        }
+        // Run B alone: C stays parked on A however much B does.
+        let mut order = Vec::new();
+        while let Some((id, seq, task)) = ex.take_ready_if(|&t| t >= 10) {
+            order.push(task);
+            ex.finish(id, seq, TaskStatus::Ok).unwrap();
+        }
+        assert_eq!(order, [10, 11, 12]);
+        assert!(ex.has_parked() && ex.has_gated(), "A is refused by the gate, C waits on A");
+        ex.recheck();
+        assert!(!ex.has_gated());
+        // A's first task does not reach C's point; its second does.
+        let (id, seq, task) = ex.take_ready().unwrap();
+        assert_eq!((id, task), (a, 1));
+        ex.finish(id, seq, TaskStatus::Ok).unwrap();
+        assert!(ex.has_parked(), "C still waits");
+        let (id, seq, task) = ex.take_ready().unwrap();
+        assert_eq!((id, task), (a, 2));
+        assert!(ex.take_ready().is_none(), "C waits for A's running task");
+        ex.finish(id, seq, TaskStatus::Ok).unwrap();
+        assert!(!ex.has_parked());
+        let (id, seq, task) = ex.take_ready().unwrap();
+        assert_eq!((id, task), (c, 30));
+        ex.finish(id, seq, TaskStatus::Ok).unwrap();
+        assert!(ex.is_idle());
+    }
+
+    #[test]
+    fn destroying_or_aborting_a_target_releases_its_waiters() {
+        let mut ex = Executor::new(4);
+        let a = ex.create_stream(8).unwrap();
+        let b = ex.create_stream(8).unwrap();
+        let c = ex.create_stream(8).unwrap();
+        // B waits for a point A has not even submitted; C waits on B.
+        ex.submit_wait(b, pt(a, 5)).unwrap();
+        ex.submit(b, 1).unwrap();
+        ex.submit_wait(c, pt(b, 2)).unwrap();
+        ex.submit(c, 2).unwrap();
+        assert!(ex.take_ready().is_none());
+        assert!(ex.has_parked());
+        // Aborting C takes it off B's waiters; destroying A releases B.
+        assert_eq!(ex.abort(c), Ok(2));
+        ex.destroy_stream(a).unwrap();
+        let (id, seq, task) = ex.take_ready().unwrap();
+        assert_eq!((id, task), (b, 1));
+        ex.finish(id, seq, TaskStatus::Ok).unwrap();
+        assert!(!ex.has_parked());
+        assert!(ex.is_idle());
+        // A stream aborted while parked leaves nothing behind: its slot works again.
+        ex.submit(c, 3).unwrap();
+        assert_eq!(ex.take_ready().map(|t| t.2), Some(3));
     }
 }

@@ -17,6 +17,8 @@
 //!   [`progress`]) imports its atomics only through the `sync` facade, which switches to loom
 //!   under `cfg(loom)`.
 //! - The executor implements `mm`'s [`StreamOrder`] oracle.
+//! - Threads that share a backend's executor wake each other by the rules of [`wake`]: no
+//!   system call per task in steady state.
 //! - This crate must not depend on any backend or on `acl-shim`.
 #![no_std]
 #![forbid(unsafe_code)]
@@ -30,6 +32,7 @@ pub mod graph;
 pub mod progress;
 pub mod stream;
 mod sync;
+pub mod wake;
 
 pub use error::{Error, Result};
 pub use event::{EventId, EventStatus};

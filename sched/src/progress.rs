@@ -43,7 +43,20 @@ impl Progress {
         }
     }
 
+    /// Publishes `seq` from the one thread that owns the stream's completion (the executor's
+    /// owner): a plain release store, no read-modify-write. A smaller `seq` than the current
+    /// value is ignored.
+    #[inline]
+    pub fn advance(&self, seq: u64) {
+        // INVARIANT: only ever raised; a single writer, so the load cannot race another store.
+        if seq > self.completed.load(Ordering::Relaxed) {
+            // Release: the tasks' effects happen before the value.
+            self.completed.store(seq, Ordering::Release);
+        }
+    }
+
     /// The highest completed sequence published so far.
+    #[inline]
     pub fn completed(&self) -> u64 {
         // Acquire: pairs with the release in `publish`.
         self.completed.load(Ordering::Acquire)
@@ -67,6 +80,10 @@ mod tests {
         p.publish(3);
         assert_eq!(p.completed(), 5);
         assert!(p.is_complete(5) && !p.is_complete(6));
+        p.advance(4);
+        assert_eq!(p.completed(), 5);
+        p.advance(7);
+        assert_eq!(p.completed(), 7);
     }
 }
 
@@ -95,6 +112,38 @@ mod loom_models {
                 assert_eq!(data.load(Ordering::Relaxed), 42);
             }
             writer.join().unwrap();
+            assert_eq!(progress.completed(), 1);
+        });
+    }
+
+    /// The software NPU's wait: spin on the word, then park on a condition variable counted
+    /// in `waiters`; the finisher publishes under the lock and notifies only when someone is
+    /// parked. The waiter always returns (a missed publish would leave it parked: deadlock).
+    #[test]
+    fn loom_spin_then_park_wait_sees_the_publish() {
+        use loom::sync::{Condvar, Mutex};
+        loom::model(|| {
+            let shared = Arc::new((Mutex::new(0usize), Condvar::new(), Progress::new()));
+            let s2 = Arc::clone(&shared);
+            let finisher = loom::thread::spawn(move || {
+                let (waiters, done, progress) = &*s2;
+                let parked = waiters.lock().unwrap();
+                progress.advance(1);
+                if *parked > 0 {
+                    done.notify_all();
+                }
+            });
+            let (waiters, done, progress) = &*shared;
+            // One round of spinning (loom needs it bounded), then park.
+            if !progress.is_complete(1) {
+                let mut parked = waiters.lock().unwrap();
+                while !progress.is_complete(1) {
+                    *parked += 1;
+                    parked = done.wait(parked).unwrap();
+                    *parked -= 1;
+                }
+            }
+            finisher.join().unwrap();
             assert_eq!(progress.completed(), 1);
         });
     }

@@ -13,7 +13,30 @@
 //! hands out two tasks of one stream at once, so each stream stays in order while different
 //! streams run concurrently, as on the real task scheduler with several engines. A value-wait
 //! task starts only once its word in memory satisfies it (a gate checked under the lock); while
-//! any stream is parked on such a gate, idle workers re-check every [`POLL`].
+//! any stream is refused by such a gate, idle workers re-check every [`POLL`].
+//!
+//! # Waking workers and waiters
+//!
+//! No futex call per task in steady state:
+//!
+//! The rules are [`sched::wake`]'s (model-checked there with loom):
+//!
+//! - An idle worker first *spins* (at most one per device, counted in the state's `idle`)
+//!   watching the work word, which every submission that may create work moves; only when the
+//!   spin runs out does it *park* on the `work` condition variable (counted in `idle` too).
+//! - A submitter notifies a parked worker only when the executor's ready queue goes from empty
+//!   to non-empty and no worker is spinning; a worker that takes a task while more streams are
+//!   ready passes the wake-up on the same way. A ready queue that is already non-empty always
+//!   has an awake worker on its way to it, so no wake-up is lost and none is wasted. Every such
+//!   decision is taken under the lock, and a worker parks only right after finding nothing to
+//!   take under that same lock.
+//! - Host threads waiting for a queue (synchronisation, back-pressure on a full ring) first
+//!   spin on the queue's [`Progress`] word (published by the executor on every finish, read
+//!   without the lock), then park on `done` (counted in `waiters`); a finishing worker
+//!   notifies `done` only when someone is parked there.
+//!
+//! Lock order: the scheduler's `state` lock is a leaf (no other lock is taken under it, and
+//! no task runs under it).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
@@ -23,7 +46,8 @@ use std::time::{Duration, Instant};
 use hal::{
     Error, ErrorKind, EventId, EventInfo, EventWait, QueueId, QueueProgress, Result, TaskDesc, TaskStatus,
 };
-use sched::{EventStatus, Executor, FailureMode, StreamId, StreamOrder, StreamPoint};
+use sched::wake::{self, Idle, WorkWord};
+use sched::{EventStatus, Executor, FailureMode, Progress, StreamId, StreamOrder, StreamPoint};
 
 use crate::Fabric;
 
@@ -33,6 +57,28 @@ pub(crate) const MAX_QUEUES: usize = 2048;
 pub(crate) const WORKERS: usize = 4;
 /// How often idle workers re-check value waits.
 const POLL: Duration = Duration::from_micros(200);
+/// Rounds of a spin before a thread parks: the first [`SPIN_PAUSES`] pause the core, the rest
+/// yield it (about 20–50 µs in all on an idle machine).
+const SPIN_ROUNDS: u32 = 160;
+/// Rounds of a spin that pause instead of yielding.
+const SPIN_PAUSES: u32 = 96;
+
+/// Spins until `done` holds (true) or the spin runs out (false): pauses, then yields.
+fn spin_until(mut done: impl FnMut() -> bool) -> bool {
+    for round in 0..SPIN_ROUNDS {
+        if done() {
+            return true;
+        }
+        if round < SPIN_PAUSES {
+            for _ in 0..(1u32 << (round / 16)) {
+                std::hint::spin_loop();
+            }
+        } else {
+            std::thread::yield_now();
+        }
+    }
+    done()
+}
 
 /// Work too large for a descriptor, named by a ticket.
 #[derive(Debug)]
@@ -63,8 +109,8 @@ struct State {
     /// Tickets of submitted tasks, by ticket number.
     tickets: BTreeMap<u64, Held>,
     next_ticket: u64,
-    /// Workers asleep on `work`.
-    sleeping: usize,
+    /// Workers asleep on `work`, and the one spinning on [`Shared::work_word`].
+    idle: Idle,
     /// Host threads asleep on `done`.
     waiters: usize,
 }
@@ -72,6 +118,8 @@ struct State {
 #[derive(Debug)]
 struct Shared {
     state: Mutex<State>,
+    /// Moved (under the lock) whenever work may have appeared; a spinning worker watches it.
+    work_word: WorkWord,
     /// Signalled when work is submitted or the threads must stop.
     work: Condvar,
     /// Signalled when a task finishes.
@@ -115,9 +163,10 @@ impl Scheduler {
                 faults: BTreeMap::new(),
                 tickets: BTreeMap::new(),
                 next_ticket: 1,
-                sleeping: 0,
+                idle: Idle::new(),
                 waiters: 0,
             }),
+            work_word: WorkWord::new(),
             work: Condvar::new(),
             done: Condvar::new(),
         });
@@ -143,10 +192,24 @@ impl Scheduler {
         self.shared.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Tells the workers that work may have appeared (after `st` changed under the lock):
+    /// wakes the spinner, or one parked worker when none spins.
     fn wake_worker(&self, st: &State) {
-        if st.sleeping > 0 {
-            self.shared.work.notify_one();
+        signal_work(&self.shared, st);
+    }
+
+    /// Like [`Self::wake_worker`], but only when the ready queue just went from empty to
+    /// non-empty (`had_ready` is whether it was non-empty before the change): otherwise a
+    /// worker is already on its way to it.
+    fn wake_if_newly_ready(&self, st: &State, had_ready: bool) {
+        if !had_ready && st.exec.has_ready() {
+            signal_work(&self.shared, st);
         }
+    }
+
+    /// The published progress of queue `q`.
+    fn progress_word(st: &State, q: QueueId) -> Result<Arc<Progress>> {
+        st.exec.progress(StreamId(q.0)).map_err(sched_err)
     }
 
     pub(crate) fn create_queue(&self, depth: u32) -> Result<QueueId> {
@@ -183,16 +246,26 @@ impl Scheduler {
         task: TaskDesc,
     ) -> Result<(MutexGuard<'a, State>, u64)> {
         loop {
+            let had_ready = st.exec.has_ready();
             match st.exec.submit(StreamId(q.0), task) {
                 Ok(seq) => {
-                    self.wake_worker(&st);
+                    self.wake_if_newly_ready(&st, had_ready);
                     return Ok((st, seq));
                 }
-                // Back-pressure: wait for the device to finish something, then retry.
+                // Back-pressure: wait for the device to finish something, then retry. Spin on
+                // the queue's progress word without the lock first, then park.
                 Err(sched::Error::Full) => {
-                    st.waiters += 1;
-                    st = self.shared.done.wait(st).unwrap_or_else(|p| p.into_inner());
-                    st.waiters -= 1;
+                    let word = Self::progress_word(&st, q)?;
+                    let seen = word.completed();
+                    drop(st);
+                    let moved = spin_until(|| word.completed() != seen);
+                    // Lock order: state (leaf).
+                    st = self.lock();
+                    if !moved && word.completed() == seen {
+                        st.waiters += 1;
+                        st = self.shared.done.wait(st).unwrap_or_else(|p| p.into_inner());
+                        st.waiters -= 1;
+                    }
                 }
                 Err(e) => return Err(sched_err(e)),
             }
@@ -303,6 +376,13 @@ impl Scheduler {
     pub(crate) fn wait(&self, q: QueueId, seq: u64, timeout_ms: Option<u32>) -> Result<()> {
         // TIMEOUT: `timeout_ms` bounds the wait; `None` waits for the device forever.
         let deadline = timeout_ms.map(|ms| Instant::now() + Duration::from_millis(u64::from(ms)));
+        // Spin on the published progress first, without the lock (not for a poll: a zero
+        // timeout answers at once).
+        let word = Self::progress_word(&self.lock(), q)?;
+        if word.is_complete(seq) || (timeout_ms != Some(0) && spin_until(|| word.is_complete(seq))) {
+            return Ok(());
+        }
+        // Lock order: state (leaf).
         let mut st = self.lock();
         loop {
             if st.exec.completed_seq(StreamId(q.0)).map_err(sched_err)? >= seq {
@@ -342,31 +422,35 @@ impl Scheduler {
 
     pub(crate) fn record_event(&self, q: QueueId, ev: EventId) -> Result<u64> {
         let mut st = self.lock();
+        let had_ready = st.exec.has_ready();
         let seq = st.exec.record_event(sched::EventId(ev.0), StreamId(q.0)).map_err(sched_err)?;
-        self.wake_worker(&st);
+        self.wake_if_newly_ready(&st, had_ready);
         Ok(seq)
     }
 
     pub(crate) fn wait_event(&self, q: QueueId, ev: EventId) -> Result<EventWait> {
         let mut st = self.lock();
         let target = st.exec.event_point(sched::EventId(ev.0)).map_err(sched_err)?;
+        let had_ready = st.exec.has_ready();
         let seq = st.exec.wait_event(StreamId(q.0), sched::EventId(ev.0)).map_err(sched_err)?;
-        self.wake_worker(&st);
+        self.wake_if_newly_ready(&st, had_ready);
         Ok(EventWait { seq, target: target.map(|p| (QueueId(p.stream), p.seq)) })
     }
 
     pub(crate) fn wait_point(&self, q: QueueId, target: QueueId, seq: u64) -> Result<u64> {
         let mut st = self.lock();
+        let had_ready = st.exec.has_ready();
         let at =
             st.exec.submit_wait(StreamId(q.0), StreamPoint { stream: target.0, seq }).map_err(sched_err)?;
-        self.wake_worker(&st);
+        self.wake_if_newly_ready(&st, had_ready);
         Ok(at)
     }
 
     pub(crate) fn reset_event(&self, q: QueueId, ev: EventId) -> Result<()> {
         let mut st = self.lock();
+        let had_ready = st.exec.has_ready();
         st.exec.reset_event(sched::EventId(ev.0), StreamId(q.0)).map_err(sched_err)?;
-        self.wake_worker(&st);
+        self.wake_if_newly_ready(&st, had_ready);
         Ok(())
     }
 
@@ -422,9 +506,20 @@ fn gate(fabric: &Weak<Fabric>, task: &TaskDesc) -> bool {
     }
 }
 
-/// A worker's loop: take the next ready task, run it without the lock, finish it.
+/// Moves the work word a spinning worker watches, and wakes one parked worker when none
+/// spins ([`sched::wake`]'s rules). Called under the lock (`st`).
+fn signal_work(shared: &Shared, st: &State) {
+    if wake::signal(&st.idle, &shared.work_word) {
+        shared.work.notify_one();
+    }
+}
+
+/// A worker's loop: take the next ready task, run it without the lock, finish it; when there
+/// is nothing to take, spin briefly (one worker at a time), then park.
 fn run(shared: &Shared, fabric: &Weak<Fabric>) {
     let mut st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
+    // Whether this worker spun since it last found work (then it parks instead).
+    let mut spun = false;
     loop {
         let before = st.exec.finished_items();
         let taken = st.exec.take_ready_if(|t| gate(fabric, t));
@@ -433,21 +528,23 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
             shared.done.notify_all();
         }
         if let Some((stream, seq, task)) = taken {
+            spun = false;
             let ticket = match task {
                 TaskDesc::Kernel { args: t, .. } | TaskDesc::CopyBatch { batch: t } => {
                     st.tickets.remove(&t).and_then(|h| h.ticket)
                 }
                 _ => None,
             };
-            if st.sleeping > 0 && st.exec.has_ready() {
+            if st.exec.has_ready() {
                 // More streams can run: let another worker take one.
-                shared.work.notify_one();
+                signal_work(shared, &st);
             }
             drop(st);
             let status = match fabric.upgrade() {
                 Some(f) => f.execute(&task, ticket),
                 None => TaskStatus::Failed(ErrorKind::NoDevice),
             };
+            // Lock order: state (leaf).
             st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
             if let TaskStatus::Fault(code) = status {
                 st.faults.entry(stream.0).or_insert(code);
@@ -469,15 +566,27 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
         if st.stop {
             return;
         }
-        st.sleeping += 1;
-        st = if st.exec.has_parked() {
-            // TIMEOUT: a parked value wait is re-checked every POLL.
+        if !spun && st.idle.try_spin() {
+            // Spin without the lock until the work word moves (or the spin runs out), then
+            // look again under the lock before deciding to park.
+            let seen = shared.work_word.seen();
+            drop(st);
+            spun = !spin_until(|| shared.work_word.moved(seen));
+            // Lock order: state (leaf).
+            st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
+            st.idle.end_spin();
+            continue;
+        }
+        st.idle.park();
+        st = if st.exec.has_gated() {
+            // TIMEOUT: a value wait refused by its gate is re-checked every POLL.
             let (mut g, _) = shared.work.wait_timeout(st, POLL).unwrap_or_else(|p| p.into_inner());
             g.exec.recheck();
             g
         } else {
             shared.work.wait(st).unwrap_or_else(|p| p.into_inner())
         };
-        st.sleeping -= 1;
+        st.idle.unpark();
+        spun = false;
     }
 }
