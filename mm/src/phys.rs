@@ -35,8 +35,8 @@
 //!   A run that was the low part of one block goes back as that whole block when the rest of
 //!   the block is still free as the split left it (one merge chain, not one per piece).
 //! - Quick reuse ([`FrameAllocator::set_quick_reuse`], off by default, on in
-//!   [`crate::device::FrameBacker`]): a run freed whole is kept in a cache of up to 256 runs
-//!   in 64 buckets by length and page size (a stack of up to 32 runs of one size per bucket),
+//!   [`crate::device::FrameBacker`]): a run freed whole is kept in a cache of up to 1024 runs
+//!   in 256 buckets by length and page size (a stack of up to 32 runs of one size per bucket),
 //!   and the next allocation of that exact size takes the run freed last back in O(1) with no
 //!   split or merge, so that a churn of a few sizes (slab segments, the tensors of a training
 //!   step) runs without touching the buddy bitmaps. Cached frames are free memory (counted free, exactly); an
@@ -48,7 +48,12 @@
 //! block costs O(19 + L · 19) (find, split, give back the unused part), plus O(pages / 64) to
 //! mark its pages; a fragmented one O(k · (19 + L)) for `k` blocks taken. A free costs
 //! O(pages / 64) to check and clear its pages and O(19 · L) per buddy block released.
-//! [`FrameAllocator::info`] is O(19).
+//! [`FrameAllocator::info`] is O(19), plus O(cached runs) (at most 1024) with quick reuse on.
+//! With quick reuse, an allocation that takes a cached run and a free that caches one cost
+//! O(pages / 64) (the allocation bits) and O(1) otherwise; a free whose bucket holds another
+//! size first gives that bucket's runs back, and giving the whole cache back (a single-block
+//! search that fails, [`FrameAllocator::flush_quick`]) is O(cached runs · 19 · L), each cached
+//! run given back once per time it was cached.
 //!
 //! Frame arithmetic inside the allocator is bounded by its invariants (every frame number is
 //! below `total_frames` ≤ 2^36), so only values that come from callers are checked explicitly.
@@ -123,6 +128,7 @@ impl Bits {
         (ix(lo / 64), ix((hi - 1) / 64), m0, m1)
     }
 
+    #[inline]
     fn all_set(&self, lo: u64, hi: u64) -> bool {
         if lo >= hi {
             return true;
@@ -147,6 +153,7 @@ impl Bits {
         self.words[a] & m0 == 0 && self.words[a + 1..b].iter().all(|&w| w == 0) && self.words[b] & m1 == 0
     }
 
+    #[inline]
     fn set_range(&mut self, lo: u64, hi: u64) {
         if lo >= hi {
             return;
@@ -184,6 +191,7 @@ impl Bits {
         true
     }
 
+    #[inline]
     fn clear_range(&mut self, lo: u64, hi: u64) {
         if lo >= hi {
             return;
@@ -375,9 +383,9 @@ impl Sink for Vec<PhysRun> {
 
 /// Buckets of the quick-reuse cache (a power of two): each holds runs of one length and page
 /// size.
-const QUICK_BUCKETS: usize = 64;
+const QUICK_BUCKETS: usize = 256;
 /// Runs the quick-reuse cache holds at most, over all buckets.
-const QUICK_RUNS: usize = 256;
+const QUICK_RUNS: usize = 1024;
 /// Runs one bucket holds at most, so that one size cannot take the whole cache.
 const QUICK_PER_BUCKET: u16 = 32;
 /// No cached run.
@@ -532,7 +540,7 @@ impl FrameAllocator {
     /// merged with its free neighbours until given back, so those two figures may be lower than
     /// after [`Self::flush_quick`]). An allocation that finds no free block large enough gives
     /// every cached run back and searches again, so the cache never makes an allocation fail or
-    /// split where it would not have otherwise. The cache holds at most 256 runs, 32 of one size.
+    /// split where it would not have otherwise. The cache holds at most 1024 runs, 32 of one size.
     pub fn set_quick_reuse(&mut self, on: bool) {
         self.quick_on = on;
         if !on {
@@ -700,6 +708,7 @@ impl FrameAllocator {
 
     /// Sets or clears the allocation bits of `page` size for frames `[start, end)` (aligned to
     /// the page size).
+    #[inline]
     fn mark(&mut self, page: PageSize, start: u64, end: u64, on: bool) {
         let o = page_order(page);
         let bits = &mut self.used[used_index(page)];
@@ -711,6 +720,7 @@ impl FrameAllocator {
     }
 
     /// Whether every page of `page` size in frames `[start, end)` is allocated with that size.
+    #[inline]
     fn is_marked(&self, page: PageSize, start: u64, end: u64) -> bool {
         let o = page_order(page);
         self.used[used_index(page)].all_set(start >> o, end >> o)
@@ -1270,13 +1280,14 @@ mod tests {
         // Sizes in distinct buckets, 32 runs each: more than the pool holds.
         let mut sizes: Vec<u64> = Vec::new();
         for n in 1..512u64 {
-            if sizes.len() < 10 && sizes.iter().all(|&m| quick_slot(0, m) != quick_slot(0, n)) {
+            let wanted = QUICK_RUNS / usize::from(QUICK_PER_BUCKET) + 2;
+            if sizes.len() < wanted && sizes.iter().all(|&m| quick_slot(0, m) != quick_slot(0, n)) {
                 sizes.push(n);
             }
         }
         let runs: Vec<_> = sizes
             .iter()
-            .flat_map(|&n| (0..32).map(move |_| n))
+            .flat_map(|&n| (0..QUICK_PER_BUCKET).map(move |_| n))
             .map(|n| a.alloc_pages(PageSize::Normal, n).unwrap())
             .collect();
         for r in &runs {
