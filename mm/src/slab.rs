@@ -25,6 +25,8 @@ pub const SEGMENTS: usize = (CHUNK_BYTES / SEGMENT_BYTES) as usize;
 
 /// Largest size served by a slab; larger allocations are backed directly.
 pub const SLAB_MAX_BYTES: u64 = 64 << 10;
+// An object overlaps two segments at most (`Chunk::segments`).
+const _: () = assert!(SLAB_MAX_BYTES <= SEGMENT_BYTES);
 
 /// The object sizes of the classes, smallest first: every 64 bytes to 1 KiB, every 256 bytes to
 /// 4 KiB, then four classes per doubling to 64 KiB. Every size is a multiple of 64, so every
@@ -210,13 +212,14 @@ impl Chunk {
         self.lowest_free().map(|slot| u64::from(slot + 1) * self.object_bytes())
     }
 
-    /// The segments the object in `slot` overlaps.
+    /// The first and last segments the object in `slot` overlaps: the same one or neighbours,
+    /// as no object is larger than a segment.
     #[inline]
-    fn segments(&self, slot: u32) -> core::ops::RangeInclusive<usize> {
+    fn segments(&self, slot: u32) -> (usize, usize) {
         let start = u64::from(slot) * self.object_bytes();
         let end = start + self.object_bytes() - 1;
         // CAST: below SEGMENTS.
-        (start / SEGMENT_BYTES) as usize..=(end / SEGMENT_BYTES) as usize
+        ((start / SEGMENT_BYTES) as usize, (end / SEGMENT_BYTES) as usize)
     }
 
     /// Live objects overlapping segment `i`.
@@ -239,8 +242,10 @@ impl Chunk {
             self.full[w / 64] |= 1 << (w % 64);
         }
         self.sizes[slot as usize] = usable;
-        for i in self.segments(slot) {
-            self.seg_live[i] += 1;
+        let (first, last) = self.segments(slot);
+        self.seg_live[first] += 1;
+        if last != first {
+            self.seg_live[last] += 1;
         }
         // INVARIANT: one more slot live; the lowest free one is above it.
         self.used += 1;
@@ -307,8 +312,10 @@ impl Chunk {
         let w = (slot / 64) as usize;
         self.live[w] &= !(1 << (slot % 64));
         self.full[w / 64] &= !(1 << (w % 64));
-        for i in self.segments(slot) {
-            self.seg_live[i] -= 1;
+        let (first, last) = self.segments(slot);
+        self.seg_live[first] -= 1;
+        if last != first {
+            self.seg_live[last] -= 1;
         }
         // INVARIANT: one slot fewer live, and it may be the lowest free one.
         self.used -= 1;
