@@ -386,6 +386,8 @@ impl Sink for Vec<PhysRun> {
 const QUICK_BUCKETS: usize = 256;
 /// Runs the quick-reuse cache holds at most, over all buckets.
 const QUICK_RUNS: usize = 1024;
+// Pool indices are u16, with u16::MAX meaning none.
+const _: () = assert!(QUICK_RUNS < QNIL as usize);
 /// Runs one bucket holds at most, so that one size cannot take the whole cache.
 const QUICK_PER_BUCKET: u16 = 32;
 /// No cached run.
@@ -413,16 +415,13 @@ struct QuickRun {
     next: u16,
 }
 
-/// The pool of a fresh cache: every entry free, linked in index order.
-const fn fresh_pool() -> [QuickRun; QUICK_RUNS] {
-    let mut pool = [QuickRun { frame: 0, next: QNIL }; QUICK_RUNS];
-    let mut i = 0;
-    while i + 1 < QUICK_RUNS {
-        // CAST: QUICK_RUNS < u16::MAX.
-        pool[i].next = (i + 1) as u16;
-        i += 1;
+/// Links every entry of `pool` free, in index order (the pool of a fresh cache).
+fn reset_pool(pool: &mut [QuickRun]) {
+    let n = pool.len();
+    for (i, q) in pool.iter_mut().enumerate() {
+        // CAST: the pool has fewer than u16::MAX entries.
+        *q = QuickRun { frame: 0, next: if i + 1 < n { (i + 1) as u16 } else { QNIL } };
     }
-    pool
 }
 
 /// The bucket of runs of `frames` frames of page order `order`.
@@ -471,8 +470,10 @@ pub struct FrameAllocator {
     quick_runs: usize,
     quick_touched: bool,
     quick_free: u16,
-    quick: [QuickBucket; QUICK_BUCKETS],
-    quick_pool: [QuickRun; QUICK_RUNS],
+    /// The cache's buckets and run pool, sized once by `new` (on the heap, so that the
+    /// allocator itself stays small enough to live on a firmware stack).
+    quick: Vec<QuickBucket>,
+    quick_pool: Vec<QuickRun>,
 }
 
 /// The index of `page` in `used`.
@@ -521,9 +522,10 @@ impl FrameAllocator {
             quick_runs: 0,
             quick_touched: false,
             quick_free: 0,
-            quick: [QuickBucket::EMPTY; QUICK_BUCKETS],
-            quick_pool: fresh_pool(),
+            quick: vec![QuickBucket::EMPTY; QUICK_BUCKETS],
+            quick_pool: vec![QuickRun { frame: 0, next: QNIL }; QUICK_RUNS],
         };
+        reset_pool(&mut this.quick_pool);
         // INVARIANT: the largest aligned blocks covering [0, total_frames) are free.
         this.release_range(0, total_frames);
         Ok(this)
@@ -566,8 +568,8 @@ impl FrameAllocator {
             }
         }
         // INVARIANT: the cache is as new again.
-        self.quick = [QuickBucket::EMPTY; QUICK_BUCKETS];
-        self.quick_pool = fresh_pool();
+        self.quick.fill(QuickBucket::EMPTY);
+        reset_pool(&mut self.quick_pool);
         self.quick_free = 0;
         self.quick_runs = 0;
         self.quick_touched = false;
@@ -944,7 +946,7 @@ impl FrameAllocator {
         }
         // The aligned blocks of `order` inside each cached run.
         let mut cached = 0;
-        for b in &self.quick {
+        for b in self.quick.iter() {
             let mut head = b.head;
             while head != QNIL {
                 let q = self.quick_pool[usize::from(head)];
