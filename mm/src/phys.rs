@@ -58,6 +58,7 @@
 //! Frame arithmetic inside the allocator is bounded by its invariants (every frame number is
 //! below `total_frames` ≤ 2^36), so only values that come from callers are checked explicitly.
 
+use alloc::boxed::Box;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -415,6 +416,15 @@ struct QuickRun {
     next: u16,
 }
 
+/// An array of `N` copies of `v` on the heap, built there (not on the stack first).
+fn boxed_array<T: Copy, const N: usize>(v: T) -> Box<[T; N]> {
+    match vec![v; N].into_boxed_slice().try_into() {
+        Ok(a) => a,
+        // The slice has exactly N elements.
+        Err(_) => unreachable!("a boxed slice of N elements converts to [T; N]"),
+    }
+}
+
 /// Links every entry of `pool` free, in index order (the pool of a fresh cache).
 fn reset_pool(pool: &mut [QuickRun]) {
     let n = pool.len();
@@ -472,8 +482,8 @@ pub struct FrameAllocator {
     quick_free: u16,
     /// The cache's buckets and run pool, sized once by `new` (on the heap, so that the
     /// allocator itself stays small enough to live on a firmware stack).
-    quick: Vec<QuickBucket>,
-    quick_pool: Vec<QuickRun>,
+    quick: Box<[QuickBucket; QUICK_BUCKETS]>,
+    quick_pool: Box<[QuickRun; QUICK_RUNS]>,
 }
 
 /// The index of `page` in `used`.
@@ -522,10 +532,10 @@ impl FrameAllocator {
             quick_runs: 0,
             quick_touched: false,
             quick_free: 0,
-            quick: vec![QuickBucket::EMPTY; QUICK_BUCKETS],
-            quick_pool: vec![QuickRun { frame: 0, next: QNIL }; QUICK_RUNS],
+            quick: boxed_array(QuickBucket::EMPTY),
+            quick_pool: boxed_array(QuickRun { frame: 0, next: QNIL }),
         };
-        reset_pool(&mut this.quick_pool);
+        reset_pool(&mut this.quick_pool[..]);
         // INVARIANT: the largest aligned blocks covering [0, total_frames) are free.
         this.release_range(0, total_frames);
         Ok(this)
@@ -569,7 +579,7 @@ impl FrameAllocator {
         }
         // INVARIANT: the cache is as new again.
         self.quick.fill(QuickBucket::EMPTY);
-        reset_pool(&mut self.quick_pool);
+        reset_pool(&mut self.quick_pool[..]);
         self.quick_free = 0;
         self.quick_runs = 0;
         self.quick_touched = false;
