@@ -35,9 +35,11 @@
 //!   A run that was the low part of one block goes back as that whole block when the rest of
 //!   the block is still free as the split left it (one merge chain, not one per piece).
 //! - Quick reuse ([`FrameAllocator::set_quick_reuse`], off by default, on in
-//!   [`crate::device::FrameBacker`]): a run freed whole is kept in a 64-entry cache by its
-//!   length and page size, and the next allocation of that exact size takes it back in O(1)
-//!   with no split or merge. Cached frames are free memory (counted free, exactly); an
+//!   [`crate::device::FrameBacker`]): a run freed whole is kept in a cache of up to 1024 runs
+//!   in 256 buckets by length and page size (a stack of up to 32 runs of one size per bucket),
+//!   and the next allocation of that exact size takes the run freed last back in O(1) with no
+//!   split or merge, so that a churn of a few sizes (slab segments, the tensors of a training
+//!   step) runs without touching the buddy bitmaps. Cached frames are free memory (counted free, exactly); an
 //!   allocation that finds no free block large enough gives them all back first.
 //!
 //! # Complexity
@@ -46,11 +48,17 @@
 //! block costs O(19 + L · 19) (find, split, give back the unused part), plus O(pages / 64) to
 //! mark its pages; a fragmented one O(k · (19 + L)) for `k` blocks taken. A free costs
 //! O(pages / 64) to check and clear its pages and O(19 · L) per buddy block released.
-//! [`FrameAllocator::info`] is O(19).
+//! [`FrameAllocator::info`] is O(19), plus O(cached runs) (at most 1024) with quick reuse on.
+//! With quick reuse, an allocation that takes a cached run and a free that caches one cost
+//! O(pages / 64) (the allocation bits) and O(1) otherwise; a free whose bucket holds another
+//! size first gives that bucket's runs back, and giving the whole cache back (a single-block
+//! search that fails, [`FrameAllocator::flush_quick`]) is O(cached runs · 19 · L), each cached
+//! run given back once per time it was cached.
 //!
 //! Frame arithmetic inside the allocator is bounded by its invariants (every frame number is
 //! below `total_frames` ≤ 2^36), so only values that come from callers are checked explicitly.
 
+use alloc::boxed::Box;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -121,6 +129,7 @@ impl Bits {
         (ix(lo / 64), ix((hi - 1) / 64), m0, m1)
     }
 
+    #[inline]
     fn all_set(&self, lo: u64, hi: u64) -> bool {
         if lo >= hi {
             return true;
@@ -145,6 +154,7 @@ impl Bits {
         self.words[a] & m0 == 0 && self.words[a + 1..b].iter().all(|&w| w == 0) && self.words[b] & m1 == 0
     }
 
+    #[inline]
     fn set_range(&mut self, lo: u64, hi: u64) {
         if lo >= hi {
             return;
@@ -159,6 +169,30 @@ impl Bits {
         }
     }
 
+    /// Clears bits `[lo, hi)` when every one of them is set; `false` (and no change) otherwise.
+    #[inline]
+    fn take_range(&mut self, lo: u64, hi: u64) -> bool {
+        if lo >= hi {
+            return true;
+        }
+        let (a, b, m0, m1) = Self::words_of(lo, hi);
+        if a == b {
+            let m = m0 & m1;
+            let w = &mut self.words[a];
+            if *w & m != m {
+                return false;
+            }
+            *w &= !m;
+            return true;
+        }
+        if !self.all_set(lo, hi) {
+            return false;
+        }
+        self.clear_range(lo, hi);
+        true
+    }
+
+    #[inline]
     fn clear_range(&mut self, lo: u64, hi: u64) {
         if lo >= hi {
             return;
@@ -204,14 +238,27 @@ impl BitTree {
         Self { words: vec![0; total], offsets, depth }
     }
 
-    #[inline]
+    #[inline(always)]
     fn test(&self, i: u64) -> bool {
         self.words[ix(i / 64)] & (1 << (i % 64)) != 0
     }
 
-    #[inline]
-    fn set(&mut self, mut i: u64) {
-        for l in 0..self.depth {
+    /// Sets bit `i`. The leaf level starts the storage; the summaries above change only when
+    /// the leaf word was empty, which [`Self::set_above`] handles out of line.
+    #[inline(always)]
+    fn set(&mut self, i: u64) {
+        let w = &mut self.words[ix(i / 64)];
+        let was = *w;
+        *w = was | 1 << (i % 64);
+        if was == 0 {
+            self.set_above(i / 64);
+        }
+    }
+
+    /// Sets the summary bits of leaf word `i`, which has just become non-empty.
+    #[inline(never)]
+    fn set_above(&mut self, mut i: u64) {
+        for l in 1..self.depth {
             let w = &mut self.words[self.offsets[l] + ix(i / 64)];
             let was = *w;
             *w |= 1 << (i % 64);
@@ -222,9 +269,20 @@ impl BitTree {
         }
     }
 
-    #[inline]
-    fn clear(&mut self, mut i: u64) {
-        for l in 0..self.depth {
+    /// Clears bit `i` (see [`Self::set`] for the summaries).
+    #[inline(always)]
+    fn clear(&mut self, i: u64) {
+        let w = &mut self.words[ix(i / 64)];
+        *w &= !(1 << (i % 64));
+        if *w == 0 {
+            self.clear_above(i / 64);
+        }
+    }
+
+    /// Clears the summary bits of leaf word `i`, which has just become empty.
+    #[inline(never)]
+    fn clear_above(&mut self, mut i: u64) {
+        for l in 1..self.depth {
             let w = &mut self.words[self.offsets[l] + ix(i / 64)];
             *w &= !(1 << (i % 64));
             if *w != 0 {
@@ -324,24 +382,64 @@ impl Sink for Vec<PhysRun> {
     }
 }
 
-/// Entries of the quick-reuse cache (a power of two).
-const QUICK: usize = 64;
+/// Buckets of the quick-reuse cache (a power of two): each holds runs of one length and page
+/// size.
+const QUICK_BUCKETS: usize = 256;
+/// Runs the quick-reuse cache holds at most, over all buckets.
+const QUICK_RUNS: usize = 1024;
+// Pool indices are u16, with u16::MAX meaning none.
+const _: () = assert!(QUICK_RUNS < QNIL as usize);
+/// Runs one bucket holds at most, so that one size cannot take the whole cache.
+const QUICK_PER_BUCKET: u16 = 32;
+/// No cached run.
+const QNIL: u16 = u16::MAX;
 
-/// One run kept by the quick-reuse cache: `frames` frames from `frame`, freed as pages of
-/// `order` (`frames == 0`: empty).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct QuickRun {
-    frame: u64,
+/// One bucket of the quick-reuse cache: a stack (last freed, first reused) of runs of `frames`
+/// frames freed as pages of `order`, linked through [`QuickRun::next`] from `head`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct QuickBucket {
     frames: u64,
     order: u32,
+    head: u16,
+    len: u16,
 }
 
-/// The cache entry of runs of `frames` frames of page order `order`.
+impl QuickBucket {
+    const EMPTY: Self = Self { frames: 0, order: 0, head: QNIL, len: 0 };
+}
+
+/// One entry of the quick-reuse cache's run pool: a cached run's first frame and the next run
+/// of its bucket (or of the free entries).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct QuickRun {
+    frame: u64,
+    next: u16,
+}
+
+/// An array of `N` copies of `v` on the heap, built there (not on the stack first).
+fn boxed_array<T: Copy, const N: usize>(v: T) -> Box<[T; N]> {
+    match vec![v; N].into_boxed_slice().try_into() {
+        Ok(a) => a,
+        // The slice has exactly N elements.
+        Err(_) => unreachable!("a boxed slice of N elements converts to [T; N]"),
+    }
+}
+
+/// Links every entry of `pool` free, in index order (the pool of a fresh cache).
+fn reset_pool(pool: &mut [QuickRun]) {
+    let n = pool.len();
+    for (i, q) in pool.iter_mut().enumerate() {
+        // CAST: the pool has fewer than u16::MAX entries.
+        *q = QuickRun { frame: 0, next: if i + 1 < n { (i + 1) as u16 } else { QNIL } };
+    }
+}
+
+/// The bucket of runs of `frames` frames of page order `order`.
 #[inline]
 fn quick_slot(order: u32, frames: u64) -> usize {
-    // CAST: the shift leaves log2(QUICK) bits.
-    ((frames ^ (u64::from(order) << 40)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - QUICK.trailing_zeros()))
-        as usize
+    // CAST: the shift leaves log2(QUICK_BUCKETS) bits.
+    ((frames ^ (u64::from(order) << 40)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        >> (64 - QUICK_BUCKETS.trailing_zeros())) as usize
 }
 
 /// The per-device buddy allocator of physical frames.
@@ -360,10 +458,13 @@ fn quick_slot(order: u32, frames: u64) -> usize {
 ///   per 1 GiB); free blocks and pages allocated with any page size partition the frames.
 /// - `allocated_frames` is the number of frames allocated; `huge_in_use` and `giant_in_use`
 ///   count the pages allocated with that page size and never exceed their budgets.
-/// - With quick reuse on, `quick` holds runs freed whole that are neither in the free bitmaps
-///   nor allocated (their frames count as free); `quick_runs` counts them. Free blocks,
-///   allocated pages and cached runs partition the frames; with quick reuse off `quick` is
-///   empty.
+/// - With quick reuse on, the buckets of `quick` hold runs freed whole that are neither in the
+///   free bitmaps nor allocated (their frames count as free); `quick_runs` counts them, each
+///   bucket's `len` its own, and the pool entries not in a bucket are on the `quick_free`
+///   list. Free blocks, allocated pages and cached runs partition the frames; with quick reuse
+///   off no run is cached. `quick_touched` is false only while the cache is as
+///   [`FrameAllocator::new`] made it (pool linked in index order), so two allocators with the
+///   same free frames and an empty, untouched cache compare equal.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FrameAllocator {
     total_frames: u64,
@@ -377,7 +478,12 @@ pub struct FrameAllocator {
     giant_in_use: u64,
     quick_on: bool,
     quick_runs: usize,
-    quick: [QuickRun; QUICK],
+    quick_touched: bool,
+    quick_free: u16,
+    /// The cache's buckets and run pool, sized once by `new` (on the heap, so that the
+    /// allocator itself stays small enough to live on a firmware stack).
+    quick: Box<[QuickBucket; QUICK_BUCKETS]>,
+    quick_pool: Box<[QuickRun; QUICK_RUNS]>,
 }
 
 /// The index of `page` in `used`.
@@ -424,8 +530,12 @@ impl FrameAllocator {
             giant_in_use: 0,
             quick_on: false,
             quick_runs: 0,
-            quick: [QuickRun::default(); QUICK],
+            quick_touched: false,
+            quick_free: 0,
+            quick: boxed_array(QuickBucket::EMPTY),
+            quick_pool: boxed_array(QuickRun { frame: 0, next: QNIL }),
         };
+        reset_pool(&mut this.quick_pool[..]);
         // INVARIANT: the largest aligned blocks covering [0, total_frames) are free.
         this.release_range(0, total_frames);
         Ok(this)
@@ -442,7 +552,7 @@ impl FrameAllocator {
     /// merged with its free neighbours until given back, so those two figures may be lower than
     /// after [`Self::flush_quick`]). An allocation that finds no free block large enough gives
     /// every cached run back and searches again, so the cache never makes an allocation fail or
-    /// split where it would not have otherwise. The cache holds at most 64 runs.
+    /// split where it would not have otherwise. The cache holds at most 1024 runs, 32 of one size.
     pub fn set_quick_reuse(&mut self, on: bool) {
         self.quick_on = on;
         if !on {
@@ -454,18 +564,25 @@ impl FrameAllocator {
     /// their free neighbours); returns the bytes given back. Changes no figure but the huge and
     /// giant free bytes of [`Self::info`].
     pub fn flush_quick(&mut self) -> u64 {
-        let mut bytes = 0;
-        if self.quick_runs == 0 {
+        if !self.quick_touched {
             return 0;
         }
-        for i in 0..QUICK {
-            let q = core::mem::take(&mut self.quick[i]);
-            if q.frames > 0 {
-                self.release_range(q.frame, q.frames);
-                bytes += q.frames << FRAME_SHIFT;
+        let mut bytes = 0;
+        for b in 0..QUICK_BUCKETS {
+            let QuickBucket { frames, mut head, .. } = self.quick[b];
+            while head != QNIL {
+                let QuickRun { frame, next } = self.quick_pool[usize::from(head)];
+                self.release_range(frame, frames);
+                bytes += frames << FRAME_SHIFT;
+                head = next;
             }
         }
+        // INVARIANT: the cache is as new again.
+        self.quick.fill(QuickBucket::EMPTY);
+        reset_pool(&mut self.quick_pool[..]);
+        self.quick_free = 0;
         self.quick_runs = 0;
+        self.quick_touched = false;
         bytes
     }
 
@@ -529,12 +646,17 @@ impl FrameAllocator {
         let frames = count << order;
         if self.quick_runs > 0 {
             let q = quick_slot(order, frames);
-            let hit = self.quick[q];
-            if hit.frames == frames && hit.order == order {
-                if !sink.push(hit.frame, frames) {
+            let bucket = self.quick[q];
+            if bucket.head != QNIL && bucket.frames == frames && bucket.order == order {
+                let i = usize::from(bucket.head);
+                let QuickRun { frame, next } = self.quick_pool[i];
+                if !sink.push(frame, frames) {
                     return Err(Error::InvalidArgument);
                 }
-                self.quick[q] = QuickRun::default();
+                self.quick[q].head = next;
+                self.quick[q].len -= 1;
+                self.quick_pool[i].next = self.quick_free;
+                self.quick_free = bucket.head;
                 self.quick_runs -= 1;
                 self.commit(page, count, frames, sink);
                 return Ok(());
@@ -598,6 +720,7 @@ impl FrameAllocator {
 
     /// Sets or clears the allocation bits of `page` size for frames `[start, end)` (aligned to
     /// the page size).
+    #[inline]
     fn mark(&mut self, page: PageSize, start: u64, end: u64, on: bool) {
         let o = page_order(page);
         let bits = &mut self.used[used_index(page)];
@@ -609,6 +732,7 @@ impl FrameAllocator {
     }
 
     /// Whether every page of `page` size in frames `[start, end)` is allocated with that size.
+    #[inline]
     fn is_marked(&self, page: PageSize, start: u64, end: u64) -> bool {
         let o = page_order(page);
         self.used[used_index(page)].all_set(start >> o, end >> o)
@@ -640,6 +764,9 @@ impl FrameAllocator {
     ///
     /// On error nothing changes. An empty slice frees nothing.
     pub fn free_pages(&mut self, page: PageSize, runs: &[PhysRun]) -> Result<()> {
+        if let [run] = runs {
+            return self.free_run(page, *run);
+        }
         let mask = page.bytes() - 1;
         for run in runs {
             run.checked_end().ok_or(Error::InvalidArgument)?;
@@ -678,6 +805,35 @@ impl FrameAllocator {
                 PageSize::Huge => self.huge_in_use -= pages,
                 PageSize::Giant => self.giant_in_use -= pages,
             }
+        }
+        Ok(())
+    }
+
+    /// [`Self::free_pages`] of one run: the same checks and effects in one pass.
+    #[inline]
+    fn free_run(&mut self, page: PageSize, run: PhysRun) -> Result<()> {
+        let mask = page.bytes() - 1;
+        let end = run.checked_end().ok_or(Error::InvalidArgument)?;
+        if run.len_bytes == 0 || run.offset & mask != 0 || run.len_bytes & mask != 0 {
+            return Err(Error::InvalidArgument);
+        }
+        let (start, end) = (run.offset >> FRAME_SHIFT, end >> FRAME_SHIFT);
+        let o = page_order(page);
+        if end > self.total_frames || !self.used[used_index(page)].take_range(start >> o, end >> o) {
+            return Err(Error::NotAllocated);
+        }
+        // Validated and unmarked: from here on nothing can fail.
+        let frames = end - start;
+        if self.quick_on {
+            self.keep_quick(start, frames, o);
+        } else {
+            self.release_run(start, frames);
+        }
+        self.allocated_frames -= frames;
+        match page {
+            PageSize::Normal => {}
+            PageSize::Huge => self.huge_in_use -= frames >> o,
+            PageSize::Giant => self.giant_in_use -= frames >> o,
         }
         Ok(())
     }
@@ -799,26 +955,54 @@ impl FrameAllocator {
             return free;
         }
         // The aligned blocks of `order` inside each cached run.
-        let cached: u64 = self
-            .quick
-            .iter()
-            .filter(|q| q.frames > 0)
-            .map(|q| ((q.frame + q.frames) >> order).saturating_sub(q.frame.div_ceil(order_frames(order))))
-            .sum();
+        let mut cached = 0;
+        for b in self.quick.iter() {
+            let mut head = b.head;
+            while head != QNIL {
+                let q = self.quick_pool[usize::from(head)];
+                cached +=
+                    ((q.frame + b.frames) >> order).saturating_sub(q.frame.div_ceil(order_frames(order)));
+                head = q.next;
+            }
+        }
         free + cached
     }
 
     /// Keeps the run of `frames` frames from `frame`, just freed as pages of `order`, in the
-    /// quick-reuse cache, giving back the run it displaces.
+    /// quick-reuse cache. A bucket holding another size gives its runs back first; a full
+    /// bucket or pool gives this run back instead.
     #[inline]
     fn keep_quick(&mut self, frame: u64, frames: u64, order: u32) {
         let q = quick_slot(order, frames);
-        let old = core::mem::replace(&mut self.quick[q], QuickRun { frame, frames, order });
-        if old.frames > 0 {
-            self.release_run(old.frame, old.frames);
-        } else {
-            self.quick_runs += 1;
+        let bucket = self.quick[q];
+        if bucket.head != QNIL && (bucket.frames != frames || bucket.order != order) {
+            self.flush_bucket(q);
+        } else if bucket.len >= QUICK_PER_BUCKET || self.quick_free == QNIL {
+            self.release_run(frame, frames);
+            return;
         }
+        let i = self.quick_free;
+        self.quick_free = self.quick_pool[usize::from(i)].next;
+        self.quick_pool[usize::from(i)] = QuickRun { frame, next: self.quick[q].head };
+        let len = self.quick[q].len + 1;
+        self.quick[q] = QuickBucket { frames, order, head: i, len };
+        self.quick_runs += 1;
+        self.quick_touched = true;
+    }
+
+    /// Gives the runs of bucket `q` back to the buddy lists and its pool entries to the free
+    /// list.
+    fn flush_bucket(&mut self, q: usize) {
+        let QuickBucket { frames, mut head, len, .. } = self.quick[q];
+        while head != QNIL {
+            let QuickRun { frame, next } = self.quick_pool[usize::from(head)];
+            self.release_run(frame, frames);
+            self.quick_pool[usize::from(head)].next = self.quick_free;
+            self.quick_free = head;
+            head = next;
+        }
+        self.quick_runs -= usize::from(len);
+        self.quick[q] = QuickBucket::EMPTY;
     }
 
     /// Takes the lowest free block of `order` (which must have one); returns its first frame.
@@ -902,28 +1086,26 @@ impl FrameAllocator {
         let k = frames.next_power_of_two().ilog2();
         let block = order_frames(k);
         if frames < block && k <= MAX_ORDER && start % block == 0 && start + block <= self.total_frames {
+            // The pieces `release_split` left: at most one per order below `k`.
+            let mut pieces = [(0u64, 0u32); ORDERS];
+            let mut n = 0;
             let end = start + block;
             let mut f = start + frames;
-            let mut whole = true;
             while f < end {
                 let o = largest_block(f, end - f);
                 if !self.free[slot(o)].test(f >> o) {
-                    whole = false;
-                    break;
+                    return self.release_range(start, frames);
                 }
+                pieces[n] = (f, o);
+                n += 1;
                 f += order_frames(o);
             }
-            if whole {
-                let mut f = start + frames;
-                while f < end {
-                    let o = largest_block(f, end - f);
-                    self.free[slot(o)].clear(f >> o);
-                    self.free_count[slot(o)] -= 1;
-                    f += order_frames(o);
-                }
-                self.release_block(start, k);
-                return;
+            for &(f, o) in &pieces[..n] {
+                self.free[slot(o)].clear(f >> o);
+                self.free_count[slot(o)] -= 1;
             }
+            self.release_block(start, k);
+            return;
         }
         self.release_range(start, frames);
     }
@@ -1067,6 +1249,70 @@ mod tests {
         a.free_pages(PageSize::Normal, &[run(0, 4 * MIB)]).unwrap();
         a.set_quick_reuse(false);
         assert_eq!(a, alloc(4 * MIB, 2 * MIB, 0));
+    }
+
+    #[test]
+    fn quick_reuse_keeps_a_stack_per_size() {
+        let mut a = alloc(64 * MIB, 0, 0);
+        a.set_quick_reuse(true);
+        let runs: Vec<_> = (0..40).map(|_| a.alloc_pages(PageSize::Normal, 16).unwrap()).collect();
+        let other = a.alloc_pages(PageSize::Normal, 5).unwrap();
+        for r in &runs {
+            a.free_pages(PageSize::Normal, r).unwrap();
+        }
+        // One bucket keeps at most 32 runs; the rest went back to the buddy lists. All are free.
+        assert_eq!(a.quick_runs, 32);
+        assert_eq!(a.info().free_bytes, 64 * MIB - 20 * KIB);
+        // The same size takes the cached runs (the first 32 freed) back, last freed first.
+        for r in runs[..32].iter().rev() {
+            assert_eq!(&a.alloc_pages(PageSize::Normal, 16).unwrap(), r);
+        }
+        assert_eq!(a.quick_runs, 0);
+        for r in runs[..32].iter().rev() {
+            a.free_pages(PageSize::Normal, r).unwrap();
+        }
+        // A size that maps to the same bucket gives that bucket's runs back first.
+        let clash = (1..4096).find(|&n| n != 16 && quick_slot(0, n) == quick_slot(0, 16)).unwrap();
+        let c = a.alloc_pages(PageSize::Normal, clash).unwrap();
+        a.free_pages(PageSize::Normal, &c).unwrap();
+        assert_eq!(a.quick_runs, 1);
+        assert_eq!(a.alloc_pages(PageSize::Normal, clash).unwrap(), c);
+        a.free_pages(PageSize::Normal, &c).unwrap();
+        a.free_pages(PageSize::Normal, &other).unwrap();
+        assert_eq!(a.allocated_bytes(), 0);
+        // Given back, the allocator is as new.
+        a.set_quick_reuse(false);
+        assert_eq!(a, alloc(64 * MIB, 0, 0));
+    }
+
+    #[test]
+    fn quick_reuse_pool_is_bounded() {
+        let mut a = alloc(256 * MIB, 0, 0);
+        a.set_quick_reuse(true);
+        // Sizes in distinct buckets, 32 runs each: more than the pool holds.
+        let mut sizes: Vec<u64> = Vec::new();
+        for n in 1..512u64 {
+            let wanted = QUICK_RUNS / usize::from(QUICK_PER_BUCKET) + 2;
+            if sizes.len() < wanted && sizes.iter().all(|&m| quick_slot(0, m) != quick_slot(0, n)) {
+                sizes.push(n);
+            }
+        }
+        let runs: Vec<_> = sizes
+            .iter()
+            .flat_map(|&n| (0..QUICK_PER_BUCKET).map(move |_| n))
+            .map(|n| a.alloc_pages(PageSize::Normal, n).unwrap())
+            .collect();
+        for r in &runs {
+            a.free_pages(PageSize::Normal, r).unwrap();
+        }
+        assert_eq!(a.quick_runs, QUICK_RUNS);
+        assert_eq!(a.info().free_bytes, 256 * MIB);
+        // Everything fits again in one block: the cached runs are given back for it.
+        assert_eq!(a.alloc_pages(PageSize::Normal, 65536).unwrap(), [run(0, 256 * MIB)]);
+        assert_eq!(a.quick_runs, 0);
+        a.free_pages(PageSize::Normal, &[run(0, 256 * MIB)]).unwrap();
+        a.set_quick_reuse(false);
+        assert_eq!(a, alloc(256 * MIB, 0, 0));
     }
 
     #[test]

@@ -25,6 +25,8 @@ pub const SEGMENTS: usize = (CHUNK_BYTES / SEGMENT_BYTES) as usize;
 
 /// Largest size served by a slab; larger allocations are backed directly.
 pub const SLAB_MAX_BYTES: u64 = 64 << 10;
+// An object overlaps two segments at most (`Chunk::segments`).
+const _: () = assert!(SLAB_MAX_BYTES <= SEGMENT_BYTES);
 
 /// The object sizes of the classes, smallest first: every 64 bytes to 1 KiB, every 256 bytes to
 /// 4 KiB, then four classes per doubling to 64 KiB. Every size is a multiple of 64, so every
@@ -72,7 +74,8 @@ const MAP_WORDS: usize = (CHUNK_BYTES / 64 / 64) as usize;
 /// set, so they are never taken); bit `w` of `full` is set when word `w` of `live` is all ones or
 /// does not exist. `used` is the number of live slots. `seg_live[i]` counts the live
 /// objects that overlap segment `i` (bytes `[i · 64 KiB, (i + 1) · 64 KiB)`). `recip` is
-/// `ceil(2^RECIP_SHIFT / object)`.
+/// `ceil(2^RECIP_SHIFT / object)`. `lowest` is the lowest free slot (`capacity` when the chunk
+/// is full), kept up to date by every change so that finding it is a load.
 #[derive(Clone, Debug)]
 pub struct Chunk {
     /// First device address of the chunk.
@@ -85,6 +88,7 @@ pub struct Chunk {
     capacity: u32,
     object: u32,
     recip: u64,
+    lowest: u32,
     full: [u64; MAP_WORDS.div_ceil(64)],
     live: Vec<u64>,
     sizes: Vec<u32>,
@@ -110,6 +114,7 @@ impl Chunk {
             capacity,
             object,
             recip: (1u64 << RECIP_SHIFT).div_ceil(u64::from(object)),
+            lowest: 0,
             full: [0; MAP_WORDS.div_ceil(64)],
             live: vec![0; capacity.div_ceil(64) as usize],
             sizes: vec![0; capacity as usize],
@@ -137,6 +142,7 @@ impl Chunk {
     /// Frees every slot and sets up the bitmaps' fixed bits.
     fn clear(&mut self) {
         self.used = 0;
+        self.lowest = 0;
         self.live.fill(0);
         self.sizes.fill(0);
         self.seg_live = [0; SEGMENTS];
@@ -180,6 +186,18 @@ impl Chunk {
     /// The lowest free slot: the one the next [`Self::alloc`] takes.
     #[inline]
     fn lowest_free(&self) -> Option<u32> {
+        (self.lowest < self.capacity).then_some(self.lowest)
+    }
+
+    /// The lowest free slot found from the bitmaps (`capacity` when there is none).
+    #[inline]
+    fn scan_lowest(&self) -> u32 {
+        self.scan_bitmaps().unwrap_or(self.capacity)
+    }
+
+    /// The lowest slot whose live bit is clear, from the summary of full words.
+    #[inline]
+    fn scan_bitmaps(&self) -> Option<u32> {
         let (i, f) = self.full.iter().enumerate().find(|(_, f)| **f != u64::MAX)?;
         let w = i * 64 + f.trailing_ones() as usize;
         let bit = self.live.get(w)?.trailing_ones();
@@ -194,13 +212,14 @@ impl Chunk {
         self.lowest_free().map(|slot| u64::from(slot + 1) * self.object_bytes())
     }
 
-    /// The segments the object in `slot` overlaps.
+    /// The first and last segments the object in `slot` overlaps: the same one or neighbours,
+    /// as no object is larger than a segment.
     #[inline]
-    fn segments(&self, slot: u32) -> core::ops::RangeInclusive<usize> {
+    fn segments(&self, slot: u32) -> (usize, usize) {
         let start = u64::from(slot) * self.object_bytes();
         let end = start + self.object_bytes() - 1;
         // CAST: below SEGMENTS.
-        (start / SEGMENT_BYTES) as usize..=(end / SEGMENT_BYTES) as usize
+        ((start / SEGMENT_BYTES) as usize, (end / SEGMENT_BYTES) as usize)
     }
 
     /// Live objects overlapping segment `i`.
@@ -223,11 +242,14 @@ impl Chunk {
             self.full[w / 64] |= 1 << (w % 64);
         }
         self.sizes[slot as usize] = usable;
-        for i in self.segments(slot) {
-            self.seg_live[i] += 1;
+        let (first, last) = self.segments(slot);
+        self.seg_live[first] += 1;
+        if last != first {
+            self.seg_live[last] += 1;
         }
-        // INVARIANT: one more slot live.
+        // INVARIANT: one more slot live; the lowest free one is above it.
         self.used += 1;
+        self.lowest = self.scan_lowest();
         Some(self.base + u64::from(slot) * self.object_bytes())
     }
 
@@ -290,11 +312,14 @@ impl Chunk {
         let w = (slot / 64) as usize;
         self.live[w] &= !(1 << (slot % 64));
         self.full[w / 64] &= !(1 << (w % 64));
-        for i in self.segments(slot) {
-            self.seg_live[i] -= 1;
+        let (first, last) = self.segments(slot);
+        self.seg_live[first] -= 1;
+        if last != first {
+            self.seg_live[last] -= 1;
         }
-        // INVARIANT: one slot fewer live.
+        // INVARIANT: one slot fewer live, and it may be the lowest free one.
         self.used -= 1;
+        self.lowest = self.lowest.min(slot);
         u64::from(usable)
     }
 }
@@ -366,6 +391,38 @@ mod tests {
         assert_eq!(c.used(), 409);
         assert!(n < c.used());
         assert_eq!(c.next_end(), None);
+    }
+
+    #[test]
+    fn kept_lowest_slot_matches_the_bitmaps() {
+        for class in [0, 15, CLASSES - 1] {
+            let mut c = Chunk::new(0, class, 0);
+            let mut live: Vec<u64> = Vec::new();
+            let mut x = 0x9E37_79B9_7F4A_7C15u64;
+            for _ in 0..if cfg!(miri) { 200 } else { 5000 } {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Mostly allocations until full, then frees of random objects.
+                if x % 3 != 0 || live.is_empty() {
+                    if let Some(a) = c.alloc(1) {
+                        live.push(a);
+                    }
+                } else {
+                    // CAST: the index is below the number live.
+                    let a = live.swap_remove((x % live.len() as u64) as usize);
+                    c.free(c.slot_of(a).unwrap());
+                }
+                assert_eq!(c.lowest_free(), c.scan_bitmaps(), "class {class}");
+            }
+            for a in live.drain(..) {
+                c.free(c.slot_of(a).unwrap());
+            }
+            assert!(c.is_empty());
+            c.reset(CHUNK_BYTES, 0);
+            assert_eq!(c.lowest_free(), Some(0));
+            assert_eq!(c.alloc(1), Some(CHUNK_BYTES));
+        }
     }
 
     #[test]

@@ -25,6 +25,9 @@ const GIB: u64 = 1 << 30;
 enum PhysOp {
     /// Allocate; the count is scaled to the allocator's size.
     Alloc(PageSize, u64),
+    /// Allocate one of a few small page counts, so that runs of one size are freed and
+    /// allocated again and again (the quick-reuse cache's stacks, bucket conflicts and caps).
+    AllocFew(PageSize, usize),
     /// Free the live allocation at this index (modulo the number live).
     Free(usize),
     /// Free the first page of the first run of a live allocation.
@@ -46,6 +49,7 @@ fn page_size() -> impl Strategy<Value = PageSize> {
 fn phys_op() -> impl Strategy<Value = PhysOp> {
     prop_oneof![
         5 => (page_size(), any::<u64>()).prop_map(|(p, n)| PhysOp::Alloc(p, n)),
+        4 => (page_size(), any::<usize>()).prop_map(|(p, n)| PhysOp::AllocFew(p, n)),
         3 => any::<usize>().prop_map(PhysOp::Free),
         1 => any::<usize>().prop_map(PhysOp::FreeFirstPage),
         1 => (any::<usize>(), page_size()).prop_map(|(i, p)| PhysOp::FreeWrongSize(i, p)),
@@ -165,9 +169,18 @@ fn run_phys(cfg: PhysConfig, ops: Vec<PhysOp>, quick: bool) -> Result<(), TestCa
     let total_frames = (cfg.total_bytes & !(4 * KIB - 1)) / (4 * KIB);
     for op in ops {
         match op {
-            PhysOp::Alloc(page, raw) => {
-                let max_pages = (total_frames * 4 * KIB / page.bytes() / 4).max(1);
-                let count = 1 + raw % max_pages;
+            PhysOp::Alloc(..) | PhysOp::AllocFew(..) => {
+                let (page, raw, count) = match op {
+                    PhysOp::Alloc(page, raw) => {
+                        let max_pages = (total_frames * 4 * KIB / page.bytes() / 4).max(1);
+                        (page, raw, 1 + raw % max_pages)
+                    }
+                    PhysOp::AllocFew(page, i) => {
+                        // CAST: an index below 4.
+                        (page, i as u64, [1, 2, 3, 16][i % 4])
+                    }
+                    _ => unreachable!(),
+                };
                 let bytes = count * page.bytes();
                 let free_before = a.info().free_bytes;
                 let in_use = live_bytes(&live, Some(page));

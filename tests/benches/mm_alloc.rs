@@ -6,7 +6,8 @@
 //! stream of sizes and frees in the same run, and prints mm's ratio to it. Prints Markdown
 //! tables; asserts nothing about time. `ACLRS_TRACES_DIR` overrides where the traces are read.
 //!
-//! Run with `cargo bench -p aclrs-tests --bench mm_alloc` (add `-- --quick` for a short run).
+//! Run with `cargo bench -p aclrs-tests --bench mm_alloc` (add `-- --quick` for a short run;
+//! `ACLRS_MM_ALLOC_ONLY=slab` keeps the workloads and traces whose name contains `slab`).
 
 use std::collections::HashMap;
 use std::hint::black_box;
@@ -235,7 +236,10 @@ fn main() {
         ("small 64 B–4 KiB, 4096 live", Box::new(|r: &mut Rng| 64 + r.below(4032)), 4096, 4 * GIB, 15.0),
         ("large 1–64 MiB, 64 live", Box::new(|r: &mut Rng| MIB + r.below(63 * MIB)), 64, 16 * GIB, 50.0),
     ];
-    for (name, mut pick, live, total, target) in cases {
+    // ACLRS_MM_ALLOC_ONLY=<text> keeps the workloads whose name contains it (for profiling).
+    let only = std::env::var("ACLRS_MM_ALLOC_ONLY").ok();
+    let keep = |name: &str| only.as_deref().is_none_or(|o| name.contains(o));
+    for (name, mut pick, live, total, target) in cases.into_iter().filter(|c| keep(c.0)) {
         let s = Stats::of(&churn(&mut *pick, live, batch / 10, batches, total));
         let peer = Stats::of(&churn_offset(&mut *pick, live, batch / 10, batches, total));
         table.row(vec![
@@ -271,7 +275,7 @@ fn main() {
         "PyTorch",
         "target",
     ]);
-    for f in &files {
+    for f in files.iter().filter(|f| keep(&f.to_string_lossy())) {
         let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         // One warm-up replay, then fresh pools: the median and spread of ns per event.
         let runs: Option<Vec<_>> =
