@@ -641,6 +641,10 @@ impl DeviceStreams {
         let done = drv.progress(dev, s.queue).map(|p| p.completed).unwrap_or(0);
         // Lock order: graph (a leaf).
         let mut g = self.graph(api)?;
+        if done >= at {
+            // The wait already ran, so what it waited for has finished.
+            g.note_completed(q.0, seq);
+        }
         g.note_completed(s.queue.0, done);
         g.add_wait(s.queue.0, at, StreamPoint { stream: q.0, seq });
         Ok(())
