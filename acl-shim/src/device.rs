@@ -3,9 +3,9 @@
 //!
 //! This module owns the shape of that state, its reference count (an atomic: reading it takes
 //! no lock), and the rule that a reset rebuilds it; what each part means belongs to the module
-//! that defines it ([`crate::memory::DevMem`], [`crate::pool::Pools`], [`crate::vmm::VmmState`]).
+//! that defines it ([`crate::state::memory::DevMem`], [`crate::state::pool::Pools`], [`crate::state::vmm::VmmState`]).
 //! It must not call the backend. (Streams join at the merge: `DeviceStreams` of
-//! [`crate::stream`].)
+//! [`crate::state::stream`].)
 //!
 //! # Locking
 //!
@@ -21,7 +21,7 @@
 //! - `vmm`, a pool's mutex and `mem` are not held across a backend call: device blocks,
 //!   pinned-host memory, VMM map/unmap, exports and physical frees are planned or collected
 //!   under the lock, the backend is called with it released, and the result is committed or
-//!   undone under the lock again (see [`crate::memory`], [`crate::pool`] and [`crate::vmm`]).
+//!   undone under the lock again (see [`crate::state::memory`], [`crate::state::pool`] and [`crate::state::vmm`]).
 //!   What still calls the backend under a lock: slab objects' segments and the page-size
 //!   fallback path under `mem`; under one pool's mutex (only that pool's callers wait), its
 //!   segment pages, the stream-order oracle's zero-timeout queries and the internal-dependency
@@ -37,9 +37,9 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::error::Result;
-use crate::memory::DevMem;
-use crate::pool::Pools;
-use crate::vmm::VmmState;
+use crate::state::memory::DevMem;
+use crate::state::pool::Pools;
+use crate::state::vmm::VmmState;
 
 /// The state of one logical device of this process.
 #[derive(Debug)]
@@ -199,7 +199,7 @@ mod tests {
     /// device work again. (The only test in this binary that initialises the runtime.)
     #[test]
     fn a_failed_device_answers_507000_and_a_reset_recovers_it() {
-        use crate::memory::MallocApi;
+        use crate::state::memory::MallocApi;
         const NORMAL_ONLY: u32 = 2;
         crate::runtime::init(None).unwrap();
         let rt = crate::runtime::runtime("t").unwrap();
@@ -246,6 +246,6 @@ mod tests {
         assert_eq!(rt.mem_info("aclrtGetMemInfo", 1).unwrap().0, free_before);
         rt.reset_device(0, false).unwrap();
         drop(rt);
-        crate::runtime::finalize().unwrap();
+        crate::api::finalize().unwrap();
     }
 }

@@ -18,24 +18,17 @@
 pub mod log;
 
 pub mod allocator;
+pub mod api;
+pub mod backend;
 pub mod codes;
 pub mod copy;
 pub mod device;
 pub mod error;
 pub mod ffi;
 pub mod handles;
-pub mod host_register;
-pub mod ipc;
-pub mod memory;
-pub mod obs;
-pub mod peer;
-pub mod pool;
 pub mod runtime;
 pub mod safe;
-mod staging;
-pub mod stream;
-mod stream_api;
+pub mod state;
 pub mod sync;
-pub mod vmm;
 
 pub use error::{AclError, Result};

@@ -11,7 +11,7 @@ use hal::{DeviceAddr, TaskDesc};
 
 use crate::error::Result;
 use crate::runtime::Runtime;
-use crate::stream::StreamObj;
+use crate::state::stream::StreamObj;
 
 /// Queues a DMA copy of `count` bytes on `s` as tasks of at most [`hal::copy::slice_bytes`]
 /// each (the device-to-device limit when `device_to_device`).

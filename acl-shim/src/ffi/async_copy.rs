@@ -19,9 +19,9 @@ use super::{addr, in_ptr, put, size, Call};
 use crate::codes::*;
 use crate::copy::plan::{is_d2d, is_dma, plan_2d, plan_batch, Batch, BatchError, Copy2d, Plan2d, BATCH_MAX};
 use crate::error::{AclError, Result};
-use crate::memory::{kind, locate, DstBytes, Loc, SrcBytes};
 use crate::runtime::Runtime;
-use crate::stream::StreamObj;
+use crate::state::memory::{kind, locate, DstBytes, Loc, SrcBytes};
+use crate::state::stream::StreamObj;
 
 pub use crate::copy::plan::AclrtMemcpyBatchAttr;
 
@@ -361,7 +361,7 @@ unsafe fn batch(
     }
 }
 
-use crate::runtime::Backend;
+use crate::backend::Backend;
 
 export! {
     /// `aclError aclrtMemcpyBatch(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs, size_t *failIndex);`

@@ -8,8 +8,8 @@ use super::inner::StreamInner;
 use super::pod::{self, Pod};
 use super::{Device, DeviceBuffer, DeviceSlice, DeviceSliceMut, PinnedHostBuffer, Result};
 use crate::error::AclError;
-use crate::memory::{kind, DstBytes, MallocApi, SrcBytes};
-use crate::stream::Timeout;
+use crate::state::memory::{kind, DstBytes, MallocApi, SrcBytes};
+use crate::state::stream::Timeout;
 
 fn same_len(api: &str, dst: usize, src: usize) -> Result<()> {
     if dst != src {

@@ -1,5 +1,5 @@
 //! The runtime's stream, event and context calls: find the device a handle (or the current
-//! device) names, then hand its [`DeviceStreams`] and the backend to [`crate::stream`].
+//! device) names, then hand its [`DeviceStreams`] and the backend to [`crate::state::stream`].
 //!
 //! This module owns only that dispatch and the cross-device checks (a stream of one device used
 //! with an event or a current device of another). It sits above `stream` and `runtime` and
@@ -9,7 +9,7 @@
 //!
 //! No lock of this module; a handle lookup is lock-free ([`crate::handles`]). The locks a call
 //! takes are the runtime's (the `RUNTIME` lookup and the current device's reference count,
-//! today one each) plus those [`crate::stream`] lists. On the hot paths:
+//! today one each) plus those [`crate::state::stream`] lists. On the hot paths:
 //! - `aclrtLaunchHostFunc`: 2 (runtime lookup, current device) + 0 in `stream` = 2;
 //! - `aclrtRecordEvent`: 1 (runtime lookup) + 0 = 1 (no current-device check: the handles
 //!   name their device);
@@ -26,7 +26,7 @@ use hal::{DeviceId, TaskDesc};
 use crate::error::{AclError, Result};
 use crate::handles::Kind;
 use crate::runtime::Runtime;
-use crate::stream::{
+use crate::state::stream::{
     bad_handle, owner, same_device, DeviceStreams, EventObj, HostCall, Report, StreamObj, Timeout,
     ACL_ERROR_RT_STREAM_CONTEXT, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, ACL_ERROR_RT_THREAD_SUBSCRIBE,
     CURRENT_CONTEXT,
@@ -165,7 +165,7 @@ impl Runtime {
     ///
     /// `ACL_ERROR_RT_STREAM_SYNC_TIMEOUT` on timeout; the code of the first failed task.
     pub fn synchronize_stream(&self, api: &str, handle: u64, timeout: Timeout) -> Result<()> {
-        use crate::stream::stream_flag;
+        use crate::state::stream::stream_flag;
         let (_, s) = self.stream(api, handle)?;
         if s.flags & (stream_flag::PERSISTENT | stream_flag::DEVICE_USE_ONLY | stream_flag::CPU_SCHEDULE) != 0
         {
