@@ -39,6 +39,7 @@ use std::sync::{Mutex, MutexGuard};
 use crate::error::Result;
 use crate::state::memory::DevMem;
 use crate::state::pool::Pools;
+use crate::state::stream::{DeviceStreams, Limits};
 use crate::state::vmm::VmmState;
 
 /// The state of one logical device of this process.
@@ -64,12 +65,28 @@ pub struct Device {
     /// VMM reservations and mappings, physical handles, IPC keys and imports, peer access from
     /// this device. Lock order: before a pool's mutex and `mem`.
     pub(crate) vmm: Mutex<VmmState>,
+    /// Its streams, events, contexts, subscriptions and dependency graph (they outlive a reset:
+    /// a reset forgets the handles, it does not replace the tables).
+    pub(crate) streams: DeviceStreams,
+}
+
+impl std::borrow::Borrow<DeviceStreams> for Device {
+    fn borrow(&self) -> &DeviceStreams {
+        &self.streams
+    }
 }
 
 impl Device {
     /// The state of device `id` before its first `aclrtSetDevice`, for the runtime of aclInit
     /// generation `generation`.
+    #[cfg(test)]
     pub(crate) fn new(id: u32, generation: u64) -> Self {
+        Self::with_limits(id, generation, Limits::of(hal::SocProfile::A2))
+    }
+
+    /// The state of device `id` before its first `aclrtSetDevice`, for the runtime of aclInit
+    /// generation `generation`, with the stream and event limits of its SoC profile.
+    pub(crate) fn with_limits(id: u32, generation: u64, limits: Limits) -> Self {
         Self {
             id,
             refcount: AtomicU32::new(0),
@@ -79,6 +96,7 @@ impl Device {
             mem: Mutex::new(DevMem::default()),
             pools: Pools::new(id, generation),
             vmm: Mutex::new(VmmState::new(id)),
+            streams: DeviceStreams::new(id, generation, limits),
         }
     }
 

@@ -40,8 +40,6 @@ pub struct Runtime {
     pub(crate) devices: Box<[Device]>,
     /// The pinned-host table. Lock order: taken alone.
     pub(crate) host: Mutex<HostMem>,
-    /// Per device: its streams, events, contexts, subscriptions and dependency graph.
-    pub(crate) streams: Box<[crate::state::stream::DeviceStreams]>,
 }
 
 /// The initialised runtime, read by every call without a lock.
@@ -125,19 +123,18 @@ pub fn init(config: Option<&str>) -> Result<()> {
     INIT_PID.store(std::process::id(), Ordering::Relaxed);
     let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
     // Stream and event limits from each device's SoC profile (hal), written once.
-    let streams = (0..count)
+    let devices = (0..count)
         .map(|d| {
             let soc = drv.device_info(DeviceId(d)).map_or(soc, |i| i.soc);
-            crate::state::stream::DeviceStreams::new(d, generation, crate::state::stream::Limits::of(soc))
+            Device::with_limits(d, generation, crate::state::stream::Limits::of(soc))
         })
         .collect();
     RUNTIME.store(Some(Arc::new(Runtime {
         generation,
         backend,
         soc,
-        devices: (0..count).map(|d| Device::new(d, generation)).collect(),
+        devices,
         host: Mutex::new(HostMem::new(host_window)),
-        streams,
     })));
     Ok(())
 }
@@ -270,6 +267,11 @@ impl Runtime {
                 ),
             )),
         }
+    }
+
+    /// Every device's streams, events, contexts and subscriptions, by device id.
+    pub(crate) fn streams(&self) -> impl Iterator<Item = &crate::state::stream::DeviceStreams> {
+        self.devices.iter().map(|dev| &dev.streams)
     }
 
     /// The state of device `d` (which must be below [`Self::device_count`]).

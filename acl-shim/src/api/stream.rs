@@ -39,11 +39,11 @@ impl Runtime {
 
     /// The stream tables of device `d` (an id the runtime checked).
     pub(crate) fn streams_of(&self, d: u32) -> &DeviceStreams {
-        &self.streams[d as usize]
+        &self.device(d).streams
     }
 
     fn owner_of(&self, api: &str, raw: u64, kind: Kind, what: &str) -> Result<&DeviceStreams> {
-        owner(&self.streams, raw, kind).ok_or_else(|| bad_handle(api, what, raw))
+        owner(&self.devices, raw, kind).ok_or_else(|| bad_handle(api, what, raw))
     }
 
     /// Resolves a stream handle (0: the current device's default stream).
@@ -369,7 +369,7 @@ impl Runtime {
     /// report back when it serves none.
     pub(crate) fn post_report(&self, thread: u64, report: Report) -> std::result::Result<(), Report> {
         let mut report = report;
-        for ds in self.streams.iter() {
+        for ds in self.streams() {
             match ds.post_report(thread, report) {
                 Ok(()) => return Ok(()),
                 Err(r) => report = r,
@@ -386,7 +386,7 @@ impl Runtime {
     /// `ACL_ERROR_RT_THREAD_SUBSCRIBE` when the thread serves another device.
     pub fn subscribe_report(&self, api: &str, thread: u64, stream: u64) -> Result<()> {
         let (h, s) = self.stream(api, stream)?;
-        if let Some(other) = self.streams.iter().find(|ds| ds.device() != s.device && ds.serves(thread)) {
+        if let Some(other) = self.streams().find(|ds| ds.device() != s.device && ds.serves(thread)) {
             return Err(AclError::new(
                 ACL_ERROR_RT_THREAD_SUBSCRIBE,
                 format!(
@@ -416,7 +416,7 @@ impl Runtime {
     /// `ACL_ERROR_RT_THREAD_SUBSCRIBE` when the thread is not subscribed;
     /// `ACL_ERROR_RT_REPORT_TIMEOUT` when none arrives in time.
     pub(crate) fn next_report(&self, api: &str, thread: u64, timeout: Timeout) -> Result<Report> {
-        let found = self.streams.iter().find_map(|ds| ds.report_queue(thread).map(|q| (ds, q)));
+        let found = self.streams().find_map(|ds| ds.report_queue(thread).map(|q| (ds, q)));
         let (ds, q) = found.ok_or_else(|| {
             AclError::new(
                 ACL_ERROR_RT_THREAD_SUBSCRIBE,

@@ -246,8 +246,12 @@ fn hal_err(api: &str, e: hal::Error) -> AclError {
 }
 
 /// The device whose table holds handle `raw` of `kind`, among `all` (indexed by device).
-pub(crate) fn owner(all: &[DeviceStreams], raw: u64, kind: Kind) -> Option<&DeviceStreams> {
-    Handle::device_of(raw, kind).and_then(|d| all.get(d as usize))
+pub(crate) fn owner<T: std::borrow::Borrow<DeviceStreams>>(
+    all: &[T],
+    raw: u64,
+    kind: Kind,
+) -> Option<&DeviceStreams> {
+    Handle::device_of(raw, kind).and_then(|d| all.get(d as usize)).map(T::borrow)
 }
 
 /// The error `aclrtSynchronize*` reports for a failed task's status.
