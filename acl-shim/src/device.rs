@@ -1,11 +1,12 @@
 //! Per-device runtime state: one [`Device`] per logical device of the runtime, holding its
-//! reference count, its memory state, its pools and its VMM/IPC state.
+//! reference count, its memory state, its pools, its VMM/IPC state and its streams.
 //!
 //! This module owns the shape of that state, its reference count (an atomic: reading it takes
 //! no lock), and the rule that a reset rebuilds it; what each part means belongs to the module
-//! that defines it ([`crate::state::memory::DevMem`], [`crate::state::pool::Pools`], [`crate::state::vmm::VmmState`]).
-//! It must not call the backend. (Streams join at the merge: `DeviceStreams` of
-//! [`crate::state::stream`].)
+//! of [`crate::state`] that defines it ([`crate::state::memory::DevMem`],
+//! [`crate::state::pool::Pools`], [`crate::state::vmm::VmmState`],
+//! `crate::state::stream::DeviceStreams`). It sits above [`crate::state`] and below
+//! [`crate::runtime`]: it must not use the runtime or [`crate::api`], nor call the backend.
 //!
 //! # Locking
 //!

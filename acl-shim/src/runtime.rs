@@ -1,11 +1,12 @@
-//! The runtime glue: initialisation, the backend, devices and their contexts, the current
-//! device of each thread; the per-device state ([`crate::device::Device`]) and the pinned-host
-//! table ([`crate::state::memory::HostMem`]) hang off the [`Runtime`].
+//! The runtime: the [`Runtime`] struct, the process's `RUNTIME` slot and its lookup
+//! ([`runtime`]), `aclInit` ([`init`]), the current device of each thread and the fork check.
+//! The per-device state ([`crate::device::Device`]), the backend ([`crate::backend::Backend`])
+//! and the pinned-host table ([`crate::state::memory::HostMem`]) hang off the [`Runtime`]; its
+//! calls (`impl Runtime` blocks, `aclFinalize` among them) are in [`crate::api`], above this
+//! module, which must not use them.
 //!
-//! Everything here is safe Rust over `hal` and `mm`. It owns the rules of the ACL API (sizes,
-//! rounding, policies, directions, reference counts) and the messages of its errors. It must not
-//! touch raw host pointers: the C edge ([`crate::ffi`]) turns them into slices or addresses
-//! before calling in.
+//! Everything here is safe Rust over `hal` and `mm`. It must not touch raw host pointers: the C
+//! edge ([`crate::ffi`]) turns them into slices or addresses before calling in.
 //!
 //! # Locking
 //!

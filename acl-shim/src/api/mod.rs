@@ -5,7 +5,7 @@
 //! Each file adds methods to [`crate::runtime::Runtime`]; none defines state the runtime embeds.
 //! They use each other in one direction only: [`device`] (set, reset, teardown, finalize) may
 //! call every other file; [`pool`], [`vmm`], [`ipc`], [`peer`], [`host_register`] and
-//! [`staging`] may call [`memory`], [`stream`] and [`obs`]; [`memory`] may call [`stream`] and
+//! `staging` may call [`memory`], [`stream`] and [`obs`]; [`memory`] may call [`stream`] and
 //! [`obs`]; [`stream`] and [`obs`] call none of the others. Nothing below this layer (the
 //! runtime, the device and its state) calls up into it.
 

@@ -1,8 +1,8 @@
 //! The runtime's stream, event and context calls: find the device a handle (or the current
-//! device) names, then hand its [`DeviceStreams`] and the backend to [`crate::state::stream`].
+//! device) names, then hand its `DeviceStreams` and the backend to [`crate::state::stream`].
 //!
 //! This module owns only that dispatch and the cross-device checks (a stream of one device used
-//! with an event or a current device of another). It sits above `stream` and `runtime` and
+//! with an event or a current device of another). It sits above `state::stream` and `runtime` and
 //! below the C and Rust APIs.
 //!
 //! # Locking

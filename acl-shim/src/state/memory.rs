@@ -1,8 +1,10 @@
-//! Device and pinned-host memory: allocation, free, synchronous copy and set, and the memory
-//! queries, with the rounding, policy, direction and error rules of the ACL API.
+//! The state of device and pinned-host memory, and the memory rules that take it as a parameter
+//! (which memory an address is, copy directions, free targets, policy names, the backer that
+//! backs pages through the driver). The calls (allocation, free, synchronous copy and set, the
+//! memory queries) are [`crate::api::memory`]'s.
 //!
-//! Safe Rust over `hal` and `mm`; the C edge hands in host slices for ordinary host memory. It
-//! owns the shape of a device's memory state ([`DevMem`]: the allocation table, the address map
+//! Safe Rust over `hal` and `mm`. It must not use the runtime or [`crate::api`]. It owns the
+//! shape of a device's memory state ([`DevMem`]: the allocation table, the address map
 //! of the device's window and the stream-ordered frees of plain memory), kept per device in
 //! [`crate::device::Device`]; the pinned-host table is the runtime's.
 //!
@@ -15,7 +17,7 @@
 //!
 //! # Locking
 //!
-//! A copy or memset check ([`Runtime::plan_memcpy`], [`Runtime::plan_memset`]) takes, per
+//! A copy or memset check ([`crate::runtime::Runtime::plan_memcpy`], [`crate::runtime::Runtime::plan_memset`]) takes, per
 //! device end, that device's `mem` once (plus the pool's mutex for pool memory, or the device's
 //! `vmm` for mapped memory, and each device's `vmm` once for a cross-device peer check), and for
 //! a pinned end the pinned-host lock once: no process-wide lock for device memory, no walk over

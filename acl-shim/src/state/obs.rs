@@ -1,6 +1,8 @@
-//! Seeing this process's device memory: the figures an out-of-memory message gives, the
-//! readable summary of `aclrsMemSummary`, and the memory history and snapshots of
-//! `aclrsMemRecordHistory` / `aclrsMemSnapshot` / `ACLRS_MEM_SNAPSHOT`.
+//! Seeing this process's device memory, the part below the runtime: the memory history of
+//! `aclrsMemRecordHistory` (and its hooks), and the figures an out-of-memory message gives.
+//! The walks (the readable summary of `aclrsMemSummary`, the snapshots of `aclrsMemSnapshot` /
+//! `ACLRS_MEM_SNAPSHOT`) are [`crate::api::obs`]'s. It must not use the runtime or
+//! [`crate::api`].
 //!
 //! It owns the history (a bounded ring of allocation events, recorded only while enabled) and
 //! the snapshot format: the pickle PyTorch's `torch.cuda.memory._dump_snapshot` writes (a dict

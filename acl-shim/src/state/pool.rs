@@ -1,7 +1,10 @@
-//! Stream-ordered memory pools (`aclrtMemPool*`) and stream-ordered frees of plain device
-//! memory: the runtime's side of `acl/acl_rt_memory_soma.h`.
+//! The state of stream-ordered memory pools (`aclrtMemPool*`): a device's pool table, one pool
+//! object, their attributes and errors. The calls (and stream-ordered frees of plain device
+//! memory) are [`crate::api::pool`]'s: together they are the runtime's side of
+//! `acl/acl_rt_memory_soma.h`.
 //!
-//! Safe Rust over `mm::pool`. It owns the pools of a device ([`Pools`], a per-device
+//! Safe Rust over `mm::pool`; it must not use the runtime or [`crate::api`]. With
+//! [`crate::api::pool`] it owns the pools of a device ([`Pools`], a per-device
 //! [`HandleTable`]: a handle names its device, and resolving it is an index and a generation
 //! check with no lock), the segment source (pool segments are device allocations charged to the
 //! `MEMPOOL` component, recorded in the device's address map so that the pool holding an address

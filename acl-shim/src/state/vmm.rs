@@ -1,6 +1,8 @@
-//! Virtual memory management (`aclrtReserveMemAddress`, `aclrtMallocPhysical`, `aclrtMapMem`…)
-//! and shareable handles, with the rules and codes of the ACL API; also the per-process state
-//! that IPC, peer access and host registration keep.
+//! The state of virtual memory management (`aclrtReserveMemAddress`, `aclrtMallocPhysical`,
+//! `aclrtMapMem`…) and shareable handles, and the VMM rules and error codes that take it as a
+//! parameter; also the per-device state that IPC, peer access and host registration keep. The
+//! calls are [`crate::api::vmm`]'s (and [`crate::api::ipc`]'s, [`crate::api::peer`]'s). It must
+//! not use the runtime or [`crate::api`].
 //!
 //! Safe Rust over `mm::vmm` (the bookkeeping) and the backend's [`hal::PhysicalMemory`] and
 //! [`hal::Sharing`]. Each device window is split in two: the lower half is `aclrtMalloc`'s
