@@ -3,11 +3,13 @@
 //! [`crate::device`].
 //!
 //! Each file adds methods to [`crate::runtime::Runtime`]; none defines state the runtime embeds.
-//! They use each other in one direction only: [`device`] (set, reset, teardown, finalize) may
-//! call every other file; [`pool`], [`vmm`], [`ipc`], [`peer`], [`host_register`] and
-//! `staging` may call [`memory`], [`stream`] and [`obs`]; [`memory`] may call [`stream`] and
-//! [`obs`]; [`stream`] and [`obs`] call none of the others. Nothing below this layer (the
-//! runtime, the device and its state) calls up into it.
+//! Nothing below this layer (the runtime, the device, its state) uses it. Between the files,
+//! the only names imported are [`obs`]'s hooks (`after_oom`, `write_env_snapshot`), used by
+//! [`device`], [`memory`], [`pool`] and [`vmm`]; everything else is a method call on the
+//! `Runtime`, and some of those still cross both ways (a free in [`memory`] asks [`pool`]
+//! whether the address is a pool block, and [`pool`] frees plain memory through [`memory`];
+//! [`device`]'s teardown settles streams through [`stream`], whose context calls set and reset
+//! the device through [`device`]).
 
 pub mod device;
 pub mod host_register;
