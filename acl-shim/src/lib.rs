@@ -20,14 +20,14 @@
 //! - [`ffi`] (the C ABI) and [`safe`] (the Rust API);
 //! - [`api`]: the runtime's calls, `impl Runtime` blocks by part of the ACL API (devices,
 //!   memory, pools, VMM, IPC, peer access, host registration, staging, streams, memory walks);
-//!   [`copy`]'s submission of a planned copy sits with them (it queues through the runtime);
+//!   and the queuing of a planned copy as tasks (`api::copy`);
 //! - [`runtime`]: the `Runtime` struct, the `RUNTIME` global and its lookup, `aclInit`;
 //! - [`backend`]: the `Backend` enum and its selection from `ACLRS_BACKEND`;
 //! - [`device`]: one `Device` per logical device, owning its state;
 //! - [`state`]: that state (memory tables, pools, VMM, streams, the memory history) and its logic
 //!   taking parameters;
-//! - leaves: [`handles`], [`sync`], [`codes`], [`error`], [`log`], [`allocator`], and [`copy`]'s
-//!   planning (`copy::plan`).
+//! - leaves: [`handles`], [`sync`], [`codes`], [`error`], [`log`], [`allocator`], and [`copy`]
+//!   (2D and batch copy planning, over the address kinds of `state::memory`).
 
 // First: its `trace_args!` macro is used by the C exports of `ffi`.
 #[macro_use]

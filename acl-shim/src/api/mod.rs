@@ -11,6 +11,7 @@
 //! [`device`]'s teardown settles streams through [`stream`], whose context calls set and reset
 //! the device through [`device`]).
 
+pub mod copy;
 pub mod device;
 pub mod host_register;
 pub mod ipc;

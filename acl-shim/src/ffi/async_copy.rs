@@ -58,7 +58,7 @@ unsafe fn copy_now(rt: &Runtime, api: &str, dst: u64, dl: Loc, src: u64, sl: Loc
     }
 }
 
-/// Submits a DMA copy as tasks of at most the slice size of its ends ([`crate::copy::submit`]).
+/// Submits a DMA copy as tasks of at most the slice size of its ends ([`crate::api::copy::submit`]).
 #[expect(clippy::too_many_arguments, reason = "both ends with their locations")]
 fn submit_copy(
     rt: &Runtime,
@@ -70,7 +70,7 @@ fn submit_copy(
     sl: Loc,
     count: u64,
 ) -> Result<()> {
-    crate::copy::submit(rt, api, s, dst, src, count, is_d2d(dl, sl))
+    crate::api::copy::submit(rt, api, s, dst, src, count, is_d2d(dl, sl))
 }
 
 /// `ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE` from pinned memory: the source is copied into a
