@@ -8,9 +8,10 @@
 //! [`device`], [`memory`], [`pool`] and [`vmm`]; everything else is a method call on the
 //! `Runtime`, and some of those still cross both ways (a free in [`memory`] asks [`pool`]
 //! whether the address is a pool block, and [`pool`] frees plain memory through [`memory`];
-//! [`device`]'s teardown settles streams through [`stream`], whose context calls set and reset
-//! the device through [`device`]).
+//! [`device`]'s teardown settles streams through [`stream`]; the context calls, which set and
+//! reset the device, are [`context`]'s, above both).
 
+pub mod context;
 pub mod copy;
 pub mod device;
 pub mod host_register;
