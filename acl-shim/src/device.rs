@@ -1,11 +1,12 @@
 //! Per-device runtime state: one [`Device`] per logical device of the runtime, holding its
-//! reference count, its memory state, its pools and its VMM/IPC state.
+//! reference count, its memory state, its pools, its VMM/IPC state and its streams.
 //!
 //! This module owns the shape of that state, its reference count (an atomic: reading it takes
 //! no lock), and the rule that a reset rebuilds it; what each part means belongs to the module
-//! that defines it ([`crate::memory::DevMem`], [`crate::pool::Pools`], [`crate::vmm::VmmState`]).
-//! It must not call the backend. (Streams join at the merge: `DeviceStreams` of
-//! [`crate::stream`].)
+//! of [`crate::state`] that defines it ([`crate::state::memory::DevMem`],
+//! [`crate::state::pool::Pools`], [`crate::state::vmm::VmmState`],
+//! `crate::state::stream::DeviceStreams`). It sits above [`crate::state`] and below
+//! [`crate::runtime`]: it must not use the runtime or [`crate::api`], nor call the backend.
 //!
 //! # Locking
 //!
@@ -21,7 +22,7 @@
 //! - `vmm`, a pool's mutex and `mem` are not held across a backend call: device blocks,
 //!   pinned-host memory, VMM map/unmap, exports and physical frees are planned or collected
 //!   under the lock, the backend is called with it released, and the result is committed or
-//!   undone under the lock again (see [`crate::memory`], [`crate::pool`] and [`crate::vmm`]).
+//!   undone under the lock again (see [`crate::state::memory`], [`crate::state::pool`] and [`crate::state::vmm`]).
 //!   What still calls the backend under a lock: slab objects' segments and the page-size
 //!   fallback path under `mem`; under one pool's mutex (only that pool's callers wait), its
 //!   segment pages, the stream-order oracle's zero-timeout queries and the internal-dependency
@@ -37,9 +38,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::error::Result;
-use crate::memory::DevMem;
-use crate::pool::Pools;
-use crate::vmm::VmmState;
+use crate::state::memory::DevMem;
+use crate::state::pool::Pools;
+use crate::state::stream::{DeviceStreams, Limits};
+use crate::state::vmm::VmmState;
 
 /// The state of one logical device of this process.
 #[derive(Debug)]
@@ -64,12 +66,28 @@ pub struct Device {
     /// VMM reservations and mappings, physical handles, IPC keys and imports, peer access from
     /// this device. Lock order: before a pool's mutex and `mem`.
     pub(crate) vmm: Mutex<VmmState>,
+    /// Its streams, events, contexts, subscriptions and dependency graph (they outlive a reset:
+    /// a reset forgets the handles, it does not replace the tables).
+    pub(crate) streams: DeviceStreams,
+}
+
+impl std::borrow::Borrow<DeviceStreams> for Device {
+    fn borrow(&self) -> &DeviceStreams {
+        &self.streams
+    }
 }
 
 impl Device {
     /// The state of device `id` before its first `aclrtSetDevice`, for the runtime of aclInit
     /// generation `generation`.
+    #[cfg(test)]
     pub(crate) fn new(id: u32, generation: u64) -> Self {
+        Self::with_limits(id, generation, Limits::of(hal::SocProfile::A2))
+    }
+
+    /// The state of device `id` before its first `aclrtSetDevice`, for the runtime of aclInit
+    /// generation `generation`, with the stream and event limits of its SoC profile.
+    pub(crate) fn with_limits(id: u32, generation: u64, limits: Limits) -> Self {
         Self {
             id,
             refcount: AtomicU32::new(0),
@@ -79,6 +97,7 @@ impl Device {
             mem: Mutex::new(DevMem::default()),
             pools: Pools::new(id, generation),
             vmm: Mutex::new(VmmState::new(id)),
+            streams: DeviceStreams::new(id, generation, limits),
         }
     }
 
@@ -199,7 +218,7 @@ mod tests {
     /// device work again. (The only test in this binary that initialises the runtime.)
     #[test]
     fn a_failed_device_answers_507000_and_a_reset_recovers_it() {
-        use crate::memory::MallocApi;
+        use crate::state::memory::MallocApi;
         const NORMAL_ONLY: u32 = 2;
         crate::runtime::init(None).unwrap();
         let rt = crate::runtime::runtime("t").unwrap();
@@ -246,6 +265,6 @@ mod tests {
         assert_eq!(rt.mem_info("aclrtGetMemInfo", 1).unwrap().0, free_before);
         rt.reset_device(0, false).unwrap();
         drop(rt);
-        crate::runtime::finalize().unwrap();
+        crate::api::finalize().unwrap();
     }
 }

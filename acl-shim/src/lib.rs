@@ -12,30 +12,39 @@
 //! - Every export catches panics, checks every pointer and converts `Result` to `aclError` in
 //!   one place; every failure leaves a readable message for `aclGetRecentErrMsg`.
 //! - A failed call changes no state.
+//!
+//! # Layers
+//!
+//! A module uses only modules below it (no import cycles), top first:
+//!
+//! - [`ffi`] (the C ABI) and [`safe`] (the Rust API);
+//! - [`api`]: the runtime's calls, `impl Runtime` blocks by part of the ACL API (devices,
+//!   memory, pools, VMM, IPC, peer access, host registration, staging, streams, memory walks);
+//!   and the queuing of a planned copy as tasks (`api::copy`);
+//! - [`runtime`]: the `Runtime` struct, the `RUNTIME` global and its lookup, `aclInit`;
+//! - [`backend`]: the `Backend` enum and its selection from `ACLRS_BACKEND`;
+//! - [`device`]: one `Device` per logical device, owning its state;
+//! - [`state`]: that state (memory tables, pools, VMM, streams, the memory history) and its logic
+//!   taking parameters;
+//! - leaves: [`handles`], [`sync`], [`codes`], [`error`], [`log`], [`allocator`], and [`copy`]
+//!   (2D and batch copy planning, over the address kinds of `state::memory`).
 
 // First: its `trace_args!` macro is used by the C exports of `ffi`.
 #[macro_use]
 pub mod log;
 
 pub mod allocator;
+pub mod api;
+pub mod backend;
 pub mod codes;
 pub mod copy;
 pub mod device;
 pub mod error;
 pub mod ffi;
 pub mod handles;
-pub mod host_register;
-pub mod ipc;
-pub mod memory;
-pub mod obs;
-pub mod peer;
-pub mod pool;
 pub mod runtime;
 pub mod safe;
-mod staging;
-pub mod stream;
-mod stream_api;
+pub mod state;
 pub mod sync;
-pub mod vmm;
 
 pub use error::{AclError, Result};

@@ -6,7 +6,7 @@
 use std::ffi::c_void;
 
 use crate::error::{AclError, Result};
-use crate::memory::{kind, Loc};
+use crate::state::memory::{kind, Loc};
 
 /// The most entries of one batch copy ([`hal::copy::BATCH_MAX_ENTRIES`]).
 pub const BATCH_MAX: usize = hal::copy::BATCH_MAX_ENTRIES;

@@ -19,9 +19,9 @@ use super::{addr, in_ptr, put, size, Call};
 use crate::codes::*;
 use crate::copy::plan::{is_d2d, is_dma, plan_2d, plan_batch, Batch, BatchError, Copy2d, Plan2d, BATCH_MAX};
 use crate::error::{AclError, Result};
-use crate::memory::{kind, locate, DstBytes, Loc, SrcBytes};
 use crate::runtime::Runtime;
-use crate::stream::StreamObj;
+use crate::state::memory::{kind, locate, DstBytes, Loc, SrcBytes};
+use crate::state::stream::StreamObj;
 
 pub use crate::copy::plan::AclrtMemcpyBatchAttr;
 
@@ -58,7 +58,7 @@ unsafe fn copy_now(rt: &Runtime, api: &str, dst: u64, dl: Loc, src: u64, sl: Loc
     }
 }
 
-/// Submits a DMA copy as tasks of at most the slice size of its ends ([`crate::copy::submit`]).
+/// Submits a DMA copy as tasks of at most the slice size of its ends ([`crate::api::copy::submit`]).
 #[expect(clippy::too_many_arguments, reason = "both ends with their locations")]
 fn submit_copy(
     rt: &Runtime,
@@ -70,7 +70,7 @@ fn submit_copy(
     sl: Loc,
     count: u64,
 ) -> Result<()> {
-    crate::copy::submit(rt, api, s, dst, src, count, is_d2d(dl, sl))
+    crate::api::copy::submit(rt, api, s, dst, src, count, is_d2d(dl, sl))
 }
 
 /// `ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE` from pinned memory: the source is copied into a
@@ -361,7 +361,7 @@ unsafe fn batch(
     }
 }
 
-use crate::runtime::Backend;
+use crate::backend::Backend;
 
 export! {
     /// `aclError aclrtMemcpyBatch(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes, size_t numBatches, aclrtMemcpyBatchAttr *attrs, size_t *attrsIndexes, size_t numAttrs, size_t *failIndex);`

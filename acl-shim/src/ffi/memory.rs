@@ -9,7 +9,7 @@ use std::ffi::c_void;
 
 use super::{addr, put, Call};
 use crate::error::{AclError, Result};
-use crate::memory::{CfgAttr, DstBytes, Loc, MallocApi, SrcBytes};
+use crate::state::memory::{CfgAttr, DstBytes, Loc, MallocApi, SrcBytes};
 
 /// `aclrtMallocAttribute`: a type and an 8-byte union.
 #[repr(C)]

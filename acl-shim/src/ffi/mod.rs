@@ -324,7 +324,7 @@ export! {
 export! {
     /// `aclError aclFinalize();`
     pub fn aclFinalize() -> AclErrorCode |cx| {
-        runtime::finalize()
+        crate::api::finalize()
     }
 }
 

@@ -1,5 +1,5 @@
 //! C exports of the memory observability calls of `acl/acl_sim.h`: `aclrsMemSummary`,
-//! `aclrsMemRecordHistory` and `aclrsMemSnapshot` (the work is in [`crate::obs`]).
+//! `aclrsMemRecordHistory` and `aclrsMemSnapshot` (the work is in [`crate::state::obs`]).
 
 use std::ffi::{c_char, CStr, OsStr};
 use std::os::unix::ffi::OsStrExt;
@@ -41,7 +41,7 @@ export! {
                 "aclrsMemRecordHistory: enable must be 0 or 1, not {enable}"
             )));
         }
-        crate::obs::record_history(enable == 1, max_entries);
+        crate::state::obs::record_history(enable == 1, max_entries);
         Ok(())
     }
 }

@@ -8,7 +8,7 @@ use std::ffi::c_void;
 
 use super::{addr, put};
 use crate::error::AclError;
-use crate::pool::{attr, AttrValue, PoolProps};
+use crate::state::pool::{attr, AttrValue, PoolProps};
 
 /// `aclrtMemPoolProps`.
 #[repr(C)]

@@ -2,7 +2,7 @@
 //! error.
 //!
 //! Handles (`aclrtStream`, `aclrtEvent`, `aclrtContext`) are opaque numbers made by
-//! [`crate::stream`] and cast to pointers; C owns none of them and this module never
+//! [`crate::state::stream`] and cast to pointers; C owns none of them and this module never
 //! dereferences one. The host functions C hands in are called here, and only here, when the
 //! device reaches them.
 #![expect(
@@ -18,7 +18,7 @@ use super::{guard, put, AclErrorCode, Call, LAST_ERROR};
 use crate::codes::*;
 use crate::error::{AclError, Result};
 use crate::runtime::Runtime;
-use crate::stream::{HostCall, Report, Timeout};
+use crate::state::stream::{HostCall, Report, Timeout};
 
 /// A handle as the number it stands for.
 pub(crate) fn handle(p: *mut c_void) -> u64 {
@@ -64,10 +64,10 @@ fn run_host_call(task: hal::HostCall) -> i32 {
         Some((thread, block)) => {
             let done = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
             let Ok(rt) = super::Call::new("aclrtLaunchCallback").rt() else {
-                return crate::stream::ACL_ERROR_RT_STREAM_NO_CB_REG;
+                return crate::state::stream::ACL_ERROR_RT_STREAM_NO_CB_REG;
             };
             if rt.post_report(thread, Report { call, done: Arc::clone(&done) }).is_err() {
-                return crate::stream::ACL_ERROR_RT_STREAM_NO_CB_REG;
+                return crate::state::stream::ACL_ERROR_RT_STREAM_NO_CB_REG;
             }
             if block {
                 let (m, cv) = &*done;
@@ -200,7 +200,7 @@ export! {
             cx,
             API,
             event,
-            crate::stream::event_flag::SYNC | crate::stream::event_flag::TIME_LINE,
+            crate::state::stream::event_flag::SYNC | crate::state::stream::event_flag::TIME_LINE,
             false,
         )
     }

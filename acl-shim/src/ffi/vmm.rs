@@ -10,9 +10,9 @@
 use std::ffi::{c_char, c_void, CStr};
 
 use super::{addr, in_ptr, put, size};
+use crate::api::ipc::{key_name, KEY_LEN};
 use crate::error::{AclError, Result};
-use crate::ipc::{key_name, KEY_LEN};
-use crate::vmm::{handle_name, name_handle, PhysProp};
+use crate::state::vmm::{handle_name, name_handle, PhysProp};
 
 /// `aclrtMemLocation`.
 #[repr(C)]

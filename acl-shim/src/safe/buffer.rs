@@ -10,8 +10,8 @@ use super::inner::{order_after, PoolInner, StreamInner};
 use super::pod::Pod;
 use super::{Device, Result};
 use crate::error::AclError;
-use crate::memory::MallocApi;
-use crate::stream::Timeout;
+use crate::state::memory::MallocApi;
+use crate::state::stream::Timeout;
 
 /// One device allocation and the streams that may touch it.
 pub(crate) struct Alloc {

@@ -18,7 +18,7 @@ impl Drop for Shared {
         if let Ok(cur) = rt_mod::runtime("aclFinalize") {
             if Arc::ptr_eq(&cur, &self.rt) {
                 drop(cur);
-                let _ = rt_mod::finalize();
+                let _ = crate::api::finalize();
             }
         }
     }
@@ -87,7 +87,7 @@ impl DeviceInner {
     pub(crate) fn same(&self, api: &str, other: &DeviceInner) -> Result<()> {
         if self.id != other.id {
             return Err(AclError::new(
-                crate::stream::ACL_ERROR_RT_STREAM_CONTEXT,
+                crate::state::stream::ACL_ERROR_RT_STREAM_CONTEXT,
                 format!("{api}: the objects belong to devices {} and {}", self.id, other.id),
             ));
         }
@@ -199,6 +199,6 @@ impl Device {
     /// The first failure of a task on any stream.
     pub fn synchronize(&self) -> Result<()> {
         const API: &str = "Device::synchronize";
-        self.inner.bind(API)?.synchronize_device(API, crate::stream::Timeout::Forever)
+        self.inner.bind(API)?.synchronize_device(API, crate::state::stream::Timeout::Forever)
     }
 }

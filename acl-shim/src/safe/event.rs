@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::device::DeviceInner;
 use super::{Device, Result, Stream};
-use crate::stream::{event_flag, Timeout};
+use crate::state::stream::{event_flag, Timeout};
 
 /// An event of one device (`aclrtCreateEventWithFlag(ACL_EVENT_SYNC)`): recorded on a stream,
 /// waited for by other streams ([`Stream::wait_event`]) or the host, and timed.

@@ -14,7 +14,7 @@ use super::device::DeviceInner;
 use super::Result;
 use crate::error::AclError;
 use crate::runtime::Runtime as Rt;
-use crate::stream::StreamObj;
+use crate::state::stream::StreamObj;
 
 /// One live stream; destroyed (after its tasks) when the last holder goes.
 pub(crate) struct StreamInner {

@@ -13,7 +13,7 @@ use super::buffer::Alloc;
 use super::device::DeviceInner;
 use super::pod::Pod;
 use super::{Device, DeviceBuffer, DeviceSlice, DeviceSliceMut, Error, Result, Runtime};
-use crate::ipc::{key_name, KEY_LEN};
+use crate::api::ipc::{key_name, KEY_LEN};
 
 /// The keys this process has imported through [`IpcImport`] and not closed yet.
 static IMPORTED: Mutex<BTreeSet<ShareName>> = Mutex::new(BTreeSet::new());

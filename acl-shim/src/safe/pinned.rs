@@ -9,8 +9,8 @@ use super::inner::StreamInner;
 use super::pod::{self, Pod};
 use super::{Result, Runtime};
 use crate::error::AclError;
-use crate::memory::{DstBytes, SrcBytes};
-use crate::stream::Timeout;
+use crate::state::memory::{DstBytes, SrcBytes};
+use crate::state::stream::Timeout;
 
 /// `len` elements of pinned host memory (`aclrtMallocHost`), the fast path of asynchronous
 /// host/device copies ([`super::Stream::copy_from_pinned`], [`super::Stream::copy_to_pinned`]).
@@ -59,7 +59,7 @@ impl<T: Pod> PinnedHostBuffer<T> {
         };
         buf.shared.rt.memset(
             API,
-            crate::memory::SetPlan { dst: crate::memory::Loc::Pinned, count: bytes },
+            crate::state::memory::SetPlan { dst: crate::state::memory::Loc::Pinned, count: bytes },
             ptr,
             0,
         )?;

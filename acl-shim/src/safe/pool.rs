@@ -8,7 +8,7 @@ use super::inner::PoolInner;
 use super::pod::Pod;
 use super::{Device, DeviceBuffer, Result, Stream};
 use crate::error::AclError;
-use crate::pool::{attr, AttrValue, PoolProps};
+use crate::state::pool::{attr, AttrValue, PoolProps};
 
 /// A stream-ordered memory pool of one device (`aclrtMemPoolCreate`).
 ///

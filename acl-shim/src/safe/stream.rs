@@ -8,8 +8,8 @@ use super::inner::StreamInner;
 use super::pod::{self, Pod};
 use super::{Device, DeviceBuffer, DeviceSlice, DeviceSliceMut, PinnedHostBuffer, Result};
 use crate::error::AclError;
-use crate::memory::{kind, DstBytes, MallocApi, SrcBytes};
-use crate::stream::Timeout;
+use crate::state::memory::{kind, DstBytes, MallocApi, SrcBytes};
+use crate::state::stream::Timeout;
 
 fn same_len(api: &str, dst: usize, src: usize) -> Result<()> {
     if dst != src {
@@ -168,7 +168,7 @@ impl Stream {
         let (rt, s) = self.inner.obj(API)?;
         let d = dst.as_slice();
         let plan = rt.plan_memcpy(API, d.addr(), d.size_bytes(), src.addr(), src.size_bytes(), kind::D2D)?;
-        crate::copy::submit(rt, API, &s, d.addr(), src.addr(), plan.count, true)
+        crate::api::copy::submit(rt, API, &s, d.addr(), src.addr(), plan.count, true)
     }
 
     /// Copies pinned host elements to device elements asynchronously. The pinned buffer's
@@ -190,7 +190,7 @@ impl Stream {
         let d = dst.as_slice();
         let plan = rt.plan_memcpy(API, d.addr(), d.size_bytes(), src.addr(), src.size_bytes(), kind::H2D)?;
         src.add_pending(&self.inner);
-        crate::copy::submit(rt, API, &s, d.addr(), src.addr(), plan.count, false)
+        crate::api::copy::submit(rt, API, &s, d.addr(), src.addr(), plan.count, false)
     }
 
     /// Copies device elements to pinned host elements asynchronously. The pinned buffer's
@@ -212,7 +212,7 @@ impl Stream {
         let plan =
             rt.plan_memcpy(API, dst.addr(), dst.size_bytes(), src.addr(), src.size_bytes(), kind::D2H)?;
         dst.add_pending(&self.inner);
-        crate::copy::submit(rt, API, &s, dst.addr(), src.addr(), plan.count, false)
+        crate::api::copy::submit(rt, API, &s, dst.addr(), src.addr(), plan.count, false)
     }
 
     /// Sets every byte of `dst` to `value` (a synchronous `aclrtMemset` after the stream's

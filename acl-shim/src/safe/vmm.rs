@@ -8,7 +8,7 @@ use super::buffer::Alloc;
 use super::device::DeviceInner;
 use super::pod::Pod;
 use super::{Device, DeviceSlice, DeviceSliceMut, Result};
-use crate::vmm::PhysProp;
+use crate::state::vmm::PhysProp;
 
 /// `ACL_HBM_MEM_HUGE`: device memory in 2 MiB pages.
 const ATTR_HUGE: u32 = 4;

@@ -1,288 +1,15 @@
-//! Device and pinned-host memory: allocation, free, synchronous copy and set, and the memory
-//! queries, with the rounding, policy, direction and error rules of the ACL API.
-//!
-//! Safe Rust over `hal` and `mm`; the C edge hands in host slices for ordinary host memory. It
-//! owns the shape of a device's memory state ([`DevMem`]: the allocation table, the address map
-//! of the device's window and the stream-ordered frees of plain memory), kept per device in
-//! [`crate::device::Device`]; the pinned-host table is the runtime's.
-//!
-//! # Which memory an address is
-//!
-//! The window an address falls in says its device (or the pinned-host window); within a device
-//! window, one lookup in that device's `DevMem::map` says whether it is a live allocation, a
-//! pool segment (then the pool says which block) or a VMM mapping. No call walks the pools, the
-//! allocator and the VMM tables in turn.
-//!
-//! # Locking
-//!
-//! A copy or memset check ([`Runtime::plan_memcpy`], [`Runtime::plan_memset`]) takes, per
-//! device end, that device's `mem` once (plus the pool's mutex for pool memory, or the device's
-//! `vmm` for mapped memory, and each device's `vmm` once for a cross-device peer check), and for
-//! a pinned end the pinned-host lock once: no process-wide lock for device memory, no walk over
-//! pools.
-//!
-//! Lock order (see [`crate::device`]): a device's `vmm`, then a pool's mutex, then the device's
-//! `mem`; the pinned-host lock is taken alone. No backend call runs under `mem` for a block (an
-//! allocation with pages of its own): the allocator plans it under the lock (VA and pages, with
-//! a backer that only records), the pages are backed with the lock released, and the block is
-//! committed under the lock again, or undone; a free takes the block out of the tables under the
-//! lock ([`mm::device::DeviceAllocator::detach`], its VA stays taken), unbacks with no lock held,
-//! then gives the VA back. Only two cases still back under `mem`: slab objects (small objects
-//! share a chunk's backed segments, so a segment must be backed before any object in it is
-//! handed out), and the fallback path after the backend refused the planned pages (the
-//! allocator's choice of smaller pages needs each answer at once). Pinned-host memory is backed
-//! and unbacked with no lock held (reserve under the lock, back, re-lock to commit or undo; a
-//! free marks the range as being freed, unbacks, then removes it).
+//! The memory calls of the runtime (`impl Runtime`): allocation, free, synchronous copy and set,
+//! the memory queries; over the per-device state of [`crate::state::memory`].
 
-use std::collections::BTreeSet;
-
-use hal::layout::{window_of, Window, HOST_WINDOW_BASE};
-use hal::{BackRequest, DeviceAddr, DeviceId, MemAttr, MemoryInfo, PageSize, VaRange};
-use mm::addr_map::AddressMap;
-use mm::device::{DeferredFrees, DeviceAllocator, FreeError, Info as DeviceInfo, NotLive};
-use mm::heap::{Allocation, DeviceHeap};
+use hal::layout::{window_of, Window};
+use hal::{DeviceAddr, DeviceId, MemAttr, MemoryInfo, PageSize};
+use mm::device::{DeviceAllocator, FreeError, Info as DeviceInfo, NotLive};
+use mm::heap::Allocation;
 
 use crate::codes::*;
 use crate::error::{AclError, Result};
 use crate::runtime::{round_up, Runtime};
-
-/// What a region of a device window's address map is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Owner {
-    /// A live `aclrtMalloc` allocation (the region is its usable bytes).
-    Allocation,
-    /// A VA region (segment) of the pool with this handle.
-    PoolSegment(u64),
-    /// A VMM mapping (`aclrtMapMem`) or an IPC import.
-    Mapping,
-}
-
-/// The memory state of one device.
-#[derive(Debug, Default)]
-pub struct DevMem {
-    /// The allocation table, present while the context exists.
-    pub(crate) alloc: Option<DeviceAllocator>,
-    /// Which allocation, pool segment or mapping holds an address of the device's window.
-    pub(crate) map: AddressMap<Owner>,
-    /// Stream-ordered frees of plain allocations, waiting for their streams.
-    pub(crate) deferred: DeferredFrees,
-    /// Which allocator `alloc` is (a new one at each open of the device), so that work begun
-    /// under one hold of the lock is finished on the same allocator, not on one a reset made
-    /// meanwhile.
-    pub(crate) epoch: u64,
-}
-
-/// The next [`DevMem::epoch`] (process-wide, increasing; an atomic step, no lock).
-pub(crate) fn next_epoch() -> u64 {
-    static EPOCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    EPOCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-}
-
-/// A [`mm::device::Backer`] that says yes to every backing and records it, so that the
-/// allocator can plan a block under the device's lock and the runtime can back it after
-/// releasing the lock. An unback (spare chunks the allocator gives back under pressure) goes to
-/// the driver at once.
-struct Planned<'a> {
-    hal: HalBacker<'a>,
-    backs: Vec<(VaRange, PageSize, MemAttr)>,
-}
-
-impl mm::device::Backer for Planned<'_> {
-    fn back(
-        &mut self,
-        range: VaRange,
-        page: PageSize,
-        attrs: MemAttr,
-    ) -> std::result::Result<(), hal::Error> {
-        self.backs.push((range, page, attrs));
-        Ok(())
-    }
-
-    fn unback(&mut self, range: VaRange) -> std::result::Result<(), hal::Error> {
-        match self.backs.iter().position(|b| b.0 == range) {
-            Some(i) => {
-                self.backs.remove(i);
-                Ok(())
-            }
-            None => self.hal.unback(range),
-        }
-    }
-}
-
-/// The pinned-host state of the process: the allocation table, the ranges being freed (unbacked
-/// with no lock held), and the host ranges registered with `aclrtHostRegister`.
-#[derive(Debug)]
-pub struct HostMem {
-    /// `aclrtMallocHost` allocations.
-    pub(crate) heap: DeviceHeap,
-    /// Starts of allocations an `aclrtFreeHost` is unbacking now.
-    pub(crate) freeing: BTreeSet<u64>,
-    /// Registered host ranges: start → length.
-    pub(crate) registered: std::collections::BTreeMap<u64, u64>,
-}
-
-impl HostMem {
-    /// An empty table over the pinned-host window `window`.
-    pub(crate) fn new(window: VaRange) -> Self {
-        Self { heap: DeviceHeap::new(window), freeing: BTreeSet::new(), registered: Default::default() }
-    }
-}
-
-/// Where an address points, decided by the address alone (the VA model).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Loc {
-    /// Device memory of the given logical device.
-    Device(u32),
-    /// Pinned host memory from `aclrtMallocHost`.
-    Pinned,
-    /// Memory the runtime did not allocate (ordinary, pageable host memory), or an address of
-    /// the pool window, which the checks of every copy and set reject.
-    Unregistered,
-}
-
-/// Classifies `addr` by window.
-pub fn locate(addr: u64) -> Loc {
-    match window_of(addr) {
-        Window::Device(i) => Loc::Device(i),
-        Window::PinnedHost => Loc::Pinned,
-        _ => Loc::Unregistered,
-    }
-}
-
-/// `aclrtMemcpyKind` values.
-pub mod kind {
-    /// Host to host.
-    pub const H2H: u32 = 0;
-    /// Host to device.
-    pub const H2D: u32 = 1;
-    /// Device to host.
-    pub const D2H: u32 = 2;
-    /// Device to device.
-    pub const D2D: u32 = 3;
-    /// Inferred from the addresses.
-    pub const DEFAULT: u32 = 4;
-    /// Host to device through a runtime buffer.
-    pub const H2BUF2D: u32 = 5;
-
-    /// The name of a kind, for messages.
-    pub fn name(k: u32) -> &'static str {
-        match k {
-            H2H => "ACL_MEMCPY_HOST_TO_HOST",
-            H2D => "ACL_MEMCPY_HOST_TO_DEVICE",
-            D2H => "ACL_MEMCPY_DEVICE_TO_HOST",
-            D2D => "ACL_MEMCPY_DEVICE_TO_DEVICE",
-            DEFAULT => "ACL_MEMCPY_DEFAULT",
-            H2BUF2D => "ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE",
-            6 => "ACL_MEMCPY_INNER_DEVICE_TO_DEVICE",
-            7 => "ACL_MEMCPY_INTER_DEVICE_TO_DEVICE",
-            _ => "an unknown kind",
-        }
-    }
-}
-
-/// What a validated copy will do; the C edge supplies host slices for `Unregistered` ends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CopyPlan {
-    /// Where the destination is.
-    pub dst: Loc,
-    /// Where the source is.
-    pub src: Loc,
-    /// Bytes to copy; 0 means there is nothing to do.
-    pub count: u64,
-}
-
-/// What a validated memset will do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SetPlan {
-    /// Where the destination is (never `Unregistered`).
-    pub dst: Loc,
-    /// Bytes to set; 0 means there is nothing to do.
-    pub count: u64,
-}
-
-/// One end of a copy, as the C edge hands it in.
-#[derive(Debug)]
-pub enum SrcBytes<'a> {
-    /// Device or pinned memory at this address.
-    Addr(u64),
-    /// Ordinary host memory.
-    Host(&'a [u8]),
-}
-
-/// The other end of a copy.
-#[derive(Debug)]
-pub enum DstBytes<'a> {
-    /// Device or pinned memory at this address.
-    Addr(u64),
-    /// Ordinary host memory.
-    Host(&'a mut [u8]),
-}
-
-pub use mm::policy::Api as MallocApi;
-
-/// One `aclrtMallocAttribute` of an `aclrtMallocConfig`, as the C edge read it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CfgAttr {
-    /// `aclrtMallocAttrType`.
-    pub kind: i32,
-    /// The 8 bytes of the `aclrtMallocAttrValue` union.
-    pub value: [u8; 8],
-}
-
-impl CfgAttr {
-    fn u16(&self) -> u16 {
-        u16::from_ne_bytes([self.value[0], self.value[1]])
-    }
-
-    fn u32(&self) -> u32 {
-        u32::from_ne_bytes([self.value[0], self.value[1], self.value[2], self.value[3]])
-    }
-}
-
-/// `ACL_RT_MEM_ATTR_RSV`.
-const ATTR_RSV: i32 = 0;
-/// `ACL_RT_MEM_ATTR_MODULE_ID`.
-const ATTR_MODULE_ID: i32 = 1;
-/// `ACL_RT_MEM_ATTR_DEVICE_ID`.
-const ATTR_DEVICE_ID: i32 = 2;
-/// `ACL_RT_MEM_ATTR_VA_FLAG`.
-const ATTR_VA_FLAG: i32 = 3;
-
-/// Backs device VA through the driver: the runtime's [`mm::device::Backer`].
-pub(crate) struct HalBacker<'a> {
-    drv: &'a dyn hal::Driver,
-    dev: DeviceId,
-}
-
-impl std::fmt::Debug for HalBacker<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "HalBacker({}, {})", self.drv.name(), self.dev)
-    }
-}
-
-impl<'a> HalBacker<'a> {
-    pub(crate) fn new(drv: &'a dyn hal::Driver, dev: u32) -> Self {
-        Self { drv, dev: DeviceId(dev) }
-    }
-}
-
-impl mm::device::Backer for HalBacker<'_> {
-    fn back(
-        &mut self,
-        range: VaRange,
-        page: PageSize,
-        attrs: MemAttr,
-    ) -> std::result::Result<(), hal::Error> {
-        // User-space read-only is enforced by the runtime's copy checks; the device (and kernels)
-        // may still write, so the backing itself stays writable.
-        let attrs = attrs - MemAttr::READONLY;
-        self.drv.back(self.dev, &BackRequest { range, page_size: page, attrs })
-    }
-
-    fn unback(&mut self, range: VaRange) -> std::result::Result<(), hal::Error> {
-        self.drv.unback(self.dev, range)
-    }
-}
+use crate::state::memory::*;
 
 impl Runtime {
     /// `aclrtMalloc` and its variants: allocates device memory on the current device.
@@ -345,7 +72,7 @@ impl Runtime {
             AclError::new(ACL_ERROR_RT_CONTEXT_NULL, format!("{api}: device {d} has no context"))
         })?;
         let mut backer = HalBacker::new(self.backend.driver(), d);
-        let backed_before = crate::obs::recording().then(|| alloc.accounting().backed.current);
+        let backed_before = crate::state::obs::recording().then(|| alloc.accounting().backed.current);
         match alloc.allocate(&mut backer, &req, component) {
             Ok(p) => {
                 let usable = alloc.get(p).map_or(req.usable_bytes, |i| i.usable_bytes);
@@ -364,7 +91,7 @@ impl Runtime {
                     // it by 64 KiB segments is not a segment event, and a spare is no segment.
                     let new_chunk = slab && alloc.chunk_objects(p) == Some(1);
                     drop(st);
-                    crate::obs::alloc_events(d, p.as_u64(), req.usable_bytes, grown, slab, new_chunk);
+                    crate::state::obs::alloc_events(d, p.as_u64(), req.usable_bytes, grown, slab, new_chunk);
                 }
                 Ok(p.as_u64())
             }
@@ -380,13 +107,13 @@ impl Runtime {
                     _ => ACL_ERROR_RT_MEMORY_ALLOCATION,
                 };
                 let figures = if code == ACL_ERROR_RT_MEMORY_ALLOCATION {
-                    format!("; {}", crate::obs::oom_figures(self.backend.driver(), d, alloc))
+                    format!("; {}", crate::state::obs::oom_figures(self.backend.driver(), d, alloc))
                 } else {
                     String::new()
                 };
                 drop(st);
                 if code == ACL_ERROR_RT_MEMORY_ALLOCATION {
-                    crate::obs::after_oom(self, d, req.usable_bytes);
+                    crate::api::obs::after_oom(self, d, req.usable_bytes);
                 }
                 Err(AclError::new(
                     code,
@@ -457,9 +184,9 @@ impl Runtime {
             return Ok(None);
         }
         drop(st);
-        if crate::obs::recording() {
+        if crate::state::obs::recording() {
             let grown: u64 = plan.backs.iter().map(|b| b.0.len_bytes()).sum();
-            crate::obs::alloc_events(d, p.as_u64(), req.usable_bytes, grown, false, false);
+            crate::state::obs::alloc_events(d, p.as_u64(), req.usable_bytes, grown, false, false);
         }
         Ok(Some(p.as_u64()))
     }
@@ -559,7 +286,7 @@ impl Runtime {
         let Some(alloc) = alloc.as_mut() else {
             return Err(AclError::rt_invalid(format!("{api}: device {d} has no context")));
         };
-        if alloc.get(DeviceAddr(ptr)).is_ok_and(|i| i.component == crate::pool::POOL_COMPONENT) {
+        if alloc.get(DeviceAddr(ptr)).is_ok_and(|i| i.component == crate::state::memory::POOL_COMPONENT) {
             return Err(AclError::rt_invalid(format!("{api}: devPtr {ptr:#x} is a memory pool's segment")));
         }
         // A block: out of the tables under the lock, unbacked with no lock held, then its VA
@@ -592,8 +319,8 @@ impl Runtime {
                         _ => drop(det),
                     }
                 }
-                if crate::obs::recording() {
-                    crate::obs::free_events(d, ptr, info.usable_bytes, shrunk, false, false);
+                if crate::state::obs::recording() {
+                    crate::state::obs::free_events(d, ptr, info.usable_bytes, shrunk, false, false);
                 }
                 return Ok(());
             }
@@ -602,7 +329,7 @@ impl Runtime {
             Err(why) => return Err(not_live(api, "devPtr", ptr, why)),
         }
         let mut backer = HalBacker::new(self.backend.driver(), d);
-        let backed_before = crate::obs::recording().then(|| alloc.accounting().backed.current);
+        let backed_before = crate::state::obs::recording().then(|| alloc.accounting().backed.current);
         match alloc.free(&mut backer, DeviceAddr(ptr)) {
             Ok(info) => {
                 map.remove(ptr);
@@ -610,7 +337,14 @@ impl Runtime {
                     let shrunk = before.saturating_sub(alloc.accounting().backed.current);
                     let chunk_gone = info.is_slab && alloc.chunk_objects(DeviceAddr(ptr)).unwrap_or(0) == 0;
                     drop(st);
-                    crate::obs::free_events(d, ptr, info.usable_bytes, shrunk, info.is_slab, chunk_gone);
+                    crate::state::obs::free_events(
+                        d,
+                        ptr,
+                        info.usable_bytes,
+                        shrunk,
+                        info.is_slab,
+                        chunk_gone,
+                    );
                 }
                 Ok(())
             }
@@ -657,7 +391,7 @@ impl Runtime {
                 usable_bytes: size,
                 page_size: PageSize::Huge,
                 attrs: MemAttr::CACHED,
-                component: crate::pool::POOL_COMPONENT,
+                component: crate::state::memory::POOL_COMPONENT,
                 is_slab: false,
             },
         )))
@@ -1040,7 +774,7 @@ impl Runtime {
             .map(|&(c, u)| {
                 let name = match c {
                     mm::device::APP => "APP".to_owned(),
-                    crate::pool::POOL_COMPONENT => "MEMPOOL".to_owned(),
+                    crate::state::memory::POOL_COMPONENT => "MEMPOOL".to_owned(),
                     c => format!("MODULE_{c}"),
                 };
                 (name, u.current, u.peak)
@@ -1216,114 +950,5 @@ impl Runtime {
             // 1 GiB pages.
             _ => (info.giant_free_bytes, info.giant_total_bytes),
         })
-    }
-}
-
-/// Checks that `ptr` could be freed now from `m`, device `d`'s memory: a live plain allocation
-/// base, not a pool segment.
-pub(crate) fn check_free_target(api: &str, m: &DevMem, d: u32, ptr: u64) -> Result<()> {
-    let Some(alloc) = m.alloc.as_ref() else {
-        return Err(AclError::rt_invalid(format!("{api}: device {d} has no context")));
-    };
-    match alloc.get(DeviceAddr(ptr)) {
-        Ok(i) if i.component == crate::pool::POOL_COMPONENT => {
-            Err(AclError::rt_invalid(format!("{api}: ptr {ptr:#x} is a memory pool's segment")))
-        }
-        Ok(_) => Ok(()),
-        Err(why) => Err(not_live(api, "ptr", ptr, why)),
-    }
-}
-
-/// Whether `[addr, addr + len)` (which starts outside every window) reaches into one, or wraps.
-fn crosses_windows(addr: u64, len: u64) -> bool {
-    let Some(end) = addr.checked_add(len) else { return true };
-    if end > isize::MAX as u64 {
-        return true;
-    }
-    [HOST_WINDOW_BASE, hal::layout::POOL_WINDOW_BASE, hal::layout::DEVICE_WINDOW_BASE]
-        .iter()
-        .any(|&base| addr < base && end > base)
-}
-
-fn not_live(api: &str, what: &str, ptr: u64, why: NotLive) -> AclError {
-    let reason = match why {
-        NotLive::Freed => "was already freed (double free)".to_owned(),
-        NotLive::Interior { base } => format!("points inside the allocation at {base}, not at its start"),
-        NotLive::Unknown => "is not a live allocation of this process".to_owned(),
-    };
-    AclError::rt_invalid(format!("{api}: {what} {ptr:#x} {reason}"))
-}
-
-/// The name of an `aclrtMemMallocPolicy` value, for messages.
-pub fn policy_name(policy: u32) -> &'static str {
-    match policy {
-        0 => "ACL_MEM_MALLOC_HUGE_FIRST",
-        1 => "ACL_MEM_MALLOC_HUGE_ONLY",
-        2 => "ACL_MEM_MALLOC_NORMAL_ONLY",
-        3 => "ACL_MEM_MALLOC_HUGE_FIRST_P2P",
-        4 => "ACL_MEM_MALLOC_HUGE_ONLY_P2P",
-        5 => "ACL_MEM_MALLOC_NORMAL_ONLY_P2P",
-        6 => "ACL_MEM_MALLOC_HUGE1G_ONLY",
-        7 => "ACL_MEM_MALLOC_HUGE1G_ONLY_P2P",
-        _ => "an out-of-range policy (treated as huge pages from 2 MiB, normal below)",
-    }
-}
-
-/// The direction rules of `aclrtMemcpy` (reference behaviour): the four determinate pairs
-/// force their kind; pairs with ordinary host memory allow only some kinds.
-fn check_kind(api: &str, src: Loc, dst: Loc, k: u32) -> Result<()> {
-    use kind::*;
-    let host_like = |l: Loc| !matches!(l, Loc::Device(_));
-    let requested = if k == H2BUF2D { H2D } else { k };
-    let allowed: &[u32] = match (src, dst) {
-        (Loc::Unregistered, Loc::Device(_)) => &[H2D, D2D],
-        (Loc::Device(_), Loc::Unregistered) => &[D2H, D2D],
-        (Loc::Pinned, Loc::Unregistered) => &[H2H, H2D],
-        (Loc::Unregistered, Loc::Pinned) => &[H2H, D2H],
-        (Loc::Unregistered, Loc::Unregistered) => &[H2H, H2D, D2H, D2D],
-        // Determinate pairs: the kind is corrected to what the addresses say.
-        _ => return Ok(()),
-    };
-    if requested == DEFAULT || allowed.contains(&requested) {
-        return Ok(());
-    }
-    let side = |l: Loc| {
-        if host_like(l) {
-            if l == Loc::Pinned {
-                "pinned host"
-            } else {
-                "ordinary host"
-            }
-        } else {
-            "device"
-        }
-    };
-    Err(AclError::rt_invalid(format!(
-        "{api}: kind {} does not fit a copy from {} memory to {} memory",
-        kind::name(k),
-        side(src),
-        side(dst)
-    )))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn kinds_follow_the_reference_table() {
-        use kind::*;
-        let ok = |s, d, k| check_kind("t", s, d, k).is_ok();
-        assert!(ok(Loc::Pinned, Loc::Device(0), D2H), "determinate pairs are corrected");
-        assert!(ok(Loc::Unregistered, Loc::Device(0), H2D));
-        assert!(ok(Loc::Unregistered, Loc::Device(0), D2D));
-        assert!(!ok(Loc::Unregistered, Loc::Device(0), D2H));
-        assert!(!ok(Loc::Device(0), Loc::Unregistered, H2D));
-        assert!(ok(Loc::Device(0), Loc::Unregistered, DEFAULT));
-        assert!(ok(Loc::Pinned, Loc::Unregistered, H2D));
-        assert!(!ok(Loc::Pinned, Loc::Unregistered, D2H));
-        assert!(!ok(Loc::Unregistered, Loc::Pinned, H2D));
-        assert!(ok(Loc::Unregistered, Loc::Unregistered, D2D));
-        assert!(ok(Loc::Unregistered, Loc::Device(1), H2BUF2D));
     }
 }

@@ -6,7 +6,7 @@
 //! streams, events and contexts, its default stream, its callback subscriptions, and the
 //! [`DepGraph`] that answers the pools' stream-order question without asking the device. It
 //! takes the backend ([`hal::Driver`]) and the device's state as parameters and never reaches
-//! up into the runtime; the runtime's stream calls (`crate::stream_api`) find the device and
+//! up into the runtime; the runtime's stream calls (`crate::api::stream`) find the device and
 //! pass both down.
 //!
 //! Handles given to C come from [`crate::handles`]: the device is in the handle, so a lookup
@@ -33,7 +33,7 @@
 //! - `aclrtRecordEvent`: 0 (the record's point travels with the later wait);
 //! - `aclrtStreamWaitEvent`: 1 (`graph`, to add the wait's edge).
 //!
-//! The runtime adds its own for the current device (see `crate::stream_api`); the
+//! The runtime adds its own for the current device (see `crate::api::stream`); the
 //! backend's queue locks are the backend's.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -246,8 +246,12 @@ fn hal_err(api: &str, e: hal::Error) -> AclError {
 }
 
 /// The device whose table holds handle `raw` of `kind`, among `all` (indexed by device).
-pub(crate) fn owner(all: &[DeviceStreams], raw: u64, kind: Kind) -> Option<&DeviceStreams> {
-    Handle::device_of(raw, kind).and_then(|d| all.get(d as usize))
+pub(crate) fn owner<T: std::borrow::Borrow<DeviceStreams>>(
+    all: &[T],
+    raw: u64,
+    kind: Kind,
+) -> Option<&DeviceStreams> {
+    Handle::device_of(raw, kind).and_then(|d| all.get(d as usize)).map(T::borrow)
 }
 
 /// The error `aclrtSynchronize*` reports for a failed task's status.

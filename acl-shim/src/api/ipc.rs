@@ -4,14 +4,14 @@
 //!
 //! The exporting process names whole `aclrtMalloc` allocations; the backend's registry holds
 //! the share and checks the whitelist against the importer's real pid; an importer maps the
-//! shared frames into the VMM half of its device window (see [`crate::vmm`]). Like the
+//! shared frames into the VMM half of its device window (see [`crate::state::vmm`]). Like the
 //! reference runtime, each process keeps a map from key to its imported addresses: a key may be
 //! imported several times, and `aclrtIpcMemClose` closes the oldest import, or destroys the
 //! share when this process exported it and holds no import.
 //!
 //! # Locking
 //!
-//! The keys and imports are in each device's VMM state ([`crate::vmm::VmmState`]); its lock is
+//! The keys and imports are in each device's VMM state ([`crate::state::vmm::VmmState`]); its lock is
 //! taken alone (one device at a time), and never across a backend call.
 
 use hal::{DeviceAddr, DeviceId, PageSize, ShareKind, ShareName, VaRange};
@@ -19,9 +19,9 @@ use mm::vmm::Origin;
 
 use crate::codes::*;
 use crate::error::{AclError, Result};
-use crate::memory::Owner;
 use crate::runtime::Runtime;
-use crate::vmm::{share_error, vmm_error, Import, GRANULARITY_1G};
+use crate::state::memory::Owner;
+use crate::state::vmm::{share_error, vmm_error, Import, GRANULARITY_1G};
 
 /// The key buffer length the API requires (64 characters and a NUL).
 pub const KEY_LEN: u64 = mm::ipc::KEY_BUFFER_BYTES as u64;
@@ -128,9 +128,10 @@ impl Runtime {
         let (rec, range) = {
             // Lock order: `vmm`, then `mem`.
             let mut x = self.vmm_of(api, d)?;
-            let h = *x.handles.get(handle).ok_or_else(|| crate::vmm::unknown_handle(api, handle))?;
-            let rec = *x.recs.get(&handle).ok_or_else(|| crate::vmm::unknown_handle(api, handle))?;
-            let gran = if h.page_size == PageSize::Giant { GRANULARITY_1G } else { crate::vmm::GRANULARITY };
+            let h = *x.handles.get(handle).ok_or_else(|| crate::state::vmm::unknown_handle(api, handle))?;
+            let rec = *x.recs.get(&handle).ok_or_else(|| crate::state::vmm::unknown_handle(api, handle))?;
+            let gran =
+                if h.page_size == PageSize::Giant { GRANULARITY_1G } else { crate::state::vmm::GRANULARITY };
             let r = x.space.reserve(h.len_bytes, gran, None).map_err(|e| vmm_error(api, e))?;
             let range = VaRange::try_new(r.start(), h.len_bytes).map_err(|e| AclError::from_hal(e, api))?;
             if let Err(e) = x.space.insert_map(range, handle, d, Origin::Imported) {
@@ -155,7 +156,7 @@ impl Runtime {
             }
             return Err(AclError::from_hal(e, api));
         }
-        let order = crate::vmm::next_import_order();
+        let order = crate::state::vmm::next_import_order();
         self.vmm_of(api, d)?.imports.entry(*name).or_default().push(Import {
             device: d,
             va: range,

@@ -8,7 +8,7 @@
 //!
 //! # Locking
 //!
-//! The registered ranges live with the pinned-host table ([`crate::memory::HostMem`]); its lock
+//! The registered ranges live with the pinned-host table ([`crate::state::memory::HostMem`]); its lock
 //! is taken alone, and no backend call is made under it here.
 
 use hal::layout::{

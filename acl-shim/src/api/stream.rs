@@ -1,15 +1,15 @@
 //! The runtime's stream, event and context calls: find the device a handle (or the current
-//! device) names, then hand its [`DeviceStreams`] and the backend to [`crate::stream`].
+//! device) names, then hand its `DeviceStreams` and the backend to [`crate::state::stream`].
 //!
 //! This module owns only that dispatch and the cross-device checks (a stream of one device used
-//! with an event or a current device of another). It sits above `stream` and `runtime` and
+//! with an event or a current device of another). It sits above `state::stream` and `runtime` and
 //! below the C and Rust APIs.
 //!
 //! # Locking
 //!
 //! No lock of this module; a handle lookup is lock-free ([`crate::handles`]). The locks a call
 //! takes are the runtime's (the `RUNTIME` lookup and the current device's reference count,
-//! today one each) plus those [`crate::stream`] lists. On the hot paths:
+//! today one each) plus those [`crate::state::stream`] lists. On the hot paths:
 //! - `aclrtLaunchHostFunc`: 2 (runtime lookup, current device) + 0 in `stream` = 2;
 //! - `aclrtRecordEvent`: 1 (runtime lookup) + 0 = 1 (no current-device check: the handles
 //!   name their device);
@@ -26,10 +26,9 @@ use hal::{DeviceId, TaskDesc};
 use crate::error::{AclError, Result};
 use crate::handles::Kind;
 use crate::runtime::Runtime;
-use crate::stream::{
+use crate::state::stream::{
     bad_handle, owner, same_device, DeviceStreams, EventObj, HostCall, Report, StreamObj, Timeout,
     ACL_ERROR_RT_STREAM_CONTEXT, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, ACL_ERROR_RT_THREAD_SUBSCRIBE,
-    CURRENT_CONTEXT,
 };
 
 impl Runtime {
@@ -39,11 +38,11 @@ impl Runtime {
 
     /// The stream tables of device `d` (an id the runtime checked).
     pub(crate) fn streams_of(&self, d: u32) -> &DeviceStreams {
-        &self.streams[d as usize]
+        &self.device(d).streams
     }
 
-    fn owner_of(&self, api: &str, raw: u64, kind: Kind, what: &str) -> Result<&DeviceStreams> {
-        owner(&self.streams, raw, kind).ok_or_else(|| bad_handle(api, what, raw))
+    pub(crate) fn owner_of(&self, api: &str, raw: u64, kind: Kind, what: &str) -> Result<&DeviceStreams> {
+        owner(&self.devices, raw, kind).ok_or_else(|| bad_handle(api, what, raw))
     }
 
     /// Resolves a stream handle (0: the current device's default stream).
@@ -165,7 +164,7 @@ impl Runtime {
     ///
     /// `ACL_ERROR_RT_STREAM_SYNC_TIMEOUT` on timeout; the code of the first failed task.
     pub fn synchronize_stream(&self, api: &str, handle: u64, timeout: Timeout) -> Result<()> {
-        use crate::stream::stream_flag;
+        use crate::state::stream::stream_flag;
         let (_, s) = self.stream(api, handle)?;
         if s.flags & (stream_flag::PERSISTENT | stream_flag::DEVICE_USE_ONLY | stream_flag::CPU_SCHEDULE) != 0
         {
@@ -369,7 +368,7 @@ impl Runtime {
     /// report back when it serves none.
     pub(crate) fn post_report(&self, thread: u64, report: Report) -> std::result::Result<(), Report> {
         let mut report = report;
-        for ds in self.streams.iter() {
+        for ds in self.streams() {
             match ds.post_report(thread, report) {
                 Ok(()) => return Ok(()),
                 Err(r) => report = r,
@@ -386,7 +385,7 @@ impl Runtime {
     /// `ACL_ERROR_RT_THREAD_SUBSCRIBE` when the thread serves another device.
     pub fn subscribe_report(&self, api: &str, thread: u64, stream: u64) -> Result<()> {
         let (h, s) = self.stream(api, stream)?;
-        if let Some(other) = self.streams.iter().find(|ds| ds.device() != s.device && ds.serves(thread)) {
+        if let Some(other) = self.streams().find(|ds| ds.device() != s.device && ds.serves(thread)) {
             return Err(AclError::new(
                 ACL_ERROR_RT_THREAD_SUBSCRIBE,
                 format!(
@@ -416,7 +415,7 @@ impl Runtime {
     /// `ACL_ERROR_RT_THREAD_SUBSCRIBE` when the thread is not subscribed;
     /// `ACL_ERROR_RT_REPORT_TIMEOUT` when none arrives in time.
     pub(crate) fn next_report(&self, api: &str, thread: u64, timeout: Timeout) -> Result<Report> {
-        let found = self.streams.iter().find_map(|ds| ds.report_queue(thread).map(|q| (ds, q)));
+        let found = self.streams().find_map(|ds| ds.report_queue(thread).map(|q| (ds, q)));
         let (ds, q) = found.ok_or_else(|| {
             AclError::new(
                 ACL_ERROR_RT_THREAD_SUBSCRIBE,
@@ -424,101 +423,6 @@ impl Runtime {
             )
         })?;
         ds.next_report(api, thread, &q, timeout)
-    }
-
-    /// `aclrtCreateContext`: a context on `device_id`, made current.
-    ///
-    /// # Errors
-    ///
-    /// As `aclrtSetDevice`.
-    pub fn create_context(&self, api: &str, device_id: i32) -> Result<u64> {
-        self.set_device(device_id)?;
-        // CAST: checked by set_device.
-        let d = device_id as u32;
-        let h = match self.streams_of(d).create_context(api) {
-            Ok(h) => h,
-            Err(e) => {
-                let _ = self.reset_device(device_id, false);
-                return Err(e);
-            }
-        };
-        let generation = self.generation;
-        CURRENT_CONTEXT.with(|c| c.set(Some((generation, h))));
-        Ok(h)
-    }
-
-    /// The device of context `ctx` (explicit or a device's default context), and whether it
-    /// is a default context.
-    fn context_device(&self, api: &str, ctx: u64) -> Result<(u32, bool)> {
-        if ctx == 0 {
-            return Err(AclError::invalid(format!("{api}: context is NULL")));
-        }
-        let ds = self.owner_of(api, ctx, Kind::Context, "context")?;
-        let d = ds.device();
-        match ds.context(ctx) {
-            Some(false) => Ok((d, false)),
-            // A default context exists while its device is set.
-            Some(true) if self.device(d).is_open() => Ok((d, true)),
-            _ => Err(bad_handle(api, "context", ctx)),
-        }
-    }
-
-    /// `aclrtDestroyContext`.
-    ///
-    /// # Errors
-    ///
-    /// `ACL_ERROR_INVALID_PARAM` for NULL or a device's default context;
-    /// `ACL_ERROR_RT_INVALID_HANDLE` for a dead context.
-    pub fn destroy_context(&self, api: &str, ctx: u64) -> Result<()> {
-        let (d, is_default) = self.context_device(api, ctx)?;
-        if is_default || !self.streams_of(d).remove_context(ctx) {
-            return Err(AclError::invalid(format!(
-                "{api}: context {ctx:#x} is a default context; aclrtResetDevice releases it"
-            )));
-        }
-        CURRENT_CONTEXT.with(|c| {
-            if c.get().map(|(_, h)| h) == Some(ctx) {
-                c.set(None);
-            }
-        });
-        // CAST: device ids are small.
-        self.reset_device(d as i32, false)
-    }
-
-    /// `aclrtSetCurrentContext`: makes the context's device current on this thread.
-    ///
-    /// # Errors
-    ///
-    /// Dead or NULL contexts.
-    pub fn set_current_context(&self, api: &str, ctx: u64) -> Result<()> {
-        let (d, _) = self.context_device(api, ctx)?;
-        // Making a device current without changing its reference count: take one more
-        // reference (this makes it current) and give it back (the context holds another, so
-        // this never releases the device).
-        // CAST: device ids are small.
-        self.set_device(d as i32)?;
-        self.reset_device(d as i32, false)?;
-        let generation = self.generation;
-        let _ = self.current_device(api)?;
-        CURRENT_CONTEXT.with(|c| c.set(Some((generation, ctx))));
-        Ok(())
-    }
-
-    /// `aclrtGetCurrentContext`.
-    ///
-    /// # Errors
-    ///
-    /// `ACL_ERROR_RT_CONTEXT_NULL` without a current device.
-    pub fn current_context(&self, api: &str) -> Result<u64> {
-        let d = self.current_device(api)?;
-        let generation = self.generation;
-        let ds = self.streams_of(d);
-        if let Some((g, h)) = CURRENT_CONTEXT.with(std::cell::Cell::get) {
-            if g == generation && ds.context(h) == Some(false) {
-                return Ok(h);
-            }
-        }
-        Ok(ds.default_context())
     }
 
     /// Waits until every task submitted to a stream of device `d` has finished (device reset:
