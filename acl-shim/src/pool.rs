@@ -30,7 +30,7 @@ use crate::error::{AclError, Result};
 use crate::handles::{Entry, Handle, HandleTable, Kind};
 use crate::memory::{locate, HalBacker, Loc, Owner};
 use crate::runtime::Runtime;
-use crate::stream::GraphOrder;
+use crate::stream::LazyGraphOrder;
 
 /// The component pool pages are charged to in `aclrtGetMemUsageInfo`.
 pub const POOL_COMPONENT: Component = 0xFFFE;
@@ -340,8 +340,8 @@ impl Runtime {
     /// the graph (a leaf: nothing is locked or called back while it is held, so the pool's
     /// own backing calls under it cannot deadlock; a stream wait on the device waits for them).
     /// Completions the runtime has not seen yet make the answer conservative, never wrong.
-    fn order(&self, d: u32) -> GraphOrder<'_> {
-        GraphOrder(crate::sync::relock(self.streams_of(d).graph_mutex()))
+    fn order(&self, d: u32) -> LazyGraphOrder<'_> {
+        LazyGraphOrder::new(self.streams_of(d).graph_mutex())
     }
 
     /// `aclrtMemPoolCreate`.
@@ -557,12 +557,9 @@ impl Runtime {
                 s.device
             )));
         }
-        let seq = self
-            .backend()
-            .driver()
-            .progress(DeviceId(d), s.queue)
-            .map_err(|e| AclError::from_hal(e, api))?
-            .submitted;
+        // The free's point: the newest memory-touching task of the stream, from the stream's own
+        // counter (no backend call, no lock).
+        let seq = s.submitted();
         if let Some(p) = self.pool_of(api, d, ptr)? {
             let mut inner = lock(&p, api, p.handle())?;
             let size = inner

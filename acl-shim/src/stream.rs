@@ -137,6 +137,28 @@ pub(crate) struct StreamObj {
     pub(crate) queue: QueueId,
     pub(crate) flags: u32,
     pub(crate) is_default: bool,
+    /// The newest sequence number the backend returned for a task that may touch memory
+    /// (kernel, copy, memset, host call) submitted to this stream: every such task so far is at
+    /// or before it. A stream-ordered free takes its point from here, with no backend call.
+    /// Event records and waits need not raise it: they touch no memory.
+    submitted: AtomicU64,
+}
+
+impl StreamObj {
+    fn new(device: u32, queue: QueueId, flags: u32, is_default: bool) -> Self {
+        Self { device, queue, flags, is_default, submitted: AtomicU64::new(0) }
+    }
+
+    /// Notes that the backend numbered a task of this stream `seq` (kept monotonic).
+    pub(crate) fn note_submitted(&self, seq: u64) {
+        self.submitted.fetch_max(seq, Ordering::AcqRel);
+    }
+
+    /// The newest task number [`Self::note_submitted`] saw: the point a stream-ordered free
+    /// made now is ordered after.
+    pub(crate) fn submitted(&self) -> u64 {
+        self.submitted.load(Ordering::Acquire)
+    }
 }
 
 /// One live event.
@@ -328,7 +350,7 @@ impl DeviceStreams {
         crate::sync::lock(&self.graph, api, &format_args!("the stream graph of device {}", self.device))
     }
 
-    /// The graph's mutex, for the pools' oracle ([`GraphOrder`]), which reads it with
+    /// The graph's mutex, for the pools' oracle ([`LazyGraphOrder`]), which reads it with
     /// [`crate::sync::relock`]: every change to the graph is whole per step (one insert, one
     /// removal, one number raised, one edge dropped), so a panic leaves a graph whose answers
     /// are still sound.
@@ -372,7 +394,7 @@ impl DeviceStreams {
         // its own.
         let queue =
             drv.create_queue(DeviceId(self.device), self.limits.depth).map_err(|e| hal_err(api, e))?;
-        let s = Arc::new(StreamObj { device: self.device, queue, flags: 0, is_default: true });
+        let s = Arc::new(StreamObj::new(self.device, queue, 0, true));
         let Ok(mine) = self.streams.insert(Arc::clone(&s)) else {
             let _ = drv.destroy_queue(DeviceId(self.device), queue);
             return Err(self.no_stream_left(api));
@@ -428,7 +450,7 @@ impl DeviceStreams {
         }
         let queue =
             drv.create_queue(DeviceId(self.device), self.limits.depth).map_err(|e| hal_err(api, e))?;
-        let obj = Arc::new(StreamObj { device: self.device, queue, flags, is_default: false });
+        let obj = Arc::new(StreamObj::new(self.device, queue, flags, false));
         match self.streams.insert(obj) {
             Ok(h) => {
                 self.add_queue(queue);
@@ -760,7 +782,7 @@ impl DeviceStreams {
             return Err(no_loader(api));
         }
         drv.submit(DeviceId(self.device), s.queue, TaskDesc::HostFunc { call: call.to_task() })
-            .map(|_| ())
+            .map(|seq| s.note_submitted(seq))
             .map_err(|e| hal_err(api, e))
     }
 
@@ -1055,17 +1077,35 @@ fn note_reset_wait(api: &str, d: u32, stream: u64, last: u64, done: u64) {
     );
 }
 
-/// The stream-order oracle of one device for the pools: the device's graph, read under its
-/// lock (the caller holds the guard only while it asks).
-pub(crate) struct GraphOrder<'a>(pub(crate) MutexGuard<'a, DepGraph>);
+/// The stream-order oracle of one device for the pools, locking the device's graph only when
+/// first asked and holding it until dropped: a pool that reuses a block freed on the caller's
+/// own stream (the steady state) never asks, so it takes no graph lock. A poisoned graph is
+/// recovered ([`crate::sync::relock`]; see [`DeviceStreams::graph_mutex`]).
+pub(crate) struct LazyGraphOrder<'a> {
+    graph: &'a Mutex<DepGraph>,
+    held: std::cell::RefCell<Option<MutexGuard<'a, DepGraph>>>,
+}
 
-impl StreamOrder for GraphOrder<'_> {
+impl<'a> LazyGraphOrder<'a> {
+    /// The oracle over `graph`, not locked yet.
+    pub(crate) fn new(graph: &'a Mutex<DepGraph>) -> Self {
+        Self { graph, held: std::cell::RefCell::new(None) }
+    }
+
+    fn ask<T>(&self, f: impl FnOnce(&DepGraph) -> T) -> T {
+        let mut held = self.held.borrow_mut();
+        // Lock order: the graph is a leaf (see `Runtime::order`).
+        f(held.get_or_insert_with(|| crate::sync::relock(self.graph)))
+    }
+}
+
+impl StreamOrder for LazyGraphOrder<'_> {
     fn is_complete(&self, p: StreamPoint) -> bool {
-        self.0.is_complete(p)
+        self.ask(|g| g.is_complete(p))
     }
 
     fn is_ordered_before(&self, p: StreamPoint, stream: u32) -> bool {
-        self.0.is_ordered_before(p, stream)
+        self.ask(|g| g.is_ordered_before(p, stream))
     }
 }
 
@@ -1132,13 +1172,13 @@ mod tests {
             let mut g = t.graph("test").unwrap();
             g.add_wait(2, 5, StreamPoint { stream: 1, seq: 3 });
         }
-        let order = GraphOrder(t.graph("test").unwrap());
+        let order = LazyGraphOrder::new(t.graph_mutex());
         assert!(order.is_ordered_before(StreamPoint { stream: 1, seq: 3 }, 2));
         assert!(!order.is_ordered_before(StreamPoint { stream: 1, seq: 4 }, 2));
         assert!(!order.is_complete(StreamPoint { stream: 1, seq: 1 }));
         drop(order);
         t.note_completed(QueueId(1), 4);
-        assert!(GraphOrder(t.graph("test").unwrap()).is_complete(StreamPoint { stream: 1, seq: 4 }));
+        assert!(LazyGraphOrder::new(t.graph_mutex()).is_complete(StreamPoint { stream: 1, seq: 4 }));
         let _ = std::panic::catch_unwind(|| {
             let _g = t.graph.lock().unwrap();
             panic!("half-way");
@@ -1188,7 +1228,7 @@ mod tests {
         t.record_event("aclrtRecordEvent", &sim, &e, &s).unwrap();
         t.stream_wait_event("aclrtStreamWaitEvent", &sim, &s2, &e).unwrap();
         let p = sim.progress(DeviceId(0), s.queue).unwrap().submitted;
-        let order = GraphOrder(t.graph("test").unwrap());
+        let order = LazyGraphOrder::new(t.graph_mutex());
         assert!(order.is_ordered_before(StreamPoint { stream: s.queue.0, seq: p }, s2.queue.0));
         drop(order);
 

@@ -79,7 +79,9 @@ impl Runtime {
 
     /// Submits `task` to stream `s`.
     pub(crate) fn submit_task(&self, api: &str, s: &StreamObj, task: TaskDesc) -> Result<u64> {
-        self.drv().submit(DeviceId(s.device), s.queue, task).map_err(|e| AclError::from_hal(e, api))
+        let seq = self.drv().submit(DeviceId(s.device), s.queue, task).map_err(|e| AclError::from_hal(e, api))?;
+        s.note_submitted(seq);
+        Ok(seq)
     }
 
     /// Queues a kernel launch: the arguments go to the device's loader as a staged ticket,
