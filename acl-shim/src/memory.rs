@@ -21,6 +21,17 @@
 //! a pinned end the pinned-host lock once: no process-wide lock for device memory, no walk over
 //! pools.
 //!
+//! Lock acquisitions on `aclrtMemcpyAsync` in steady state, both ends plain device allocations
+//! of the current device (the common case), one slice: the runtime lookup, the current device
+//! and the stream handle take none (atomics); the destination's `mem` once (live and writable
+//! checked under one hold), the source's `mem` once, and the backend's submit once (on the
+//! software NPU, the device scheduler's mutex; its device slot is read lock-free) = **3**. More
+//! only off that case: a pool-block end checks the block in its pool (the pool's mutex and
+//! `mem` again, for liveness and again for writability at the destination), a mapped end the
+//! device's `vmm`, a pinned end the pinned-host lock (the one process-wide table, taken only
+//! for pinned memory), a cross-device copy one `vmm` for the peer check, and each further
+//! slice of a copy above the slicing limit one more submit.
+//!
 //! Lock order (see [`crate::device`]): a device's `vmm`, then a pool's mutex, then the device's
 //! `mem`; the pinned-host lock is taken alone. No backend call runs under `mem` for a block (an
 //! allocation with pages of its own): the allocator plans it under the lock (VA and pages, with
@@ -873,8 +884,37 @@ impl Runtime {
         }
         let cur = self.current_device(api)?;
         check_kind(api, ls, ld, kind_value)?;
-        self.check_live(api, "dst", ld, dst, count)?;
-        self.check_writable(api, "dst", ld, dst)?;
+        // A destination inside one plain allocation (the common case) is checked live and
+        // writable under one hold of its device's `mem`; any other destination goes through
+        // `check_live` then `check_writable` (one hold each, plus what they name).
+        let plain_dst = match ld {
+            Loc::Device(d) if d < self.device_count() => {
+                // Lock order: `mem` alone.
+                let m = self.device(d).mem(api)?;
+                match m.map.find(dst) {
+                    Some(r)
+                        if r.value == Owner::Allocation
+                            && dst.checked_add(count).is_some_and(|e| e <= r.end()) =>
+                    {
+                        m.alloc.as_ref().and_then(|a| a.find(DeviceAddr(dst))).map(|i| i.attrs)
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        match plain_dst {
+            Some(attrs) if attrs.contains(MemAttr::READONLY) => {
+                return Err(AclError::rt_invalid(format!(
+                    "{api}: dst {dst:#x} is read-only from user space (ACL_MEM_ACCESS_USER_SPACE_READONLY)"
+                )));
+            }
+            Some(_) => {}
+            None => {
+                self.check_live(api, "dst", ld, dst, count)?;
+                self.check_writable(api, "dst", ld, dst)?;
+            }
+        }
         self.check_live(api, "src", ls, src, count)?;
         if let (Loc::Device(a), Loc::Device(b)) = (ld, ls) {
             // Cross-device copies need peer access on 950 and A2, not on A3 (D-11-03).
