@@ -428,7 +428,8 @@ impl DeviceStreams {
     ///
     /// `ACL_ERROR_RT_INVALID_HANDLE` for a handle that is not live here.
     pub(crate) fn stream(&self, api: &str, handle: u64) -> Result<Arc<StreamObj>> {
-        self.streams.get(handle).map(|s| Arc::clone(&**s)).ok_or_else(|| bad_handle(api, "stream", handle))
+        // The stream's own `Arc`, cloned under the slot's guard (one reference-count update).
+        self.streams.with(handle, Arc::clone).ok_or_else(|| bad_handle(api, "stream", handle))
     }
 
     /// `aclrtCreateStream` / `aclrtCreateStreamWithConfig` on this device (the caller checked

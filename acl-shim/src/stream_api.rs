@@ -84,7 +84,8 @@ impl Runtime {
 
     /// Submits `task` to stream `s`.
     pub(crate) fn submit_task(&self, api: &str, s: &StreamObj, task: TaskDesc) -> Result<u64> {
-        let seq = self.drv().submit(DeviceId(s.device), s.queue, task).map_err(|e| AclError::from_hal(e, api))?;
+        let seq =
+            self.drv().submit(DeviceId(s.device), s.queue, task).map_err(|e| AclError::from_hal(e, api))?;
         s.note_submitted(seq);
         Ok(seq)
     }
