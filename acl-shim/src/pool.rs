@@ -21,7 +21,7 @@
 //! Lock acquisitions of the stream-ordered pair in steady state (a 4 KiB block reused on its
 //! own stream): `aclrtMemPoolMallocAsync` takes the pool's mutex once (runtime, pool and
 //! stream lookups are lock-free; the device's graph is locked only if the pool asks about
-//! another stream's frees, [`crate::stream::LazyGraphOrder`]); `aclrtMemPoolFreeAsync` takes
+//! another stream's frees, `stream::LazyGraphOrder`); `aclrtMemPoolFreeAsync` takes
 //! the device's `mem` once (the address-map lookup) and the pool's mutex once; its stream point
 //! is the stream's own submitted counter, with no backend call. No heap allocation, no system
 //! call, no process-wide lock.
