@@ -565,8 +565,8 @@ impl Runtime {
                 s.device
             )));
         }
-        // The free's point: the newest memory-touching task of the stream, from the stream's own
-        // counter (no backend call, no lock).
+        // The free's point: the newest task the runtime submitted to the stream, from the
+        // stream's own counter (no backend call, no lock).
         let seq = s.submitted();
         if let Some(p) = self.pool_of(api, d, ptr)? {
             let mut inner = lock(&p, api, p.handle())?;

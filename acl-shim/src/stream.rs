@@ -137,10 +137,12 @@ pub(crate) struct StreamObj {
     pub(crate) queue: QueueId,
     pub(crate) flags: u32,
     pub(crate) is_default: bool,
-    /// The newest sequence number the backend returned for a task that may touch memory
-    /// (kernel, copy, memset, host call) submitted to this stream: every such task so far is at
-    /// or before it. A stream-ordered free takes its point from here, with no backend call.
-    /// Event records and waits need not raise it: they touch no memory.
+    /// The newest sequence number the backend returned for a task submitted to this stream
+    /// through the runtime (kernels, copies, memsets, host calls, event records, and the waits
+    /// that carry another stream's order into this one): every such task so far is at or
+    /// before it. A stream-ordered free takes its point from here, with no backend call. Only
+    /// tasks that neither touch memory nor order this stream after another (an event reset)
+    /// may be left out.
     submitted: AtomicU64,
 }
 
@@ -557,7 +559,8 @@ impl DeviceStreams {
     }
 
     /// Makes `waiter` wait for point `seq` of `target` (both streams of this device): the one
-    /// call the pools make, after releasing their lock, for an internal dependency.
+    /// call the pools make, after releasing their lock, for an internal dependency. Returns the
+    /// wait task's number on `waiter`.
     pub(crate) fn wait_for_point(
         &self,
         api: &str,
@@ -565,7 +568,7 @@ impl DeviceStreams {
         waiter: QueueId,
         target: QueueId,
         seq: u64,
-    ) -> Result<()> {
+    ) -> Result<u64> {
         let dev = DeviceId(self.device);
         let at = drv.wait_point(dev, waiter, target, seq).map_err(|e| hal_err(api, e))?;
         let done = drv.progress(dev, waiter).map(|p| p.completed).unwrap_or(0);
@@ -573,7 +576,7 @@ impl DeviceStreams {
         let mut g = self.graph(api)?;
         g.note_completed(waiter.0, done);
         g.add_wait(waiter.0, at, StreamPoint { stream: target.0, seq });
-        Ok(())
+        Ok(at)
     }
 
     /// `aclrtCreateEvent(WithFlag)` / `aclrtCreateEventExWithFlag` on this device.
@@ -645,7 +648,9 @@ impl DeviceStreams {
         e: &EventObj,
         s: &StreamObj,
     ) -> Result<()> {
-        drv.record_event(DeviceId(self.device), s.queue, e.hw).map(|_| ()).map_err(|er| hal_err(api, er))
+        drv.record_event(DeviceId(self.device), s.queue, e.hw)
+            .map(|seq| s.note_submitted(seq))
+            .map_err(|er| hal_err(api, er))
     }
 
     /// `aclrtStreamWaitEvent`: `s` waits for `e`'s last record, and the graph learns the edge.
@@ -659,6 +664,11 @@ impl DeviceStreams {
         needs_sync_flag(api, e)?;
         let dev = DeviceId(self.device);
         let w = drv.wait_event(dev, s.queue, e.hw).map_err(|er| hal_err(api, er))?;
+        if let Some(at) = w.seq {
+            // A wait carries the other stream's order into this one: a stream-ordered free made
+            // after it must be ordered after it too.
+            s.note_submitted(at);
+        }
         let (Some(at), Some((q, seq))) = (w.seq, w.target) else { return Ok(()) };
         // Completed waits leave the graph: learn how far the waiting queue got.
         let done = drv.progress(dev, s.queue).map(|p| p.completed).unwrap_or(0);

@@ -247,7 +247,9 @@ impl Runtime {
         target: hal::QueueId,
         seq: u64,
     ) -> Result<()> {
-        self.streams_of(waiter.device).wait_for_point(api, self.drv(), waiter.queue, target, seq)
+        let at = self.streams_of(waiter.device).wait_for_point(api, self.drv(), waiter.queue, target, seq)?;
+        waiter.note_submitted(at);
+        Ok(())
     }
 
     /// `aclrtCreateEvent(WithFlag)` / `aclrtCreateEventExWithFlag`.
