@@ -285,6 +285,20 @@ impl<T> HandleTable<T> {
         (entry.generation == h.generation).then_some(entry)
     }
 
+    /// Runs `f` on the object `raw` names, if it is live, without taking a reference to it: the
+    /// slot is read through an arc-swap guard, which keeps the object alive for the call and
+    /// costs no reference-count update (cheaper than [`Self::get`] when the caller needs only
+    /// part of the object).
+    pub fn with<R>(&self, raw: u64, f: impl FnOnce(&T) -> R) -> Option<R> {
+        let h = Handle::decode(raw, self.kind)?;
+        if h.device != self.device || h.init != self.init {
+            return None;
+        }
+        let guard = self.slot(h.index)?.value.load();
+        let entry = guard.as_ref()?;
+        (entry.generation == h.generation).then(|| f(&entry.value))
+    }
+
     /// Removes the object `raw` names and returns it; `None` when `raw` is not live.
     pub fn remove(&self, raw: u64) -> Option<Arc<Entry<T>>> {
         self.remove_if(raw, |_| Ok::<(), ()>(())).ok().flatten()

@@ -484,7 +484,7 @@ impl Pool {
         let fresh = page_span(0, size).1 / PAGE;
         let need = |c: &Option<Cand>| c.map_or(fresh, |c| c.0);
         let mut retried = false;
-        let (addr, how, wait) = loop {
+        let (addr, how, wait, e) = loop {
             let mut cand = self.choose(order, stream, size);
             // New pages needed: recycle idle ones first (remapping), so that physical memory
             // stays what the live blocks need however the VA is laid out.
@@ -511,18 +511,18 @@ impl Pool {
                 Some((_, _, _, addr, how, wait)) => (addr, how, wait),
                 None => (self.new_region(backing, size)?, Reuse::NewRegion, None),
             };
-            let state = self.extents.get(&addr).ok_or(PoolError::NotAllocated)?.state;
-            if state != State::Free {
-                break (addr, how, wait);
+            // The chosen extent, looked up once (taking pages changes no extent).
+            let e = *self.extents.get(&addr).ok_or(PoolError::NotAllocated)?;
+            if e.state != State::Free {
+                break (addr, how, wait, e);
             }
             match self.take_pages(backing, addr, size) {
-                Ok(()) => break (addr, how, wait),
+                Ok(()) => break (addr, how, wait, e),
                 // Out of device memory: give back idle pages and try once more from the top.
                 Err(e) if retried || self.release(backing, order, 0) == 0 => return Err(e),
                 Err(_) => retried = true,
             }
         };
-        let e = *self.extents.get(&addr).ok_or(PoolError::NotAllocated)?;
         if e.len == size {
             // An exact fit: leave its index set and change its state in place.
             if e.state == State::Busy {
@@ -605,28 +605,24 @@ impl Pool {
     /// free or a foreign pointer). Nothing changes on error.
     pub fn free(&mut self, addr: DeviceAddr, stream: u32, seq: u64) -> Result<u64, PoolError> {
         let a = addr.as_u64();
-        match self.extents.get(&a) {
-            Some(e) if e.state == State::Busy => {}
+        let state = State::Cached(StreamPoint { stream, seq });
+        // One lookup finds the block and changes it; then one for each neighbour.
+        let (len, region) = match self.extents.get_mut(&a) {
+            Some(e) if e.state == State::Busy => {
+                // The block stays on its pages, now cached: a state change in place.
+                e.state = state;
+                (e.len, e.region)
+            }
             _ => {
                 return Err(match self.find_busy(addr) {
                     Some((base, _)) => PoolError::Interior(base),
                     None => PoolError::NotAllocated,
                 })
             }
-        }
-        let state = State::Cached(StreamPoint { stream, seq });
-        let len = match self.extents.get_mut(&a) {
-            Some(e) => {
-                // The block stays on its pages, now cached: a state change in place.
-                e.state = state;
-                e.len
-            }
-            None => return Err(PoolError::NotAllocated),
         };
         self.stats.used.sub(len);
         let prev = self.extents.range(..a).next_back().map(|(&s, x)| (s, *x));
         let next = self.extents.get(&(a + len)).copied();
-        let region = self.extents.get(&a).map_or(0, |e| e.region);
         let mergeable = |x: &Extent| x.state == state && x.region == region;
         if prev.is_some_and(|(ps, pe)| mergeable(&pe) && ps + pe.len == a)
             || next.is_some_and(|ne| mergeable(&ne))

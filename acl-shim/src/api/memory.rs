@@ -1,5 +1,44 @@
 //! The memory calls of the runtime (`impl Runtime`): allocation, free, synchronous copy and set,
 //! the memory queries; over the per-device state of [`crate::state::memory`].
+//!
+//! # Which memory an address is
+//!
+//! The window an address falls in says its device (or the pinned-host window); within a device
+//! window, one lookup in that device's `DevMem::map` says whether it is a live allocation, a
+//! pool segment (then the pool says which block) or a VMM mapping. No call walks the pools, the
+//! allocator and the VMM tables in turn.
+//!
+//! # Locking
+//!
+//! A copy or memset check ([`Runtime::plan_memcpy`], [`Runtime::plan_memset`]) takes, per
+//! device end, that device's `mem` once (plus the pool's mutex for pool memory, or the device's
+//! `vmm` for mapped memory, and each device's `vmm` once for a cross-device peer check), and for
+//! a pinned end the pinned-host lock once: no process-wide lock for device memory, no walk over
+//! pools.
+//!
+//! Lock acquisitions on `aclrtMemcpyAsync` in steady state, both ends plain device allocations
+//! of the current device (the common case), one slice: the runtime lookup, the current device
+//! and the stream handle take none (atomics); the destination's `mem` once (live and writable
+//! checked under one hold), the source's `mem` once, and the backend's submit once (on the
+//! software NPU, the device scheduler's mutex; its device slot is read lock-free) = **3**. More
+//! only off that case: a pool-block end checks the block in its pool (the pool's mutex and
+//! `mem` again, for liveness and again for writability at the destination), a mapped end the
+//! device's `vmm`, a pinned end the pinned-host lock (the one process-wide table, taken only
+//! for pinned memory), a cross-device copy one `vmm` for the peer check, and each further
+//! slice of a copy above the slicing limit one more submit.
+//!
+//! Lock order (see [`crate::device`]): a device's `vmm`, then a pool's mutex, then the device's
+//! `mem`; the pinned-host lock is taken alone. No backend call runs under `mem` for a block (an
+//! allocation with pages of its own): the allocator plans it under the lock (VA and pages, with
+//! a backer that only records), the pages are backed with the lock released, and the block is
+//! committed under the lock again, or undone; a free takes the block out of the tables under the
+//! lock ([`mm::device::DeviceAllocator::detach`], its VA stays taken), unbacks with no lock held,
+//! then gives the VA back. Only two cases still back under `mem`: slab objects (small objects
+//! share a chunk's backed segments, so a segment must be backed before any object in it is
+//! handed out), and the fallback path after the backend refused the planned pages (the
+//! allocator's choice of smaller pages needs each answer at once). Pinned-host memory is backed
+//! and unbacked with no lock held (reserve under the lock, back, re-lock to commit or undo; a
+//! free marks the range as being freed, unbacks, then removes it).
 
 use hal::layout::{window_of, Window};
 use hal::{DeviceAddr, DeviceId, MemAttr, MemoryInfo, PageSize};
@@ -607,8 +646,37 @@ impl Runtime {
         }
         let cur = self.current_device(api)?;
         check_kind(api, ls, ld, kind_value)?;
-        self.check_live(api, "dst", ld, dst, count)?;
-        self.check_writable(api, "dst", ld, dst)?;
+        // A destination inside one plain allocation (the common case) is checked live and
+        // writable under one hold of its device's `mem`; any other destination goes through
+        // `check_live` then `check_writable` (one hold each, plus what they name).
+        let plain_dst = match ld {
+            Loc::Device(d) if d < self.device_count() => {
+                // Lock order: `mem` alone.
+                let m = self.device(d).mem(api)?;
+                match m.map.find(dst) {
+                    Some(r)
+                        if r.value == Owner::Allocation
+                            && dst.checked_add(count).is_some_and(|e| e <= r.end()) =>
+                    {
+                        m.alloc.as_ref().and_then(|a| a.find(DeviceAddr(dst))).map(|i| i.attrs)
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        match plain_dst {
+            Some(attrs) if attrs.contains(MemAttr::READONLY) => {
+                return Err(AclError::rt_invalid(format!(
+                    "{api}: dst {dst:#x} is read-only from user space (ACL_MEM_ACCESS_USER_SPACE_READONLY)"
+                )));
+            }
+            Some(_) => {}
+            None => {
+                self.check_live(api, "dst", ld, dst, count)?;
+                self.check_writable(api, "dst", ld, dst)?;
+            }
+        }
         self.check_live(api, "src", ls, src, count)?;
         if let (Loc::Device(a), Loc::Device(b)) = (ld, ls) {
             // Cross-device copies need peer access on 950 and A2, not on A3 (D-11-03).

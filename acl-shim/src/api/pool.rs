@@ -1,5 +1,21 @@
 //! The pool calls of the runtime (`impl Runtime`, `aclrtMemPool*` and stream-ordered frees);
 //! over the per-device pool state of [`crate::state::pool`].
+//!
+//! # Locking
+//!
+//! Lock order (see [`crate::device`]): a pool's own mutex, then its device's `mem` (taken by the
+//! segment source while the pool maps a segment); nothing takes a pool's mutex while holding
+//! `mem`. A segment's pages are backed and unbacked by the backend with only the pool's mutex
+//! held (only that pool touches its pages), and recorded under `mem` around the call. Finding a pool (by handle, or by address through the address map) takes no pool's
+//! mutex. The deferred frees are settled by asking the backend with no lock held.
+//!
+//! Lock acquisitions of the stream-ordered pair in steady state (a 4 KiB block reused on its
+//! own stream): `aclrtMemPoolMallocAsync` takes the pool's mutex once (runtime, pool and
+//! stream lookups are lock-free; the device's graph is locked only if the pool asks about
+//! another stream's frees, `state::stream::LazyGraphOrder`); `aclrtMemPoolFreeAsync` takes
+//! the device's `mem` once (the address-map lookup) and the pool's mutex once; its stream point
+//! is the stream's own submitted counter, with no backend call. No heap allocation, no system
+//! call, no process-wide lock.
 
 use std::sync::Mutex;
 
@@ -14,7 +30,7 @@ use crate::handles::{Handle, Kind};
 use crate::runtime::Runtime;
 use crate::state::memory::{locate, HalBacker, Loc, Owner, POOL_COMPONENT};
 use crate::state::pool::*;
-use crate::state::stream::GraphOrder;
+use crate::state::stream::LazyGraphOrder;
 
 /// Pool regions are VA reservations of the device allocator, backed page by page, and recorded
 /// in the device's address map as segments of the pool `pool`.
@@ -140,8 +156,8 @@ impl Runtime {
     /// the graph (a leaf: nothing is locked or called back while it is held, so the pool's
     /// own backing calls under it cannot deadlock; a stream wait on the device waits for them).
     /// Completions the runtime has not seen yet make the answer conservative, never wrong.
-    fn order(&self, d: u32) -> GraphOrder<'_> {
-        GraphOrder(crate::sync::relock(self.streams_of(d).graph_mutex()))
+    fn order(&self, d: u32) -> LazyGraphOrder<'_> {
+        LazyGraphOrder::new(self.streams_of(d).graph_mutex())
     }
 
     /// `aclrtMemPoolCreate`.
@@ -357,12 +373,9 @@ impl Runtime {
                 s.device
             )));
         }
-        let seq = self
-            .backend()
-            .driver()
-            .progress(DeviceId(d), s.queue)
-            .map_err(|e| AclError::from_hal(e, api))?
-            .submitted;
+        // The free's point: the newest task the runtime submitted to the stream, from the
+        // stream's own counter (no backend call, no lock).
+        let seq = s.submitted();
         if let Some(p) = self.pool_of(api, d, ptr)? {
             let mut inner = lock(&p, api, p.handle())?;
             let size = inner

@@ -7,17 +7,22 @@
 //!
 //! # Locking
 //!
-//! No lock of this module; a handle lookup is lock-free ([`crate::handles`]). The locks a call
-//! takes are the runtime's (the `RUNTIME` lookup and the current device's reference count,
-//! today one each) plus those [`crate::state::stream`] lists. On the hot paths:
-//! - `aclrtLaunchHostFunc`: 2 (runtime lookup, current device) + 0 in `stream` = 2;
-//! - `aclrtRecordEvent`: 1 (runtime lookup) + 0 = 1 (no current-device check: the handles
-//!   name their device);
-//! - `aclrtStreamWaitEvent`: 1 (runtime lookup) + 1 (`graph`) = 2.
+//! No lock of this module. The runtime lookup (`RUNTIME`, an arc-swap), the current device (a
+//! thread-local plus the device's atomic open count) and every handle lookup
+//! ([`crate::handles`]) are lock-free, so a call takes only the locks [`crate::state::stream`] lists
+//! and the backend's. Lock acquisitions on the hot paths, counted in steady state on the
+//! software NPU (whose device slot is read lock-free; its per-device scheduler mutex is the
+//! backend's one lock per task):
+//! - `aclrtLaunchHostFunc`: 0 (runtime) + 0 (`stream`) + 1 (the backend's submit) = 1. The
+//!   submit wakes a sleeping device worker through its condvar (a futex call only when one
+//!   sleeps); `aclrtLaunchCallback` adds the stream's subscriber lookup.
+//! - `aclrtRecordEvent`: 0 + 0 + 1 (the backend's record) = 1.
+//! - `aclrtStreamWaitEvent`: 0 + 1 (the device's `graph`) + 2 (the backend's wait and its
+//!   progress read) = 3.
+//! - `aclrtMemPoolMallocAsync` / `aclrtMemPoolFreeAsync`: see [`crate::api::pool`].
 //!
-//! The default stream (`NULL`) adds one on the last two (it needs the current device).
-//! None of them is process-wide but the runtime lookup (an `RwLock` read today, lock-free
-//! once `RUNTIME` is an arc-swap).
+//! The default stream (`NULL`) adds nothing: it is the current device's, found lock-free.
+//! None of these locks is process-wide.
 
 use std::sync::Arc;
 
@@ -78,7 +83,10 @@ impl Runtime {
 
     /// Submits `task` to stream `s`.
     pub(crate) fn submit_task(&self, api: &str, s: &StreamObj, task: TaskDesc) -> Result<u64> {
-        self.drv().submit(DeviceId(s.device), s.queue, task).map_err(|e| AclError::from_hal(e, api))
+        let seq =
+            self.drv().submit(DeviceId(s.device), s.queue, task).map_err(|e| AclError::from_hal(e, api))?;
+        s.note_submitted(seq);
+        Ok(seq)
     }
 
     /// Queues a kernel launch: the arguments go to the device's loader as a staged ticket,
@@ -238,7 +246,9 @@ impl Runtime {
         target: hal::QueueId,
         seq: u64,
     ) -> Result<()> {
-        self.streams_of(waiter.device).wait_for_point(api, self.drv(), waiter.queue, target, seq)
+        let at = self.streams_of(waiter.device).wait_for_point(api, self.drv(), waiter.queue, target, seq)?;
+        waiter.note_submitted(at);
+        Ok(())
     }
 
     /// `aclrtCreateEvent(WithFlag)` / `aclrtCreateEventExWithFlag`.

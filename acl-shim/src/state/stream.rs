@@ -137,6 +137,30 @@ pub(crate) struct StreamObj {
     pub(crate) queue: QueueId,
     pub(crate) flags: u32,
     pub(crate) is_default: bool,
+    /// The newest sequence number the backend returned for a task submitted to this stream
+    /// through the runtime (kernels, copies, memsets, host calls, event records, and the waits
+    /// that carry another stream's order into this one): every such task so far is at or
+    /// before it. A stream-ordered free takes its point from here, with no backend call. Only
+    /// tasks that neither touch memory nor order this stream after another (an event reset)
+    /// may be left out.
+    submitted: AtomicU64,
+}
+
+impl StreamObj {
+    fn new(device: u32, queue: QueueId, flags: u32, is_default: bool) -> Self {
+        Self { device, queue, flags, is_default, submitted: AtomicU64::new(0) }
+    }
+
+    /// Notes that the backend numbered a task of this stream `seq` (kept monotonic).
+    pub(crate) fn note_submitted(&self, seq: u64) {
+        self.submitted.fetch_max(seq, Ordering::AcqRel);
+    }
+
+    /// The newest task number [`Self::note_submitted`] saw: the point a stream-ordered free
+    /// made now is ordered after.
+    pub(crate) fn submitted(&self) -> u64 {
+        self.submitted.load(Ordering::Acquire)
+    }
 }
 
 /// One live event.
@@ -332,7 +356,7 @@ impl DeviceStreams {
         crate::sync::lock(&self.graph, api, &format_args!("the stream graph of device {}", self.device))
     }
 
-    /// The graph's mutex, for the pools' oracle ([`GraphOrder`]), which reads it with
+    /// The graph's mutex, for the pools' oracle ([`LazyGraphOrder`]), which reads it with
     /// [`crate::sync::relock`]: every change to the graph is whole per step (one insert, one
     /// removal, one number raised, one edge dropped), so a panic leaves a graph whose answers
     /// are still sound.
@@ -376,7 +400,7 @@ impl DeviceStreams {
         // its own.
         let queue =
             drv.create_queue(DeviceId(self.device), self.limits.depth).map_err(|e| hal_err(api, e))?;
-        let s = Arc::new(StreamObj { device: self.device, queue, flags: 0, is_default: true });
+        let s = Arc::new(StreamObj::new(self.device, queue, 0, true));
         let Ok(mine) = self.streams.insert(Arc::clone(&s)) else {
             let _ = drv.destroy_queue(DeviceId(self.device), queue);
             return Err(self.no_stream_left(api));
@@ -410,7 +434,8 @@ impl DeviceStreams {
     ///
     /// `ACL_ERROR_RT_INVALID_HANDLE` for a handle that is not live here.
     pub(crate) fn stream(&self, api: &str, handle: u64) -> Result<Arc<StreamObj>> {
-        self.streams.get(handle).map(|s| Arc::clone(&**s)).ok_or_else(|| bad_handle(api, "stream", handle))
+        // The stream's own `Arc`, cloned under the slot's guard (one reference-count update).
+        self.streams.with(handle, Arc::clone).ok_or_else(|| bad_handle(api, "stream", handle))
     }
 
     /// `aclrtCreateStream` / `aclrtCreateStreamWithConfig` on this device (the caller checked
@@ -432,7 +457,7 @@ impl DeviceStreams {
         }
         let queue =
             drv.create_queue(DeviceId(self.device), self.limits.depth).map_err(|e| hal_err(api, e))?;
-        let obj = Arc::new(StreamObj { device: self.device, queue, flags, is_default: false });
+        let obj = Arc::new(StreamObj::new(self.device, queue, flags, false));
         match self.streams.insert(obj) {
             Ok(h) => {
                 self.add_queue(queue);
@@ -538,7 +563,8 @@ impl DeviceStreams {
     }
 
     /// Makes `waiter` wait for point `seq` of `target` (both streams of this device): the one
-    /// call the pools make, after releasing their lock, for an internal dependency.
+    /// call the pools make, after releasing their lock, for an internal dependency. Returns the
+    /// wait task's number on `waiter`.
     pub(crate) fn wait_for_point(
         &self,
         api: &str,
@@ -546,7 +572,7 @@ impl DeviceStreams {
         waiter: QueueId,
         target: QueueId,
         seq: u64,
-    ) -> Result<()> {
+    ) -> Result<u64> {
         let dev = DeviceId(self.device);
         let at = drv.wait_point(dev, waiter, target, seq).map_err(|e| hal_err(api, e))?;
         let done = drv.progress(dev, waiter).map(|p| p.completed).unwrap_or(0);
@@ -554,7 +580,7 @@ impl DeviceStreams {
         let mut g = self.graph(api)?;
         g.note_completed(waiter.0, done);
         g.add_wait(waiter.0, at, StreamPoint { stream: target.0, seq });
-        Ok(())
+        Ok(at)
     }
 
     /// `aclrtCreateEvent(WithFlag)` / `aclrtCreateEventExWithFlag` on this device.
@@ -626,7 +652,9 @@ impl DeviceStreams {
         e: &EventObj,
         s: &StreamObj,
     ) -> Result<()> {
-        drv.record_event(DeviceId(self.device), s.queue, e.hw).map(|_| ()).map_err(|er| hal_err(api, er))
+        drv.record_event(DeviceId(self.device), s.queue, e.hw)
+            .map(|seq| s.note_submitted(seq))
+            .map_err(|er| hal_err(api, er))
     }
 
     /// `aclrtStreamWaitEvent`: `s` waits for `e`'s last record, and the graph learns the edge.
@@ -640,6 +668,11 @@ impl DeviceStreams {
         needs_sync_flag(api, e)?;
         let dev = DeviceId(self.device);
         let w = drv.wait_event(dev, s.queue, e.hw).map_err(|er| hal_err(api, er))?;
+        if let Some(at) = w.seq {
+            // A wait carries the other stream's order into this one: a stream-ordered free made
+            // after it must be ordered after it too.
+            s.note_submitted(at);
+        }
         let (Some(at), Some((q, seq))) = (w.seq, w.target) else { return Ok(()) };
         // Completed waits leave the graph: learn how far the waiting queue got.
         let done = drv.progress(dev, s.queue).map(|p| p.completed).unwrap_or(0);
@@ -768,7 +801,7 @@ impl DeviceStreams {
             return Err(no_loader(api));
         }
         drv.submit(DeviceId(self.device), s.queue, TaskDesc::HostFunc { call: call.to_task() })
-            .map(|_| ())
+            .map(|seq| s.note_submitted(seq))
             .map_err(|e| hal_err(api, e))
     }
 
@@ -1063,17 +1096,35 @@ fn note_reset_wait(api: &str, d: u32, stream: u64, last: u64, done: u64) {
     );
 }
 
-/// The stream-order oracle of one device for the pools: the device's graph, read under its
-/// lock (the caller holds the guard only while it asks).
-pub(crate) struct GraphOrder<'a>(pub(crate) MutexGuard<'a, DepGraph>);
+/// The stream-order oracle of one device for the pools, locking the device's graph only when
+/// first asked and holding it until dropped: a pool that reuses a block freed on the caller's
+/// own stream (the steady state) never asks, so it takes no graph lock. A poisoned graph is
+/// recovered ([`crate::sync::relock`]; see [`DeviceStreams::graph_mutex`]).
+pub(crate) struct LazyGraphOrder<'a> {
+    graph: &'a Mutex<DepGraph>,
+    held: std::cell::RefCell<Option<MutexGuard<'a, DepGraph>>>,
+}
 
-impl StreamOrder for GraphOrder<'_> {
+impl<'a> LazyGraphOrder<'a> {
+    /// The oracle over `graph`, not locked yet.
+    pub(crate) fn new(graph: &'a Mutex<DepGraph>) -> Self {
+        Self { graph, held: std::cell::RefCell::new(None) }
+    }
+
+    fn ask<T>(&self, f: impl FnOnce(&DepGraph) -> T) -> T {
+        let mut held = self.held.borrow_mut();
+        // Lock order: the graph is a leaf (see `Runtime::order`).
+        f(held.get_or_insert_with(|| crate::sync::relock(self.graph)))
+    }
+}
+
+impl StreamOrder for LazyGraphOrder<'_> {
     fn is_complete(&self, p: StreamPoint) -> bool {
-        self.0.is_complete(p)
+        self.ask(|g| g.is_complete(p))
     }
 
     fn is_ordered_before(&self, p: StreamPoint, stream: u32) -> bool {
-        self.0.is_ordered_before(p, stream)
+        self.ask(|g| g.is_ordered_before(p, stream))
     }
 }
 
@@ -1140,13 +1191,13 @@ mod tests {
             let mut g = t.graph("test").unwrap();
             g.add_wait(2, 5, StreamPoint { stream: 1, seq: 3 });
         }
-        let order = GraphOrder(t.graph("test").unwrap());
+        let order = LazyGraphOrder::new(t.graph_mutex());
         assert!(order.is_ordered_before(StreamPoint { stream: 1, seq: 3 }, 2));
         assert!(!order.is_ordered_before(StreamPoint { stream: 1, seq: 4 }, 2));
         assert!(!order.is_complete(StreamPoint { stream: 1, seq: 1 }));
         drop(order);
         t.note_completed(QueueId(1), 4);
-        assert!(GraphOrder(t.graph("test").unwrap()).is_complete(StreamPoint { stream: 1, seq: 4 }));
+        assert!(LazyGraphOrder::new(t.graph_mutex()).is_complete(StreamPoint { stream: 1, seq: 4 }));
         let _ = std::panic::catch_unwind(|| {
             let _g = t.graph.lock().unwrap();
             panic!("half-way");
@@ -1196,7 +1247,7 @@ mod tests {
         t.record_event("aclrtRecordEvent", &sim, &e, &s).unwrap();
         t.stream_wait_event("aclrtStreamWaitEvent", &sim, &s2, &e).unwrap();
         let p = sim.progress(DeviceId(0), s.queue).unwrap().submitted;
-        let order = GraphOrder(t.graph("test").unwrap());
+        let order = LazyGraphOrder::new(t.graph_mutex());
         assert!(order.is_ordered_before(StreamPoint { stream: s.queue.0, seq: p }, s2.queue.0));
         drop(order);
 

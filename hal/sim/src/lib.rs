@@ -33,7 +33,9 @@ pub mod registry;
 mod scheduler;
 mod sys;
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
+
+use arc_swap::ArcSwapOption;
 
 use hal::layout::{device_window_base, HOST_WINDOW_BASE, HOST_WINDOW_SIZE};
 use hal::{
@@ -128,7 +130,9 @@ struct Slot {
 /// Everything the DMA engine and the scheduler threads reach: the devices and the host window.
 #[derive(Debug)]
 pub(crate) struct Fabric {
-    slots: RwLock<Vec<Option<Arc<Slot>>>>,
+    /// One slot per visible device, read lock-free (an atomic load and an `Arc` clone) by
+    /// every driver call: no process-wide lock on a submit or a progress read.
+    slots: Box<[ArcSwapOption<Slot>]>,
     host: sys::Window,
 }
 
@@ -138,8 +142,7 @@ impl Fabric {
     }
 
     fn slot(&self, index: u32) -> Option<Arc<Slot>> {
-        let slots = self.slots.read().unwrap_or_else(|p| p.into_inner());
-        slots.get(index as usize).and_then(Clone::clone)
+        self.slots.get(index as usize).and_then(ArcSwapOption::load_full)
     }
 }
 
@@ -171,10 +174,10 @@ impl Sim {
     pub fn new(config: SimConfig) -> std::result::Result<Self, SimError> {
         let host = sys::Window::reserve(HOST_WINDOW_BASE, HOST_WINDOW_SIZE)
             .map_err(|source| SimError::Reserve { what: "pinned-host", addr: HOST_WINDOW_BASE, source })?;
-        let slots = (0..config.visible_count()).map(|_| None).collect();
+        let slots = (0..config.visible_count()).map(|_| ArcSwapOption::empty()).collect();
         Ok(Self {
             config,
-            fabric: Arc::new(Fabric { slots: RwLock::new(slots), host }),
+            fabric: Arc::new(Fabric { slots, host }),
             open_lock: std::sync::Mutex::new(()),
             registry: std::sync::Mutex::new(None),
         })
@@ -251,8 +254,8 @@ impl Sim {
         let scheduler = Scheduler::start(dev.0, Arc::downgrade(&self.fabric))
             .map_err(|source| SimError::Thread { device: dev.0, source })?;
         let slot = Arc::new(Slot { device: Arc::new(device), scheduler });
-        let mut slots = self.fabric.slots.write().unwrap_or_else(|p| p.into_inner());
-        slots[dev.index()] = Some(slot);
+        // Serialised with close by `open_lock`.
+        self.fabric.slots[dev.index()].store(Some(slot));
         Ok(())
     }
 
@@ -313,8 +316,7 @@ impl DeviceControl for Sim {
         if let Some(slot) = self.fabric.slot(dev.0) {
             slot.scheduler.stop();
         }
-        let mut slots = self.fabric.slots.write().unwrap_or_else(|p| p.into_inner());
-        slots[dev.index()] = None;
+        self.fabric.slots[dev.index()].store(None);
         Ok(())
     }
 
