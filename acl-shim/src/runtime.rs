@@ -29,7 +29,7 @@ use crate::backend::Backend;
 use crate::codes::*;
 use crate::device::Device;
 use crate::error::{AclError, Result};
-use crate::state::memory::HostMem;
+use crate::state::memory::{HostMem, PinnedView};
 
 /// The initialised runtime of this process.
 #[derive(Debug)]
@@ -41,6 +41,8 @@ pub struct Runtime {
     pub(crate) devices: Box<[Device]>,
     /// The pinned-host table. Lock order: taken alone.
     pub(crate) host: Mutex<HostMem>,
+    /// Its live allocations as the copy checks read them, with no lock (published under `host`).
+    pub(crate) pinned: PinnedView,
 }
 
 /// The initialised runtime, read by every call without a lock.
@@ -136,6 +138,7 @@ pub fn init(config: Option<&str>) -> Result<()> {
         soc,
         devices,
         host: Mutex::new(HostMem::new(host_window)),
+        pinned: PinnedView::default(),
     })));
     Ok(())
 }

@@ -150,8 +150,12 @@ impl Runtime {
     fn release_pinned(&self) {
         // `relock`: the runtime is going away; the table is only drained (a half-updated entry
         // is at worst unbacked twice, which the backend refuses harmlessly).
-        let ranges: Vec<_> =
-            crate::sync::relock(&self.host).heap.drain().into_iter().map(|a| a.range).collect();
+        let ranges: Vec<_> = {
+            let mut host = crate::sync::relock(&self.host);
+            let ranges = host.heap.drain().into_iter().map(|a| a.range).collect();
+            self.pinned.publish(&host);
+            ranges
+        };
         for r in ranges {
             let _ = self.backend.driver().unback_host(r);
         }

@@ -12,9 +12,9 @@
 //!
 //! A copy or memset check ([`Runtime::plan_memcpy`], [`Runtime::plan_memset`]) takes, per
 //! device end, that device's `mem` once (plus the pool's mutex for pool memory, or the device's
-//! `vmm` for mapped memory, and each device's `vmm` once for a cross-device peer check), and for
-//! a pinned end the pinned-host lock once: no process-wide lock for device memory, no walk over
-//! pools.
+//! `vmm` for mapped memory, and each device's `vmm` once for a cross-device peer check); a
+//! pinned end takes no lock (the published view of the pinned-host table,
+//! [`crate::state::memory::PinnedView`]): no process-wide lock, no walk over pools.
 //!
 //! Lock acquisitions on `aclrtMemcpyAsync` in steady state, both ends plain device allocations
 //! of the current device (the common case), one slice: the runtime lookup, the current device
@@ -23,8 +23,7 @@
 //! software NPU, the device scheduler's mutex; its device slot is read lock-free) = **3**. More
 //! only off that case: a pool-block end checks the block in its pool (the pool's mutex and
 //! `mem` again, for liveness and again for writability at the destination), a mapped end the
-//! device's `vmm`, a pinned end the pinned-host lock (the one process-wide table, taken only
-//! for pinned memory), a cross-device copy one `vmm` for the peer check, and each further
+//! device's `vmm`, a cross-device copy one `vmm` for the peer check, and each further
 //! slice of a copy above the slicing limit one more submit.
 //!
 //! Lock order (see [`crate::device`]): a device's `vmm`, then a pool's mutex, then the device's
@@ -471,7 +470,9 @@ impl Runtime {
                     page_size: PageSize::Normal,
                     attrs: MemAttr::empty(),
                 })
-                .map_err(|e| AclError::from_mm(e, api))
+                .map_err(|e| AclError::from_mm(e, api))?;
+            self.pinned.publish(&h);
+            Ok(())
         });
         if let Err(e) = committed {
             let _ = self.backend.driver().unback_host(range);
@@ -506,15 +507,20 @@ impl Runtime {
             if !host.freeing.insert(ptr) {
                 return Err(not_live(api, "hostPtr", ptr, NotLive::Freed));
             }
+            // From here on no copy check finds the range.
+            self.pinned.publish(&host);
             range
         };
         let unbacked = self.backend.driver().unback_host(range);
         // `relock`: one remove from `freeing` and one from the heap of the entry checked above.
         let mut host = crate::sync::relock(&self.host);
         host.freeing.remove(&ptr);
-        unbacked.map_err(|e| AclError::from_hal(e, api))?;
-        host.heap.remove(DeviceAddr(ptr)).map_err(|why| not_live(api, "hostPtr", ptr, why))?;
-        Ok(())
+        let removed = unbacked.map_err(|e| AclError::from_hal(e, api)).and_then(|()| {
+            host.heap.remove(DeviceAddr(ptr)).map_err(|why| not_live(api, "hostPtr", ptr, why))
+        });
+        // Published either way: a failed unback leaves the allocation live again.
+        self.pinned.publish(&host);
+        removed.map(drop)
     }
 
     /// Checks that `[addr, addr + len)` at `loc` is live memory of this process.
@@ -542,7 +548,8 @@ impl Runtime {
                 }
             }
             Loc::Device(_) => false,
-            Loc::Pinned => self.host(api)?.heap.contains_range(DeviceAddr(addr), len),
+            // Lock-free: the published view of the pinned-host table.
+            Loc::Pinned => self.pinned.contains_range(addr, len),
             Loc::Unregistered => {
                 if window_of(addr) == Window::Pool {
                     // The pool window is the runtime's VA even where nothing lives: pool

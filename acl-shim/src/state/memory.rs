@@ -131,6 +131,42 @@ impl HostMem {
     }
 }
 
+/// The live pinned-host allocations, published for the copy and memset checks so that they
+/// read them with no lock: `(start, end of the page-rounded range, end of the usable bytes)`,
+/// sorted by start. It is rebuilt from [`HostMem`] under the pinned-host lock after every change
+/// (`aclrtMallocHost`, `aclrtFreeHost`, teardown: not hot paths); a range being freed is left
+/// out from the moment its free starts.
+#[derive(Debug, Default)]
+pub struct PinnedView(arc_swap::ArcSwap<Vec<(u64, u64, u64)>>);
+
+impl PinnedView {
+    /// Publishes what `host` holds now. Call it with the pinned-host lock held, after the change,
+    /// so that publications follow the table's order.
+    pub(crate) fn publish(&self, host: &HostMem) {
+        let live = host
+            .heap
+            .iter()
+            .filter(|a| !host.freeing.contains(&a.range.start().as_u64()))
+            .map(|a| {
+                let start = a.range.start().as_u64();
+                (start, start.saturating_add(a.range.len_bytes()), start.saturating_add(a.usable_bytes))
+            })
+            .collect();
+        self.0.store(std::sync::Arc::new(live));
+    }
+
+    /// Whether `[addr, addr + len)` lies inside one live allocation's usable bytes (as
+    /// [`mm::heap::DeviceHeap::contains_range`] answers it). Lock-free.
+    pub(crate) fn contains_range(&self, addr: u64, len: u64) -> bool {
+        let live = self.0.load();
+        let i = live.partition_point(|&(start, _, _)| start <= addr);
+        let Some(&(_, range_end, usable_end)) = i.checked_sub(1).and_then(|i| live.get(i)) else {
+            return false;
+        };
+        addr < range_end && addr.checked_add(len).is_some_and(|end| end <= usable_end)
+    }
+}
+
 /// Where an address points, decided by the address alone (the VA model).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Loc {
@@ -377,6 +413,57 @@ pub(crate) fn check_kind(api: &str, src: Loc, dst: Loc, k: u32) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pinned_view_answers_as_the_table_and_leaves_out_a_range_being_freed() {
+        use mm::heap::Allocation;
+        let window = VaRange::try_new(DeviceAddr(1 << 40), 1 << 30).unwrap();
+        let mut host = HostMem::new(window);
+        let view = PinnedView::default();
+        let add = |host: &mut HostMem, usable: u64| {
+            let range = host.heap.reserve(usable, PageSize::Normal).unwrap();
+            host.heap
+                .commit(Allocation {
+                    range,
+                    usable_bytes: usable,
+                    page_size: PageSize::Normal,
+                    attrs: MemAttr::empty(),
+                })
+                .unwrap();
+            range.start().as_u64()
+        };
+        let a = add(&mut host, 100);
+        let b = add(&mut host, 8192);
+        assert!(!view.contains_range(a, 1), "nothing published yet");
+        view.publish(&host);
+        for (addr, len) in [
+            (a, 100),
+            (a, 0),
+            (a + 99, 1),
+            (a + 100, 1),
+            (a + 100, 0),
+            (a + 4095, 0),
+            (a + 4096, 0),
+            (b, 8192),
+            (b + 1, 8192),
+            (b - 1, 2),
+            (a, u64::MAX),
+            (a - 1, 1),
+        ] {
+            assert_eq!(
+                view.contains_range(addr, len),
+                host.heap.contains_range(DeviceAddr(addr), len),
+                "[{addr:#x}, +{len})"
+            );
+        }
+        host.freeing.insert(b);
+        view.publish(&host);
+        assert!(!view.contains_range(b, 1), "a range being freed is no longer live");
+        assert!(view.contains_range(a, 100));
+        host.heap.drain();
+        view.publish(&host);
+        assert!(!view.contains_range(a, 1));
+    }
 
     #[test]
     fn kinds_follow_the_reference_table() {
