@@ -235,12 +235,11 @@ impl<V: Copy> AddressMap<V> {
     /// overlaps a region already recorded (nothing changes).
     pub fn insert(&mut self, start: u64, len: u64, value: V) -> Result<(), MapError> {
         let end = start.checked_add(len).filter(|_| len > 0).ok_or(MapError::Invalid)?;
-        if let Some(r) = self.find(start) {
-            return Err(MapError::Overlaps(r.start));
-        }
-        if let Some((&next, _)) = self.regions.range(start..).next() {
-            if next < end {
-                return Err(MapError::Overlaps(next));
+        // One descent finds any overlap: regions are disjoint and sorted, so if the last region
+        // starting below `end` ends at or before `start`, every earlier one does too.
+        if let Some((&s, &(l, _))) = self.regions.range(..end).next_back() {
+            if s + l > start {
+                return Err(MapError::Overlaps(s));
             }
         }
         self.regions.insert(start, (len, value));
