@@ -178,17 +178,7 @@ impl Backer for FrameBacker {
             // The count is valid, so this means more runs than fit inline (fragmented frames).
             Err(Error::InvalidArgument) => {
                 let runs = self.frames.alloc_pages(page, count)?;
-                let i = match self.spill_free.pop() {
-                    Some(i) => {
-                        self.spill[i as usize] = runs;
-                        i
-                    }
-                    None => {
-                        self.spill.push(runs);
-                        // CAST: fewer than 2^32 ranges.
-                        (self.spill.len() - 1) as u32
-                    }
-                };
+                let i = put_slot(&mut self.spill, &mut self.spill_free, runs);
                 rec.spill = i;
             }
             Err(e) => return Err(e.into()),
@@ -679,17 +669,7 @@ impl DeviceAllocator {
             e & ID_MASK
         } else if add {
             let g = Granules { ids: [[0; 2]; GRANULES], blocks: 0 };
-            let f = match self.free_fine.pop() {
-                Some(f) => {
-                    self.fine[f as usize] = g;
-                    f
-                }
-                None => {
-                    self.fine.push(g);
-                    // CAST: fewer than 2^29 slots.
-                    (self.fine.len() - 1) as u32
-                }
-            };
+            let f = put_slot(&mut self.fine, &mut self.free_fine, g);
             self.slots[s] = f | FINE_FLAG;
             f
         } else {
@@ -884,17 +864,7 @@ impl DeviceAllocator {
         // CAST: a handful of kinds.
         let rec =
             Some(ChunkRec { chunk, backed, kind: k as u16, prev: NIL, next: NIL, listed: false, va_node });
-        let id = match self.free_chunk_ids.pop() {
-            Some(id) => {
-                self.chunks[id as usize] = rec;
-                id
-            }
-            None => {
-                self.chunks.push(rec);
-                // CAST: fewer than 2^30 chunks fit in any window.
-                (self.chunks.len() - 1) as u32
-            }
-        };
+        let id = put_slot(&mut self.chunks, &mut self.free_chunk_ids, rec);
         if let Some(i) = self.slot_index(base) {
             // INVARIANT: the chunk owns its whole 2 MiB slot.
             self.slots[i] = id | SLAB_FLAG;
@@ -907,14 +877,7 @@ impl DeviceAllocator {
     /// A free block id, growing the table when none is left.
     #[inline]
     fn block_id(&mut self) -> u32 {
-        match self.free_block_ids.pop() {
-            Some(id) => id,
-            None => {
-                self.blocks.push(None);
-                // CAST: fewer than 2^30 blocks fit in any window.
-                (self.blocks.len() - 1) as u32
-            }
-        }
+        put_slot(&mut self.blocks, &mut self.free_block_ids, None)
     }
 
     fn alloc_direct<B: Backer>(
@@ -1516,6 +1479,24 @@ fn is_pressure(e: &AllocError) -> bool {
     }
 }
 
+
+/// Stores `value` in a slot of the table `items`, reusing the most recently freed index of
+/// `free` when there is one, and returns its index (the tables of this module — spilled runs,
+/// fine granules, chunks, blocks — hold far fewer than 2^32 entries: at most one per 4 KiB of a
+/// device window).
+fn put_slot<T>(items: &mut Vec<T>, free: &mut Vec<u32>, value: T) -> u32 {
+    match free.pop() {
+        Some(i) => {
+            items[i as usize] = value;
+            i
+        }
+        None => {
+            items.push(value);
+            // CAST: fewer than 2^32 entries (above).
+            (items.len() - 1) as u32
+        }
+    }
+}
 #[cfg(test)]
 mod tests {
     use super::*;
