@@ -1479,7 +1479,6 @@ fn is_pressure(e: &AllocError) -> bool {
     }
 }
 
-
 /// Stores `value` in a slot of the table `items`, reusing the most recently freed index of
 /// `free` when there is one, and returns its index (the tables of this module — spilled runs,
 /// fine granules, chunks, blocks — hold far fewer than 2^32 entries: at most one per 4 KiB of a
