@@ -85,8 +85,9 @@ impl<V: Copy> AddrMap<V> {
         self.slot(key).and_then(|i| self.values[i])
     }
 
-    /// Inserts or replaces the value of `key` (which must not be `u64::MAX`).
-    pub(crate) fn insert(&mut self, key: u64, value: V) {
+    /// The slot of `key` (`true`) or the empty slot where it would go (`false`), growing the
+    /// table first so that one more key keeps it at most half full.
+    fn probe_for_insert(&mut self, key: u64) -> (usize, bool) {
         debug_assert_ne!(key, EMPTY);
         if (self.len + 1) * 2 > self.keys.len() {
             self.grow();
@@ -94,42 +95,34 @@ impl<V: Copy> AddrMap<V> {
         let mask = self.mask();
         let mut i = self.home(key);
         loop {
-            let k = self.keys[i];
-            if k == key {
-                self.values[i] = Some(value);
-                return;
+            match self.keys[i] {
+                k if k == key => return (i, true),
+                EMPTY => return (i, false),
+                _ => i = (i + 1) & mask,
             }
-            if k == EMPTY {
-                self.keys[i] = key;
-                self.values[i] = Some(value);
-                self.len += 1;
-                return;
-            }
-            i = (i + 1) & mask;
         }
+    }
+
+    /// Inserts or replaces the value of `key` (which must not be `u64::MAX`).
+    pub(crate) fn insert(&mut self, key: u64, value: V) {
+        let (i, present) = self.probe_for_insert(key);
+        if !present {
+            self.keys[i] = key;
+            self.len += 1;
+        }
+        self.values[i] = Some(value);
     }
 
     /// Inserts `key` with `value` unless it is present; whether it was inserted.
     pub(crate) fn insert_new(&mut self, key: u64, value: V) -> bool {
-        debug_assert_ne!(key, EMPTY);
-        if (self.len + 1) * 2 > self.keys.len() {
-            self.grow();
+        let (i, present) = self.probe_for_insert(key);
+        if present {
+            return false;
         }
-        let mask = self.mask();
-        let mut i = self.home(key);
-        loop {
-            let k = self.keys[i];
-            if k == key {
-                return false;
-            }
-            if k == EMPTY {
-                self.keys[i] = key;
-                self.values[i] = Some(value);
-                self.len += 1;
-                return true;
-            }
-            i = (i + 1) & mask;
-        }
+        self.keys[i] = key;
+        self.values[i] = Some(value);
+        self.len += 1;
+        true
     }
 
     /// Removes `key`, returning its value.
