@@ -364,6 +364,16 @@ pub struct QueueProgress {
     pub completed: u64,
 }
 
+/// What [`Queues::abort_queue`] does with the task at the head of the queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AbortHead {
+    /// The head task is dropped with the rest (a stream abort, a forced device reset).
+    Cancel,
+    /// The head task, when its dependencies are met, counts as already on the device and runs
+    /// (a forced stream destroy).
+    Runs,
+}
+
 /// Task queues: creation, submission, progress, errors and waiting.
 ///
 /// Every method is required: a backend that has queues has all of them. Reading progress
@@ -422,14 +432,20 @@ pub trait Queues {
     fn wait(&self, dev: DeviceId, queue: QueueId, seq: u64, timeout_ms: Option<u32>) -> Result<()>;
 
     /// Drops the tasks queued (not yet started) on `queue` and returns how many; a running
-    /// task finishes.
+    /// task finishes. Does not wait for the running task.
+    ///
+    /// With [`AbortHead::Runs`] (a forced stream destroy, CANN's `aclrtDestroyStreamForce`) the
+    /// task at the head of the queue whose dependencies are met when the call comes counts as
+    /// already on the device: it is not dropped and runs to completion. With
+    /// [`AbortHead::Cancel`] (`aclrtStreamAbort`, a forced device reset) it is dropped like the
+    /// rest. Events that dropped tasks would have recorded stay not complete.
     ///
     /// # Errors
     ///
     /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown queue;
     /// [`ErrorKind::NotSupported`](crate::ErrorKind::NotSupported) where the device cannot
     /// take back what it was given (the caller then waits instead).
-    fn abort_queue(&self, dev: DeviceId, queue: QueueId) -> Result<usize>;
+    fn abort_queue(&self, dev: DeviceId, queue: QueueId, head: AbortHead) -> Result<usize>;
 
     /// Sets whether a failed task makes the queue skip the tasks queued behind it.
     ///

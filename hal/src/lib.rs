@@ -39,8 +39,8 @@ pub mod task;
 
 pub use addr::{DeviceAddr, DeviceId, PageSize, VaRange};
 pub use driver::{
-    BackRequest, CopyEngine, DeviceControl, DeviceInfo, Driver, Events, HostBytes, HostBytesMut, HostHook,
-    Loader, MemAttr, MemoryBacking, MemoryInfo, MemoryKind, PhysHandle, PhysicalMemory, PinnedHost,
+    AbortHead, BackRequest, CopyEngine, DeviceControl, DeviceInfo, Driver, Events, HostBytes, HostBytesMut,
+    HostHook, Loader, MemAttr, MemoryBacking, MemoryInfo, MemoryKind, PhysHandle, PhysicalMemory, PinnedHost,
     QueueProgress, Queues, ShareInfo, ShareKind, ShareName, Sharing, SocProfile, SHARE_NAME_BYTES,
 };
 pub use error::{Error, ErrorKind, Result};

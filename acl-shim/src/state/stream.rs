@@ -492,7 +492,7 @@ impl DeviceStreams {
         crate::sync::relock(&self.reports).stream_subscriber.remove(&handle);
         let dev = DeviceId(self.device);
         if force {
-            let _ = drv.abort_queue(dev, s.queue);
+            let _ = drv.abort_queue(dev, s.queue, hal::AbortHead::Runs);
         }
         let r = drv.destroy_queue(dev, s.queue).map_err(|e| hal_err(api, e));
         self.remove_queue(s.queue);
@@ -1019,7 +1019,7 @@ impl DeviceStreams {
         let dev = DeviceId(self.device);
         for (h, s) in self.live_streams() {
             // A backend that cannot drop queued tasks (NotSupported) waits like a plain reset.
-            let dropped = force && drv.abort_queue(dev, s.queue).is_ok();
+            let dropped = force && drv.abort_queue(dev, s.queue, hal::AbortHead::Cancel).is_ok();
             let Ok(p) = drv.progress(dev, s.queue) else { continue };
             let last = p.submitted;
             let grace = if dropped { None } else { Some(RESET_NOTE_AFTER_MS) };

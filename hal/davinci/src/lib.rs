@@ -1375,7 +1375,7 @@ impl<T: Transport> Queues for Davinci<T> {
     }
 
     /// The device keeps no way to take back SQEs it was given.
-    fn abort_queue(&self, dev: DeviceId, queue: QueueId) -> Result<usize> {
+    fn abort_queue(&self, dev: DeviceId, queue: QueueId, _head: hal::AbortHead) -> Result<usize> {
         self.queue(dev, queue)?;
         Err(not_supported("dropping queued SQEs"))
     }

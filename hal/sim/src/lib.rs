@@ -592,7 +592,7 @@ impl Queues for Sim {
         slot.scheduler.wait(queue, seq, timeout_ms)
     }
 
-    fn abort_queue(&self, dev: DeviceId, queue: QueueId) -> Result<usize> {
+    fn abort_queue(&self, dev: DeviceId, queue: QueueId, _head: hal::AbortHead) -> Result<usize> {
         self.slot(dev)?.scheduler.abort_queue(queue)
     }
 
