@@ -69,6 +69,8 @@ pub struct Device {
     /// Its streams, events, contexts, subscriptions and dependency graph (they outlive a reset:
     /// a reset forgets the handles, it does not replace the tables).
     pub(crate) streams: DeviceStreams,
+    /// The process's and streams' resource limits (atomics and a leaf lock of their own).
+    pub(crate) res: crate::state::res_limit::ResLimits,
 }
 
 impl std::borrow::Borrow<DeviceStreams> for Device {
@@ -98,6 +100,7 @@ impl Device {
             pools: Pools::new(id, generation),
             vmm: Mutex::new(VmmState::new(id)),
             streams: DeviceStreams::new(id, generation, limits),
+            res: crate::state::res_limit::ResLimits::default(),
         }
     }
 
@@ -172,6 +175,8 @@ impl Device {
         self.note_deferred(0);
         self.mem.clear_poison();
         self.life.clear_poison();
+        self.res.clear();
+        crate::state::task_fault::clear(self.id);
     }
 }
 

@@ -529,6 +529,18 @@ pub trait Loader {
     /// A message saying why the file is not a kernel binary.
     fn load_binary(&self, path: &[u8]) -> core::result::Result<u64, String>;
 
+    /// Loads a kernel binary from its bytes in host memory (`aclrtBinaryLoadFromData`) and
+    /// returns its handle, as [`Loader::load_binary`] does for a file.
+    ///
+    /// # Errors
+    ///
+    /// A message saying why the bytes are not a kernel binary (by default: this backend loads
+    /// binaries from files only).
+    fn load_binary_data(&self, data: &[u8]) -> core::result::Result<u64, String> {
+        let _ = data;
+        Err(String::from("this backend loads kernel binaries from files only"))
+    }
+
     /// The handle of kernel function `name` of `binary`.
     ///
     /// # Errors

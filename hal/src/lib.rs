@@ -35,6 +35,7 @@ pub mod davinci_abi;
 pub mod driver;
 pub mod error;
 pub mod layout;
+pub mod soc_facts;
 pub mod task;
 
 pub use addr::{DeviceAddr, DeviceId, PageSize, VaRange};

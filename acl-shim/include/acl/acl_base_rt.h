@@ -14,10 +14,8 @@
  * aclDataTypeSize), aclFormat, aclFloat16 (with its conversions), the
  * aclDataBuffer API, aclMemType, aclLogLevel, aclSysParamOpt, aclDeviceInfo,
  * aclCannAttr (with aclGetCannAttributeList and aclGetCannAttribute),
- * aclrtGetSocName, aclAppLog (with ACL_APP_LOG) and aclGetRecentErrMsg.
- *
- * Not declared yet: aclGetDeviceCapability (a device-information query); it
- * arrives with its implementation.
+ * aclrtGetSocName, aclAppLog (with ACL_APP_LOG), aclGetRecentErrMsg and
+ * aclGetDeviceCapability.
  */
 #ifndef ACLRS_ACL_ACL_BASE_RT_H
 #define ACLRS_ACL_ACL_BASE_RT_H
@@ -336,6 +334,14 @@ ACL_FUNC_VISIBILITY aclError aclGetCannAttributeList(const aclCannAttr **cannAtt
  * ACL_ERROR_INVALID_PARAM.
  */
 ACL_FUNC_VISIBILITY aclError aclGetCannAttribute(aclCannAttr cannAttr, int32_t *value);
+
+/*
+ * A device fact tiling reads: the AI Core and Vector Core counts (the
+ * process's resource limits of the device, by default the SoC profile's
+ * counts) and the L2 size in bytes. No device need be set. NULL value, a
+ * deviceId out of range or an unknown deviceInfo: ACL_ERROR_INVALID_PARAM.
+ */
+ACL_FUNC_VISIBILITY aclError aclGetDeviceCapability(uint32_t deviceId, aclDeviceInfo deviceInfo, int64_t *value);
 
 /*
  * Writes one line of the application's own log, at logLevel, through

@@ -71,8 +71,11 @@
  *   - managed memory, CMO;
  *   - aclFinalizeReference, aclrtStreamWaitEventWithTimeout,
  *     notifies, stream stop/abort and attributes;
- *   - aclrtBinaryLoadFromData, aclrtLaunchKernelWithConfig and the
- *     aclrtKernelArgs* builders.
+ *
+ * acl/acl_rt_kernel_args.h (kernel arguments, config launches, binaries from
+ * data, function queries) and acl/acl_rt_device_facts.h (resource limits,
+ * aclrtGetDeviceInfo, aclrtGetDeviceCapability, aclrtGetErrorVerbose), both
+ * included at the end, declare the rest of CANN's kernel and device-fact calls.
  *
  * Unlike CANN's acl_rt.h, this header also includes acl/acl_rt_memory_soma.h,
  * so programs that use the pool types after including only acl/acl.h compile,
@@ -1004,5 +1007,7 @@ ACL_FUNC_VISIBILITY aclError aclrtGetVersion(int32_t *majorVersion, int32_t *min
 #include "acl_rt_allocator.h"
 #include "acl_rt_memory_soma.h"
 #include "acl_rt_unsupported.h"
+#include "acl_rt_kernel_args.h"
+#include "acl_rt_device_facts.h"
 
 #endif /* ACLRS_ACL_ACL_RT_H */

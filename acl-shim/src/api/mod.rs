@@ -14,6 +14,7 @@
 pub mod context;
 pub mod copy;
 pub mod device;
+pub mod device_info;
 pub mod host_register;
 pub mod ipc;
 pub mod memory;

@@ -16,8 +16,8 @@ use super::{in_ptr, put, size, Call};
 use crate::error::{AclError, Result};
 use crate::runtime::Runtime;
 
-const TAG_BINARY: u64 = 0xac5b << 48;
-const TAG_FUNCTION: u64 = 0xac5f << 48;
+pub(crate) const TAG_BINARY: u64 = 0xac5b << 48;
+pub(crate) const TAG_FUNCTION: u64 = 0xac5f << 48;
 const TAG_MASK: u64 = 0xffff << 48;
 /// `ACL_ERROR_RT_KERNEL_LOOKUP`: the binary has no such kernel.
 const ACL_ERROR_RT_KERNEL_LOOKUP: i32 = 507_027;
@@ -62,11 +62,11 @@ pub struct AclrtPlaceHolderInfo {
     pub data_offset: u32,
 }
 
-fn sim<'a>(rt: &'a Runtime, api: &str) -> Result<&'a dyn hal::Loader> {
+pub(crate) fn sim<'a>(rt: &'a Runtime, api: &str) -> Result<&'a dyn hal::Loader> {
     rt.backend().loader(api)
 }
 
-fn untag(api: &str, what: &str, h: u64, tag: u64) -> Result<u64> {
+pub(crate) fn untag(api: &str, what: &str, h: u64, tag: u64) -> Result<u64> {
     if h == 0 {
         return Err(AclError::invalid(format!("{api}: {what} is NULL")));
     }
@@ -145,6 +145,10 @@ export! {
                 format!("{API}: binHandle {bin_handle:p} is not loaded"),
             ),
         })?;
+        crate::state::kernels::tables().functions.insert(
+            id,
+            crate::state::kernels::FuncMeta { binary: handle(bin_handle), name: name.to_owned(), cpu: false },
+        );
         put(out, to_ptr(TAG_FUNCTION | id));
         Ok(())
     }
@@ -160,7 +164,9 @@ export! {
                 crate::codes::ACL_ERROR_RT_INVALID_HANDLE,
                 format!("{API}: binHandle {bin_handle:p} is not loaded (unloaded already?)"),
             )
-        })
+        })?;
+        crate::state::kernels::tables().forget_binary(handle(bin_handle));
+        Ok(())
     }
 }
 
@@ -226,7 +232,27 @@ fn copy_args(api: &str, name: &str, args: *const c_void, len: usize) -> Result<V
     Ok(unsafe { std::slice::from_raw_parts(args.cast::<u8>(), len) }.to_vec())
 }
 
-fn launch(
+/// The backend's function id of the live function handle `func`.
+///
+/// # Errors
+///
+/// `ACL_ERROR_INVALID_PARAM` for NULL; `ACL_ERROR_RT_INVALID_HANDLE` for a handle that is not a
+/// live kernel function.
+pub(crate) fn live_function(cx: &Call, api: &str, func: *mut c_void) -> Result<u64> {
+    let f = untag(api, "funcHandle", handle(func), TAG_FUNCTION)?;
+    let rt = cx.rt()?;
+    if !sim(&rt, api)?.is_function(f) {
+        return Err(AclError::new(
+            crate::codes::ACL_ERROR_RT_INVALID_HANDLE,
+            format!("{api}: funcHandle {func:p} is not a live kernel (its binary was unloaded?)"),
+        ));
+    }
+    Ok(f)
+}
+
+/// Queues a launch of `func` over `blocks` blocks with `args` (the launch's own copy) on
+/// `stream`, and notes the kernel for the stream's failure record.
+pub(crate) fn launch(
     cx: &Call,
     api: &str,
     func: *mut c_void,
@@ -247,7 +273,9 @@ fn launch(
             format!("{api}: funcHandle {func:p} is not a live kernel (its binary was unloaded?)"),
         ));
     }
-    rt.launch_kernel(api, &s, f, blocks, args, timeout_us).map(|_| ())
+    rt.launch_kernel(api, &s, f, blocks, args, timeout_us)?;
+    crate::state::task_fault::note_launch(s.device, s.queue, f);
+    Ok(())
 }
 
 export! {

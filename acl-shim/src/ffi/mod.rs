@@ -106,7 +106,10 @@ macro_rules! export {
 pub mod allocator;
 pub mod async_copy;
 pub mod base;
+pub mod binary_data;
+pub mod device_info;
 pub mod kernel;
+pub mod kernel_args;
 pub mod memory;
 pub mod obs;
 pub mod pool;

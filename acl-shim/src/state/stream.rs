@@ -527,6 +527,7 @@ impl DeviceStreams {
     /// Reports (and clears) the first failure of stream `s` since the last report.
     pub(crate) fn take_stream_error(&self, api: &str, drv: &dyn Driver, s: &StreamObj) -> Result<()> {
         let status = drv.take_error(DeviceId(self.device), s.queue).map_err(|e| hal_err(api, e))?;
+        crate::state::task_fault::note_status(self.device, s.queue, status);
         status_error(api, status.unwrap_or(TaskStatus::Ok))
     }
 

@@ -273,6 +273,10 @@ impl Loader for Sim {
         Sim::load_binary(self, Path::new(std::ffi::OsStr::from_bytes(path)))
     }
 
+    fn load_binary_data(&self, data: &[u8]) -> std::result::Result<u64, String> {
+        Sim::load_binary_data(self, data)
+    }
+
     fn binary_function(&self, binary: u64, name: &str) -> Result<u64> {
         Sim::binary_function(self, binary, name)
     }

@@ -6,6 +6,7 @@
 //! types' invariants keep every raw access inside memory this process reserved.
 
 pub(crate) mod kernel;
+pub(crate) mod memfd;
 pub(crate) mod shared;
 
 use std::collections::BTreeMap;
