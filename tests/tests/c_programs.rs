@@ -177,3 +177,62 @@ fn app_log_formats_and_writes_application_lines() {
     );
     assert!(out.contains("[app.c:20] many: ints 1 2 3 4 5 6 7 8 9 10 11 12 doubles 0.5"), "{out}");
 }
+
+/// The kernels of `tests/c/kernels/args_kernels.c`, built once per test.
+fn args_kernels(tag: &str) -> String {
+    aclrs_tests::kernel_library("args_kernels", tag).to_str().expect("utf-8 path").to_owned()
+}
+
+#[test]
+fn kernel_argument_lists_give_kernels_the_exact_bytes() {
+    let so = args_kernels("kargs");
+    let exe = compile_c("kernel_args", Link::Shared);
+    let out = run_ok(&exe, "kernel-args", &[("ACLRS_TEST_KERNELS", so.as_str())]);
+    assert!(out.contains("kernel_args: OK"), "{out}");
+}
+
+#[test]
+fn resource_limits_default_to_the_profile_and_resolve_stream_over_process() {
+    let so = args_kernels("reslimit");
+    let exe = compile_c("res_limits", Link::Shared);
+    for (soc, cube, vector) in [("Ascend910B", "24", "48"), ("Ascend950PR", "32", "64")] {
+        let out = aclrs_tests::run_with_args(
+            &exe,
+            &[cube, vector],
+            &format!("reslimit-{soc}"),
+            &[("ACLRS_TEST_KERNELS", so.as_str()), ("ACLRS_SIM_SOC", soc)],
+        );
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success() && text.contains("res_limits: OK"), "{text}");
+    }
+}
+
+#[test]
+fn device_info_and_capabilities_come_from_the_soc_profile() {
+    let exe = compile_c("device_info", Link::Shared);
+    for (soc, args) in [
+        ("Ascend910B", ["24", "48", "6", "201326592", "2201", "0"]),
+        ("Ascend910_93", ["24", "48", "6", "201326592", "2201", "0"]),
+        ("Ascend950PR", ["32", "64", "8", "134217728", "3510", "1"]),
+    ] {
+        let out = aclrs_tests::run_with_args(&exe, &args, &format!("devinfo-{soc}"), &[("ACLRS_SIM_SOC", soc)]);
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success() && text.contains("device_info: OK"), "{text}");
+    }
+}
+
+#[test]
+fn error_verbose_reports_the_failed_kernel_task() {
+    let so = args_kernels("errverbose");
+    let exe = compile_c("error_verbose", Link::Shared);
+    let out = run_ok(&exe, "error-verbose", &[("ACLRS_TEST_KERNELS", so.as_str())]);
+    assert!(out.contains("error_verbose: OK"), "{out}");
+}
+
+#[test]
+fn binaries_load_from_bytes_and_answer_the_function_queries() {
+    let so = args_kernels("bindata");
+    let exe = compile_c("binary_data", Link::Shared);
+    let out = run_ok(&exe, "binary-data", &[("ACLRS_TEST_KERNELS", so.as_str())]);
+    assert!(out.contains("binary_data: OK"), "{out}");
+}

@@ -7,11 +7,31 @@
 
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::Sim;
 
 /// The first bytes of an ELF object.
 const ELF_MAGIC: [u8; 4] = [0x7f, b'E', b'L', b'F'];
+
+/// Loads from bytes so far (each gets a path of its own).
+static LOADS: AtomicU64 = AtomicU64::new(0);
+
+/// A path of descriptor `fd` that no earlier load used: the dynamic linker takes a path it has
+/// loaded before (by string) for the same object, and descriptor numbers are reused once the
+/// earlier file is closed. Each bit of `n` adds `./` (0) or `../fd/` (1) before the number,
+/// which name the same directory; a marker segment ends the bits, so no two `n` give one path.
+fn unique_fd_path(fd: i32, n: u64) -> PathBuf {
+    let mut p = String::from("/proc/self/fd/");
+    let mut bits = n;
+    while bits > 0 {
+        p.push_str(if bits & 1 == 1 { "../fd/" } else { "./" });
+        bits >>= 1;
+    }
+    p.push_str("../fd/./");
+    p.push_str(&fd.to_string());
+    PathBuf::from(p)
+}
 
 impl Sim {
     /// Loads a kernel binary (a host shared object) from its bytes and returns its handle.
@@ -29,8 +49,7 @@ impl Sim {
         }
         let file = crate::sys::memfd::with_bytes(c"aclrs-binary", data)
             .map_err(|e| format!("cannot hold the binary in memory: {e}"))?;
-        let path = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
-        let r = self.load_binary(&path);
+        let r = self.load_binary(&unique_fd_path(file.as_raw_fd(), LOADS.fetch_add(1, Ordering::Relaxed)));
         drop(file);
         r
     }
@@ -41,11 +60,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bytes_that_are_not_elf_are_refused_before_any_file_is_made() {
-        let sim_less = |d: &[u8]| d.len() < 4 || d[..4] != ELF_MAGIC;
-        assert!(sim_less(b"\x7fEL"));
-        assert!(sim_less(b"MZ\x90\x00"));
-        assert!(!sim_less(b"\x7fELF\x02"));
+    fn every_load_has_its_own_path_to_the_same_file() {
+        let f = crate::sys::memfd::with_bytes(c"aclrs-test", b"abc").unwrap();
+        let paths: Vec<PathBuf> = (0..64).map(|n| unique_fd_path(f.as_raw_fd(), n)).collect();
+        let unique: std::collections::BTreeSet<_> = paths.iter().collect();
+        assert_eq!(unique.len(), paths.len());
+        for p in &paths {
+            assert_eq!(std::fs::read(p).unwrap(), b"abc", "{}", p.display());
+        }
     }
 
     #[test]
