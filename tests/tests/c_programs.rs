@@ -202,7 +202,8 @@ fn resource_limits_default_to_the_profile_and_resolve_stream_over_process() {
             &format!("reslimit-{soc}"),
             &[("ACLRS_TEST_KERNELS", so.as_str()), ("ACLRS_SIM_SOC", soc)],
         );
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let text =
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         assert!(out.status.success() && text.contains("res_limits: OK"), "{text}");
     }
 }
@@ -215,8 +216,10 @@ fn device_info_and_capabilities_come_from_the_soc_profile() {
         ("Ascend910_93", ["24", "48", "6", "201326592", "2201", "0"]),
         ("Ascend950PR", ["32", "64", "8", "134217728", "3510", "1"]),
     ] {
-        let out = aclrs_tests::run_with_args(&exe, &args, &format!("devinfo-{soc}"), &[("ACLRS_SIM_SOC", soc)]);
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let out =
+            aclrs_tests::run_with_args(&exe, &args, &format!("devinfo-{soc}"), &[("ACLRS_SIM_SOC", soc)]);
+        let text =
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         assert!(out.status.success() && text.contains("device_info: OK"), "{text}");
     }
 }

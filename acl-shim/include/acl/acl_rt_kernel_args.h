@@ -46,7 +46,10 @@ typedef struct dim3 {
 #endif
 #endif
 
-typedef void (*aclrtOpExceptionCallback)(aclrtExceptionInfo *exceptionInfo, void *userData);
+/* struct rtExceptionInfo is aclrtExceptionInfo (acl/acl_rt_unsupported.h), which may be
+ * declared after this header when that header is included first. */
+struct rtExceptionInfo;
+typedef void (*aclrtOpExceptionCallback)(struct rtExceptionInfo *exceptionInfo, void *userData);
 
 typedef enum {
     ACL_FUNC_ATTR_KERNEL_TYPE = 1,

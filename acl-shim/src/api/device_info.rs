@@ -174,7 +174,8 @@ impl Runtime {
     /// 107000 for a bad type; 107002 with no bound value and no current device.
     pub fn res_in_current_thread(&self, api: &str, ty: i32) -> Result<u32> {
         let t = check_type(api, ty)?;
-        if let Some(v) = res_limit::bound(self.generation).and_then(|(d, h)| self.device(d).res.stream(h, t)) {
+        if let Some(v) = res_limit::bound(self.generation).and_then(|(d, h)| self.device(d).res.stream(h, t))
+        {
             return Ok(v);
         }
         let d = self.current_device(api)?;
@@ -203,7 +204,10 @@ impl Runtime {
             } else {
                 Err(AclError::new(
                     ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                    format!("{api}: attribute {attr} is reported on Ascend 950 only (this device is {})", soc.soc_name()),
+                    format!(
+                        "{api}: attribute {attr} is reported on Ascend 950 only (this device is {})",
+                        soc.soc_name()
+                    ),
                 ))
             }
         };
@@ -227,8 +231,11 @@ impl Runtime {
                 simt_or_0(&|s| i64::from(s.max_block_dim[(a - attr::MAX_BLOCK_DIM_X) as usize]))
             }
             attr::TOTAL_GLOBAL_MEM_SIZE => {
-                let info =
-                    self.backend().driver().device_info(DeviceId(device_id)).map_err(|e| AclError::from_hal(e, api))?;
+                let info = self
+                    .backend()
+                    .driver()
+                    .device_info(DeviceId(device_id))
+                    .map_err(|e| AclError::from_hal(e, api))?;
                 i64::try_from(info.hbm_bytes).unwrap_or(i64::MAX)
             }
             // CAST: at most 192 MiB.
@@ -310,13 +317,19 @@ impl Runtime {
     /// # Errors
     ///
     /// 107001 for a bad id.
-    pub(crate) fn error_verbose(&self, api: &str, device_id: i32) -> Result<Option<(TaskFault, Option<String>)>> {
+    pub(crate) fn error_verbose(
+        &self,
+        api: &str,
+        device_id: i32,
+    ) -> Result<Option<(TaskFault, Option<String>)>> {
         let d = self.check_id(api, device_id)?;
         if !self.device(d).is_open() {
             return Ok(None);
         }
         Ok(task_fault::fault(d).map(|f| {
-            let name = f.func.and_then(|id| crate::state::kernels::tables().functions.get(&id).map(|m| m.name.clone()));
+            let name = f
+                .func
+                .and_then(|id| crate::state::kernels::tables().functions.get(&id).map(|m| m.name.clone()));
             (f, name)
         }))
     }

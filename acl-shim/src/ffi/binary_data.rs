@@ -196,7 +196,9 @@ fn c_str<'a>(api: &str, name: &str, p: *const c_char) -> Result<&'a str> {
         return Err(AclError::invalid(format!("{api}: {name} is NULL")));
     }
     // SAFETY: non-null; the caller passes a NUL-terminated string.
-    unsafe { CStr::from_ptr(p) }.to_str().map_err(|_| AclError::invalid(format!("{api}: {name} is not valid UTF-8")))
+    unsafe { CStr::from_ptr(p) }
+        .to_str()
+        .map_err(|_| AclError::invalid(format!("{api}: {name} is not valid UTF-8")))
 }
 
 export! {
@@ -330,7 +332,10 @@ export! {
 fn param_queries(cx: &Call, api: &str, func: *mut c_void) -> AclError {
     match meta(cx, api, func) {
         Err(e) => e,
-        Ok(m) if m.cpu => AclError::new(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, format!("{api}: AI CPU kernels have no parameter metadata")),
+        Ok(m) if m.cpu => AclError::new(
+            ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+            format!("{api}: AI CPU kernels have no parameter metadata"),
+        ),
         Ok(m) => AclError::rt_invalid(format!(
             "{api}: kernel {:?} has no parameter metadata (the sim kernel ABI takes one argument block)",
             m.name
@@ -406,7 +411,9 @@ export! {
 fn no_device_image(api: &str) -> AclError {
     AclError::new(
         ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-        format!("{api}: not supported: a binary of the software NPU is a host shared object with no device image"),
+        format!(
+            "{api}: not supported: a binary of the software NPU is a host shared object with no device image"
+        ),
     )
 }
 

@@ -3,7 +3,7 @@
 //! surface sheet (`aclrtLaunchKernelWithArgsArray`, the SIMT launches).
 //!
 //! An `aclrtArgsHandle` is the address of an argument list's header
-//! ([`crate::state::kernel_args::ArgsHead`]): in a per-thread list the runtime owns
+//! (`crate::state::kernel_args::ArgsHead`): in a per-thread list the runtime owns
 //! (`aclrtKernelArgsInit`; one per thread, reset by every Init, freed when the thread ends) or
 //! in the caller's memory (`aclrtKernelArgsInitByUserMem`). Its magic is checked on every call.
 //! The state machine and the byte layout are [`crate::state::kernel_args`]'s.
@@ -70,7 +70,10 @@ unsafe fn list_at<'a>(api: &str, h: *mut c_void) -> Result<ArgsList<'a>> {
     }
     let head = h.cast::<ArgsHead>();
     if !head.is_aligned() {
-        return Err(AclError::new(ACL_ERROR_RT_INVALID_HANDLE, format!("{api}: argsHandle {h:p} is not an argument list")));
+        return Err(AclError::new(
+            ACL_ERROR_RT_INVALID_HANDLE,
+            format!("{api}: argsHandle {h:p} is not an argument list"),
+        ));
     }
     // SAFETY: non-null and aligned; the caller's memory holds at least the header (contract).
     let magic = unsafe { std::ptr::addr_of!((*head).magic).read() };
@@ -83,12 +86,18 @@ unsafe fn list_at<'a>(api: &str, h: *mut c_void) -> Result<ArgsList<'a>> {
     // SAFETY: a live header (magic checked) the caller lets this call change.
     let head = unsafe { &mut *head };
     if head.cap > MAX_PARAMS || head.buf == 0 {
-        return Err(AclError::new(ACL_ERROR_RT_INVALID_HANDLE, format!("{api}: argsHandle {h:p} is damaged")));
+        return Err(AclError::new(
+            ACL_ERROR_RT_INVALID_HANDLE,
+            format!("{api}: argsHandle {h:p} is damaged"),
+        ));
     }
     // SAFETY: `cap` records follow the header in the same allocation (both Init calls place
     // them there), disjoint from the header.
     let params = unsafe {
-        std::slice::from_raw_parts_mut(h.cast::<u8>().add(std::mem::size_of::<ArgsHead>()).cast::<ParamRec>(), head.cap as usize)
+        std::slice::from_raw_parts_mut(
+            h.cast::<u8>().add(std::mem::size_of::<ArgsHead>()).cast::<ParamRec>(),
+            head.cap as usize,
+        )
     };
     // SAFETY: the buffer the Init call recorded: `buf_len` bytes the list owns (the thread's
     // buffer or the caller's `userHostMem`), disjoint from the header and records.
@@ -297,7 +306,9 @@ pub(crate) fn config_timeout_us(api: &str, cfg: *mut AclrtLaunchKernelCfg) -> Re
         let byte = a.value[0] as u8;
         let flag = |what: &str| {
             if byte > 1 {
-                Err(AclError::rt_invalid(format!("{api}: cfg->attrs[{i}].value.{what} is {byte}, not 0 or 1")))
+                Err(AclError::rt_invalid(format!(
+                    "{api}: cfg->attrs[{i}].value.{what} is {byte}, not 0 or 1"
+                )))
             } else {
                 Ok(())
             }
@@ -318,7 +329,9 @@ pub(crate) fn config_timeout_us(api: &str, cfg: *mut AclrtLaunchKernelCfg) -> Re
         }
     }
     match (secs, micros) {
-        (Some(_), Some(_)) => Err(AclError::rt_invalid(format!("{api}: TIMEOUT and TIMEOUT_US may not both be given"))),
+        (Some(_), Some(_)) => {
+            Err(AclError::rt_invalid(format!("{api}: TIMEOUT and TIMEOUT_US may not both be given")))
+        }
         (Some(s), None) => Ok(s.saturating_mul(1_000_000)),
         (None, Some(us)) => Ok(us),
         (None, None) => Ok(0),

@@ -87,7 +87,9 @@ pub(crate) const fn handle_mem_size() -> usize {
 /// `aclrtKernelArgsGetMemSize`: `userArgsSize` plus room for 8 system parameters (the sim
 /// kernel ABI declares no parameter count, so no per-parameter padding is added).
 pub(crate) fn mem_size(api: &str, user_args: usize) -> Result<usize> {
-    user_args.checked_add(64).ok_or_else(|| AclError::rt_invalid(format!("{api}: userArgsSize {user_args} overflows")))
+    user_args
+        .checked_add(64)
+        .ok_or_else(|| AclError::rt_invalid(format!("{api}: userArgsSize {user_args} overflows")))
 }
 
 impl ArgsHead {
@@ -138,7 +140,9 @@ impl ArgsList<'_> {
         if self.head.finalized != 0 {
             return Err(AclError::new(
                 ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                format!("{api}: the argument list is finalized; only aclrtKernelArgsParaUpdate may change it"),
+                format!(
+                    "{api}: the argument list is finalized; only aclrtKernelArgsParaUpdate may change it"
+                ),
             ));
         }
         if self.head.data_taken != 0 {
@@ -209,7 +213,9 @@ impl ArgsList<'_> {
                 format!("{api}: paramHandle {param:#x} is not a parameter of this argument list (made before its last aclrtKernelArgsInit?)"),
             )
         };
-        if param & PARAM_TAG_MASK != PARAM_TAG || (param >> 8) & 0xffff_ffff != self.head.generation & 0xffff_ffff {
+        if param & PARAM_TAG_MASK != PARAM_TAG
+            || (param >> 8) & 0xffff_ffff != self.head.generation & 0xffff_ffff
+        {
             return Err(stale());
         }
         // CAST: the low byte is the index.
@@ -247,7 +253,9 @@ impl ArgsList<'_> {
         let i = self.index(api, param)?;
         let rec = self.params[i];
         if rec.kind != KIND_VALUE {
-            return Err(AclError::rt_invalid(format!("{api}: parameter {i} is a placeholder; update its buffer instead")));
+            return Err(AclError::rt_invalid(format!(
+                "{api}: parameter {i} is a placeholder; update its buffer instead"
+            )));
         }
         if rec.size != bytes.len() as u64 {
             return Err(AclError::rt_invalid(format!(
@@ -272,7 +280,9 @@ impl ArgsList<'_> {
     /// data inside the copy (the host image is patched the same way, with the copy's address).
     pub(crate) fn launch_image(&mut self, api: &str) -> Result<Vec<u8>> {
         if self.head.finalized == 0 {
-            return Err(AclError::rt_invalid(format!("{api}: the argument list is not finalized (call aclrtKernelArgsFinalize)")));
+            return Err(AclError::rt_invalid(format!(
+                "{api}: the argument list is not finalized (call aclrtKernelArgsFinalize)"
+            )));
         }
         if self.head.updating != 0 {
             return Err(AclError::rt_invalid(format!(
@@ -339,7 +349,10 @@ mod tests {
         let p = l.append_placeholder("t").unwrap();
         assert_eq!(l.update("t", p, &[0; 8]).unwrap_err().code(), crate::codes::ACL_ERROR_RT_PARAM_INVALID);
         assert_eq!(l.update("t", v, &[0; 4]).unwrap_err().code(), crate::codes::ACL_ERROR_RT_PARAM_INVALID);
-        assert_eq!(l.placeholder_buffer("t", v, 4).unwrap_err().code(), crate::codes::ACL_ERROR_RT_PARAM_INVALID);
+        assert_eq!(
+            l.placeholder_buffer("t", v, 4).unwrap_err().code(),
+            crate::codes::ACL_ERROR_RT_PARAM_INVALID
+        );
         l.finalize();
         l.update("t", v, &[7, 8, 9]).unwrap();
         assert!(l.launch_image("t").is_err());

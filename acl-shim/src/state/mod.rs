@@ -5,12 +5,12 @@
 //! Nothing here knows [`crate::runtime::Runtime`] or calls into [`crate::api`]: a function here
 //! takes the state (and the backend, when it needs one) as parameters.
 
-pub(crate) mod kernel_args;
-pub(crate) mod kernels;
+pub mod kernel_args;
+pub mod kernels;
 pub mod memory;
 pub mod obs;
 pub mod pool;
-pub(crate) mod res_limit;
+pub mod res_limit;
 pub mod stream;
-pub(crate) mod task_fault;
+pub mod task_fault;
 pub mod vmm;

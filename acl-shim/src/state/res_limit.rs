@@ -47,7 +47,9 @@ pub(crate) fn check_type(api: &str, t: i32) -> Result<usize> {
 pub(crate) fn check_value(api: &str, t: usize, value: u32, hw: u32) -> Result<()> {
     if value > hw {
         let what = if t == 0 { "cube" } else { "vector" };
-        return Err(AclError::rt_invalid(format!("{api}: value {value} exceeds the device's {hw} {what} cores")));
+        return Err(AclError::rt_invalid(format!(
+            "{api}: value {value} exceeds the device's {hw} {what} cores"
+        )));
     }
     Ok(())
 }

@@ -120,7 +120,10 @@ mod tests {
         let dev = 63;
         note_launch(dev, QueueId(5), 42);
         note_status(dev, QueueId(5), Some(TaskStatus::Fault(507_015)));
-        assert_eq!(fault(dev), Some(TaskFault { queue: 5, kind: TaskKind::Kernel, code: 507_015, func: Some(42) }));
+        assert_eq!(
+            fault(dev),
+            Some(TaskFault { queue: 5, kind: TaskKind::Kernel, code: 507_015, func: Some(42) })
+        );
         note_launch(dev, QueueId(5), 43);
         note_status(dev, QueueId(5), Some(TaskStatus::Ok));
         note_status(dev, QueueId(5), Some(TaskStatus::Fault(9)));

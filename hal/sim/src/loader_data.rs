@@ -19,16 +19,17 @@ static LOADS: AtomicU64 = AtomicU64::new(0);
 
 /// A path of descriptor `fd` that no earlier load used: the dynamic linker takes a path it has
 /// loaded before (by string) for the same object, and descriptor numbers are reused once the
-/// earlier file is closed. Each bit of `n` adds `./` (0) or `../fd/` (1) before the number,
-/// which name the same directory; a marker segment ends the bits, so no two `n` give one path.
+/// earlier file is closed. Each bit of `n` (lowest first, up to its highest 1) adds
+/// `../../self/fd/` (0) or `../fd/` (1) before the number; both name the same directory, and as
+/// neither is a prefix of the other, no two `n` give one path (no `.` segments, which a
+/// normalising path comparison would drop).
 fn unique_fd_path(fd: i32, n: u64) -> PathBuf {
     let mut p = String::from("/proc/self/fd/");
     let mut bits = n;
     while bits > 0 {
-        p.push_str(if bits & 1 == 1 { "../fd/" } else { "./" });
+        p.push_str(if bits & 1 == 1 { "../fd/" } else { "../../self/fd/" });
         bits >>= 1;
     }
-    p.push_str("../fd/./");
     p.push_str(&fd.to_string());
     PathBuf::from(p)
 }
@@ -63,7 +64,7 @@ mod tests {
     fn every_load_has_its_own_path_to_the_same_file() {
         let f = crate::sys::memfd::with_bytes(c"aclrs-test", b"abc").unwrap();
         let paths: Vec<PathBuf> = (0..64).map(|n| unique_fd_path(f.as_raw_fd(), n)).collect();
-        let unique: std::collections::BTreeSet<_> = paths.iter().collect();
+        let unique: std::collections::BTreeSet<_> = paths.iter().map(|p| p.as_os_str()).collect();
         assert_eq!(unique.len(), paths.len());
         for p in &paths {
             assert_eq!(std::fs::read(p).unwrap(), b"abc", "{}", p.display());
