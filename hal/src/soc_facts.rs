@@ -68,11 +68,6 @@ impl SocProfile {
         }
     }
 
-    /// Whether the profile supports the bf16 data type and the Inf/NaN overflow mode.
-    pub const fn supports_bf16(self) -> bool {
-        true
-    }
-
     /// The SIMT limits (950 only; `None` elsewhere, where every SIMT attribute reads 0).
     pub const fn simt(self) -> Option<SimtLimits> {
         match self {
