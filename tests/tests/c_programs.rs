@@ -228,8 +228,18 @@ fn device_info_and_capabilities_come_from_the_soc_profile() {
 fn error_verbose_reports_the_failed_kernel_task() {
     let so = args_kernels("errverbose");
     let exe = compile_c("error_verbose", Link::Shared);
-    let out = run_ok(&exe, "error-verbose", &[("ACLRS_TEST_KERNELS", so.as_str())]);
+    let env = [
+        ("ACLRS_TEST_KERNELS", so.as_str()),
+        ("ASCEND_GLOBAL_LOG_LEVEL", "1"),
+        ("ASCEND_SLOG_PRINT_TO_STDOUT", "1"),
+    ];
+    let out = run_ok(&exe, "error-verbose", &env);
     assert!(out.contains("error_verbose: OK"), "{out}");
+    // The details CANN's struct has no room for go to the log: the task, its code, the kernel.
+    let details: Vec<&str> =
+        out.lines().filter(|l| l.contains("aclrtGetErrorVerbose: device 0: a kernel")).collect();
+    assert!(details.iter().any(|l| l.contains("failed with 507015 (kernel \"fault_kernel\")")), "{out}");
+    assert!(details.iter().any(|l| l.contains("failed with 507899 (kernel \"fault_kernel\")")), "{out}");
 }
 
 #[test]
