@@ -534,12 +534,8 @@ pub trait Loader {
     ///
     /// # Errors
     ///
-    /// A message saying why the bytes are not a kernel binary (by default: this backend loads
-    /// binaries from files only).
-    fn load_binary_data(&self, data: &[u8]) -> core::result::Result<u64, String> {
-        let _ = data;
-        Err(String::from("this backend loads kernel binaries from files only"))
-    }
+    /// A message saying why the bytes are not a kernel binary.
+    fn load_binary_data(&self, data: &[u8]) -> core::result::Result<u64, String>;
 
     /// The handle of kernel function `name` of `binary`.
     ///
