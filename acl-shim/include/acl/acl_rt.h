@@ -1004,5 +1004,6 @@ ACL_FUNC_VISIBILITY aclError aclrtGetVersion(int32_t *majorVersion, int32_t *min
 #include "acl_rt_allocator.h"
 #include "acl_rt_memory_soma.h"
 #include "acl_rt_unsupported.h"
+#include "acl_rt_memory_ext.h"
 
 #endif /* ACLRS_ACL_ACL_RT_H */

@@ -406,6 +406,9 @@ ACL_FUNC_VISIBILITY aclError aclrtGetGroupInfoDetail(const aclrtGroupInfo *group
 /* Kernels (sec. 11.10) */
 ACL_FUNC_VISIBILITY aclError aclrtGetHardwareSyncAddr(void **addr);
 
+/* Profiling markers (sec. 11.14) */
+ACL_FUNC_VISIBILITY aclError aclrtProfTrace(void *userdata, int32_t length, aclrtStream stream);
+
 /* Labels (sec. 11.11) */
 ACL_FUNC_VISIBILITY aclError aclrtCreateLabel(aclrtLabel *label);
 ACL_FUNC_VISIBILITY aclError aclrtSetLabel(aclrtLabel label, aclrtStream stream);

@@ -14,9 +14,11 @@
 pub mod context;
 pub mod copy;
 pub mod device;
+pub mod exception;
 pub mod host_register;
 pub mod ipc;
 pub mod memory;
+pub mod memory_ext;
 pub mod obs;
 pub mod peer;
 pub mod pool;

@@ -187,6 +187,9 @@ impl Runtime {
         );
         // Stream-ordered frees that are now complete, and pool memory above the threshold.
         self.pools_on_sync(s.device);
+        if let Err(e) = &r {
+            self.report_exception(&s, e.code());
+        }
         r
     }
 

@@ -24,7 +24,7 @@ impl Runtime {
     }
 
     /// The device whose tables hold the physical handle `handle`.
-    fn handle_dev(&self, api: &str, handle: u64) -> Result<u32> {
+    pub(crate) fn handle_dev(&self, api: &str, handle: u64) -> Result<u32> {
         handle_device(handle).filter(|&d| d < self.device_count()).ok_or_else(|| unknown_handle(api, handle))
     }
 
@@ -648,11 +648,7 @@ impl Runtime {
         for rec in old.recs.values() {
             let _ = drv.free_physical(DeviceId(rec.device), rec.phys);
         }
-        // Other devices may no longer reach this one. Lock order: one device's `vmm` at a time.
-        for other in self.devices.iter().filter(|o| o.id != d) {
-            if let Ok(mut y) = other.vmm.lock() {
-                y.peers.remove(&d);
-            }
-        }
+        // Other devices' grants to this one are theirs: a reset of this device leaves them
+        // (a later aclrtDeviceDisablePeerAccess on the granting device still finds its grant).
     }
 }

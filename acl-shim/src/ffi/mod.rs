@@ -106,8 +106,10 @@ macro_rules! export {
 pub mod allocator;
 pub mod async_copy;
 pub mod base;
+pub mod exception;
 pub mod kernel;
 pub mod memory;
+pub mod memory_ext;
 pub mod obs;
 pub mod pool;
 pub mod stream;
@@ -317,7 +319,9 @@ export! {
         if !watch_forks() {
             return Err(AclError::new(ACL_ERROR_RT_INTERNAL_ERROR, "aclInit: pthread_atfork failed"));
         }
-        runtime::remember_init(runtime::init(path))
+        let r = runtime::remember_init(runtime::init(path));
+        crate::api::device::note_init(&r);
+        r
     }
 }
 

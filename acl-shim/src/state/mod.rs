@@ -5,6 +5,7 @@
 //! Nothing here knows [`crate::runtime::Runtime`] or calls into [`crate::api`]: a function here
 //! takes the state (and the backend, when it needs one) as parameters.
 
+pub mod managed;
 pub mod memory;
 pub mod obs;
 pub mod pool;

@@ -7,6 +7,7 @@
 
 pub(crate) mod kernel;
 pub(crate) mod shared;
+pub(crate) mod symbol;
 
 use std::collections::BTreeMap;
 use std::ffi::CString;
