@@ -177,3 +177,15 @@ fn app_log_formats_and_writes_application_lines() {
     );
     assert!(out.contains("[app.c:20] many: ints 1 2 3 4 5 6 7 8 9 10 11 12 doubles 0.5"), "{out}");
 }
+
+/// One executable, run on the default A2 profile and on A3 (where the A3-only calls work).
+#[test]
+fn memory_module_rest_and_runtime_behaviours() {
+    let so = aclrs_tests::kernel_library("symbol_kernels", "memrest");
+    let so = so.to_str().expect("utf-8 path");
+    let exe = compile_c("memory_rest", Link::Shared);
+    let out = run_ok(&exe, "memrest-a2", &[("ACLRS_TEST_KERNELS", so)]);
+    assert!(out.contains("memory_rest: OK"), "{out}");
+    let out = run_ok(&exe, "memrest-a3", &[("ACLRS_TEST_KERNELS", so), ("ACLRS_SIM_SOC", "A3")]);
+    assert!(out.contains("memory_rest: OK"), "{out}");
+}
