@@ -54,6 +54,11 @@
  *   versions  aclsysGetVersionStr, aclsysGetVersionNum, aclsysGetCANNVersion,
  *             aclrtGetVersion
  *
+ * acl/acl_rt_memory_ext.h, included at the end, declares the rest of the
+ * memory module (managed memory, descriptor / offset / symbol copies, cache
+ * maintenance, the mapping variants, aclFinalizeReference) and the device,
+ * context and exception-information calls of sec. 11 that aclrs implements.
+ *
  * acl/acl_rt_unsupported.h, included at the end, declares the rest of CANN's
  * device, context, stream, event, memory and kernel calls that aclrs exports
  * but does not implement: each returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT.
@@ -63,14 +68,8 @@
  * added here together with its implementation, so that a program using one
  * fails to compile rather than to link:
  *
- *   - aclrtHostMemMapCapabilities;
- *   - descriptor, offset and symbol copies;
- *   - aclrtReserveMemAddressNoUCMemory, aclrtMemMapNoAccess,
- *     aclrtMemMapSelectedLink, aclrtMemMapSetLink,
- *     aclrtIpcMemImportPidInterServer;
- *   - managed memory, CMO;
- *   - aclFinalizeReference, aclrtStreamWaitEventWithTimeout,
- *     notifies, stream stop/abort and attributes;
+ *   - aclrtStreamWaitEventWithTimeout, notifies, stream stop/abort and
+ *     attributes;
  *   - aclrtBinaryLoadFromData, aclrtLaunchKernelWithConfig and the
  *     aclrtKernelArgs* builders.
  *

@@ -26,9 +26,31 @@
 extern "C" {
 #endif
 
-/* The types of the sec. 11 calls (aclrtDeviceStatus, aclrtUtilizationInfo,
- * aclrtExceptionInfo, aclrtExceptionInfoCallback) are in acl/acl_rt_unsupported.h,
- * which acl/acl_rt.h includes before this header. */
+/* Types of the sec. 11 calls declared here (CANN 1.17.0 names, values and layouts). */
+typedef struct aclrtUtilizationExtendInfo aclrtUtilizationExtendInfo;
+
+typedef struct aclrtUtilizationInfo {
+    int32_t cubeUtilization;
+    int32_t vectorUtilization;
+    int32_t aicpuUtilization;
+    int32_t memoryUtilization;
+    aclrtUtilizationExtendInfo *utilizationExtend; /* must be NULL */
+} aclrtUtilizationInfo;
+
+typedef struct rtExceptionInfo aclrtExceptionInfo;
+
+typedef void (*aclrtExceptionInfoCallback)(aclrtExceptionInfo *exceptionInfo);
+
+typedef enum aclrtDeviceStatus {
+    ACL_RT_DEVICE_STATUS_NORMAL = 0,
+    ACL_RT_DEVICE_STATUS_ABNORMAL,
+    ACL_RT_DEVICE_STATUS_END = 0xFFFF
+} aclrtDeviceStatus;
+
+#if defined(ACLRS_LAYOUT_ASSERT) && (defined(__LP64__) || defined(_LP64))
+ACLRS_LAYOUT_ASSERT(sizeof(aclrtUtilizationInfo) == 24, "aclrtUtilizationInfo")
+ACLRS_LAYOUT_ASSERT(offsetof(aclrtUtilizationInfo, utilizationExtend) == 16, "aclrtUtilizationInfo.utilizationExtend")
+#endif
 
 /* Reference-counted finalize: *refCount receives the references left. */
 ACL_FUNC_VISIBILITY aclError aclFinalizeReference(uint64_t *refCount);
