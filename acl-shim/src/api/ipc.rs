@@ -105,7 +105,8 @@ impl Runtime {
     ///
     /// `ACL_ERROR_RT_PARAM_INVALID` for flags above 1 or an unknown key;
     /// `ACL_ERROR_RT_NO_PERMISSION` when this process is not on the whitelist;
-    /// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` in the exporting process itself or across devices.
+    /// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` in the exporting process itself. The current device
+    /// may be another than the exporter's: the import maps the exporter's memory into it.
     pub fn ipc_import(&self, api: &str, name: &ShareName, flags: u64) -> Result<u64> {
         if flags > 1 {
             return Err(AclError::rt_invalid(format!(

@@ -587,8 +587,9 @@ impl Runtime {
     /// # Errors
     ///
     /// `ACL_ERROR_RT_NO_PERMISSION` when this process is not whitelisted,
-    /// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` for an import into the exporting process or another
-    /// device, `ACL_ERROR_RT_PARAM_INVALID` for an unknown share.
+    /// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` for an import into the exporting process,
+    /// `ACL_ERROR_RT_PARAM_INVALID` for an unknown share. `device` may differ from the
+    /// exporter's: the backend maps the exporter's memory there.
     pub fn import_handle(&self, api: &str, name: &ShareName, device: u32) -> Result<u64> {
         self.need_context(api, device)?;
         let sharing = self.backend.sharing();
