@@ -117,3 +117,40 @@ pub fn any() -> bool {
     let c = crate::sync::relock(&CALLBACKS);
     c.legacy.is_some() || !c.list.is_empty()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use super::*;
+
+    static SEEN: AtomicU32 = AtomicU32::new(0);
+
+    fn counting(key: usize) -> Callback {
+        Callback {
+            key,
+            call: Arc::new(|i: &ExceptionInfo| {
+                SEEN.fetch_add(i.error_code, Ordering::Relaxed);
+            }),
+        }
+    }
+
+    #[test]
+    fn callbacks_register_once_unregister_and_are_called() {
+        assert_eq!(register("t", None).unwrap_err().code(), ACL_ERROR_RT_PARAM_INVALID);
+        assert_eq!(unregister("t", 0).unwrap_err().code(), ACL_ERROR_RT_PARAM_INVALID);
+        register("t", Some(counting(0x10))).unwrap();
+        register("t", Some(counting(0x10))).unwrap();
+        set_legacy(Some(counting(0x20)));
+        assert!(any());
+        report(&ExceptionInfo { error_code: 1, ..Default::default() });
+        // One registered entry and the deprecated one.
+        assert_eq!(SEEN.load(Ordering::Relaxed), 2);
+        unregister("t", 0x10).unwrap();
+        unregister("t", 0x99).unwrap();
+        set_legacy(None);
+        assert!(!any());
+        report(&ExceptionInfo { error_code: 1, ..Default::default() });
+        assert_eq!(SEEN.load(Ordering::Relaxed), 2);
+    }
+}
