@@ -27,6 +27,7 @@ static int g_calls = 0;
 static uint32_t g_device = 0xFFFFFFFFu;
 static uint32_t g_code = 0;
 static int g_args_rc = 0;
+static uint32_t g_stream = 0;
 
 static void on_exception(aclrtExceptionInfo *info)
 {
@@ -35,6 +36,7 @@ static void on_exception(aclrtExceptionInfo *info)
     g_calls++;
     g_device = aclrtGetDeviceIdFromExceptionInfo(info);
     g_code = aclrtGetErrorCodeFromExceptionInfo(info);
+    g_stream = aclrtGetStreamIdFromExceptionInfo(info);
     g_args_rc = (int)aclrtGetArgsFromExceptionInfo(info, &args, &len);
 }
 
@@ -546,10 +548,16 @@ static void exceptions(aclrtStream stream)
     CHECK(g_device == 0);
     CHECK(g_code == 507015);
     CHECK(g_args_rc == (int)0xFFFFFFFF); /* no argument block recorded */
+    CHECK(g_stream != 0xFFFFFFFFu);
+    /* A device synchronisation reports the failure too, as a device-level record. */
+    CHECK_OK(aclrtLaunchKernelV2(fail, 1, NULL, 0, NULL, stream));
+    CHECK_RET(aclrtSynchronizeDevice(), 507015);
+    CHECK(g_calls == 2);
+    CHECK(g_stream == 0xFFFFFFFFu && g_code == 507015);
     CHECK_OK(aclrtExceptionInfoCallbackUnregister(on_exception));
     CHECK_OK(aclrtLaunchKernelV2(fail, 1, NULL, 0, NULL, stream));
     CHECK_RET(aclrtSynchronizeStream(stream), 507015);
-    CHECK(g_calls == 1);
+    CHECK(g_calls == 2);
     CHECK_OK(aclrtBinaryUnLoad(bin));
 }
 

@@ -3,8 +3,9 @@
 //! callbacks, and the record a callback is handed when a task fails.
 //!
 //! A failed task surfaces at the synchronisation that reports it
-//! ([`crate::runtime::Runtime::synchronize_stream`]); that call hands every registered callback
-//! an [`ExceptionInfo`] (the stream's id, the device, the task's code) before it returns.
+//! ([`crate::runtime::Runtime::synchronize_stream`], [`crate::runtime::Runtime::synchronize_device`]);
+//! that call hands every registered callback an [`ExceptionInfo`] (the stream's id, or
+//! `0xFFFFFFFF` for a device synchronisation, the device, the task's code) before it returns.
 //!
 //! # Locking
 //!

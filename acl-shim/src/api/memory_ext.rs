@@ -728,17 +728,18 @@ impl Runtime {
         self.stream(api, 0).map(|(h, _)| h)
     }
 
-    /// Hands a failed task's code, reported by a synchronisation of `s`, to the exception
-    /// callbacks ([`crate::api::exception`]); a timeout is no task failure.
-    pub(crate) fn report_exception(&self, s: &crate::state::stream::StreamObj, code: i32) {
+    /// Hands a failed task's code, reported by a synchronisation of stream `stream_id` of
+    /// `device` (`u32::MAX`: a device synchronisation), to the exception callbacks
+    /// ([`crate::api::exception`]); a timeout is no task failure.
+    pub(crate) fn report_exception(&self, device: u32, stream_id: u32, code: i32) {
         if code == crate::state::stream::ACL_ERROR_RT_STREAM_SYNC_TIMEOUT || !crate::api::exception::any() {
             return;
         }
         let info = crate::api::exception::ExceptionInfo {
             task_id: u32::MAX,
-            stream_id: s.queue.0,
+            stream_id,
             thread_id: u32::MAX,
-            device_id: s.device,
+            device_id: device,
             // CAST: error codes are positive and below 2^31.
             error_code: code as u32,
             ..Default::default()
