@@ -555,6 +555,11 @@ pub trait Loader {
     /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown binary.
     fn unload_binary(&self, binary: u64) -> Result<()>;
 
+    /// The device address and size of the device variable (a data symbol of a loaded binary)
+    /// that starts at `addr`, the address the host program knows it by; `None` for any other
+    /// address.
+    fn symbol(&self, addr: u64) -> Option<(u64, u64)>;
+
     /// Installs the hook that runs host functions and callbacks.
     fn set_host_hook(&self, hook: HostHook);
 

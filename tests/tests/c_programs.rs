@@ -248,4 +248,14 @@ fn binaries_load_from_bytes_and_answer_the_function_queries() {
     let exe = compile_c("binary_data", Link::Shared);
     let out = run_ok(&exe, "binary-data", &[("ACLRS_TEST_KERNELS", so.as_str())]);
     assert!(out.contains("binary_data: OK"), "{out}");
+/// One executable, run on the default A2 profile and on A3 (where the A3-only calls work).
+#[test]
+fn memory_module_rest_and_runtime_behaviours() {
+    let so = aclrs_tests::kernel_library("symbol_kernels", "memrest");
+    let so = so.to_str().expect("utf-8 path");
+    let exe = compile_c("memory_rest", Link::Shared);
+    let out = run_ok(&exe, "memrest-a2", &[("ACLRS_TEST_KERNELS", so)]);
+    assert!(out.contains("memory_rest: OK"), "{out}");
+    let out = run_ok(&exe, "memrest-a3", &[("ACLRS_TEST_KERNELS", so), ("ACLRS_SIM_SOC", "A3")]);
+    assert!(out.contains("memory_rest: OK"), "{out}");
 }

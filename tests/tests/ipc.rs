@@ -205,3 +205,33 @@ fn vmm_host_registration_and_peer_copies_in_one_process() {
     let out = aclrs_tests::run_ok(&exe, "vmm", &[]);
     assert!(out.contains("vmm"), "{out}");
 }
+
+/// `aclrtIpcMemImportByKey` into another device than the exporter's: B sees only physical
+/// device 1 (`ASCEND_RT_VISIBLE_DEVICES=1`), A exports memory of physical device 0, and both
+/// see the same bytes.
+#[test]
+fn an_import_into_another_device_maps_the_exporters_memory() {
+    let exe = agent_exe();
+    let inst = instance("xdev");
+    let mut a = start(&exe, &inst, "A");
+    let mut cmd = agent::command(&exe, &[], &inst);
+    cmd.env("ASCEND_RT_VISIBLE_DEVICES", "1");
+    match aclrs_tests::test_backend() {
+        Some(b) => cmd.env("ACLRS_BACKEND", b),
+        None => cmd.env_remove("ACLRS_BACKEND"),
+    };
+    let mut b = Agent::spawn(cmd, "B", ANSWER);
+    let b_pid = b.pid();
+    assert_eq!(a.cmd("alloc 4 33"), "ok 0");
+    let key = a.key("export 0 0");
+    assert_eq!(a.cmd(&format!("allow {key} {b_pid}")), "rc 0");
+    assert_eq!(b.cmd(&format!("import {key} 4")), "ok 0");
+    assert_eq!(b.cmd("check 0 33"), "rc 0", "B reads A's bytes through its own device");
+    assert_eq!(b.cmd("fill 0 44"), "rc 0");
+    assert_eq!(a.cmd("check 0 44"), "rc 0", "A sees B's bytes");
+    assert_eq!(b.cmd(&format!("close {key}")), "rc 0");
+    assert_eq!(a.cmd(&format!("close {key}")), "rc 0");
+    assert_eq!(a.cmd("free 0"), "rc 0");
+    a.quit();
+    b.quit();
+}

@@ -48,27 +48,7 @@ typedef enum aclrtFloatOverflowMode {
     ACL_RT_OVERFLOW_MODE_UNDEF
 } aclrtFloatOverflowMode;
 
-typedef struct aclrtUtilizationExtendInfo aclrtUtilizationExtendInfo;
-
-typedef struct aclrtUtilizationInfo {
-    int32_t cubeUtilization;
-    int32_t vectorUtilization;
-    int32_t aicpuUtilization;
-    int32_t memoryUtilization;
-    aclrtUtilizationExtendInfo *utilizationExtend; /* must be NULL */
-} aclrtUtilizationInfo;
-
 typedef struct tagRtGroupInfo aclrtGroupInfo;
-
-typedef struct rtExceptionInfo aclrtExceptionInfo;
-
-typedef void (*aclrtExceptionInfoCallback)(aclrtExceptionInfo *exceptionInfo);
-
-typedef enum aclrtDeviceStatus {
-    ACL_RT_DEVICE_STATUS_NORMAL = 0,
-    ACL_RT_DEVICE_STATUS_ABNORMAL,
-    ACL_RT_DEVICE_STATUS_END = 0xFFFF
-} aclrtDeviceStatus;
 
 typedef enum {
     ACL_RT_DEVICE_STATE_SET_PRE = 0,
@@ -275,8 +255,6 @@ typedef struct {
 } aclrtTaskUpdateInfo;
 
 #if defined(ACLRS_LAYOUT_ASSERT) && (defined(__LP64__) || defined(_LP64))
-ACLRS_LAYOUT_ASSERT(sizeof(aclrtUtilizationInfo) == 24, "aclrtUtilizationInfo")
-ACLRS_LAYOUT_ASSERT(offsetof(aclrtUtilizationInfo, utilizationExtend) == 16, "aclrtUtilizationInfo.utilizationExtend")
 ACLRS_LAYOUT_ASSERT(sizeof(aclrtUuid) == 16, "aclrtUuid")
 ACLRS_LAYOUT_ASSERT(ACLRS_ALIGNOF(aclrtUuid) == 1, "aclrtUuid")
 ACLRS_LAYOUT_ASSERT(sizeof(aclrtSnapShotBackupArgs) == 64, "aclrtSnapShotBackupArgs")
@@ -405,6 +383,9 @@ ACL_FUNC_VISIBILITY aclError aclrtGetGroupInfoDetail(const aclrtGroupInfo *group
 
 /* Kernels (sec. 11.10) */
 ACL_FUNC_VISIBILITY aclError aclrtGetHardwareSyncAddr(void **addr);
+
+/* Profiling markers (sec. 11.14) */
+ACL_FUNC_VISIBILITY aclError aclrtProfTrace(void *userdata, int32_t length, aclrtStream stream);
 
 /* Labels (sec. 11.11) */
 ACL_FUNC_VISIBILITY aclError aclrtCreateLabel(aclrtLabel *label);

@@ -1,5 +1,6 @@
 //! The device calls of the runtime (`impl Runtime`): `aclrtSetDevice`, `aclrtResetDevice*`,
-//! the teardown of a device, and `aclFinalize`.
+//! the teardown of a device, and `aclFinalize` / `aclFinalizeReference` (with the count of
+//! `aclInit` references the latter pairs).
 
 use std::sync::MutexGuard;
 
@@ -19,6 +20,48 @@ use crate::runtime::*;
 /// `ACL_ERROR_REPEAT_FINALIZE` when not initialised; `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` in a
 /// child forked after `aclInit`.
 pub fn finalize() -> Result<()> {
+    let r = finalize_now();
+    if r.is_ok() {
+        // A single aclFinalize ends every reference aclInit counted.
+        INIT_REFS.store(0, std::sync::atomic::Ordering::Relaxed);
+    }
+    r
+}
+
+/// The `aclInit` calls not yet matched by an `aclFinalizeReference` (each successful or
+/// repeated `aclInit` counts one).
+static INIT_REFS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Counts an `aclInit` that succeeded or found the runtime initialised already.
+pub fn note_init(r: &Result<()>) {
+    if r.as_ref().err().is_none_or(|e| e.code() == ACL_ERROR_REPEAT_INITIALIZE) {
+        INIT_REFS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// `aclFinalizeReference`: drops one `aclInit` reference and finalizes when it was the last;
+/// the references left.
+///
+/// # Errors
+///
+/// `ACL_ERROR_REPEAT_FINALIZE` when the runtime is not initialised; `aclFinalize`'s errors.
+pub fn finalize_reference() -> Result<u64> {
+    use std::sync::atomic::Ordering;
+    crate::runtime::runtime("aclFinalizeReference").map_err(|_| {
+        AclError::new(ACL_ERROR_REPEAT_FINALIZE, "aclFinalizeReference: not initialised (repeated finalize?)")
+    })?;
+    let left = INIT_REFS
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| Some(n.saturating_sub(1)))
+        .unwrap_or(0)
+        .saturating_sub(1);
+    if left == 0 {
+        finalize()?;
+    }
+    Ok(left)
+}
+
+/// The body of [`finalize`].
+fn finalize_now() -> Result<()> {
     refuse_in_forked_child("aclFinalize")?;
     let rt = {
         // Lock order: LIFECYCLE first and alone. Relock: it guards no data (see LIFECYCLE).

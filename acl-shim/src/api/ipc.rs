@@ -105,7 +105,8 @@ impl Runtime {
     ///
     /// `ACL_ERROR_RT_PARAM_INVALID` for flags above 1 or an unknown key;
     /// `ACL_ERROR_RT_NO_PERMISSION` when this process is not on the whitelist;
-    /// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` in the exporting process itself or across devices.
+    /// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` in the exporting process itself. The current device
+    /// may be another than the exporter's: the import maps the exporter's memory into it.
     pub fn ipc_import(&self, api: &str, name: &ShareName, flags: u64) -> Result<u64> {
         if flags > 1 {
             return Err(AclError::rt_invalid(format!(
@@ -241,7 +242,26 @@ impl Runtime {
                 format!("{api}: access links are chosen only on A3 and 950, not {}", self.soc.soc_name()),
             ));
         }
-        self.backend.sharing().share_info(name).map_err(|e| share_error(api, e))?;
+        let info = self.backend.sharing().share_info(name).map_err(|e| share_error(api, e))?;
+        // Stored with the exporting device (of this process, or the device the share's memory
+        // is on): the link every later import of the key is mapped over. On the software NPU
+        // the DMA engine reaches every device the same way, so the choice changes no copy.
+        let d = (0..self.device_count())
+            .find(|&d| self.vmm_of(api, d).is_ok_and(|x| x.exported_keys.contains(name)))
+            .unwrap_or(info.physical_device.min(self.device_count().saturating_sub(1)));
+        // Lock order: `vmm` alone.
+        self.vmm_of(api, d)?.ipc_links.insert(*name, attr);
         Ok(())
+    }
+
+    /// The access link `aclrtIpcMemSetAttr` stored for `name` (SIO, the default, when none).
+    pub fn ipc_link(&self, api: &str, name: &ShareName) -> Result<u64> {
+        for d in 0..self.device_count() {
+            // Lock order: one device's `vmm` at a time.
+            if let Some(&l) = self.vmm_of(api, d)?.ipc_links.get(name) {
+                return Ok(l);
+            }
+        }
+        Ok(0)
     }
 }

@@ -320,7 +320,7 @@ impl Runtime {
             )));
         }
         let epoch = st.epoch;
-        let DevMem { alloc, map, .. } = &mut *st;
+        let DevMem { alloc, map, managed, .. } = &mut *st;
         let Some(alloc) = alloc.as_mut() else {
             return Err(AclError::rt_invalid(format!("{api}: device {d} has no context")));
         };
@@ -332,6 +332,7 @@ impl Runtime {
         match alloc.detach(DeviceAddr(ptr)) {
             Ok(Some(det)) => {
                 map.remove(ptr);
+                managed.remove(&ptr);
                 drop(st);
                 let mut hal = HalBacker::new(self.backend.driver(), d);
                 let mut unbacked = Ok(());
@@ -371,6 +372,7 @@ impl Runtime {
         match alloc.free(&mut backer, DeviceAddr(ptr)) {
             Ok(info) => {
                 map.remove(ptr);
+                managed.remove(&ptr);
                 if let Some(before) = backed_before {
                     let shrunk = before.saturating_sub(alloc.accounting().backed.current);
                     let chunk_gone = info.is_slab && alloc.chunk_objects(DeviceAddr(ptr)).unwrap_or(0) == 0;
@@ -749,11 +751,8 @@ impl Runtime {
         }
         let _ = self.current_device(api)?;
         let loc = locate(dst);
-        if loc == Loc::Unregistered {
-            return Err(AclError::rt_invalid(format!(
-                "{api}: devPtr {dst:#x} is not memory from an ACL allocator"
-            )));
-        }
+        // Ordinary host memory (a stack or malloc'd buffer) is set by the caller's thread, as
+        // CANN's drvMemsetD8 does; `check_live` refuses a range that runs into a runtime window.
         self.check_live(api, "devPtr", loc, dst, count)?;
         self.check_writable(api, "devPtr", loc, dst)?;
         Ok(SetPlan { dst: loc, count })
@@ -903,6 +902,7 @@ impl Runtime {
         const HOST: u32 = 0;
         const DEVICE: u32 = 1;
         const UNREGISTERED: u32 = 2;
+        const MANAGED: u32 = 3;
         match locate(ptr) {
             Loc::Device(_) => {
                 let (d, info) = self.device_info_of(api, ptr)?.ok_or_else(|| {
@@ -910,8 +910,11 @@ impl Runtime {
                         "{api}: ptr {ptr:#x} is in a device window but not in a live allocation"
                     ))
                 })?;
+                // Managed memory is MANAGED where the SoC reports that type (A2), else DEVICE.
+                let managed = self.soc == hal::SocProfile::A2
+                    && self.device(d).mem(api)?.managed.contains_key(&info.base.as_u64());
                 // CAST: page sizes are at most 1 GiB.
-                Ok((DEVICE, d, info.page_size.bytes() as u32))
+                Ok((if managed { MANAGED } else { DEVICE }, d, info.page_size.bytes() as u32))
             }
             Loc::Pinned => {
                 let host = self.host(api)?;
@@ -923,7 +926,21 @@ impl Runtime {
                 // CAST: 4 KiB.
                 Ok((HOST, 0, PageSize::Normal.bytes() as u32))
             }
-            Loc::Unregistered => Ok((UNREGISTERED, 0, 0)),
+            Loc::Unregistered => {
+                // Registered host memory (aclrtHostRegister) is host memory the device reaches.
+                // Lock order: the pinned-host lock alone.
+                let host = self.host(api)?;
+                let registered = host
+                    .registered
+                    .range(..=ptr)
+                    .next_back()
+                    .is_some_and(|(&s, &l)| ptr < s.saturating_add(l));
+                if registered {
+                    // CAST: 4 KiB.
+                    return Ok((HOST, 0, PageSize::Normal.bytes() as u32));
+                }
+                Ok((UNREGISTERED, 0, 0))
+            }
         }
     }
 
@@ -1007,6 +1024,16 @@ impl Runtime {
         let drv = self.backend.driver();
         let info: MemoryInfo = drv.memory_info(DeviceId(d)).map_err(|e| AclError::from_hal(e, api))?;
         let kind = drv.device_info(DeviceId(d)).map(|i| i.memory).unwrap_or_default();
+        // Managed memory last prefetched to the host is accounted to the host: its bytes count
+        // as free on the device. Lock order: `mem` alone.
+        let on_host: u64 = self
+            .device(d)
+            .mem(api)?
+            .managed
+            .values()
+            .filter(|m| m.last_prefetch.is_host())
+            .map(|m| m.len)
+            .sum();
         // A device with DDR only answers HBM queries with its DDR figures (D-11-01); a device
         // with HBM has no DDR to report.
         let attr = match (kind, attr) {
@@ -1019,7 +1046,7 @@ impl Runtime {
             // DDR classes on a device with HBM: nothing to report.
             0 | 2 | 3 | 6 | 7 => (0, 0),
             // HBM (or runtime's choice) with normal pages, or all pages.
-            1 | 5 | 9 | 12 | 15 => (info.free_bytes, info.total_bytes),
+            1 | 5 | 9 | 12 | 15 => ((info.free_bytes + on_host).min(info.total_bytes), info.total_bytes),
             // 2 MiB huge pages.
             4 | 8 | 13 | 16 => (info.huge_free_bytes, info.huge_total_bytes),
             // 1 GiB pages.

@@ -5,7 +5,8 @@
 //! Each file adds methods to [`crate::runtime::Runtime`]; none defines state the runtime embeds.
 //! Nothing below this layer (the runtime, the device, its state) uses it. Between the files,
 //! the only names imported are [`obs`]'s hooks (`after_oom`, `write_env_snapshot`), used by
-//! [`device`], [`memory`], [`pool`] and [`vmm`]; everything else is a method call on the
+//! [`device`], [`memory`], [`pool`] and [`vmm`], and [`copy`]'s `submit` and [`exception`]'s
+//! record and `report`, used by [`memory_ext`] (neither imports another file); everything else is a method call on the
 //! `Runtime`, and some of those still cross both ways (a free in [`memory`] asks [`pool`]
 //! whether the address is a pool block, and [`pool`] frees plain memory through [`memory`];
 //! [`device`]'s teardown settles streams through [`stream`]; the context calls, which set and
@@ -15,9 +16,11 @@ pub mod context;
 pub mod copy;
 pub mod device;
 pub mod device_info;
+pub mod exception;
 pub mod host_register;
 pub mod ipc;
 pub mod memory;
+pub mod memory_ext;
 pub mod obs;
 pub mod peer;
 pub mod pool;

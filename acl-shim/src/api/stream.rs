@@ -187,6 +187,9 @@ impl Runtime {
         );
         // Stream-ordered frees that are now complete, and pool memory above the threshold.
         self.pools_on_sync(s.device);
+        if let Err(e) = &r {
+            self.report_exception(s.device, s.queue.0, e.code());
+        }
         r
     }
 
@@ -214,6 +217,9 @@ impl Runtime {
         }
         self.pools_on_sync(d);
         self.trim_spares(d);
+        if let Err(e) = &r {
+            self.report_exception(d, u32::MAX, e.code());
+        }
         r
     }
 

@@ -24,7 +24,7 @@ impl Runtime {
     }
 
     /// The device whose tables hold the physical handle `handle`.
-    fn handle_dev(&self, api: &str, handle: u64) -> Result<u32> {
+    pub(crate) fn handle_dev(&self, api: &str, handle: u64) -> Result<u32> {
         handle_device(handle).filter(|&d| d < self.device_count()).ok_or_else(|| unknown_handle(api, handle))
     }
 
@@ -587,8 +587,9 @@ impl Runtime {
     /// # Errors
     ///
     /// `ACL_ERROR_RT_NO_PERMISSION` when this process is not whitelisted,
-    /// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` for an import into the exporting process or another
-    /// device, `ACL_ERROR_RT_PARAM_INVALID` for an unknown share.
+    /// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` for an import into the exporting process,
+    /// `ACL_ERROR_RT_PARAM_INVALID` for an unknown share. `device` may differ from the
+    /// exporter's: the backend maps the exporter's memory there.
     pub fn import_handle(&self, api: &str, name: &ShareName, device: u32) -> Result<u64> {
         self.need_context(api, device)?;
         let sharing = self.backend.sharing();
@@ -648,11 +649,7 @@ impl Runtime {
         for rec in old.recs.values() {
             let _ = drv.free_physical(DeviceId(rec.device), rec.phys);
         }
-        // Other devices may no longer reach this one. Lock order: one device's `vmm` at a time.
-        for other in self.devices.iter().filter(|o| o.id != d) {
-            if let Ok(mut y) = other.vmm.lock() {
-                y.peers.remove(&d);
-            }
-        }
+        // Other devices' grants to this one are theirs: a reset of this device leaves them
+        // (a later aclrtDeviceDisablePeerAccess on the granting device still finds its grant).
     }
 }

@@ -106,6 +106,57 @@ fn is_h2h(dl: Loc, sl: Loc) -> bool {
     !matches!(dl, Loc::Device(_)) && !matches!(sl, Loc::Device(_))
 }
 
+/// The body of `aclrtMemcpyAsync` (and of its deprecated twin `aclrtMemcpyAsyncWithCondition`,
+/// and of the asynchronous symbol copies).
+///
+/// # Safety
+///
+/// The C contract of `aclrtMemcpyAsync`: `dst` and `src` are valid for `count` bytes.
+#[expect(clippy::too_many_arguments, reason = "the C call's arguments and its name")]
+pub(crate) unsafe fn memcpy_async(
+    cx: &Call,
+    api: &str,
+    dst: *mut c_void,
+    dest_max: usize,
+    src: *const c_void,
+    count: usize,
+    kind_value: u32,
+    stream: *mut c_void,
+) -> Result<()> {
+    if count == 0 {
+        return Ok(());
+    }
+    let rt = cx.rt()?;
+    let n = cx.size("count", count)?;
+    let plan = rt.plan_memcpy(api, addr(dst), dest_max as u64, addr(src), n, kind_value)?;
+    let s = rt.submit_stream(api, super::stream::handle(stream))?;
+    let (d, sr) = (addr(dst), addr(src));
+    let (dl, sl) = (locate(d), locate(sr));
+    if is_h2h(dl, sl) {
+        return Err(AclError::new(
+            ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+            format!(
+                "{api}: a host-to-host copy cannot be asynchronous on this (EP mode) device; use aclrtMemcpy"
+            ),
+        ));
+    }
+    if plan.count == 0 {
+        return Ok(());
+    }
+    if kind_value == kind::H2BUF2D && sl == Loc::Pinned && is_dma(dl) {
+        return stage_copy(&rt, api, &s, d, dl, sr, n);
+    }
+    if is_dma(dl) && is_dma(sl) {
+        return submit_copy(&rt, api, &s, d, dl, sr, sl, n);
+    }
+    // Pageable host memory: synchronise the stream, then copy synchronously (as CANN).
+    // This also covers ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE from pageable memory: the source
+    // has been read when the call returns.
+    rt.sync_stream_obj(api, &s)?;
+    // SAFETY: the plan checked the pointers; the caller guarantees `count` bytes at each.
+    unsafe { copy_now(&rt, api, d, dl, sr, sl, n) }
+}
+
 export! {
     /// `aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind, aclrtStream stream);`
     pub unsafe fn aclrtMemcpyAsync(
@@ -116,36 +167,8 @@ export! {
         kind_value: u32,
         stream: *mut c_void,
     ) -> AclErrorCode |cx| {
-        if count == 0 {
-            return Ok(());
-        }
-        let rt = cx.rt()?;
-        let n = cx.size("count", count)?;
-        let plan = rt.plan_memcpy(API, addr(dst), dest_max as u64, addr(src), n, kind_value)?;
-        let s = rt.submit_stream(API, super::stream::handle(stream))?;
-        let (d, sr) = (addr(dst), addr(src));
-        let (dl, sl) = (locate(d), locate(sr));
-        if is_h2h(dl, sl) {
-            return Err(AclError::new(
-                ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                format!("{API}: a host-to-host copy cannot be asynchronous on this (EP mode) device; use aclrtMemcpy"),
-            ));
-        }
-        if plan.count == 0 {
-            return Ok(());
-        }
-        if kind_value == kind::H2BUF2D && sl == Loc::Pinned && is_dma(dl) {
-            return stage_copy(&rt, API, &s, d, dl, sr, n);
-        }
-        if is_dma(dl) && is_dma(sl) {
-            return submit_copy(&rt, API, &s, d, dl, sr, sl, n);
-        }
-        // Pageable host memory: synchronise the stream, then copy synchronously (as CANN).
-        // This also covers ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE from pageable memory: the source
-        // has been read when the call returns.
-        rt.sync_stream_obj(API, &s)?;
-        // SAFETY: the plan checked the pointers; the caller guarantees `count` bytes at each.
-        unsafe { copy_now(&rt, API, d, dl, sr, sl, n) }
+        // SAFETY: forwarded C contract.
+        unsafe { memcpy_async(cx, API, dst, dest_max, src, count, kind_value, stream) }
     }
 }
 
@@ -511,7 +534,14 @@ export! {
         let n = cx.size("count", count)?;
         let plan = rt.plan_memset(API, addr(dev_ptr), max_count as u64, n)?;
         let s = rt.submit_stream(API, super::stream::handle(stream))?;
-        let _ = plan;
+        if plan.dst == Loc::Unregistered {
+            // Ordinary host memory: set now on the calling thread, as CANN does.
+            // SAFETY: non-null, outside every runtime window (checked by the plan), writable
+            // for `count <= maxCount` bytes by the API's contract, `count <= isize::MAX`.
+            // CAST: the documented behaviour keeps the low byte.
+            unsafe { std::ptr::write_bytes(dev_ptr.cast::<u8>(), value as u8, count) };
+            return Ok(());
+        }
         // CAST: the documented behaviour keeps the low byte.
         let task = TaskDesc::Memset { dst: DeviceAddr(addr(dev_ptr)), value: value as u8, len_bytes: n };
         rt.submit_task(API, &s, task).map(|_| ())

@@ -357,6 +357,55 @@ export! {
     }
 }
 
+/// The body of `aclrtMemcpy` (and of the symbol copies).
+///
+/// # Safety
+///
+/// The C contract of `aclrtMemcpy`: `dst` and `src` are valid for `count` bytes.
+pub(crate) unsafe fn memcpy_sync(
+    cx: &Call,
+    api: &str,
+    dst: *mut c_void,
+    dest_max: usize,
+    src: *const c_void,
+    count: usize,
+    kind: u32,
+) -> Result<()> {
+    if count == 0 {
+        return Ok(());
+    }
+    let rt = cx.rt()?;
+    let n = cx.size("count", count)?;
+    let plan = rt.plan_memcpy(api, addr(dst), dest_max as u64, addr(src), n, kind)?;
+    if plan.count == 0 {
+        return Ok(());
+    }
+    let (d, s) = (addr(dst), addr(src));
+    match (plan.dst, plan.src) {
+        (Loc::Unregistered, Loc::Unregistered) => {
+            // SAFETY: both pointers are non-null (checked by the plan) and, by the API's
+            // contract, valid for `count` bytes; neither range touches a runtime window
+            // (checked by the plan). `copy` has memmove semantics, so overlap is fine.
+            unsafe { std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), count) };
+            Ok(())
+        }
+        (Loc::Unregistered, _) => {
+            // SAFETY: `dst` is non-null, points to at least `destMax >= count` writable
+            // bytes by the API's contract, lies outside every runtime window (so it cannot
+            // alias the device or pinned source) and `count <= isize::MAX` (checked).
+            let out = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), count) };
+            rt.copy(api, DstBytes::Host(out), SrcBytes::Addr(s), n)
+        }
+        (_, Loc::Unregistered) => {
+            // SAFETY: `src` is non-null, points to `count` readable bytes by the API's
+            // contract, lies outside every runtime window and `count <= isize::MAX`.
+            let input = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), count) };
+            rt.copy(api, DstBytes::Addr(d), SrcBytes::Host(input), n)
+        }
+        _ => rt.copy(api, DstBytes::Addr(d), SrcBytes::Addr(s), n),
+    }
+}
+
 export! {
     /// `aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind);`
     pub unsafe fn aclrtMemcpy(
@@ -366,39 +415,8 @@ export! {
         count: usize,
         kind: u32,
     ) -> AclErrorCode |cx| {
-        if count == 0 {
-            return Ok(());
-        }
-        let rt = cx.rt()?;
-        let n = cx.size("count", count)?;
-        let plan = rt.plan_memcpy(API, addr(dst), dest_max as u64, addr(src), n, kind)?;
-        if plan.count == 0 {
-            return Ok(());
-        }
-        let (d, s) = (addr(dst), addr(src));
-        match (plan.dst, plan.src) {
-            (Loc::Unregistered, Loc::Unregistered) => {
-                // SAFETY: both pointers are non-null (checked by the plan) and, by the API's
-                // contract, valid for `count` bytes; neither range touches a runtime window
-                // (checked by the plan). `copy` has memmove semantics, so overlap is fine.
-                unsafe { std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), count) };
-                Ok(())
-            }
-            (Loc::Unregistered, _) => {
-                // SAFETY: `dst` is non-null, points to at least `destMax >= count` writable
-                // bytes by the API's contract, lies outside every runtime window (so it cannot
-                // alias the device or pinned source) and `count <= isize::MAX` (checked).
-                let out = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), count) };
-                rt.copy(API, DstBytes::Host(out), SrcBytes::Addr(s), n)
-            }
-            (_, Loc::Unregistered) => {
-                // SAFETY: `src` is non-null, points to `count` readable bytes by the API's
-                // contract, lies outside every runtime window and `count <= isize::MAX`.
-                let input = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), count) };
-                rt.copy(API, DstBytes::Addr(d), SrcBytes::Host(input), n)
-            }
-            _ => rt.copy(API, DstBytes::Addr(d), SrcBytes::Addr(s), n),
-        }
+        // SAFETY: forwarded C contract.
+        unsafe { memcpy_sync(cx, API, dst, dest_max, src, count, kind) }
     }
 }
 
@@ -417,6 +435,14 @@ export! {
         let rt = cx.rt()?;
         let n = cx.size("count", count)?;
         let plan = rt.plan_memset(API, addr(dev_ptr), max_count as u64, n)?;
+        if plan.dst == Loc::Unregistered {
+            // SAFETY: `devPtr` is non-null (checked by the plan), ordinary host memory outside
+            // every runtime window (checked), writable for `count <= maxCount` bytes by the
+            // API's contract, and `count <= isize::MAX` (checked).
+            // CAST: the documented behaviour keeps the low byte.
+            unsafe { std::ptr::write_bytes(dev_ptr.cast::<u8>(), value as u8, count) };
+            return Ok(());
+        }
         // CAST: the documented behaviour keeps the low byte.
         rt.memset(API, plan, addr(dev_ptr), value as u8)
     }

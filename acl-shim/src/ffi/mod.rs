@@ -108,9 +108,11 @@ pub mod async_copy;
 pub mod base;
 pub mod binary_data;
 pub mod device_info;
+pub mod exception;
 pub mod kernel;
 pub mod kernel_args;
 pub mod memory;
+pub mod memory_ext;
 pub mod obs;
 pub mod pool;
 pub mod stream;
@@ -320,7 +322,9 @@ export! {
         if !watch_forks() {
             return Err(AclError::new(ACL_ERROR_RT_INTERNAL_ERROR, "aclInit: pthread_atfork failed"));
         }
-        runtime::remember_init(runtime::init(path))
+        let r = runtime::remember_init(runtime::init(path));
+        crate::api::device::note_init(&r);
+        r
     }
 }
 

@@ -507,6 +507,13 @@ export! {
 }
 
 export! {
+    /// `aclError aclrtProfTrace(void* userdata, int32_t length, aclrtStream stream);`
+    pub fn aclrtProfTrace(userdata: *mut c_void, length: i32, stream: *mut c_void) -> AclErrorCode |cx| {
+        unsupported(API)
+    }
+}
+
+export! {
     /// `aclError aclrtCreateLabel(aclrtLabel* label);`
     pub fn aclrtCreateLabel(label: *mut *mut c_void) -> AclErrorCode |cx| {
         unsupported(API)

@@ -632,3 +632,117 @@ export! {
         cx.rt()?.disable_peer(API, peer)
     }
 }
+
+export! {
+    /// `aclError aclrtReserveMemAddressNoUCMemory(void **virPtr, size_t size, size_t alignment, void *expectPtr, uint64_t flags);`
+    pub unsafe fn aclrtReserveMemAddressNoUCMemory(
+        vir_ptr: *mut *mut c_void,
+        sz: usize,
+        alignment: usize,
+        expect_ptr: *mut c_void,
+        flags: u64,
+    ) -> AclErrorCode |cx| {
+        let out = cx.out("virPtr", vir_ptr)?;
+        let sz = cx.size("size", sz)?;
+        // CAST: usize fits in u64.
+        let p = cx.rt()?.reserve_no_uc(API, sz, alignment as u64, addr(expect_ptr), flags)?;
+        put(out, handle_ptr(p));
+        Ok(())
+    }
+}
+
+export! {
+    /// `aclError aclrtMemMapNoAccess(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle, uint64_t flags);`
+    pub fn aclrtMemMapNoAccess(
+        vir_ptr: *mut c_void,
+        sz: usize,
+        offset: usize,
+        handle: *mut c_void,
+        flags: u64,
+    ) -> AclErrorCode |cx| {
+        if vir_ptr.is_null() {
+            return Err(AclError::invalid(format!("{API}: virPtr is NULL")));
+        }
+        let h = handle_of(API, handle)?;
+        let sz = cx.size("size", sz)?;
+        let off = cx.size("offset", offset)?;
+        cx.rt()?.map_no_access(API, addr(vir_ptr), sz, off, h, flags)
+    }
+}
+
+export! {
+    /// `aclError aclrtMemMapSelectedLink(void *virPtrDst, size_t size, void *virPtrSrc, uint32_t linkIdx);`
+    pub fn aclrtMemMapSelectedLink(
+        vir_ptr_dst: *mut c_void,
+        sz: usize,
+        vir_ptr_src: *mut c_void,
+        link_idx: u32,
+    ) -> AclErrorCode |cx| {
+        let sz = cx.size("size", sz)?;
+        cx.rt()?.map_selected_link(API, addr(vir_ptr_dst), sz, addr(vir_ptr_src), link_idx)
+    }
+}
+
+export! {
+    /// `aclError aclrtMemMapSetLink(aclrtDrvMemHandle handle, aclrtMemLinkType adviceLink);`
+    pub fn aclrtMemMapSetLink(handle: *mut c_void, advice_link: u32) -> AclErrorCode |cx| {
+        let h = handle_of(API, handle)?;
+        cx.rt()?.map_set_link(API, h, advice_link)
+    }
+}
+
+export! {
+    /// `aclError aclrtHostMemMapCapabilities(uint32_t deviceId, aclrtHacType hacType, aclrtHostMemMapCapability *capabilities);`
+    pub unsafe fn aclrtHostMemMapCapabilities(
+        device_id: u32,
+        hac_type: u32,
+        capabilities: *mut u32,
+    ) -> AclErrorCode |cx| {
+        let out = cx.out("capabilities", capabilities)?;
+        let c = cx.rt()?.host_mem_map_capability(API, device_id, hac_type)?;
+        put(out, c);
+        Ok(())
+    }
+}
+
+/// `aclrtServerPid`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct AclrtServerPid {
+    /// SuperPOD device id.
+    pub sdid: u32,
+    /// Host process ids.
+    pub pid: *mut i32,
+    /// Entries of `pid`.
+    pub num: usize,
+}
+
+const _: () = assert!(std::mem::size_of::<AclrtServerPid>() == 24);
+
+export! {
+    /// `aclError aclrtIpcMemImportPidInterServer(const char *key, aclrtServerPid *serverPids, size_t num);`
+    pub unsafe fn aclrtIpcMemImportPidInterServer(
+        key: *const c_char,
+        server_pids: *mut AclrtServerPid,
+        num: usize,
+    ) -> AclErrorCode |cx| {
+        let name = c_key(API, key)?;
+        let list = cx.input("serverPids", server_pids.cast_const())?;
+        if num == 0 || num > MAX_PIDS {
+            return Err(AclError::invalid(format!("{API}: num {num} must be 1..={MAX_PIDS}")));
+        }
+        // SAFETY: non-null and aligned (checked); `num` readable entries per the API, bounded.
+        let entries = unsafe { std::slice::from_raw_parts(list, num) };
+        let mut pids = Vec::new();
+        for (i, e) in entries.iter().enumerate() {
+            if e.num == 0 {
+                return Err(AclError::invalid(format!("{API}: serverPids[{i}].num must be greater than 0")));
+            }
+            pids.extend_from_slice(pid_list(API, e.pid, e.num)?);
+            if pids.len() > MAX_PIDS {
+                return Err(AclError::invalid(format!("{API}: more than {MAX_PIDS} pids in all")));
+            }
+        }
+        cx.rt()?.ipc_import_pid_inter_server(API, &name, &pids)
+    }
+}

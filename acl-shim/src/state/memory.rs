@@ -73,6 +73,8 @@ pub struct DevMem {
     /// under one hold of the lock is finished on the same allocator, not on one a reset made
     /// meanwhile.
     pub(crate) epoch: u64,
+    /// The managed (`aclrtMemAllocManaged`) allocations of the device, by base address.
+    pub(crate) managed: std::collections::BTreeMap<u64, crate::state::managed::Managed>,
 }
 
 /// The next [`DevMem::epoch`] (process-wide, increasing; an atomic step, no lock).
@@ -233,7 +235,7 @@ pub struct CopyPlan {
 /// What a validated memset will do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SetPlan {
-    /// Where the destination is (never `Unregistered`).
+    /// Where the destination is (`Unregistered`: ordinary host memory, which the C edge sets).
     pub dst: Loc,
     /// Bytes to set; 0 means there is nothing to do.
     pub count: u64,

@@ -7,6 +7,7 @@
 
 pub mod kernel_args;
 pub mod kernels;
+pub mod managed;
 pub mod memory;
 pub mod obs;
 pub mod pool;

@@ -98,6 +98,10 @@ pub struct VmmState {
     pub(crate) peers: BTreeSet<u32>,
     /// Mapping starts an `aclrtUnmapMem` is unmapping now (with no lock held).
     pub(crate) unmapping: BTreeSet<u64>,
+    /// The access link (`aclrtIpcMemSetAttr`) of IPC keys of this device's memory.
+    pub(crate) ipc_links: BTreeMap<ShareName, u64>,
+    /// The link type (`aclrtMemMapSetLink`) chosen for handles of this device.
+    pub(crate) handle_links: BTreeMap<u64, u32>,
 }
 
 impl VmmState {
@@ -113,6 +117,8 @@ impl VmmState {
             imports: BTreeMap::new(),
             peers: BTreeSet::new(),
             unmapping: BTreeSet::new(),
+            ipc_links: BTreeMap::new(),
+            handle_links: BTreeMap::new(),
         }
     }
 

@@ -49,6 +49,9 @@ struct PhysAlloc {
     imported: Option<ShareName>,
     /// Shares made of it ([`Device::export_physical`]); they end when it is freed.
     exports: Vec<ShareName>,
+    /// The HBM object of the exporting device, for an import of another device's memory
+    /// (its frames are offsets in that object); `None`: this device's own.
+    source: Option<Arc<ShmObject>>,
 }
 
 /// A mapping of part of a physical allocation at some VA.
@@ -182,6 +185,12 @@ impl Device {
     /// are adjacent in the HBM object share one mapping, so an allocation made of one physical
     /// run (or of adjacent ones) costs one `mmap`.
     fn map_runs(&self, offset: u64, runs: &[PhysRun], writable: bool) -> Result<()> {
+        self.map_runs_of(&self.hbm, offset, runs, writable)
+    }
+
+    /// [`Self::map_runs`] from the HBM object `hbm` (this device's, or an exporting device's
+    /// for an import of its memory).
+    fn map_runs_of(&self, hbm: &ShmObject, offset: u64, runs: &[PhysRun], writable: bool) -> Result<()> {
         let mut at = offset;
         let mut i = 0;
         while i < runs.len() {
@@ -191,7 +200,7 @@ impl Device {
                 len += runs[i].len_bytes;
                 i += 1;
             }
-            if let Err(e) = self.window.map_shared(at, len, &self.hbm, start, writable) {
+            if let Err(e) = self.window.map_shared(at, len, hbm, start, writable) {
                 // Undo what was mapped so far (whole mappings), then report.
                 if at > offset {
                     let _ = self.window.unmap(offset, at - offset);
@@ -286,6 +295,7 @@ impl Device {
                 ids: vec![rid],
                 imported: None,
                 exports: Vec::new(),
+                source: None,
             },
         );
         Ok(PhysHandle(id))
@@ -319,11 +329,11 @@ impl Device {
         if offset % page.bytes() != 0 || offset.checked_add(range.len_bytes()).is_none_or(|e| e > total) {
             return Err(err(ErrorKind::InvalidArgument, "mapping exceeds the physical allocation"));
         }
-        let pieces = match st.handles.get(&handle.0) {
-            Some(p) => slice_runs(&p.runs, offset, range.len_bytes()),
+        let (pieces, source) = match st.handles.get(&handle.0) {
+            Some(p) => (slice_runs(&p.runs, offset, range.len_bytes()), p.source.clone()),
             None => return Err(err(ErrorKind::Internal, "handle vanished")),
         };
-        self.map_runs(at, &pieces, writable)?;
+        self.map_runs_of(source.as_deref().unwrap_or(&self.hbm), at, &pieces, writable)?;
         if let Some(p) = st.handles.get_mut(&handle.0) {
             p.map_count += 1;
         }
@@ -409,14 +419,23 @@ impl Device {
     }
 
     /// Imports share `name` as a physical handle of this device.
-    pub(crate) fn import(&self, name: &ShareName) -> Result<(PhysHandle, ShareInfo)> {
+    /// Imports share `name`; memory of another physical device is mapped from that device's
+    /// HBM object, which `open_hbm` opens (the DMA engine and the AI cores reach every device's
+    /// memory, as over the inter-chip links).
+    pub(crate) fn import(
+        &self,
+        name: &ShareName,
+        open_hbm: impl FnOnce(u32) -> Option<ShmObject>,
+    ) -> Result<(PhysHandle, ShareInfo)> {
         let info = self.registry.share(name)?;
-        if info.device != self.physical {
-            return Err(err(
+        let source = if info.device == self.physical {
+            None
+        } else {
+            Some(Arc::new(open_hbm(info.device).ok_or(err(
                 ErrorKind::NotSupported,
-                "importing another device's memory is not supported by the software NPU",
-            ));
-        }
+                "the exporting device's memory cannot be opened by the software NPU",
+            ))?))
+        };
         let share = self.registry.import(name)?;
         let mut st = self.lock();
         let id = st.next_handle;
@@ -432,6 +451,7 @@ impl Device {
                 ids: share.allocs.clone(),
                 imported: Some(*name),
                 exports: Vec::new(),
+                source,
             },
         );
         Ok((PhysHandle(id), share_info(&share)))

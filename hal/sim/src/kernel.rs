@@ -289,6 +289,12 @@ impl Loader for Sim {
         Sim::unload_binary(self, binary)
     }
 
+    fn symbol(&self, addr: u64) -> Option<(u64, u64)> {
+        let libs: Vec<Arc<Library>> = registry().binaries.values().cloned().collect();
+        let refs: Vec<&Library> = libs.iter().map(Arc::as_ref).collect();
+        crate::sys::symbol::object_at(&refs, addr)
+    }
+
     fn set_host_hook(&self, hook: HostHook) {
         Sim::set_host_hook(self, hook);
     }

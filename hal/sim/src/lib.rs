@@ -396,7 +396,8 @@ impl Sharing for Sim {
 
     fn import_share(&self, name: &ShareName, dev: DeviceId) -> Result<(PhysHandle, ShareInfo)> {
         let _ = self.physical(dev)?;
-        self.device(dev)?.import(name)
+        self.device(dev)?
+            .import(name, |physical| crate::sys::ShmObject::open_existing(&self.hbm_object_name(physical)))
     }
 
     fn destroy_share(&self, name: &ShareName) -> Result<()> {

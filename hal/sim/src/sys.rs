@@ -8,6 +8,7 @@
 pub(crate) mod kernel;
 pub(crate) mod memfd;
 pub(crate) mod shared;
+pub(crate) mod symbol;
 
 use std::collections::BTreeMap;
 use std::ffi::CString;

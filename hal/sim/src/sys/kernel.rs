@@ -79,7 +79,7 @@ const RTLD_DL_LINKMAP: libc::c_int = 2;
 impl Library {
     /// Whether the address `sym` lies in this object itself, not in one of its dependencies:
     /// the link map `dladdr1` names for the address is this handle's own.
-    fn defines(&self, sym: *mut c_void) -> bool {
+    pub(crate) fn defines(&self, sym: *mut c_void) -> bool {
         let mut own: *mut c_void = std::ptr::null_mut();
         // SAFETY: `handle` is open (invariant); RTLD_DI_LINKMAP writes one `struct link_map *`
         // into the pointer-sized `own`.
