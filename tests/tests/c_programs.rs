@@ -248,6 +248,8 @@ fn binaries_load_from_bytes_and_answer_the_function_queries() {
     let exe = compile_c("binary_data", Link::Shared);
     let out = run_ok(&exe, "binary-data", &[("ACLRS_TEST_KERNELS", so.as_str())]);
     assert!(out.contains("binary_data: OK"), "{out}");
+}
+
 /// One executable, run on the default A2 profile and on A3 (where the A3-only calls work).
 #[test]
 fn memory_module_rest_and_runtime_behaviours() {
