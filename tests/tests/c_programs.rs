@@ -177,3 +177,10 @@ fn app_log_formats_and_writes_application_lines() {
     );
     assert!(out.contains("[app.c:20] many: ints 1 2 3 4 5 6 7 8 9 10 11 12 doubles 0.5"), "{out}");
 }
+
+#[test]
+fn destroy_stream_force_runs_the_head_and_cancels_the_rest() {
+    let exe = compile_c("stream_force", Link::Shared);
+    let out = run_ok(&exe, "stream-force", &[("ACLRS_SIM_DEVICES", "2")]);
+    assert!(out.contains("stream_force: OK"), "{out}");
+}
