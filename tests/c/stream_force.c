@@ -9,7 +9,8 @@
  *     launched on an idle stream just before the forced destroy always lands;
  *   - every task behind it is cancelled without running, and an event one of them would
  *     have recorded stays not complete;
- *   - the stream's host-side work that is already running (a host function) is waited for;
+ *   - the stream's host-side work is waited for: a host function already running, and the
+ *     staged ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE copies queued on it;
  *   - aclrtDestroyStream waits for every task.
  *
  * "Running" and "behind it" are made exact with host functions that block on flags this
@@ -209,6 +210,53 @@ static void head_on_an_idle_stream_always_runs(void)
     CHECK_OK(aclrtFree(dev));
 }
 
+static void staged_copies_are_waited_for(void)
+{
+    aclrtStream s = NULL, hold = NULL;
+    aclrtEvent held = NULL;
+    Gate head, holder;
+    pthread_t releaser;
+    uint8_t *dev = NULL;
+    void *pinned = NULL;
+    uint8_t host[BYTES];
+
+    check_section("a forced destroy waits for the stream's staged HOST_TO_BUF copies");
+    gate_init(&head);
+    gate_init(&holder);
+    atomic_store(&count_calls, 0);
+    CHECK_OK(aclrtMalloc((void **)&dev, BYTES, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK_OK(aclrtMemset(dev, BYTES, 0, BYTES));
+    CHECK_OK(aclrtMallocHost(&pinned, BYTES));
+    memset(pinned, 0x77, BYTES);
+    CHECK_OK(aclrtCreateStream(&s));
+    CHECK_OK(aclrtCreateStream(&hold));
+    CHECK_OK(aclrtCreateEvent(&held));
+    CHECK_OK(aclrtLaunchHostFunc(hold, gate_fn, &holder));
+    CHECK_OK(aclrtRecordEvent(held, hold));
+    /* A running host function, the staged copy behind it, then work held behind a wait. */
+    CHECK_OK(aclrtLaunchHostFunc(s, gate_fn, &head));
+    CHECK_OK(aclrtMemcpyAsync(dev, BYTES, pinned, BYTES, ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE, s));
+    /* The source is free as soon as the call returns. */
+    memset(pinned, 0, BYTES);
+    CHECK_OK(aclrtStreamWaitEvent(s, held));
+    CHECK_OK(aclrtLaunchHostFunc(s, count_fn, NULL));
+    wait_flag(&head.started);
+    CHECK(pthread_create(&releaser, NULL, release_gate, &head) == 0);
+    CHECK_OK(aclrtDestroyStreamForce(s));
+    pthread_join(releaser, NULL);
+    memset(host, 0, sizeof host);
+    CHECK_OK(aclrtMemcpy(host, BYTES, dev, BYTES, ACL_MEMCPY_DEVICE_TO_HOST));
+    CHECK(all_bytes(host, BYTES, 0x77));
+    atomic_store(&holder.release, 1);
+    CHECK_OK(aclrtSynchronizeStream(hold));
+    CHECK_OK(aclrtSynchronizeDevice());
+    CHECK(atomic_load(&count_calls) == 0);
+    CHECK_OK(aclrtDestroyStream(hold));
+    CHECK_OK(aclrtDestroyEvent(held));
+    CHECK_OK(aclrtFreeHost(pinned));
+    CHECK_OK(aclrtFree(dev));
+}
+
 static void plain_destroy_waits_for_everything(void)
 {
     aclrtStream s = NULL;
@@ -245,6 +293,7 @@ int main(void)
     bad_inputs();
     running_head_finishes_the_rest_is_cancelled();
     head_on_an_idle_stream_always_runs();
+    staged_copies_are_waited_for();
     plain_destroy_waits_for_everything();
     CHECK_OK(aclrtResetDevice(1));
     CHECK_OK(aclrtResetDevice(0));

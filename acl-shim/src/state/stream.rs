@@ -470,14 +470,27 @@ impl DeviceStreams {
         }
     }
 
-    /// `aclrtDestroyStream` (waits for the stream's tasks) / `aclrtDestroyStreamForce` (drops
-    /// its queued tasks) of a stream of this device.
+    /// `aclrtDestroyStream` (waits for the stream's tasks) / `aclrtDestroyStreamForce` (the
+    /// ready head task runs, the rest is dropped) of a stream of this device:
+    /// [`Self::detach_stream`] then [`Self::teardown_stream`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::detach_stream`] and [`Self::teardown_stream`].
+    pub(crate) fn destroy_stream(&self, api: &str, drv: &dyn Driver, handle: u64, force: bool) -> Result<()> {
+        let s = self.detach_stream(api, handle)?;
+        self.teardown_stream(api, drv, &s, force)
+    }
+
+    /// The first half of a stream's destruction: the handle dies for every other call (and
+    /// its callback subscription goes); the stream's queue stays until
+    /// [`Self::teardown_stream`].
     ///
     /// # Errors
     ///
     /// `ACL_ERROR_INVALID_PARAM` for the default stream; `ACL_ERROR_RT_INVALID_HANDLE` for a
     /// stream that is not live.
-    pub(crate) fn destroy_stream(&self, api: &str, drv: &dyn Driver, handle: u64, force: bool) -> Result<()> {
+    pub(crate) fn detach_stream(&self, api: &str, handle: u64) -> Result<Arc<StreamObj>> {
         let removed = self.streams.remove_if(handle, |s| {
             if s.is_default {
                 return Err(AclError::invalid(format!(
@@ -490,6 +503,20 @@ impl DeviceStreams {
         let s = removed.ok_or_else(|| bad_handle(api, "stream", handle))?;
         // Lock order: reports (alone). One removal: all or nothing.
         crate::sync::relock(&self.reports).stream_subscriber.remove(&handle);
+        Ok(s)
+    }
+
+    /// The second half of a stream's destruction (its handle is already dead): the queue goes
+    /// once what it still runs has finished. Forced (CANN's force recycle, §8.8 step 5), the
+    /// task at the head whose dependencies are met counts as on the device and runs, every
+    /// task behind it is dropped without running and the events those would have recorded stay
+    /// not complete; the task that runs is waited for. Not forced, every task is. A backend
+    /// that cannot drop tasks waits for all of them.
+    ///
+    /// # Errors
+    ///
+    /// The backend's, when it cannot free the queue.
+    pub(crate) fn teardown_stream(&self, api: &str, drv: &dyn Driver, s: &StreamObj, force: bool) -> Result<()> {
         let dev = DeviceId(self.device);
         if force {
             let _ = drv.abort_queue(dev, s.queue, hal::AbortHead::Runs);

@@ -55,8 +55,8 @@ use hal::davinci_abi::{
     devmm_mem_ipc_close_para, devmm_mem_ipc_create_para, devmm_mem_ipc_destroy_para, devmm_mem_ipc_open_para,
     devmm_mem_ipc_set_attr_para, devmm_mem_ipc_set_pid_para, devmm_mem_map_para, devmm_mem_memset_para,
     devmm_mem_query_size_para, devmm_mem_release_para, devmm_mem_unmap_para, devmm_mmap_addr_seg,
-    devmm_query_device_mem_usedinfo, halReportRecvInfo, halSqCqFreeInfo, halSqCqInputInfo, halTaskSendInfo,
-    trs_res_id_para, trs_uio_info,
+    devmm_query_device_mem_usedinfo, halReportRecvInfo, halSqCqConfigInfo, halSqCqFreeInfo, halSqCqInputInfo,
+    halTaskSendInfo, trs_res_id_para, trs_uio_info,
 };
 use hal::layout::{window_of, Window};
 use hal::{
@@ -408,6 +408,9 @@ struct EventRec {
     stamped: bool,
     /// A reset queued after the latest record: the event reads as recorded until it runs.
     reset: Option<(QueueId, u64)>,
+    /// The latest record was dropped before it ran (a forced destroy or an abort of its
+    /// queue): the event stays not complete until it is recorded again.
+    cancelled: bool,
     /// The newest SQE per queue that names this event: its id must stay allocated until they
     /// have run (the device reads them after the call that queued them returned).
     uses: Vec<(QueueId, u64)>,
@@ -1374,10 +1377,37 @@ impl<T: Transport> Queues for Davinci<T> {
         Ok(())
     }
 
-    /// The device keeps no way to take back SQEs it was given.
-    fn abort_queue(&self, dev: DeviceId, queue: QueueId, _head: hal::AbortHead) -> Result<usize> {
-        self.queue(dev, queue)?;
-        Err(not_supported("dropping queued SQEs"))
+    /// `TRS_SQCQ_CONFIG(SQCQ_RESET)` on the queue: the device drops every SQE it has not
+    /// started (with [`hal::AbortHead::Runs`], `value[0] = 1`, it keeps the head SQE whose
+    /// dependencies are met, as CANN's forced recycle leaves what is on the device) and answers
+    /// how many it dropped. The dropped SQEs are the newest ones, so the events whose latest
+    /// record was among them are marked cancelled: they stay not complete. What the firmware
+    /// does with `SQCQ_RESET` is not public; the fake kernel serves this meaning.
+    fn abort_queue(&self, dev: DeviceId, queue: QueueId, head: hal::AbortHead) -> Result<usize> {
+        // Hold the device table, so no SQE is sent between the reset and reading `submitted`.
+        let open = self.opened();
+        let fds = open.get(&dev.0).ok_or(Error::new(ErrorKind::NoDevice, "device not open"))?;
+        let state = fds.queues.get(&queue.0).ok_or(Error::new(ErrorKind::InvalidHandle, "unknown queue"))?;
+        let mut value = [0u32; abi::SQCQ_CONFIG_INFO_LENGTH];
+        value[0] = u32::from(head == hal::AbortHead::Runs);
+        let mut info = halSqCqConfigInfo {
+            type_: abi::DRV_NORMAL_TYPE,
+            sqId: queue.0,
+            cqId: state.cq,
+            prop: abi::DRV_SQCQ_PROP_SQCQ_RESET,
+            value,
+            ..Default::default()
+        };
+        let dropped = sys::ioctl_mut(&*self.t, fds.tsdrv.fd, abi::TRS_SQCQ_CONFIG, &mut info)
+            .map_err(dev_err("reset a queue"))?;
+        let dropped = u64::try_from(dropped).unwrap_or(0).min(state.submitted);
+        let first_dropped = state.submitted - dropped + 1;
+        drop(open);
+        if dropped > 0 {
+            self.cancel_records(dev, queue, first_dropped);
+        }
+        // CAST: at most the queue's depth, a u32.
+        Ok(dropped as usize)
     }
 
     /// An SQE that switches the queue's failure mode from its place on.
@@ -1398,7 +1428,7 @@ impl<T: Transport> EventQueue for Davinci<T> {
             Ok(slot) => {
                 self.events_lock().by_id.insert(
                     (dev.0, ev.0),
-                    EventRec { slot, point: None, stamped: false, reset: None, uses: Vec::new() },
+                    EventRec { slot, point: None, stamped: false, reset: None, cancelled: false, uses: Vec::new() },
                 );
                 Ok(ev)
             }
@@ -1448,6 +1478,7 @@ impl<T: Transport> EventQueue for Davinci<T> {
             r.point = Some((queue, seq));
             r.stamped = stamped;
             r.reset = None;
+            r.cancelled = false;
             r.note_use(queue, seq);
         }
         Ok(seq)
@@ -1455,19 +1486,22 @@ impl<T: Transport> EventQueue for Davinci<T> {
 
     fn wait_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<EventWait> {
         let rec = self.settled_event(dev, event)?;
-        let record = rec.point.map(|(q, seq)| (q.0, seq));
+        // A record that was dropped never comes: the wait has nothing to wait for, like a
+        // wait on an event never recorded (its queue may be gone).
+        let point = rec.point.filter(|_| !rec.cancelled);
+        let record = point.map(|(q, seq)| (q.0, seq));
         let image = sqe::encode_event(sqe::Entry::EventWait { event, record })
             .ok_or(Error::new(ErrorKind::Internal, "sqe"))?;
         let seq = self.send(dev, queue, &image)?;
         if let Some(r) = self.events_lock().by_id.get_mut(&(dev.0, event.0)) {
             r.note_use(queue, seq);
         }
-        if let Some((src_q, src_seq)) = rec.point {
+        if let Some((src_q, src_seq)) = point {
             if let Some(g) = self.events_lock().graphs.get_mut(&dev.0) {
                 g.add_wait(queue.0, seq, StreamPoint { stream: src_q.0, seq: src_seq });
             }
         }
-        Ok(EventWait { seq: Some(seq), target: rec.point })
+        Ok(EventWait { seq: Some(seq), target: point })
     }
 
     fn reset_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<()> {
@@ -1490,10 +1524,15 @@ impl<T: Transport> EventQueue for Davinci<T> {
         let Some((q, seq)) = rec.point else {
             return Ok(EventInfo { point: None, is_complete: false, timestamp_ns: None });
         };
-        // The record's timestamp ran before it on the same queue.
+        if rec.cancelled {
+            return Ok(EventInfo { point: Some((q, seq)), is_complete: false, timestamp_ns: None });
+        }
+        // The record's timestamp ran before it on the same queue. A queue that is gone ran
+        // every record it kept (the dropped ones are `cancelled`).
         let is_complete = match self.wait(dev, q, seq, Some(0)) {
             Ok(()) => true,
             Err(e) if e.kind() == ErrorKind::Timeout || e.kind() == ErrorKind::Busy => false,
+            Err(e) if e.kind() == ErrorKind::InvalidHandle => true,
             Err(e) => return Err(e),
         };
         let mut timestamp_ns = None;
@@ -1559,6 +1598,18 @@ impl<T: Transport> Davinci<T> {
     fn note_completed(&self, dev: DeviceId, queue: QueueId, seq: u64) {
         if let Some(g) = self.events_lock().graphs.get_mut(&dev.0) {
             g.note_completed(queue.0, seq);
+        }
+    }
+
+    /// Marks the events whose latest record on `queue` is at or after `first` (dropped by
+    /// an abort before it ran) as cancelled.
+    fn cancel_records(&self, dev: DeviceId, queue: QueueId, first: u64) {
+        let mut ev = self.events_lock();
+        for ((d, _), r) in &mut ev.by_id {
+            if *d == dev.0 && r.point.is_some_and(|(q, seq)| q == queue && seq >= first) {
+                r.cancelled = true;
+                r.stamped = false;
+            }
         }
     }
 
