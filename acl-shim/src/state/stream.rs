@@ -470,21 +470,9 @@ impl DeviceStreams {
         }
     }
 
-    /// `aclrtDestroyStream` (waits for the stream's tasks) / `aclrtDestroyStreamForce` (the
-    /// ready head task runs, the rest is dropped) of a stream of this device:
-    /// [`Self::detach_stream`] then [`Self::teardown_stream`].
-    ///
-    /// # Errors
-    ///
-    /// As [`Self::detach_stream`] and [`Self::teardown_stream`].
-    pub(crate) fn destroy_stream(&self, api: &str, drv: &dyn Driver, handle: u64, force: bool) -> Result<()> {
-        let s = self.detach_stream(api, handle)?;
-        self.teardown_stream(api, drv, &s, force)
-    }
-
-    /// The first half of a stream's destruction: the handle dies for every other call (and
-    /// its callback subscription goes); the stream's queue stays until
-    /// [`Self::teardown_stream`].
+    /// The first half of `aclrtDestroyStream` / `aclrtDestroyStreamForce` of a stream of this
+    /// device: the handle dies for every other call (and its callback subscription goes); the
+    /// stream's queue stays until [`Self::teardown_stream`].
     ///
     /// # Errors
     ///
@@ -503,7 +491,7 @@ impl DeviceStreams {
         let s = removed.ok_or_else(|| bad_handle(api, "stream", handle))?;
         // Lock order: reports (alone). One removal: all or nothing.
         crate::sync::relock(&self.reports).stream_subscriber.remove(&handle);
-        Ok(s)
+        Ok(Arc::clone(&**s))
     }
 
     /// The second half of a stream's destruction (its handle is already dead): the queue goes
@@ -1281,10 +1269,11 @@ mod tests {
         // Destroyed handles are dead at once; the default stream cannot be destroyed.
         t.destroy_event("aclrtDestroyEvent", &sim, ev).unwrap();
         assert_eq!(t.event("aclrtRecordEvent", ev).unwrap_err().code(), ACL_ERROR_RT_INVALID_HANDLE);
-        t.destroy_stream("aclrtDestroyStream", &sim, h2, false).unwrap();
+        let s2 = t.detach_stream("aclrtDestroyStream", h2).unwrap();
+        t.teardown_stream("aclrtDestroyStream", &sim, &s2, false).unwrap();
         assert_eq!(t.stream("aclrtSynchronizeStream", h2).unwrap_err().code(), ACL_ERROR_RT_INVALID_HANDLE);
         let (def, _) = t.default_stream("test", &sim).unwrap();
-        let e = t.destroy_stream("aclrtDestroyStream", &sim, def, false).unwrap_err();
+        let e = t.detach_stream("aclrtDestroyStream", def).unwrap_err();
         assert_eq!(e.code(), ACL_ERROR_INVALID_PARAM);
         t.settle("aclrtResetDevice", &sim, false);
         t.forget();
