@@ -23,7 +23,11 @@
 //!   `TSDRV_MMAP` fd and handed to `TRS_SQCQ_ALLOC` in a `trs_uio_info`; SQEs written into the
 //!   ring, the doorbell rung, CQEs read from a CQ ring). The SQE and CQE images and the CQ ring
 //!   are this crate's own ([`sqe`]): the firmware's formats are not public, so queues are only
-//!   meaningful against the fake kernel today.
+//!   meaningful against the fake kernel today. Ordering and completion are `sched`'s, as on the
+//!   software NPU: the mapped SQ is a [`sched::Ring`] over the mapped slots, and each queue's
+//!   completions (CQ drain or `TRS_SQCQ_RECV`) go into a [`sched::Progress`] word, so a wait
+//!   for what is done makes no system call. An abort (`Queues::abort_queue`, a forced stream
+//!   destroy or device reset) is `TRS_SQCQ_CONFIG(SQCQ_RESET)`.
 //! - IPC by name behind `hal::Sharing`: `IPC_MEM_CREATE`, `IPC_MEM_SET_PID`,
 //!   `IPC_MEM_SET_ATTR`, `IPC_MEM_QUERY`, `IPC_MEM_DESTROY`; an import is a handle whose
 //!   mapping is `IPC_MEM_OPEN` at the caller's VA and whose unmapping is `IPC_MEM_CLOSE`.
@@ -45,7 +49,6 @@ use std::collections::HashMap;
 use std::ffi::CStr;
 use std::fmt;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -65,7 +68,7 @@ use hal::{
     MemoryKind, PageSize, PhysHandle, PhysicalMemory, PinnedHost, QueueId, QueueProgress, Queues, Result,
     ShareInfo, ShareKind, ShareName, Sharing, SocProfile, TaskDesc, TaskStatus, VaRange,
 };
-use sched::{DepGraph, StreamOrder, StreamPoint};
+use sched::{DepGraph, Full, Progress, Ring, SlotStorage, StreamOrder, StreamPoint};
 
 #[cfg(feature = "fake-kernel")]
 pub mod fake;
@@ -374,6 +377,10 @@ struct DeviceFds<T: Transport> {
 struct QueueState<T: Transport> {
     cq: u32,
     submitted: u64,
+    /// The highest sequence this backend saw completed (from the CQ drain in the mapped mode,
+    /// from `TRS_SQCQ_RECV` in the kernel-send mode): `sched`'s completion word, the one the
+    /// software NPU publishes too, so a wait for what is already done makes no system call.
+    done: Arc<Progress>,
     rings: Option<Arc<Rings<T>>>,
     /// In the kernel-send mode: the first failure a wait received that `completed` has not
     /// reported yet (a CQE reports a failure once).
@@ -382,7 +389,13 @@ struct QueueState<T: Transport> {
 
 impl<T: Transport> Clone for QueueState<T> {
     fn clone(&self) -> Self {
-        Self { cq: self.cq, submitted: self.submitted, rings: self.rings.clone(), failure: self.failure }
+        Self {
+            cq: self.cq,
+            submitted: self.submitted,
+            done: Arc::clone(&self.done),
+            rings: self.rings.clone(),
+            failure: self.failure,
+        }
     }
 }
 
@@ -450,24 +463,67 @@ struct Events {
     graphs: HashMap<u32, DepGraph>,
 }
 
+/// The SQ ring's slots as `sched`'s ring sees them: the mapped SQE memory, one SQE image per
+/// slot (the SQ ring and, after it, the shared-info, head and tail pages of the mapping).
+struct SqSlots<T: Transport> {
+    map: Mapped<T>,
+    /// The ring's user address (`sq_que_addr`), checked to lie inside `map` for `depth` SQEs.
+    ring: u64,
+    depth: u32,
+}
+
+impl<T: Transport> SqSlots<T> {
+    fn view(&self) -> Option<shared::View<'_>> {
+        self.map.view(self.ring, self.depth as usize * sqe::SQE_BYTES)
+    }
+}
+
+impl<T: Transport> SlotStorage for SqSlots<T> {
+    type Desc = [u8; sqe::SQE_BYTES];
+
+    fn capacity(&self) -> usize {
+        self.depth as usize
+    }
+
+    fn write(&self, index: usize, desc: &Self::Desc) {
+        // `Rings::check` found the ring inside the mapping before the first push.
+        if let Some(v) = self.view() {
+            v.write(index * sqe::SQE_BYTES, desc);
+        }
+    }
+
+    fn read(&self, index: usize) -> Self::Desc {
+        let mut out = [0u8; sqe::SQE_BYTES];
+        if let Some(v) = self.view() {
+            v.read(index * sqe::SQE_BYTES, &mut out);
+        }
+        out
+    }
+}
+
 /// The mappings of one queue in the mapped-ring mode and the user's side of its counters.
+///
+/// Submission is `sched`'s ring ([`sched::Ring`], the cursor type the software NPU's queues
+/// use) over the mapped SQE slots: the backend is its one producer and, mirroring the device's
+/// `HEAD_REG` into the ring's head before each push, its one consumer, both under the device
+/// table lock. The ring's tail is then stored to the `TAIL` page and the doorbell.
 struct Rings<T: Transport> {
-    /// The SQ ring and the shared-info, head and tail pages.
-    sq_map: Mapped<T>,
+    /// The SQ ring over the mapped SQ memory (which also holds the shared-info, head and
+    /// tail pages).
+    sq: Ring<SqSlots<T>>,
     /// The doorbell and the head and tail register pages.
     reg_map: Mapped<T>,
     /// Where the kernel put each page (`sq_ctrl_addr` after `TRS_SQCQ_ALLOC`).
     uio: trs_uio_info,
     depth: u32,
-    /// The SQ tail; written only with the device table locked.
-    tail: AtomicU32,
     cq: Mutex<CqState>,
+    /// The highest sequence the CQ drain saw (the queue's [`QueueState::done`]).
+    done: Arc<Progress>,
 }
 
 #[derive(Default)]
 struct CqState {
     head: u32,
-    last: u64,
     /// The first failure reported since `completed` last looked.
     failure: Option<TaskStatus>,
 }
@@ -479,11 +535,11 @@ fn ring_err() -> Error {
 impl<T: Transport> Rings<T> {
     fn ctrl(&self, which: usize, len: usize) -> Result<shared::View<'_>> {
         let addr = self.uio.sq_ctrl_addr[which];
-        self.sq_map.view(addr, len).or_else(|| self.reg_map.view(addr, len)).ok_or_else(ring_err)
+        self.sq.storage().map.view(addr, len).or_else(|| self.reg_map.view(addr, len)).ok_or_else(ring_err)
     }
 
     fn check(&self) -> Result<()> {
-        self.sq_map.view(self.uio.sq_que_addr, self.depth as usize * sqe::SQE_BYTES).ok_or_else(ring_err)?;
+        self.sq.storage().view().ok_or_else(ring_err)?;
         self.ctrl(abi::TRS_UIO_SHR_INFO, sqe::uio::SHR_INFO_BYTES)?;
         for which in [abi::TRS_UIO_HEAD, abi::TRS_UIO_TAIL, abi::TRS_UIO_DB, abi::TRS_UIO_HEAD_REG] {
             self.ctrl(which, 4)?;
@@ -493,21 +549,21 @@ impl<T: Transport> Rings<T> {
 
     /// Writes `image` into the ring and rings the doorbell; the caller holds the device table.
     fn push(&self, image: &[u8; sqe::SQE_BYTES]) -> Result<()> {
-        let head = self.ctrl(abi::TRS_UIO_HEAD_REG, 4)?.load_u32(0);
-        let tail = self.tail.load(Ordering::Relaxed);
-        if tail.wrapping_sub(head) >= self.depth {
-            return Err(Error::new(ErrorKind::QueueFull, "the SQ ring is full"));
+        // The device's head (a free-running u32) into the ring's head (a u64 sequence): the
+        // slots the device took are free again.
+        let device_head = self.ctrl(abi::TRS_UIO_HEAD_REG, 4)?.load_u32(0);
+        let released = self.sq.released();
+        // CAST: the low 32 bits of the ring's head, to count forward from.
+        let moved = device_head.wrapping_sub(released as u32);
+        if moved <= self.depth {
+            self.sq.release_to(released + u64::from(moved));
         }
-        let ring = self
-            .sq_map
-            .view(self.uio.sq_que_addr, self.depth as usize * sqe::SQE_BYTES)
-            .ok_or_else(ring_err)?;
-        ring.write((tail % self.depth) as usize * sqe::SQE_BYTES, image);
-        let next = tail.wrapping_add(1);
+        let seq = self.sq.try_push(image).map_err(|Full| Error::new(ErrorKind::QueueFull, "the SQ ring is full"))?;
+        // CAST: the device's counters are the ring's sequence modulo 2^32.
+        let next = seq as u32;
         // Release stores: the SQE is visible before the tail and the doorbell say so.
         self.ctrl(abi::TRS_UIO_TAIL, 4)?.store_u32(0, next);
         self.ctrl(abi::TRS_UIO_DB, 4)?.store_u32(0, next);
-        self.tail.store(next, Ordering::Relaxed);
         Ok(())
     }
 
@@ -521,7 +577,7 @@ impl<T: Transport> Rings<T> {
             let slot = (cq.head % sqe::uio::CQ_ENTRIES) as usize;
             shr.read(sqe::uio::CQ_RING + slot * sqe::CQE_BYTES, &mut image);
             let cqe = sqe::Cqe::decode(&image);
-            cq.last = cq.last.max(cqe.seq);
+            self.done.publish(cqe.seq);
             if cqe.status != TaskStatus::Ok && cq.failure.is_none() {
                 cq.failure = Some(cqe.status);
             }
@@ -536,7 +592,12 @@ impl<T: Transport> Rings<T> {
         let deadline = timeout_ms.map(|ms| Instant::now() + Duration::from_millis(u64::from(ms)));
         let mut pause = Duration::from_micros(20);
         loop {
-            if self.drain()?.last >= seq {
+            // The completion word first: a wait for what is done reads no CQ.
+            if self.done.is_complete(seq) {
+                return Ok(());
+            }
+            drop(self.drain()?);
+            if self.done.is_complete(seq) {
                 return Ok(());
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
@@ -809,25 +870,30 @@ impl<T: Transport> Davinci<T> {
         // `TRS_SQCQ_FREE`).
         unsafe { sys::ioctl_with_ptrs(&*self.t, fd, abi::TRS_SQCQ_ALLOC, info) }
             .map_err(dev_err("allocate a mapped queue"))?;
-        let rings = Rings {
-            sq_map,
-            reg_map,
-            uio,
-            depth: info.sqeDepth,
-            tail: AtomicU32::new(0),
-            cq: Mutex::new(CqState::default()),
-        };
-        let checked = if uio.uio_flag == 0 {
-            Err(not_supported("the driver did not map the SQ ring (uio_flag 0)"))
-        } else {
-            rings.check()
-        };
-        if let Err(e) = checked {
+        let depth = info.sqeDepth;
+        let slots = SqSlots { map: sq_map, ring: uio.sq_que_addr, depth };
+        let checked = Ring::new(slots)
+            .map_err(|_| Error::new(ErrorKind::InvalidArgument, "the SQ depth is not a power of two"))
+            .map(|sq| Rings {
+                sq,
+                reg_map,
+                uio,
+                depth,
+                cq: Mutex::new(CqState::default()),
+                done: Arc::new(Progress::new()),
+            })
+            .and_then(|rings| {
+                if uio.uio_flag == 0 {
+                    Err(not_supported("the driver did not map the SQ ring (uio_flag 0)"))
+                } else {
+                    rings.check().map(|()| rings)
+                }
+            });
+        if checked.is_err() {
             let mut free = halSqCqFreeInfo { sqId: info.sqId, cqId: info.cqId, ..Default::default() };
             let _ = self.tsdrv(dev, abi::TRS_SQCQ_FREE, &mut free, "free a queue");
-            return Err(e);
         }
-        Ok(rings)
+        checked
     }
 
     fn recv(&self, dev: DeviceId, cq: u32, task_id: u32, timeout: i32) -> Result<sqe::Cqe> {
@@ -1266,6 +1332,14 @@ impl<T: Transport> Queues for Davinci<T> {
         if depth == 0 {
             return Err(Error::new(ErrorKind::InvalidArgument, "depth 0"));
         }
+        // A mapped ring's slot is its sequence modulo the depth, which `sched`'s ring keeps a
+        // power of two.
+        let depth = match self.mode {
+            QueueMode::KernelSend => depth,
+            QueueMode::MappedRing => depth
+                .checked_next_power_of_two()
+                .ok_or(Error::new(ErrorKind::InvalidArgument, "queue too deep"))?,
+        };
         let mut info = halSqCqInputInfo {
             type_: abi::DRV_NORMAL_TYPE,
             sqeSize: abi::TRS_SQE_SIZE,
@@ -1284,7 +1358,8 @@ impl<T: Transport> Queues for Davinci<T> {
         };
         let mut open = self.opened();
         let fds = open.get_mut(&dev.0).ok_or(Error::new(ErrorKind::NoDevice, "device not open"))?;
-        fds.queues.insert(info.sqId, QueueState { cq: info.cqId, submitted: 0, rings, failure: None });
+        let done = rings.as_ref().map_or_else(|| Arc::new(Progress::new()), |r| Arc::clone(&r.done));
+        fds.queues.insert(info.sqId, QueueState { cq: info.cqId, submitted: 0, done, rings, failure: None });
         drop(open);
         self.events_lock().graphs.entry(dev.0).or_default().add_stream(info.sqId);
         Ok(QueueId(info.sqId))
@@ -1327,7 +1402,8 @@ impl<T: Transport> Queues for Davinci<T> {
     fn progress(&self, dev: DeviceId, queue: QueueId) -> Result<QueueProgress> {
         let state = self.queue(dev, queue)?;
         let completed = if let Some(rings) = &state.rings {
-            rings.drain()?.last
+            drop(rings.drain()?);
+            rings.done.completed()
         } else {
             let cqe = self.recv(dev, state.cq, u32::MAX, 0)?;
             if cqe.status != TaskStatus::Ok {
@@ -1336,7 +1412,8 @@ impl<T: Transport> Queues for Davinci<T> {
                     q.failure.get_or_insert(cqe.status);
                 });
             }
-            cqe.seq
+            state.done.publish(cqe.seq);
+            state.done.completed()
         };
         self.note_completed(dev, queue, completed);
         Ok(QueueProgress { submitted: state.submitted, completed })
@@ -1362,6 +1439,10 @@ impl<T: Transport> Queues for Davinci<T> {
             self.note_completed(dev, queue, seq);
             return Ok(());
         }
+        // What this backend already saw completed needs no system call.
+        if state.done.is_complete(seq) {
+            return Ok(());
+        }
         // CAST: the task id field carries the low 32 bits; the kernel matches the newest task
         // with them.
         let task_id = seq as u32;
@@ -1373,6 +1454,7 @@ impl<T: Transport> Queues for Davinci<T> {
                 q.failure.get_or_insert(cqe.status);
             });
         }
+        state.done.publish(seq.max(cqe.seq));
         self.note_completed(dev, queue, seq.max(cqe.seq));
         Ok(())
     }
