@@ -504,7 +504,13 @@ impl DeviceStreams {
     /// # Errors
     ///
     /// The backend's, when it cannot free the queue.
-    pub(crate) fn teardown_stream(&self, api: &str, drv: &dyn Driver, s: &StreamObj, force: bool) -> Result<()> {
+    pub(crate) fn teardown_stream(
+        &self,
+        api: &str,
+        drv: &dyn Driver,
+        s: &StreamObj,
+        force: bool,
+    ) -> Result<()> {
         let dev = DeviceId(self.device);
         if force {
             let _ = drv.abort_queue(dev, s.queue, hal::AbortHead::Runs);

@@ -206,7 +206,15 @@ impl RingQueue {
 impl RingQueue {
     /// Moves the SQEs the doorbell announced (up to `tail`) into the software NPU while it has
     /// room; whether it moved any.
-    fn take(&self, s: &mut Service, sim: &Sim, sq: &View<'_>, head: &View<'_>, head_reg: &View<'_>, tail: u32) -> bool {
+    fn take(
+        &self,
+        s: &mut Service,
+        sim: &Sim,
+        sq: &View<'_>,
+        head: &View<'_>,
+        head_reg: &View<'_>,
+        tail: u32,
+    ) -> bool {
         let mut busy = false;
         while s.head != tail && tail.wrapping_sub(s.head) <= self.depth {
             // A full device queue keeps its SQEs in the ring; this thread serves every ring

@@ -558,7 +558,10 @@ impl<T: Transport> Rings<T> {
         if moved <= self.depth {
             self.sq.release_to(released + u64::from(moved));
         }
-        let seq = self.sq.try_push(image).map_err(|Full| Error::new(ErrorKind::QueueFull, "the SQ ring is full"))?;
+        let seq = self
+            .sq
+            .try_push(image)
+            .map_err(|Full| Error::new(ErrorKind::QueueFull, "the SQ ring is full"))?;
         // CAST: the device's counters are the ring's sequence modulo 2^32.
         let next = seq as u32;
         // Release stores: the SQE is visible before the tail and the doorbell say so.
@@ -1510,7 +1513,14 @@ impl<T: Transport> EventQueue for Davinci<T> {
             Ok(slot) => {
                 self.events_lock().by_id.insert(
                     (dev.0, ev.0),
-                    EventRec { slot, point: None, stamped: false, reset: None, cancelled: false, uses: Vec::new() },
+                    EventRec {
+                        slot,
+                        point: None,
+                        stamped: false,
+                        reset: None,
+                        cancelled: false,
+                        uses: Vec::new(),
+                    },
                 );
                 Ok(ev)
             }

@@ -8,8 +8,8 @@
 
 use hal::layout::device_window_base;
 use hal::{
-    AbortHead, BackRequest, DeviceAddr, DeviceId, Driver, ErrorKind, MemAttr, PageSize, QueueId, TaskDesc, TaskStatus,
-    VaRange, WaitCompare,
+    AbortHead, BackRequest, DeviceAddr, DeviceId, Driver, ErrorKind, MemAttr, PageSize, QueueId, TaskDesc,
+    TaskStatus, VaRange, WaitCompare,
 };
 
 /// The completed sequence of `q` and the failure taken from it (what one call answered before
@@ -300,8 +300,12 @@ fn abort_drops_what_has_not_started(drv: &dyn Driver) {
         let gate = drv.create_queue(D0, 8).expect("gate queue");
         let q = drv.create_queue(D0, 8).expect("queue");
         let (held, behind) = (drv.create_event(D0).expect("event"), drv.create_event(D0).expect("event"));
-        drv.submit(D0, gate, TaskDesc::ValueWait { addr: flag, value: 1, compare: WaitCompare::GreaterOrEqual })
-            .expect("submit");
+        drv.submit(
+            D0,
+            gate,
+            TaskDesc::ValueWait { addr: flag, value: 1, compare: WaitCompare::GreaterOrEqual },
+        )
+        .expect("submit");
         drv.record_event(D0, gate, held).expect("record");
         drv.wait_event(D0, q, held).expect("wait event");
         drv.record_event(D0, q, behind).expect("record");
