@@ -1370,6 +1370,12 @@ impl<T: Transport> Queues for Davinci<T> {
 
     fn destroy_queue(&self, dev: DeviceId, queue: QueueId) -> Result<()> {
         let state = self.queue(dev, queue)?;
+        if let Some(rings) = &state.rings {
+            // SQEs still in a mapped ring are the device's to take: let it run them before the
+            // queue goes (the kernel-send mode's SQEs are in the device queue already, and its
+            // free waits for them).
+            rings.wait(state.submitted, None)?;
+        }
         let mut info = halSqCqFreeInfo { sqId: queue.0, cqId: state.cq, ..Default::default() };
         self.tsdrv(dev, abi::TRS_SQCQ_FREE, &mut info, "free a queue")?;
         if let Some(fds) = self.opened().get_mut(&dev.0) {
