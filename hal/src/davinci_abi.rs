@@ -1107,6 +1107,34 @@ pub struct halReportRecvInfo {
     pub res: [u32; SQCQ_RESV_LENGTH],
 }
 
+/// `SQCQ_CONFIG_INFO_LENGTH`.
+pub const SQCQ_CONFIG_INFO_LENGTH: usize = 8;
+/// `drvSqCqPropType_t`: `DRV_SQCQ_PROP_SQ_PAUSE`.
+pub const DRV_SQCQ_PROP_SQ_PAUSE: u32 = 8;
+/// `drvSqCqPropType_t`: `DRV_SQCQ_PROP_SQ_RESUME`.
+pub const DRV_SQCQ_PROP_SQ_RESUME: u32 = 10;
+/// `drvSqCqPropType_t`: `DRV_SQCQ_PROP_SQCQ_RESET`.
+pub const DRV_SQCQ_PROP_SQCQ_RESET: u32 = 11;
+
+/// `struct halSqCqConfigInfo` (`TRS_SQCQ_CONFIG`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct halSqCqConfigInfo {
+    /// `drvSqCqType_t`.
+    pub type_: u32,
+    /// Task scheduler id.
+    pub tsId: u32,
+    /// SQ id (`u32::MAX`: a pause or resume configures every SQ of the process).
+    pub sqId: u32,
+    /// CQ id (`u32::MAX`: likewise for the CQs).
+    pub cqId: u32,
+    /// `drvSqCqPropType_t`: which property.
+    pub prop: u32,
+    /// `value[0]` the value; `value[SQCQ_CONFIG_INFO_LENGTH - 1]` a flag (0 local, 1 remote).
+    pub value: [u32; SQCQ_CONFIG_INFO_LENGTH],
+}
+
+const_assert_eq!(size_of::<halSqCqConfigInfo>(), 52);
 const_assert_eq!(size_of::<halSqCqInputInfo>(), 96);
 const_assert_eq!(offset_of!(halSqCqInputInfo, info), 40);
 const_assert_eq!(offset_of!(halSqCqInputInfo, ext_info), 64);
@@ -1223,6 +1251,8 @@ pub const TRS_RES_ID_FREE: u32 = iow(TRS_MAGIC, 1, size_of::<trs_res_id_para>())
 pub const TRS_SQCQ_ALLOC: u32 = iowr(TRS_MAGIC, 15, size_of::<halSqCqInputInfo>());
 /// Frees an SQ/CQ pair (`_IOW('X', 16, halSqCqFreeInfo)`).
 pub const TRS_SQCQ_FREE: u32 = iow(TRS_MAGIC, 16, size_of::<halSqCqFreeInfo>());
+/// Configures a property of an SQ/CQ pair (`_IOW('X', 17, halSqCqConfigInfo)`).
+pub const TRS_SQCQ_CONFIG: u32 = iow(TRS_MAGIC, 17, size_of::<halSqCqConfigInfo>());
 /// Sends SQEs through the kernel (`_IOW('X', 19, halTaskSendInfo)`).
 pub const TRS_SQCQ_SEND: u32 = iow(TRS_MAGIC, 19, size_of::<halTaskSendInfo>());
 /// Receives CQEs (`_IOWR('X', 20, halReportRecvInfo)`).
@@ -1240,6 +1270,7 @@ mod tests {
         assert_eq!(DAVINCI_INTF_IOCTL_GET_MODULE_STATUS, 0x5A02);
         assert_eq!(TRS_SQCQ_ALLOC, 0xC060_580F);
         assert_eq!(TRS_SQCQ_FREE, 0x4034_5810);
+        assert_eq!(TRS_SQCQ_CONFIG, 0x4034_5811);
         assert_eq!(TRS_SQCQ_SEND, 0x4040_5813);
         assert_eq!(TRS_SQCQ_RECV, 0xC048_5814);
         // Not listed by the spec; from `_IOWR/_IOW('X', 0/1, struct trs_res_id_para)` (44 B).

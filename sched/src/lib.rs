@@ -16,6 +16,8 @@
 //! - Lock-free state shared between threads (the published completed sequence of
 //!   [`progress`]) imports its atomics only through the `sync` facade, which switches to loom
 //!   under `cfg(loom)`.
+//! - Descriptors cross threads through [`ring`]'s bounded single-producer, single-consumer
+//!   rings (two sequence words; the slot memory is the owner's, through [`SlotStorage`]).
 //! - The executor implements `mm`'s [`StreamOrder`] oracle.
 //! - Threads that share a backend's executor wake each other by the rules of [`wake`]: no
 //!   system call per task in steady state.
@@ -30,6 +32,7 @@ pub mod event;
 pub mod executor;
 pub mod graph;
 pub mod progress;
+pub mod ring;
 pub mod stream;
 mod sync;
 pub mod wake;
@@ -40,4 +43,5 @@ pub use executor::{Clock, Executor, TaskRunner};
 pub use graph::DepGraph;
 pub use mm::order::{StreamOrder, StreamPoint};
 pub use progress::Progress;
+pub use ring::{Full, Ring, SlotStorage, WordSlots};
 pub use stream::{FailureMode, StreamId};

@@ -261,3 +261,10 @@ fn memory_module_rest_and_runtime_behaviours() {
     let out = run_ok(&exe, "memrest-a3", &[("ACLRS_TEST_KERNELS", so), ("ACLRS_SIM_SOC", "A3")]);
     assert!(out.contains("memory_rest: OK"), "{out}");
 }
+
+#[test]
+fn destroy_stream_force_runs_the_head_and_cancels_the_rest() {
+    let exe = compile_c("stream_force", Link::Shared);
+    let out = run_ok(&exe, "stream-force", &[("ACLRS_SIM_DEVICES", "2")]);
+    assert!(out.contains("stream_force: OK"), "{out}");
+}

@@ -124,6 +124,18 @@ impl Runtime {
         Ok(Staging { addr, len })
     }
 
+    /// The newest staged copy queued on `queue` of device `dev` whose buffer is still marked
+    /// busy (it may not have run yet): what a forced destroy of its stream waits for.
+    pub(crate) fn staging_pending_on(&self, dev: u32, queue: QueueId) -> Option<u64> {
+        tables(self)
+            .bufs
+            .iter()
+            .filter_map(|b| b.busy)
+            .filter(|&(d, q, _)| d == dev && q == queue)
+            .map(|(_, _, seq)| seq)
+            .max()
+    }
+
     /// Gives a staging buffer back; `reader` is the copy task that still reads it (`None`: it
     /// is idle now).
     pub(crate) fn staging_put(&self, buf: Staging, reader: Option<Reader>) {

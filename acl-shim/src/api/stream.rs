@@ -139,8 +139,10 @@ impl Runtime {
         self.streams_of(d).create_stream(api, self.drv(), flags)
     }
 
-    /// `aclrtDestroyStream` (waits for the stream's tasks) / `aclrtDestroyStreamForce` (drops
-    /// its queued tasks).
+    /// `aclrtDestroyStream` (waits for the stream's tasks) / `aclrtDestroyStreamForce` (CANN's
+    /// §8.8: the handle dies at once; the stream's staged `HOST_TO_BUF` copies are waited for,
+    /// as CANN flushes a stream's host-side pending copies before it recycles the queue; then
+    /// the ready head task runs and every task behind it is dropped).
     ///
     /// # Errors
     ///
@@ -163,7 +165,16 @@ impl Runtime {
                 ),
             ));
         }
-        ds.destroy_stream(api, self.drv(), handle, force)
+        let s = ds.detach_stream(api, handle)?;
+        if force {
+            // CANN's step 3, forced or not: the stream's host-side pending copies finish. A
+            // staged copy is a queued task here, so that is a wait for it (and for what is
+            // ahead of it in the stream).
+            if let Some(seq) = self.staging_pending_on(s.device, s.queue) {
+                let _ = self.drv().wait(DeviceId(s.device), s.queue, seq, None);
+            }
+        }
+        ds.teardown_stream(api, self.drv(), &s, force)
     }
 
     /// `aclrtSynchronizeStream(WithTimeout)`.

@@ -470,14 +470,15 @@ impl DeviceStreams {
         }
     }
 
-    /// `aclrtDestroyStream` (waits for the stream's tasks) / `aclrtDestroyStreamForce` (drops
-    /// its queued tasks) of a stream of this device.
+    /// The first half of `aclrtDestroyStream` / `aclrtDestroyStreamForce` of a stream of this
+    /// device: the handle dies for every other call (and its callback subscription goes); the
+    /// stream's queue stays until [`Self::teardown_stream`].
     ///
     /// # Errors
     ///
     /// `ACL_ERROR_INVALID_PARAM` for the default stream; `ACL_ERROR_RT_INVALID_HANDLE` for a
     /// stream that is not live.
-    pub(crate) fn destroy_stream(&self, api: &str, drv: &dyn Driver, handle: u64, force: bool) -> Result<()> {
+    pub(crate) fn detach_stream(&self, api: &str, handle: u64) -> Result<Arc<StreamObj>> {
         let removed = self.streams.remove_if(handle, |s| {
             if s.is_default {
                 return Err(AclError::invalid(format!(
@@ -490,6 +491,26 @@ impl DeviceStreams {
         let s = removed.ok_or_else(|| bad_handle(api, "stream", handle))?;
         // Lock order: reports (alone). One removal: all or nothing.
         crate::sync::relock(&self.reports).stream_subscriber.remove(&handle);
+        Ok(Arc::clone(&**s))
+    }
+
+    /// The second half of a stream's destruction (its handle is already dead): the queue goes
+    /// once what it still runs has finished. Forced (CANN's force recycle, §8.8 step 5), the
+    /// task at the head whose dependencies are met counts as on the device and runs, every
+    /// task behind it is dropped without running and the events those would have recorded stay
+    /// not complete; the task that runs is waited for. Not forced, every task is. A backend
+    /// that cannot drop tasks waits for all of them.
+    ///
+    /// # Errors
+    ///
+    /// The backend's, when it cannot free the queue.
+    pub(crate) fn teardown_stream(
+        &self,
+        api: &str,
+        drv: &dyn Driver,
+        s: &StreamObj,
+        force: bool,
+    ) -> Result<()> {
         let dev = DeviceId(self.device);
         if force {
             let _ = drv.abort_queue(dev, s.queue, hal::AbortHead::Runs);
@@ -1255,10 +1276,11 @@ mod tests {
         // Destroyed handles are dead at once; the default stream cannot be destroyed.
         t.destroy_event("aclrtDestroyEvent", &sim, ev).unwrap();
         assert_eq!(t.event("aclrtRecordEvent", ev).unwrap_err().code(), ACL_ERROR_RT_INVALID_HANDLE);
-        t.destroy_stream("aclrtDestroyStream", &sim, h2, false).unwrap();
+        let s2 = t.detach_stream("aclrtDestroyStream", h2).unwrap();
+        t.teardown_stream("aclrtDestroyStream", &sim, &s2, false).unwrap();
         assert_eq!(t.stream("aclrtSynchronizeStream", h2).unwrap_err().code(), ACL_ERROR_RT_INVALID_HANDLE);
         let (def, _) = t.default_stream("test", &sim).unwrap();
-        let e = t.destroy_stream("aclrtDestroyStream", &sim, def, false).unwrap_err();
+        let e = t.detach_stream("aclrtDestroyStream", def).unwrap_err();
         assert_eq!(e.code(), ACL_ERROR_INVALID_PARAM);
         t.settle("aclrtResetDevice", &sim, false);
         t.forget();

@@ -31,8 +31,8 @@ use hal::davinci_abi::{
     devmm_mem_ipc_close_para, devmm_mem_ipc_create_para, devmm_mem_ipc_destroy_para, devmm_mem_ipc_open_para,
     devmm_mem_ipc_set_attr_para, devmm_mem_ipc_set_pid_para, devmm_mem_map_para, devmm_mem_memset_para,
     devmm_mem_query_size_para, devmm_mem_release_para, devmm_mem_unmap_para, devmm_mmap_addr_seg,
-    devmm_query_device_mem_usedinfo, halReportRecvInfo, halSqCqFreeInfo, halSqCqInputInfo, halTaskSendInfo,
-    trs_res_id_para, trs_uio_info,
+    devmm_query_device_mem_usedinfo, halReportRecvInfo, halSqCqConfigInfo, halSqCqFreeInfo, halSqCqInputInfo,
+    halTaskSendInfo, trs_res_id_para, trs_uio_info,
 };
 use hal::layout::{window_of, Window, DEVICE_WINDOW_BASE, DEVICE_WINDOW_SIZE};
 use hal::{
@@ -178,8 +178,44 @@ impl RingQueue {
         if s.broken {
             return false;
         }
+        let busy = self.take(&mut s, sim, &sq, &head, &head_reg, db.load_u32(0));
+        let Ok(seq) = sim.progress(self.dev, self.q).map(|p| p.completed) else {
+            return busy;
+        };
+        // A CQE reports a failure once, as the device's does: take it from the NPU.
+        if let Ok(Some(status)) = sim.take_error(self.dev, self.q) {
+            s.failure.get_or_insert(status);
+        }
+        if seq == s.reported && s.failure.is_none() {
+            return busy;
+        }
+        if s.cq_tail.wrapping_sub(shr.load_u32(sqe::uio::CQ_HEAD)) >= sqe::uio::CQ_ENTRIES {
+            // The CQ ring is full: the next CQE will report the newest state.
+            return busy;
+        }
+        let cqe = Cqe { seq, status: s.failure.take().unwrap_or(TaskStatus::Ok) };
+        let slot = (s.cq_tail % sqe::uio::CQ_ENTRIES) as usize;
+        shr.write(sqe::uio::CQ_RING + slot * sqe::CQE_BYTES, &cqe.encode());
+        s.cq_tail = s.cq_tail.wrapping_add(1);
+        shr.store_u32(sqe::uio::CQ_TAIL, s.cq_tail);
+        s.reported = seq;
+        true
+    }
+}
+
+impl RingQueue {
+    /// Moves the SQEs the doorbell announced (up to `tail`) into the software NPU while it has
+    /// room; whether it moved any.
+    fn take(
+        &self,
+        s: &mut Service,
+        sim: &Sim,
+        sq: &View<'_>,
+        head: &View<'_>,
+        head_reg: &View<'_>,
+        tail: u32,
+    ) -> bool {
         let mut busy = false;
-        let tail = db.load_u32(0);
         while s.head != tail && tail.wrapping_sub(s.head) <= self.depth {
             // A full device queue keeps its SQEs in the ring; this thread serves every ring
             // and must not block on one (a task in another ring may be what frees this one).
@@ -207,27 +243,33 @@ impl RingQueue {
             head_reg.store_u32(0, s.head);
             busy = true;
         }
-        let Ok(seq) = sim.progress(self.dev, self.q).map(|p| p.completed) else {
-            return busy;
+        busy
+    }
+
+    /// `SQCQ_RESET` of a mapped queue: first moves what the doorbell announced into the
+    /// software NPU as far as it has room (so the head SQE is there to keep), aborts the NPU's
+    /// queue, then turns the SQEs still in the ring into markers, which run as no-ops and keep
+    /// the numbering. Returns how many SQEs were dropped (all at the tail end).
+    fn reset(&self, sim: &Sim, keep_head: hal::AbortHead) -> Result<usize, Errno> {
+        let (Some(sq), Some(head), Some(head_reg), Some(db)) =
+            (self.sq.view(), self.head.view(), self.head_reg.view(), self.db.view())
+        else {
+            return Err(Errno(libc::EFAULT));
         };
-        // A CQE reports a failure once, as the device's does: take it from the NPU.
-        if let Ok(Some(status)) = sim.take_error(self.dev, self.q) {
-            s.failure.get_or_insert(status);
+        let marker = sqe::encode(&TaskDesc::Marker).ok_or(Errno(libc::EPROTO))?;
+        let mut s = self.svc.lock().unwrap_or_else(|p| p.into_inner());
+        let tail = db.load_u32(0);
+        if !s.broken {
+            self.take(&mut s, sim, &sq, &head, &head_reg, tail);
         }
-        if seq == s.reported && s.failure.is_none() {
-            return busy;
+        let mut dropped = sim.abort_queue(self.dev, self.q, keep_head).map_err(err)?;
+        let mut at = s.head;
+        while at != tail && tail.wrapping_sub(at) <= self.depth {
+            sq.write((at % self.depth) as usize * sqe::SQE_BYTES, &marker);
+            at = at.wrapping_add(1);
+            dropped += 1;
         }
-        if s.cq_tail.wrapping_sub(shr.load_u32(sqe::uio::CQ_HEAD)) >= sqe::uio::CQ_ENTRIES {
-            // The CQ ring is full: the next CQE will report the newest state.
-            return busy;
-        }
-        let cqe = Cqe { seq, status: s.failure.take().unwrap_or(TaskStatus::Ok) };
-        let slot = (s.cq_tail % sqe::uio::CQ_ENTRIES) as usize;
-        shr.write(sqe::uio::CQ_RING + slot * sqe::CQE_BYTES, &cqe.encode());
-        s.cq_tail = s.cq_tail.wrapping_add(1);
-        shr.store_u32(sqe::uio::CQ_TAIL, s.cq_tail);
-        s.reported = seq;
-        true
+        Ok(dropped)
     }
 }
 
@@ -835,6 +877,24 @@ impl FakeKernel {
                 self.device.queues().retain(|r| (r.dev, r.q.0) != (dev, info.sqId));
                 self.sim.destroy_queue(dev, QueueId(info.sqId)).map_err(err)?;
                 Ok(0)
+            }
+            abi::TRS_SQCQ_CONFIG => {
+                // SAFETY: the command's argument is a `halSqCqConfigInfo`.
+                let info: halSqCqConfigInfo = unsafe { user::read(arg) };
+                if info.prop != abi::DRV_SQCQ_PROP_SQCQ_RESET {
+                    return Err(Errno(libc::EOPNOTSUPP));
+                }
+                // aclrs's meaning of the reset (the firmware's is not public): drop what has
+                // not started; `value[0] = 1` keeps the head whose dependencies are met.
+                let head = if info.value[0] == 1 { hal::AbortHead::Runs } else { hal::AbortHead::Cancel };
+                let q = QueueId(info.sqId);
+                let ring = self.device.queues().iter().find(|r| (r.dev, r.q) == (dev, q)).cloned();
+                let dropped = match ring {
+                    Some(ring) => ring.reset(&self.sim, head)?,
+                    None => self.sim.abort_queue(dev, q, head).map_err(err)?,
+                };
+                // The count is the command's return value.
+                Ok(i32::try_from(dropped).unwrap_or(i32::MAX))
             }
             abi::TRS_SQCQ_SEND => {
                 // SAFETY: the command's argument is a `halTaskSendInfo`.

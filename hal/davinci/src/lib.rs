@@ -23,7 +23,11 @@
 //!   `TSDRV_MMAP` fd and handed to `TRS_SQCQ_ALLOC` in a `trs_uio_info`; SQEs written into the
 //!   ring, the doorbell rung, CQEs read from a CQ ring). The SQE and CQE images and the CQ ring
 //!   are this crate's own ([`sqe`]): the firmware's formats are not public, so queues are only
-//!   meaningful against the fake kernel today.
+//!   meaningful against the fake kernel today. Ordering and completion are `sched`'s, as on the
+//!   software NPU: the mapped SQ is a [`sched::Ring`] over the mapped slots, and each queue's
+//!   completions (CQ drain or `TRS_SQCQ_RECV`) go into a [`sched::Progress`] word, so a wait
+//!   for what is done makes no system call. An abort (`Queues::abort_queue`, a forced stream
+//!   destroy or device reset) is `TRS_SQCQ_CONFIG(SQCQ_RESET)`.
 //! - IPC by name behind `hal::Sharing`: `IPC_MEM_CREATE`, `IPC_MEM_SET_PID`,
 //!   `IPC_MEM_SET_ATTR`, `IPC_MEM_QUERY`, `IPC_MEM_DESTROY`; an import is a handle whose
 //!   mapping is `IPC_MEM_OPEN` at the caller's VA and whose unmapping is `IPC_MEM_CLOSE`.
@@ -45,7 +49,6 @@ use std::collections::HashMap;
 use std::ffi::CStr;
 use std::fmt;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -55,8 +58,8 @@ use hal::davinci_abi::{
     devmm_mem_ipc_close_para, devmm_mem_ipc_create_para, devmm_mem_ipc_destroy_para, devmm_mem_ipc_open_para,
     devmm_mem_ipc_set_attr_para, devmm_mem_ipc_set_pid_para, devmm_mem_map_para, devmm_mem_memset_para,
     devmm_mem_query_size_para, devmm_mem_release_para, devmm_mem_unmap_para, devmm_mmap_addr_seg,
-    devmm_query_device_mem_usedinfo, halReportRecvInfo, halSqCqFreeInfo, halSqCqInputInfo, halTaskSendInfo,
-    trs_res_id_para, trs_uio_info,
+    devmm_query_device_mem_usedinfo, halReportRecvInfo, halSqCqConfigInfo, halSqCqFreeInfo, halSqCqInputInfo,
+    halTaskSendInfo, trs_res_id_para, trs_uio_info,
 };
 use hal::layout::{window_of, Window};
 use hal::{
@@ -65,7 +68,7 @@ use hal::{
     MemoryKind, PageSize, PhysHandle, PhysicalMemory, PinnedHost, QueueId, QueueProgress, Queues, Result,
     ShareInfo, ShareKind, ShareName, Sharing, SocProfile, TaskDesc, TaskStatus, VaRange,
 };
-use sched::{DepGraph, StreamOrder, StreamPoint};
+use sched::{DepGraph, Full, Progress, Ring, SlotStorage, StreamOrder, StreamPoint};
 
 #[cfg(feature = "fake-kernel")]
 pub mod fake;
@@ -374,6 +377,10 @@ struct DeviceFds<T: Transport> {
 struct QueueState<T: Transport> {
     cq: u32,
     submitted: u64,
+    /// The highest sequence this backend saw completed (from the CQ drain in the mapped mode,
+    /// from `TRS_SQCQ_RECV` in the kernel-send mode): `sched`'s completion word, the one the
+    /// software NPU publishes too, so a wait for what is already done makes no system call.
+    done: Arc<Progress>,
     rings: Option<Arc<Rings<T>>>,
     /// In the kernel-send mode: the first failure a wait received that `completed` has not
     /// reported yet (a CQE reports a failure once).
@@ -382,7 +389,13 @@ struct QueueState<T: Transport> {
 
 impl<T: Transport> Clone for QueueState<T> {
     fn clone(&self) -> Self {
-        Self { cq: self.cq, submitted: self.submitted, rings: self.rings.clone(), failure: self.failure }
+        Self {
+            cq: self.cq,
+            submitted: self.submitted,
+            done: Arc::clone(&self.done),
+            rings: self.rings.clone(),
+            failure: self.failure,
+        }
     }
 }
 
@@ -408,6 +421,9 @@ struct EventRec {
     stamped: bool,
     /// A reset queued after the latest record: the event reads as recorded until it runs.
     reset: Option<(QueueId, u64)>,
+    /// The latest record was dropped before it ran (a forced destroy or an abort of its
+    /// queue): the event stays not complete until it is recorded again.
+    cancelled: bool,
     /// The newest SQE per queue that names this event: its id must stay allocated until they
     /// have run (the device reads them after the call that queued them returned).
     uses: Vec<(QueueId, u64)>,
@@ -447,24 +463,67 @@ struct Events {
     graphs: HashMap<u32, DepGraph>,
 }
 
+/// The SQ ring's slots as `sched`'s ring sees them: the mapped SQE memory, one SQE image per
+/// slot (the SQ ring and, after it, the shared-info, head and tail pages of the mapping).
+struct SqSlots<T: Transport> {
+    map: Mapped<T>,
+    /// The ring's user address (`sq_que_addr`), checked to lie inside `map` for `depth` SQEs.
+    ring: u64,
+    depth: u32,
+}
+
+impl<T: Transport> SqSlots<T> {
+    fn view(&self) -> Option<shared::View<'_>> {
+        self.map.view(self.ring, self.depth as usize * sqe::SQE_BYTES)
+    }
+}
+
+impl<T: Transport> SlotStorage for SqSlots<T> {
+    type Desc = [u8; sqe::SQE_BYTES];
+
+    fn capacity(&self) -> usize {
+        self.depth as usize
+    }
+
+    fn write(&self, index: usize, desc: &Self::Desc) {
+        // `Rings::check` found the ring inside the mapping before the first push.
+        if let Some(v) = self.view() {
+            v.write(index * sqe::SQE_BYTES, desc);
+        }
+    }
+
+    fn read(&self, index: usize) -> Self::Desc {
+        let mut out = [0u8; sqe::SQE_BYTES];
+        if let Some(v) = self.view() {
+            v.read(index * sqe::SQE_BYTES, &mut out);
+        }
+        out
+    }
+}
+
 /// The mappings of one queue in the mapped-ring mode and the user's side of its counters.
+///
+/// Submission is `sched`'s ring ([`sched::Ring`], the cursor type the software NPU's queues
+/// use) over the mapped SQE slots: the backend is its one producer and, mirroring the device's
+/// `HEAD_REG` into the ring's head before each push, its one consumer, both under the device
+/// table lock. The ring's tail is then stored to the `TAIL` page and the doorbell.
 struct Rings<T: Transport> {
-    /// The SQ ring and the shared-info, head and tail pages.
-    sq_map: Mapped<T>,
+    /// The SQ ring over the mapped SQ memory (which also holds the shared-info, head and
+    /// tail pages).
+    sq: Ring<SqSlots<T>>,
     /// The doorbell and the head and tail register pages.
     reg_map: Mapped<T>,
     /// Where the kernel put each page (`sq_ctrl_addr` after `TRS_SQCQ_ALLOC`).
     uio: trs_uio_info,
     depth: u32,
-    /// The SQ tail; written only with the device table locked.
-    tail: AtomicU32,
     cq: Mutex<CqState>,
+    /// The highest sequence the CQ drain saw (the queue's [`QueueState::done`]).
+    done: Arc<Progress>,
 }
 
 #[derive(Default)]
 struct CqState {
     head: u32,
-    last: u64,
     /// The first failure reported since `completed` last looked.
     failure: Option<TaskStatus>,
 }
@@ -476,11 +535,11 @@ fn ring_err() -> Error {
 impl<T: Transport> Rings<T> {
     fn ctrl(&self, which: usize, len: usize) -> Result<shared::View<'_>> {
         let addr = self.uio.sq_ctrl_addr[which];
-        self.sq_map.view(addr, len).or_else(|| self.reg_map.view(addr, len)).ok_or_else(ring_err)
+        self.sq.storage().map.view(addr, len).or_else(|| self.reg_map.view(addr, len)).ok_or_else(ring_err)
     }
 
     fn check(&self) -> Result<()> {
-        self.sq_map.view(self.uio.sq_que_addr, self.depth as usize * sqe::SQE_BYTES).ok_or_else(ring_err)?;
+        self.sq.storage().view().ok_or_else(ring_err)?;
         self.ctrl(abi::TRS_UIO_SHR_INFO, sqe::uio::SHR_INFO_BYTES)?;
         for which in [abi::TRS_UIO_HEAD, abi::TRS_UIO_TAIL, abi::TRS_UIO_DB, abi::TRS_UIO_HEAD_REG] {
             self.ctrl(which, 4)?;
@@ -490,21 +549,24 @@ impl<T: Transport> Rings<T> {
 
     /// Writes `image` into the ring and rings the doorbell; the caller holds the device table.
     fn push(&self, image: &[u8; sqe::SQE_BYTES]) -> Result<()> {
-        let head = self.ctrl(abi::TRS_UIO_HEAD_REG, 4)?.load_u32(0);
-        let tail = self.tail.load(Ordering::Relaxed);
-        if tail.wrapping_sub(head) >= self.depth {
-            return Err(Error::new(ErrorKind::QueueFull, "the SQ ring is full"));
+        // The device's head (a free-running u32) into the ring's head (a u64 sequence): the
+        // slots the device took are free again.
+        let device_head = self.ctrl(abi::TRS_UIO_HEAD_REG, 4)?.load_u32(0);
+        let released = self.sq.released();
+        // CAST: the low 32 bits of the ring's head, to count forward from.
+        let moved = device_head.wrapping_sub(released as u32);
+        if moved <= self.depth {
+            self.sq.release_to(released + u64::from(moved));
         }
-        let ring = self
-            .sq_map
-            .view(self.uio.sq_que_addr, self.depth as usize * sqe::SQE_BYTES)
-            .ok_or_else(ring_err)?;
-        ring.write((tail % self.depth) as usize * sqe::SQE_BYTES, image);
-        let next = tail.wrapping_add(1);
+        let seq = self
+            .sq
+            .try_push(image)
+            .map_err(|Full| Error::new(ErrorKind::QueueFull, "the SQ ring is full"))?;
+        // CAST: the device's counters are the ring's sequence modulo 2^32.
+        let next = seq as u32;
         // Release stores: the SQE is visible before the tail and the doorbell say so.
         self.ctrl(abi::TRS_UIO_TAIL, 4)?.store_u32(0, next);
         self.ctrl(abi::TRS_UIO_DB, 4)?.store_u32(0, next);
-        self.tail.store(next, Ordering::Relaxed);
         Ok(())
     }
 
@@ -518,7 +580,7 @@ impl<T: Transport> Rings<T> {
             let slot = (cq.head % sqe::uio::CQ_ENTRIES) as usize;
             shr.read(sqe::uio::CQ_RING + slot * sqe::CQE_BYTES, &mut image);
             let cqe = sqe::Cqe::decode(&image);
-            cq.last = cq.last.max(cqe.seq);
+            self.done.publish(cqe.seq);
             if cqe.status != TaskStatus::Ok && cq.failure.is_none() {
                 cq.failure = Some(cqe.status);
             }
@@ -533,7 +595,12 @@ impl<T: Transport> Rings<T> {
         let deadline = timeout_ms.map(|ms| Instant::now() + Duration::from_millis(u64::from(ms)));
         let mut pause = Duration::from_micros(20);
         loop {
-            if self.drain()?.last >= seq {
+            // The completion word first: a wait for what is done reads no CQ.
+            if self.done.is_complete(seq) {
+                return Ok(());
+            }
+            drop(self.drain()?);
+            if self.done.is_complete(seq) {
                 return Ok(());
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
@@ -806,25 +873,30 @@ impl<T: Transport> Davinci<T> {
         // `TRS_SQCQ_FREE`).
         unsafe { sys::ioctl_with_ptrs(&*self.t, fd, abi::TRS_SQCQ_ALLOC, info) }
             .map_err(dev_err("allocate a mapped queue"))?;
-        let rings = Rings {
-            sq_map,
-            reg_map,
-            uio,
-            depth: info.sqeDepth,
-            tail: AtomicU32::new(0),
-            cq: Mutex::new(CqState::default()),
-        };
-        let checked = if uio.uio_flag == 0 {
-            Err(not_supported("the driver did not map the SQ ring (uio_flag 0)"))
-        } else {
-            rings.check()
-        };
-        if let Err(e) = checked {
+        let depth = info.sqeDepth;
+        let slots = SqSlots { map: sq_map, ring: uio.sq_que_addr, depth };
+        let checked = Ring::new(slots)
+            .map_err(|_| Error::new(ErrorKind::InvalidArgument, "the SQ depth is not a power of two"))
+            .map(|sq| Rings {
+                sq,
+                reg_map,
+                uio,
+                depth,
+                cq: Mutex::new(CqState::default()),
+                done: Arc::new(Progress::new()),
+            })
+            .and_then(|rings| {
+                if uio.uio_flag == 0 {
+                    Err(not_supported("the driver did not map the SQ ring (uio_flag 0)"))
+                } else {
+                    rings.check().map(|()| rings)
+                }
+            });
+        if checked.is_err() {
             let mut free = halSqCqFreeInfo { sqId: info.sqId, cqId: info.cqId, ..Default::default() };
             let _ = self.tsdrv(dev, abi::TRS_SQCQ_FREE, &mut free, "free a queue");
-            return Err(e);
         }
-        Ok(rings)
+        checked
     }
 
     fn recv(&self, dev: DeviceId, cq: u32, task_id: u32, timeout: i32) -> Result<sqe::Cqe> {
@@ -1263,6 +1335,14 @@ impl<T: Transport> Queues for Davinci<T> {
         if depth == 0 {
             return Err(Error::new(ErrorKind::InvalidArgument, "depth 0"));
         }
+        // A mapped ring's slot is its sequence modulo the depth, which `sched`'s ring keeps a
+        // power of two.
+        let depth = match self.mode {
+            QueueMode::KernelSend => depth,
+            QueueMode::MappedRing => depth
+                .checked_next_power_of_two()
+                .ok_or(Error::new(ErrorKind::InvalidArgument, "queue too deep"))?,
+        };
         let mut info = halSqCqInputInfo {
             type_: abi::DRV_NORMAL_TYPE,
             sqeSize: abi::TRS_SQE_SIZE,
@@ -1281,7 +1361,8 @@ impl<T: Transport> Queues for Davinci<T> {
         };
         let mut open = self.opened();
         let fds = open.get_mut(&dev.0).ok_or(Error::new(ErrorKind::NoDevice, "device not open"))?;
-        fds.queues.insert(info.sqId, QueueState { cq: info.cqId, submitted: 0, rings, failure: None });
+        let done = rings.as_ref().map_or_else(|| Arc::new(Progress::new()), |r| Arc::clone(&r.done));
+        fds.queues.insert(info.sqId, QueueState { cq: info.cqId, submitted: 0, done, rings, failure: None });
         drop(open);
         self.events_lock().graphs.entry(dev.0).or_default().add_stream(info.sqId);
         Ok(QueueId(info.sqId))
@@ -1289,6 +1370,12 @@ impl<T: Transport> Queues for Davinci<T> {
 
     fn destroy_queue(&self, dev: DeviceId, queue: QueueId) -> Result<()> {
         let state = self.queue(dev, queue)?;
+        if let Some(rings) = &state.rings {
+            // SQEs still in a mapped ring are the device's to take: let it run them before the
+            // queue goes (the kernel-send mode's SQEs are in the device queue already, and its
+            // free waits for them).
+            rings.wait(state.submitted, None)?;
+        }
         let mut info = halSqCqFreeInfo { sqId: queue.0, cqId: state.cq, ..Default::default() };
         self.tsdrv(dev, abi::TRS_SQCQ_FREE, &mut info, "free a queue")?;
         if let Some(fds) = self.opened().get_mut(&dev.0) {
@@ -1324,7 +1411,8 @@ impl<T: Transport> Queues for Davinci<T> {
     fn progress(&self, dev: DeviceId, queue: QueueId) -> Result<QueueProgress> {
         let state = self.queue(dev, queue)?;
         let completed = if let Some(rings) = &state.rings {
-            rings.drain()?.last
+            drop(rings.drain()?);
+            rings.done.completed()
         } else {
             let cqe = self.recv(dev, state.cq, u32::MAX, 0)?;
             if cqe.status != TaskStatus::Ok {
@@ -1333,7 +1421,8 @@ impl<T: Transport> Queues for Davinci<T> {
                     q.failure.get_or_insert(cqe.status);
                 });
             }
-            cqe.seq
+            state.done.publish(cqe.seq);
+            state.done.completed()
         };
         self.note_completed(dev, queue, completed);
         Ok(QueueProgress { submitted: state.submitted, completed })
@@ -1359,6 +1448,10 @@ impl<T: Transport> Queues for Davinci<T> {
             self.note_completed(dev, queue, seq);
             return Ok(());
         }
+        // What this backend already saw completed needs no system call.
+        if state.done.is_complete(seq) {
+            return Ok(());
+        }
         // CAST: the task id field carries the low 32 bits; the kernel matches the newest task
         // with them.
         let task_id = seq as u32;
@@ -1370,14 +1463,42 @@ impl<T: Transport> Queues for Davinci<T> {
                 q.failure.get_or_insert(cqe.status);
             });
         }
+        state.done.publish(seq.max(cqe.seq));
         self.note_completed(dev, queue, seq.max(cqe.seq));
         Ok(())
     }
 
-    /// The device keeps no way to take back SQEs it was given.
-    fn abort_queue(&self, dev: DeviceId, queue: QueueId, _head: hal::AbortHead) -> Result<usize> {
-        self.queue(dev, queue)?;
-        Err(not_supported("dropping queued SQEs"))
+    /// `TRS_SQCQ_CONFIG(SQCQ_RESET)` on the queue: the device drops every SQE it has not
+    /// started (with [`hal::AbortHead::Runs`], `value[0] = 1`, it keeps the head SQE whose
+    /// dependencies are met, as CANN's forced recycle leaves what is on the device) and answers
+    /// how many it dropped. The dropped SQEs are the newest ones, so the events whose latest
+    /// record was among them are marked cancelled: they stay not complete. What the firmware
+    /// does with `SQCQ_RESET` is not public; the fake kernel serves this meaning.
+    fn abort_queue(&self, dev: DeviceId, queue: QueueId, head: hal::AbortHead) -> Result<usize> {
+        // Hold the device table, so no SQE is sent between the reset and reading `submitted`.
+        let open = self.opened();
+        let fds = open.get(&dev.0).ok_or(Error::new(ErrorKind::NoDevice, "device not open"))?;
+        let state = fds.queues.get(&queue.0).ok_or(Error::new(ErrorKind::InvalidHandle, "unknown queue"))?;
+        let mut value = [0u32; abi::SQCQ_CONFIG_INFO_LENGTH];
+        value[0] = u32::from(head == hal::AbortHead::Runs);
+        let mut info = halSqCqConfigInfo {
+            type_: abi::DRV_NORMAL_TYPE,
+            sqId: queue.0,
+            cqId: state.cq,
+            prop: abi::DRV_SQCQ_PROP_SQCQ_RESET,
+            value,
+            ..Default::default()
+        };
+        let dropped = sys::ioctl_mut(&*self.t, fds.tsdrv.fd, abi::TRS_SQCQ_CONFIG, &mut info)
+            .map_err(dev_err("reset a queue"))?;
+        let dropped = u64::try_from(dropped).unwrap_or(0).min(state.submitted);
+        let first_dropped = state.submitted - dropped + 1;
+        drop(open);
+        if dropped > 0 {
+            self.cancel_records(dev, queue, first_dropped);
+        }
+        // CAST: at most the queue's depth, a u32.
+        Ok(dropped as usize)
     }
 
     /// An SQE that switches the queue's failure mode from its place on.
@@ -1398,7 +1519,14 @@ impl<T: Transport> EventQueue for Davinci<T> {
             Ok(slot) => {
                 self.events_lock().by_id.insert(
                     (dev.0, ev.0),
-                    EventRec { slot, point: None, stamped: false, reset: None, uses: Vec::new() },
+                    EventRec {
+                        slot,
+                        point: None,
+                        stamped: false,
+                        reset: None,
+                        cancelled: false,
+                        uses: Vec::new(),
+                    },
                 );
                 Ok(ev)
             }
@@ -1448,6 +1576,7 @@ impl<T: Transport> EventQueue for Davinci<T> {
             r.point = Some((queue, seq));
             r.stamped = stamped;
             r.reset = None;
+            r.cancelled = false;
             r.note_use(queue, seq);
         }
         Ok(seq)
@@ -1455,19 +1584,22 @@ impl<T: Transport> EventQueue for Davinci<T> {
 
     fn wait_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<EventWait> {
         let rec = self.settled_event(dev, event)?;
-        let record = rec.point.map(|(q, seq)| (q.0, seq));
+        // A record that was dropped never comes: the wait has nothing to wait for, like a
+        // wait on an event never recorded (its queue may be gone).
+        let point = rec.point.filter(|_| !rec.cancelled);
+        let record = point.map(|(q, seq)| (q.0, seq));
         let image = sqe::encode_event(sqe::Entry::EventWait { event, record })
             .ok_or(Error::new(ErrorKind::Internal, "sqe"))?;
         let seq = self.send(dev, queue, &image)?;
         if let Some(r) = self.events_lock().by_id.get_mut(&(dev.0, event.0)) {
             r.note_use(queue, seq);
         }
-        if let Some((src_q, src_seq)) = rec.point {
+        if let Some((src_q, src_seq)) = point {
             if let Some(g) = self.events_lock().graphs.get_mut(&dev.0) {
                 g.add_wait(queue.0, seq, StreamPoint { stream: src_q.0, seq: src_seq });
             }
         }
-        Ok(EventWait { seq: Some(seq), target: rec.point })
+        Ok(EventWait { seq: Some(seq), target: point })
     }
 
     fn reset_event(&self, dev: DeviceId, queue: QueueId, event: EventId) -> Result<()> {
@@ -1490,10 +1622,15 @@ impl<T: Transport> EventQueue for Davinci<T> {
         let Some((q, seq)) = rec.point else {
             return Ok(EventInfo { point: None, is_complete: false, timestamp_ns: None });
         };
-        // The record's timestamp ran before it on the same queue.
+        if rec.cancelled {
+            return Ok(EventInfo { point: Some((q, seq)), is_complete: false, timestamp_ns: None });
+        }
+        // The record's timestamp ran before it on the same queue. A queue that is gone ran
+        // every record it kept (the dropped ones are `cancelled`).
         let is_complete = match self.wait(dev, q, seq, Some(0)) {
             Ok(()) => true,
             Err(e) if e.kind() == ErrorKind::Timeout || e.kind() == ErrorKind::Busy => false,
+            Err(e) if e.kind() == ErrorKind::InvalidHandle => true,
             Err(e) => return Err(e),
         };
         let mut timestamp_ns = None;
@@ -1559,6 +1696,18 @@ impl<T: Transport> Davinci<T> {
     fn note_completed(&self, dev: DeviceId, queue: QueueId, seq: u64) {
         if let Some(g) = self.events_lock().graphs.get_mut(&dev.0) {
             g.note_completed(queue.0, seq);
+        }
+    }
+
+    /// Marks the events whose latest record on `queue` is at or after `first` (dropped by
+    /// an abort before it ran) as cancelled.
+    fn cancel_records(&self, dev: DeviceId, queue: QueueId, first: u64) {
+        let mut ev = self.events_lock();
+        for ((d, _), r) in &mut ev.by_id {
+            if *d == dev.0 && r.point.is_some_and(|(q, seq)| q == queue && seq >= first) {
+                r.cancelled = true;
+                r.stamped = false;
+            }
         }
     }
 

@@ -124,7 +124,72 @@ fn mapped_ring_extras(drv: &Davinci<FakeKernel>) {
     assert_eq!(u64::from_ne_bytes(word), 199);
     drv.destroy_queue(d0, q).expect("destroy");
     wait_before_its_record_reaches_the_device(drv, base);
+    abort_with_sqes_still_in_the_ring(drv, base);
     hal::MemoryBacking::unback(drv, d0, r).expect("unback");
+}
+
+/// An abort of a mapped queue whose ring still holds SQEs the device has not taken: the
+/// device queue is full behind a held head, four more SQEs wait in the ring. Every one of the
+/// eight is dropped (the ring's become no-ops, keeping the numbering), an event recorded in
+/// the ring part stays not complete, and the queue runs on.
+fn abort_with_sqes_still_in_the_ring(drv: &Davinci<FakeKernel>, base: u64) {
+    use hal::{AbortHead, DeviceAddr, ErrorKind, Events, Queues, TaskDesc, WaitCompare};
+    let d0 = DeviceId(0);
+    let sim = drv.transport().sim();
+    let (flag, word) = (DeviceAddr(base + 8192), DeviceAddr(base + 8200));
+    hal::CopyEngine::set_device(drv, d0, flag, 0, 16).expect("clear");
+    let (gate, q) = (drv.create_queue(d0, 4).expect("gate"), drv.create_queue(d0, 4).expect("shallow"));
+    let (held, behind) = (drv.create_event(d0).expect("event"), drv.create_event(d0).expect("event"));
+    drv.submit(d0, gate, TaskDesc::ValueWait { addr: flag, value: 1, compare: WaitCompare::GreaterOrEqual })
+        .expect("hold the gate");
+    drv.record_event(d0, gate, held).expect("record");
+    drv.wait_event(d0, q, held).expect("wait");
+    let push = |task: TaskDesc| loop {
+        // The ring takes the fifth SQE once the device moved the first four into its queue.
+        match drv.submit(d0, q, task) {
+            Ok(seq) => break seq,
+            Err(e) if e.kind() == ErrorKind::QueueFull => std::thread::yield_now(),
+            Err(e) => panic!("submit: {e}"),
+        }
+    };
+    for v in 1..=3 {
+        push(TaskDesc::ValueWrite { dst: word, value: v });
+    }
+    push(TaskDesc::ValueWrite { dst: word, value: 4 });
+    // Wait until the device moved the first four into its (then full) queue: a condition
+    // only the device thread's progress changes; no time limit decides.
+    let stuck = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while sim.progress(d0, q).expect("sim").submitted < 4 {
+        assert!(std::time::Instant::now() < stuck, "the device thread never took the SQEs");
+        std::thread::yield_now();
+    }
+    // Two SQEs (its timestamp and the record itself), then one more write: eight in all.
+    let rec = drv.record_event(d0, q, behind).expect("record");
+    let last = push(TaskDesc::ValueWrite { dst: word, value: 7 });
+    assert_eq!((rec, last), (7, 8));
+    // Eight SQEs, at most four in the ring: the device queue (depth 4) is full.
+    assert_eq!(sim.progress(d0, q).expect("sim").submitted, 4, "four SQEs are still in the ring");
+    let dropped = drv.abort_queue(d0, q, AbortHead::Runs);
+    let early = drv.event_info(d0, behind).map(|i| i.is_complete);
+    // Release the gate before judging, so that a failure does not leave a held queue behind.
+    hal::CopyEngine::copy_to_device(drv, d0, flag, &1u64.to_le_bytes()).expect("release the gate");
+    assert_eq!(dropped.expect("abort"), 8);
+    assert!(!early.expect("info"));
+    // The ring takes it once the device moved the no-ops out.
+    let m = push(TaskDesc::Marker);
+    assert_eq!(m, 9, "the numbering goes on");
+    drv.wait(d0, q, m, Some(10_000)).expect("the queue runs on");
+    let mut got = [0u8; 8];
+    hal::CopyEngine::copy_from_device(drv, d0, &mut got, word).expect("read");
+    assert_eq!(u64::from_ne_bytes(got), 0, "a dropped write landed");
+    assert!(!drv.event_info(d0, behind).expect("info").is_complete);
+    assert!(drv.event_info(d0, held).expect("info").is_complete);
+    for ev in [held, behind] {
+        drv.destroy_event(d0, ev).expect("destroy event");
+    }
+    for q in [gate, q] {
+        drv.destroy_queue(d0, q).expect("destroy");
+    }
 }
 
 /// With several rings the device may take a queue's event wait before the record it names

@@ -8,8 +8,8 @@
 
 use hal::layout::device_window_base;
 use hal::{
-    BackRequest, DeviceAddr, DeviceId, Driver, ErrorKind, MemAttr, PageSize, QueueId, TaskDesc, TaskStatus,
-    VaRange, WaitCompare,
+    AbortHead, BackRequest, DeviceAddr, DeviceId, Driver, ErrorKind, MemAttr, PageSize, QueueId, TaskDesc,
+    TaskStatus, VaRange, WaitCompare,
 };
 
 /// The completed sequence of `q` and the failure taken from it (what one call answered before
@@ -46,6 +46,7 @@ pub(crate) fn run_suite(drv: &dyn Driver) {
     pinned(drv);
     queues(drv);
     events(drv);
+    abort_drops_what_has_not_started(drv);
 }
 
 fn control(drv: &dyn Driver) {
@@ -283,4 +284,64 @@ fn progress_keeps_the_error(drv: &dyn Driver) {
     drv.wait(D0, q, m, Some(10_000)).expect("the queue runs on");
     assert_eq!(done(drv, D0, q), (m, TaskStatus::Ok));
     drv.destroy_queue(D0, q).expect("destroy");
+}
+
+/// Aborting a queue drops every task it has not started, with either rule for its head: here
+/// the head is an event wait whose record (on a queue held by a value wait) has not run, so
+/// its dependency is not met and nothing on the queue can have started. The event recorded
+/// behind it stays not complete, the writes behind it never land, and the queue runs on.
+fn abort_drops_what_has_not_started(drv: &dyn Driver) {
+    let r = range(20 * MIB, 2 * MIB);
+    back(drv, r, PageSize::Huge);
+    let (flag, word) = (va(20 * MIB), va(20 * MIB + 4096));
+    for head in [AbortHead::Cancel, AbortHead::Runs] {
+        drv.set_device(D0, flag, 0, 8).expect("clear flag");
+        drv.set_device(D0, word, 0, 8).expect("clear word");
+        let gate = drv.create_queue(D0, 8).expect("gate queue");
+        let q = drv.create_queue(D0, 8).expect("queue");
+        let (held, behind) = (drv.create_event(D0).expect("event"), drv.create_event(D0).expect("event"));
+        drv.submit(
+            D0,
+            gate,
+            TaskDesc::ValueWait { addr: flag, value: 1, compare: WaitCompare::GreaterOrEqual },
+        )
+        .expect("submit");
+        drv.record_event(D0, gate, held).expect("record");
+        drv.wait_event(D0, q, held).expect("wait event");
+        drv.record_event(D0, q, behind).expect("record");
+        for v in 1..=3 {
+            drv.submit(D0, q, TaskDesc::ValueWrite { dst: word, value: v }).expect("submit");
+        }
+        let submitted = drv.progress(D0, q).expect("progress").submitted;
+        let dropped = drv.abort_queue(D0, q, head).map(|n| u64::try_from(n).expect("count"));
+        let early = drv.event_info(D0, behind).map(|i| i.is_complete);
+        // Release the gate before judging (a held queue would outlive a failed check): nothing
+        // dropped may run late.
+        let w = drv.submit(D0, gate, TaskDesc::Marker).expect("submit");
+        drv.set_device(D0, flag, 1, 1).expect("release");
+        drv.wait(D0, gate, w, Some(10_000)).expect("the gate runs");
+        assert_eq!(dropped.expect("abort"), submitted, "{head:?}: every task is dropped");
+        assert!(!early.expect("info"), "{head:?}: the dropped record");
+        assert!(drv.event_info(D0, held).expect("info").is_complete);
+        let m = drv.submit(D0, q, TaskDesc::Marker).expect("the queue takes tasks again");
+        drv.wait(D0, q, m, Some(10_000)).expect("and runs them");
+        let mut out = [0u8; 8];
+        drv.copy_from_device(D0, &mut out, word).expect("read");
+        assert_eq!(u64::from_ne_bytes(out), 0, "{head:?}: a dropped write landed");
+        assert!(!drv.event_info(D0, behind).expect("info").is_complete, "{head:?}: the dropped record");
+        let w = drv.submit(D0, q, TaskDesc::ValueWrite { dst: word, value: 9 }).expect("submit");
+        drv.wait(D0, q, w, Some(10_000)).expect("wait");
+        drv.copy_from_device(D0, &mut out, word).expect("read");
+        assert_eq!(u64::from_ne_bytes(out), 9);
+        for ev in [held, behind] {
+            drv.destroy_event(D0, ev).expect("destroy event");
+        }
+        drv.destroy_queue(D0, q).expect("destroy");
+        drv.destroy_queue(D0, gate).expect("destroy");
+    }
+    assert_eq!(
+        drv.abort_queue(D0, QueueId(u32::MAX - 1), AbortHead::Runs).unwrap_err().kind(),
+        ErrorKind::InvalidHandle
+    );
+    drv.unback(D0, r).expect("unback");
 }
