@@ -69,6 +69,8 @@ pub struct Device {
     /// Its streams, events, contexts, subscriptions and dependency graph (they outlive a reset:
     /// a reset forgets the handles, it does not replace the tables).
     pub(crate) streams: DeviceStreams,
+    /// Its notifies and IPC events ([`crate::state::notify`]; a reset forgets them).
+    pub(crate) notifies: crate::state::notify::DeviceNotifies,
 }
 
 impl std::borrow::Borrow<DeviceStreams> for Device {
@@ -98,6 +100,7 @@ impl Device {
             pools: Pools::new(id, generation),
             vmm: Mutex::new(VmmState::new(id)),
             streams: DeviceStreams::new(id, generation, limits),
+            notifies: crate::state::notify::DeviceNotifies::new(id, generation),
         }
     }
 

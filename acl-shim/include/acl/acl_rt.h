@@ -54,6 +54,9 @@
  *   versions  aclsysGetVersionStr, aclsysGetVersionNum, aclsysGetCANNVersion,
  *             aclrtGetVersion
  *
+ * acl/acl_rt_notify_stream.h, included at the end, declares notifies, IPC
+ * events, stream stop/abort/attributes/config and host-function threads.
+ *
  * acl/acl_rt_unsupported.h, included at the end, declares the rest of CANN's
  * device, context, stream, event, memory and kernel calls that aclrs exports
  * but does not implement: each returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT.
@@ -69,8 +72,7 @@
  *     aclrtMemMapSelectedLink, aclrtMemMapSetLink,
  *     aclrtIpcMemImportPidInterServer;
  *   - managed memory, CMO;
- *   - aclFinalizeReference, aclrtStreamWaitEventWithTimeout,
- *     notifies, stream stop/abort and attributes;
+ *   - aclFinalizeReference;
  *   - aclrtBinaryLoadFromData, aclrtLaunchKernelWithConfig and the
  *     aclrtKernelArgs* builders.
  *
@@ -1004,5 +1006,6 @@ ACL_FUNC_VISIBILITY aclError aclrtGetVersion(int32_t *majorVersion, int32_t *min
 #include "acl_rt_allocator.h"
 #include "acl_rt_memory_soma.h"
 #include "acl_rt_unsupported.h"
+#include "acl_rt_notify_stream.h"
 
 #endif /* ACLRS_ACL_ACL_RT_H */

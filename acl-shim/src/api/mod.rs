@@ -21,7 +21,10 @@ pub mod obs;
 pub mod peer;
 pub mod pool;
 pub(crate) mod staging;
+pub mod ipc_event;
+pub mod notify;
 pub mod stream;
+pub mod stream_ctl;
 pub mod vmm;
 
 pub use device::finalize;

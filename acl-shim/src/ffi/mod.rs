@@ -108,9 +108,11 @@ pub mod async_copy;
 pub mod base;
 pub mod kernel;
 pub mod memory;
+pub mod notify;
 pub mod obs;
 pub mod pool;
 pub mod stream;
+pub mod stream_ctl;
 pub mod stubs;
 pub mod vmm;
 

@@ -8,5 +8,7 @@
 pub mod memory;
 pub mod obs;
 pub mod pool;
+pub mod notify;
 pub mod stream;
+pub mod stream_ctl;
 pub mod vmm;
