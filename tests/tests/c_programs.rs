@@ -177,3 +177,10 @@ fn app_log_formats_and_writes_application_lines() {
     );
     assert!(out.contains("[app.c:20] many: ints 1 2 3 4 5 6 7 8 9 10 11 12 doubles 0.5"), "{out}");
 }
+
+#[test]
+fn stream_control_callbacks_attributes_config_timed_waits_stop_and_abort() {
+    let exe = compile_c("stream_ctl", Link::Shared);
+    let out = run_ok(&exe, "stream-ctl", &[]);
+    assert!(out.contains("stream_ctl: OK"), "{out}");
+}

@@ -396,6 +396,7 @@ impl Runtime {
     pub(crate) fn launch_host_call(&self, api: &str, stream: u64, call: HostCall) -> Result<()> {
         let s = self.submit_stream(api, stream)?;
         let (h, _) = if stream == 0 { self.stream(api, 0)? } else { (stream, Arc::clone(&s)) };
+        Self::check_not_aborting(api, &s)?;
         if let Some(r) = self.route_host_func(api, &s, call) {
             return r;
         }
