@@ -184,3 +184,10 @@ fn stream_control_callbacks_attributes_config_timed_waits_stop_and_abort() {
     let out = run_ok(&exe, "stream-ctl", &[]);
     assert!(out.contains("stream_ctl: OK"), "{out}");
 }
+
+#[test]
+fn host_function_threads_run_their_streams_host_functions() {
+    let exe = compile_c("host_func", Link::Shared);
+    let out = run_ok(&exe, "host-func", &[]);
+    assert!(out.contains("host_func: OK"), "{out}");
+}
