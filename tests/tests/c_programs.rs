@@ -191,3 +191,10 @@ fn host_function_threads_run_their_streams_host_functions() {
     let out = run_ok(&exe, "host-func", &[]);
     assert!(out.contains("host_func: OK"), "{out}");
 }
+
+#[test]
+fn notifies_and_ipc_notifies_across_processes() {
+    let exe = compile_c("notify", Link::Shared);
+    let out = run_ok(&exe, "notify", &[]);
+    assert!(out.contains("notify: OK"), "{out}");
+}
