@@ -198,3 +198,10 @@ fn notifies_and_ipc_notifies_across_processes() {
     let out = run_ok(&exe, "notify", &[]);
     assert!(out.contains("notify: OK"), "{out}");
 }
+
+#[test]
+fn ipc_events_recorded_in_one_process_are_waited_on_in_another() {
+    let exe = compile_c("ipc_event", Link::Shared);
+    let out = run_ok(&exe, "ipc-event", &[]);
+    assert!(out.contains("ipc_event: OK") && out.contains("ipc_event (opener): OK"), "{out}");
+}
