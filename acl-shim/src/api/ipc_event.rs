@@ -172,8 +172,12 @@ impl Runtime {
             return Ok(());
         }
         let addr = DeviceAddr(x.addr + 8);
-        self.submit_task(api, s, TaskDesc::ValueWait { addr, value: issued, compare: WaitCompare::GreaterOrEqual })
-            .map(|_| ())
+        self.submit_task(
+            api,
+            s,
+            TaskDesc::ValueWait { addr, value: issued, compare: WaitCompare::GreaterOrEqual },
+        )
+        .map(|_| ())
     }
 
     /// Whether IPC event `h`'s newest record ran (true when it was never recorded).
@@ -228,7 +232,10 @@ impl Runtime {
                 let r = self.ipc_close(api, &x.name);
                 let f = self.free_device_now(api, e.device, x.addr);
                 r.and(f).map_err(|er| {
-                    AclError::new(ACL_ERROR_RT_INTERNAL_ERROR, format!("{api}: releasing the IPC event: {}", er.message()))
+                    AclError::new(
+                        ACL_ERROR_RT_INTERNAL_ERROR,
+                        format!("{api}: releasing the IPC event: {}", er.message()),
+                    )
                 })
             }
         }

@@ -24,8 +24,6 @@
 //!
 //! No lock of this module; a notify's word lock (a leaf) is taken alone.
 
-use std::time::{Duration, Instant};
-
 use hal::{DeviceAddr, DeviceId, ShareName, TaskDesc, WaitCompare};
 
 use crate::codes::*;
@@ -43,39 +41,6 @@ pub const EXPORT_NO_PID_CHECK: u64 = 0x2;
 
 /// Bytes of an exported notify's allocation: page-aligned allocations start at 64 KiB + 1.
 const SHARED_BYTES: u64 = (64 << 10) + 1;
-
-/// Polls the word at `addr` of `dev` until it is non-zero (then clears it and returns 0) or
-/// `timeout_ms` passes (`ACL_ERROR_RT_WAIT_TIMEOUT`): the body of a notify wait with a
-/// timeout, run on a device thread.
-pub(crate) fn timed_wait(dev: u32, addr: u64, timeout_ms: u64) -> i32 {
-    let Ok(rt) = crate::runtime::runtime("aclrtWaitAndResetNotify") else { return ACL_ERROR_RT_INTERNAL_ERROR };
-    let drv = rt.backend().driver();
-    // TIMEOUT: the caller's timeout, in seconds, converted to a deadline.
-    let deadline = Instant::now() + Duration::from_millis(timeout_ms);
-    let mut polls = 0u32;
-    loop {
-        let mut w = [0u8; 8];
-        if drv.copy_from_device(DeviceId(dev), &mut w, DeviceAddr(addr)).is_err() {
-            return ACL_ERROR_RT_PARAM_INVALID;
-        }
-        if u64::from_le_bytes(w) != 0 {
-            return match drv.copy_to_device(DeviceId(dev), DeviceAddr(addr), &[0u8; 8]) {
-                Ok(()) => 0,
-                Err(_) => ACL_ERROR_RT_PARAM_INVALID,
-            };
-        }
-        if Instant::now() >= deadline {
-            return ACL_ERROR_RT_WAIT_TIMEOUT;
-        }
-        polls = polls.saturating_add(1);
-        if polls < 64 {
-            std::hint::spin_loop();
-        } else {
-            // TIMEOUT: re-read the word every 200 µs, as the device re-checks value waits.
-            std::thread::sleep(Duration::from_micros(200));
-        }
-    }
-}
 
 fn no_notify(api: &str, h: u64) -> AclError {
     AclError::new(
@@ -127,7 +92,10 @@ impl Runtime {
         let full = || {
             AclError::new(
                 ACL_ERROR_RT_NO_NOTIFY_RESOURCE,
-                format!("{api}: device {d} has no notify left (at most {limit} on {})", self.soc().soc_name()),
+                format!(
+                    "{api}: device {d} has no notify left (at most {limit} on {})",
+                    self.soc().soc_name()
+                ),
             )
         };
         let t = &self.device(d).notifies;
@@ -266,7 +234,8 @@ impl Runtime {
         let d = n.device;
         let mut cur = [0u8; 8];
         let drv = self.backend().driver();
-        drv.copy_from_device(DeviceId(d), &mut cur, DeviceAddr(old.addr)).map_err(|e| AclError::from_hal(e, api))?;
+        drv.copy_from_device(DeviceId(d), &mut cur, DeviceAddr(old.addr))
+            .map_err(|e| AclError::from_hal(e, api))?;
         let page = self.zeroed(api, d, SHARED_BYTES)?;
         let exported = drv
             .copy_to_device(DeviceId(d), DeviceAddr(page), &cur)

@@ -5,9 +5,9 @@
 //! This module owns those calls' checks and their work on the backend, and the runtime's
 //! *internal host operations*: work that a stream runs in order on a device thread and that
 //! may fail the stream (a timed wait that expires) or hand a host function to a subscribed
-//! thread. An internal operation is a host-function task whose function is [`internal_op`] and
-//! whose argument is a boxed [`InternalOp`]; the host-call hook (`crate::ffi::stream`) runs it
-//! through [`run_internal`] and turns its code into the task's status, so an expired wait
+//! thread. An internal operation is a host-function task whose function is `internal_op` and
+//! whose argument is a boxed `InternalOp`; the host-call hook (`crate::ffi::stream`) runs it
+//! through `run_internal` and turns its code into the task's status, so an expired wait
 //! surfaces at the stream's next synchronisation, as CANN reports it.
 //!
 //! It sits beside `crate::api::stream`, above `crate::state::stream` and
@@ -24,12 +24,12 @@ use std::ffi::c_void;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use hal::{DeviceId, TaskDesc};
+use hal::{DeviceAddr, DeviceId, TaskDesc};
 
 use crate::codes::*;
 use crate::error::{AclError, Result};
 use crate::runtime::Runtime;
-use crate::state::stream::{same_device, event_flag, HostCall, StreamObj, ACL_ERROR_RT_REPORT_TIMEOUT};
+use crate::state::stream::{event_flag, same_device, HostCall, StreamObj, ACL_ERROR_RT_REPORT_TIMEOUT};
 use crate::state::stream_ctl::{
     self as ctl, ACL_ERROR_RT_STREAM_ABORT, ACL_ERROR_RT_STREAM_NOT_CAPTURED, ACL_ERROR_RT_STREAM_SUBSCRIBE,
     LEAST_PRIORITY,
@@ -99,7 +99,7 @@ pub(crate) fn run_internal(func: u64, data: u64) -> Option<i32> {
     Some(match *op {
         InternalOp::WaitPoint { dev, queue, seq, timeout_ms } => wait_point(dev, queue, seq, timeout_ms),
         InternalOp::HostFunc { thread, call } => deliver_host_func(thread, call),
-        InternalOp::NotifyWait { dev, addr, timeout_ms } => crate::api::notify::timed_wait(dev, addr, timeout_ms),
+        InternalOp::NotifyWait { dev, addr, timeout_ms } => timed_wait(dev, addr, timeout_ms),
     })
 }
 
@@ -110,6 +110,41 @@ fn wait_point(dev: u32, queue: hal::QueueId, seq: u64, timeout_ms: u32) -> i32 {
         Err(e) if e.kind() == hal::ErrorKind::Timeout => ACL_ERROR_RT_WAIT_TIMEOUT,
         // The recorded stream is gone: it finished everything first.
         Err(_) => 0,
+    }
+}
+
+/// Polls the word at `addr` of `dev` until it is non-zero (then clears it and returns 0) or
+/// `timeout_ms` passes (`ACL_ERROR_RT_WAIT_TIMEOUT`): the body of a notify wait with a
+/// timeout, run on a device thread.
+pub(crate) fn timed_wait(dev: u32, addr: u64, timeout_ms: u64) -> i32 {
+    let Ok(rt) = crate::runtime::runtime("aclrtWaitAndResetNotify") else {
+        return ACL_ERROR_RT_INTERNAL_ERROR;
+    };
+    let drv = rt.backend().driver();
+    // TIMEOUT: the caller's timeout, in seconds, converted to a deadline.
+    let deadline = Instant::now() + Duration::from_millis(timeout_ms);
+    let mut polls = 0u32;
+    loop {
+        let mut w = [0u8; 8];
+        if drv.copy_from_device(DeviceId(dev), &mut w, DeviceAddr(addr)).is_err() {
+            return ACL_ERROR_RT_PARAM_INVALID;
+        }
+        if u64::from_le_bytes(w) != 0 {
+            return match drv.copy_to_device(DeviceId(dev), DeviceAddr(addr), &[0u8; 8]) {
+                Ok(()) => 0,
+                Err(_) => ACL_ERROR_RT_PARAM_INVALID,
+            };
+        }
+        if Instant::now() >= deadline {
+            return ACL_ERROR_RT_WAIT_TIMEOUT;
+        }
+        polls = polls.saturating_add(1);
+        if polls < 64 {
+            std::hint::spin_loop();
+        } else {
+            // TIMEOUT: re-read the word every 200 µs, as the device re-checks value waits.
+            std::thread::sleep(Duration::from_micros(200));
+        }
     }
 }
 
@@ -179,7 +214,13 @@ impl Runtime {
     }
 
     /// Submits a notify wait with a timeout (see [`InternalOp::NotifyWait`]).
-    pub(crate) fn submit_notify_wait(&self, api: &str, s: &StreamObj, addr: u64, timeout_ms: u64) -> Result<()> {
+    pub(crate) fn submit_notify_wait(
+        &self,
+        api: &str,
+        s: &StreamObj,
+        addr: u64,
+        timeout_ms: u64,
+    ) -> Result<()> {
         self.submit_internal(api, s, InternalOp::NotifyWait { dev: s.device, addr, timeout_ms })
     }
 
@@ -214,7 +255,9 @@ impl Runtime {
     /// device's stream; `ACL_ERROR_RT_INVALID_HANDLE` for a dead one.
     pub fn stream_stop(&self, api: &str, handle: u64) -> Result<()> {
         if handle == 0 {
-            return Err(AclError::rt_invalid(format!("{api}: stream is NULL (the default stream cannot be stopped)")));
+            return Err(AclError::rt_invalid(format!(
+                "{api}: stream is NULL (the default stream cannot be stopped)"
+            )));
         }
         let s = self.submit_stream(api, handle)?;
         Self::check_not_aborting(api, &s)
@@ -258,7 +301,13 @@ impl Runtime {
     /// # Errors
     ///
     /// As `aclrtStreamWaitEvent`.
-    pub fn stream_wait_event_timeout(&self, api: &str, stream: u64, event: u64, timeout_s: u32) -> Result<()> {
+    pub fn stream_wait_event_timeout(
+        &self,
+        api: &str,
+        stream: u64,
+        event: u64,
+        timeout_s: u32,
+    ) -> Result<()> {
         if timeout_s == 0 {
             return self.stream_wait_event(api, stream, event);
         }
@@ -292,7 +341,14 @@ impl Runtime {
     /// `ACL_ERROR_INVALID_PARAM` for a flag other than DEFAULT (0) / EXTERNAL (1) or EXTERNAL
     /// with a timeout; `ACL_ERROR_RT_STREAM_NOT_CAPTURED` for EXTERNAL (aclrs captures no
     /// stream).
-    pub fn stream_wait_event_flag(&self, api: &str, stream: u64, event: u64, timeout_s: u32, flag: u32) -> Result<()> {
+    pub fn stream_wait_event_flag(
+        &self,
+        api: &str,
+        stream: u64,
+        event: u64,
+        timeout_s: u32,
+        flag: u32,
+    ) -> Result<()> {
         match flag {
             0 => self.stream_wait_event_timeout(api, stream, event, timeout_s),
             1 if timeout_s != 0 => Err(AclError::invalid(format!(
@@ -324,7 +380,9 @@ impl Runtime {
             return Err(bad_attr(api, which));
         }
         if which == attr::PRIORITY && stream == 0 {
-            return Err(AclError::rt_invalid(format!("{api}: ACL_STREAM_ATTR_PRIORITY needs a stream, not NULL")));
+            return Err(AclError::rt_invalid(format!(
+                "{api}: ACL_STREAM_ATTR_PRIORITY needs a stream, not NULL"
+            )));
         }
         let (h, s) = self.stream(api, stream)?;
         match (which, value) {
@@ -333,14 +391,18 @@ impl Runtime {
                 if s.flags & stream_flag::DEVICE_USE_ONLY != 0 {
                     return Err(AclError::new(
                         ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                        format!("{api}: stream {h:#x} is ACL_STREAM_DEVICE_USE_ONLY; its failure mode is fixed"),
+                        format!(
+                            "{api}: stream {h:#x} is ACL_STREAM_DEVICE_USE_ONLY; its failure mode is fixed"
+                        ),
                     ));
                 }
                 let mode = m & 1;
                 if s.ext.failure_mode() & 1 == 1 && mode == 0 {
                     return Err(AclError::new(
                         ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                        format!("{api}: stream {h:#x} is in ACL_STOP_ON_FAILURE; it cannot go back to continue"),
+                        format!(
+                            "{api}: stream {h:#x} is in ACL_STOP_ON_FAILURE; it cannot go back to continue"
+                        ),
                     ));
                 }
                 self.set_failure_mode(api, h, mode)?;
@@ -352,7 +414,10 @@ impl Runtime {
                 if s.flags & (stream_flag::CPU_SCHEDULE | stream_flag::DEVICE_USE_ONLY) != 0 {
                     return Err(AclError::new(
                         ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                        format!("{api}: stream {h:#x} has reserved flags {:#x}; its priority is fixed", s.flags),
+                        format!(
+                            "{api}: stream {h:#x} has reserved flags {:#x}; its priority is fixed",
+                            s.flags
+                        ),
                     ));
                 }
                 s.ext.set_priority(p);
@@ -516,7 +581,9 @@ pub fn process_host_func(api: &str, timeout: i32) -> Result<()> {
                 if now >= d {
                     return Err(AclError::new(
                         ACL_ERROR_RT_REPORT_TIMEOUT,
-                        format!("{api}: no host function arrived for this thread ({thread}) within {timeout} ms"),
+                        format!(
+                            "{api}: no host function arrived for this thread ({thread}) within {timeout} ms"
+                        ),
                     ));
                 }
                 q.ready.wait_timeout(g, d - now).unwrap_or_else(std::sync::PoisonError::into_inner).0

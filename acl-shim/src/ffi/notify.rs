@@ -1,7 +1,7 @@
 //! C exports of notifies, IPC notifies, count notifies and IPC events (fact sheet §3, §6).
 //!
 //! Handles (`aclrtNotify`, `aclrtEvent`) are opaque numbers cast to pointers
-//! ([`crate::ffi::stream::handle`]); keys and IPC event handles are plain bytes copied in and
+//! (`crate::ffi::stream::handle`); keys and IPC event handles are plain bytes copied in and
 //! out here. The work is in `crate::api::notify` and `crate::api::ipc_event`. Count notifies
 //! check their pointers and fail with `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` (see the README).
 #![expect(
@@ -11,11 +11,11 @@
 
 use std::ffi::{c_char, c_void, CStr};
 
-use super::stream::{ensure_hook, handle, to_ptr};
 use super::put;
+use super::stream::{ensure_hook, handle, to_ptr};
+use crate::api::ipc_event::HANDLE_BYTES;
 use crate::codes::*;
 use crate::error::{AclError, Result};
-use crate::api::ipc_event::HANDLE_BYTES;
 
 /// The most pids one whitelist call takes (as for IPC memory).
 const MAX_PIDS: usize = hal::davinci_abi::SVM_SHARE_MEM_MAX_PID_CNT;
@@ -37,7 +37,9 @@ fn pids<'a>(api: &str, pid: *const i32, num: usize) -> Result<&'a [i32]> {
         return Err(AclError::invalid(format!("{api}: pid is not aligned")));
     }
     if num > MAX_PIDS {
-        return Err(AclError::rt_invalid(format!("{api}: num {num} is more than the {MAX_PIDS} pids one call takes")));
+        return Err(AclError::rt_invalid(format!(
+            "{api}: num {num} is more than the {MAX_PIDS} pids one call takes"
+        )));
     }
     // SAFETY: non-null and aligned (checked); the caller passes `num` readable pids per the
     // API, and `num` is small (checked), so the slice is a valid object.

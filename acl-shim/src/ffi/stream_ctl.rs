@@ -2,7 +2,7 @@
 //! stream-state callbacks, waits with a timeout, attributes, id/flag/priority queries, the
 //! stream-config handle and `aclrtCreateStreamV2`, and the host-function subscription calls.
 //!
-//! Handles are opaque numbers cast to pointers ([`crate::ffi::stream::handle`]). The one
+//! Handles are opaque numbers cast to pointers (`crate::ffi::stream::handle`). The one
 //! structure C owns here is the stream-config handle (`aclrtStreamConfigHandle`, 32 bytes, a
 //! public struct): made with `calloc` and freed with `free`, as CANN's C library does. The work
 //! is in `crate::api::stream_ctl`.
@@ -13,8 +13,8 @@
 
 use std::ffi::{c_char, c_void, CStr};
 
-use super::stream::{ensure_hook, handle, to_ptr};
 use super::put;
+use super::stream::{ensure_hook, handle, to_ptr};
 use crate::api::stream_ctl::{attr, process_host_func, AttrValue};
 use crate::error::AclError;
 use crate::runtime::Runtime;

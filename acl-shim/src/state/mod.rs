@@ -6,9 +6,9 @@
 //! takes the state (and the backend, when it needs one) as parameters.
 
 pub mod memory;
+pub mod notify;
 pub mod obs;
 pub mod pool;
-pub mod notify;
 pub mod stream;
 pub mod stream_ctl;
 pub mod vmm;

@@ -150,7 +150,10 @@ impl DeviceNotifies {
 
     /// The IPC event this process created under share `name`, if any.
     pub(crate) fn find_ipc_event(&self, name: &ShareName) -> Option<IpcEvent> {
-        crate::sync::relock(&self.ipc_events).values().find(|x| x.role == Role::Owner && x.name == *name).copied()
+        crate::sync::relock(&self.ipc_events)
+            .values()
+            .find(|x| x.role == Role::Owner && x.name == *name)
+            .copied()
     }
 
     /// Forgets the IPC state of event `h`.

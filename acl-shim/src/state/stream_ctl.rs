@@ -2,7 +2,7 @@
 //! priority and attributes, whether an abort is in progress, and its host-function thread —
 //! plus the process-wide stream-state callbacks (`aclrtRegStreamStateCallback`).
 //!
-//! Safe Rust apart from calling the C callbacks. This module owns [`StreamExt`] (one per
+//! Safe Rust apart from calling the C callbacks. This module owns `StreamExt` (one per
 //! stream, embedded in the stream object: reading it is an atomic load, no lock) and the
 //! callback registry. It sits below `crate::api::stream_ctl`, which checks arguments and talks
 //! to the backend.
@@ -11,7 +11,7 @@
 //!
 //! `CALLBACKS` is a leaf, process-wide but never taken on a hot path (only when a stream is
 //! created or destroyed, and copied before the callbacks run, so a callback may register or
-//! unregister others). [`StreamExt`] takes no lock.
+//! unregister others). `StreamExt` takes no lock.
 
 use std::collections::BTreeMap;
 use std::ffi::c_void;
