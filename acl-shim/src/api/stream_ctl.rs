@@ -13,6 +13,12 @@
 //! It sits beside `crate::api::stream`, above `crate::state::stream` and
 //! `crate::state::stream_ctl`.
 //!
+//! # Limits
+//!
+//! An internal operation dropped before it ran (`aclrtStreamAbort`, `aclrtDestroyStreamForce`,
+//! a forced reset) leaks its small box. A host function handed to a host-function thread holds
+//! its stream (and an abort of it) until that thread processes it, as CANN's does.
+//!
 //! # Locking
 //!
 //! The host-function queues (`HOST_FUNC_QUEUES`, process-wide, not on a per-task hot path: only
