@@ -33,6 +33,85 @@ static int not_ready(aclrtStream s)
     return aclrtStreamQuery(s, &st) == ACL_SUCCESS && st == ACL_STREAM_STATUS_NOT_READY;
 }
 
+static void cnt_record(aclrtCntNotify cn, aclrtStream s, aclrtCntNotifyRecordMode mode, uint32_t value)
+{
+    aclrtCntNotifyRecordInfo ri;
+    ri.mode = mode;
+    ri.value = value;
+    CHECK_OK(aclrtCntNotifyRecord(cn, s, &ri));
+}
+
+static aclError cnt_wait(aclrtCntNotify cn, aclrtStream s, aclrtCntNotifyWaitMode mode, uint32_t value,
+                         uint32_t timeout, uint8_t clear)
+{
+    aclrtCntNotifyWaitInfo wi;
+    memset(&wi, 0, sizeof wi);
+    wi.mode = mode;
+    wi.value = value;
+    wi.timeout = timeout;
+    wi.isClear = clear;
+    return aclrtCntNotifyWaitWithTimeout(cn, s, &wi);
+}
+
+static void count_notifies(aclrtStream a, aclrtStream b)
+{
+    aclrtCntNotify cn = NULL, cn2 = NULL;
+    uint32_t id = 0, id2 = 0;
+    aclrtCntNotifyRecordInfo ri;
+
+    check_section("count notifies (Ascend 950): records change the count, waits compare it");
+    CHECK_FAIL(aclrtCntNotifyCreate(&cn, 1), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_OK(aclrtCntNotifyCreate(&cn, 0));
+    CHECK_OK(aclrtCntNotifyCreate(&cn2, 0));
+    CHECK_OK(aclrtCntNotifyGetId(cn, &id));
+    CHECK_OK(aclrtCntNotifyGetId(cn2, &id2));
+    CHECK(id != id2);
+    CHECK_FAIL(aclrtCntNotifyGetId(cn, NULL), ACL_ERROR_INVALID_PARAM);
+    ri.mode = (aclrtCntNotifyRecordMode)3;
+    ri.value = 1;
+    CHECK_FAIL(aclrtCntNotifyRecord(cn, a, &ri), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_FAIL(cnt_wait(cn, b, (aclrtCntNotifyWaitMode)5, 1, 0, 0), ACL_ERROR_RT_PARAM_INVALID);
+
+    memset(g_flags, 0, sizeof g_flags);
+    CHECK_OK(cnt_wait(cn, b, ACL_RT_CNT_NOTIFY_WAIT_BIGGER_OR_EQUAL_MODE, 3, 0, 1));
+    CHECK_OK(aclrtLaunchHostFunc(b, set_flag, (void *)5));
+    CHECK(not_ready(b));
+    cnt_record(cn, a, ACL_RT_CNT_NOTIFY_RECORD_ADD_MODE, 1);
+    cnt_record(cn, a, ACL_RT_CNT_NOTIFY_RECORD_ADD_MODE, 1);
+    CHECK_OK(aclrtSynchronizeStream(a));
+    CHECK(not_ready(b) && g_flags[5] == 0); /* 2 < 3 */
+    cnt_record(cn, a, ACL_RT_CNT_NOTIFY_RECORD_ADD_MODE, 1);
+    CHECK_OK(aclrtSynchronizeStream(b));
+    CHECK(g_flags[5] == 1);
+    /* isClear reset it: */
+    CHECK_OK(cnt_wait(cn, b, ACL_RT_CNT_NOTIFY_WAIT_EQUAL_MODE, 0, 5, 0));
+    CHECK_OK(aclrtSynchronizeStream(b));
+
+    cnt_record(cn, a, ACL_RT_CNT_NOTIFY_RECORD_SET_VALUE_MODE, 8);
+    cnt_record(cn, a, ACL_RT_CNT_NOTIFY_RECORD_BIT_OR_MODE, 1);
+    CHECK_OK(aclrtSynchronizeStream(a));
+    CHECK_OK(cnt_wait(cn, b, ACL_RT_CNT_NOTIFY_WAIT_EQUAL_WITH_BITMASK_MODE, 9, 5, 0));
+    CHECK_OK(cnt_wait(cn, b, ACL_RT_CNT_NOTIFY_WAIT_BIGGER_MODE, 8, 5, 0));
+    CHECK_OK(aclrtSynchronizeStream(b));
+    cnt_record(cn, a, ACL_RT_CNT_NOTIFY_RECORD_BIT_AND_MODE, 1);
+    CHECK_OK(aclrtSynchronizeStream(a));
+    CHECK_OK(cnt_wait(cn, b, ACL_RT_CNT_NOTIFY_WAIT_EQUAL_MODE, 1, 5, 0));
+    CHECK_OK(aclrtSynchronizeStream(b));
+    CHECK_OK(aclrtCntNotifyReset(cn, a));
+    CHECK_OK(aclrtSynchronizeStream(a));
+    CHECK_OK(cnt_wait(cn, b, ACL_RT_CNT_NOTIFY_WAIT_LESS_MODE, 1, 5, 0));
+    CHECK_OK(aclrtSynchronizeStream(b));
+
+    check_section("an expired count wait fails the next synchronize");
+    CHECK_OK(cnt_wait(cn, b, ACL_RT_CNT_NOTIFY_WAIT_EQUAL_MODE, 5, 1, 0));
+    CHECK_FAIL(aclrtSynchronizeStream(b), ACL_ERROR_RT_WAIT_TIMEOUT);
+
+    CHECK_OK(aclrtCntNotifyDestroy(cn));
+    CHECK_OK(aclrtCntNotifyDestroy(cn2));
+    CHECK_FAIL(aclrtCntNotifyDestroy(cn), ACL_ERROR_RT_INVALID_HANDLE);
+    CHECK_FAIL(aclrtCntNotifyDestroy(NULL), ACL_ERROR_INVALID_PARAM);
+}
+
 static void local(void)
 {
     aclrtNotify n = NULL, m = NULL;
@@ -122,20 +201,25 @@ static void local(void)
     sp.sdid = 0;
     sp.pid = &pid;
     sp.num = 1;
-    CHECK_FAIL(aclrtNotifySetImportPidInterServer(m, &sp, 1), ACL_ERROR_RT_FEATURE_NOT_SUPPORT); /* A2 */
+    CHECK_FAIL(aclrtNotifySetImportPidInterServer(m, &sp, 1), ACL_ERROR_RT_FEATURE_NOT_SUPPORT); /* not A3 */
     /* Still a working notify after its export. */
     CHECK_OK(aclrtWaitAndResetNotify(m, b, 0));
     CHECK(not_ready(b));
     CHECK_OK(aclrtRecordNotify(m, a));
     CHECK_OK(aclrtSynchronizeStream(b));
 
-    check_section("count notifies are not supported on this SoC");
-    CHECK_FAIL(aclrtCntNotifyCreate(&cn, 0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
     CHECK_FAIL(aclrtCntNotifyCreate(NULL, 0), ACL_ERROR_INVALID_PARAM);
     CHECK_FAIL(aclrtCntNotifyRecord(cn, a, NULL), ACL_ERROR_INVALID_PARAM);
-    ri.mode = ACL_RT_CNT_NOTIFY_RECORD_ADD_MODE;
-    ri.value = 1;
-    CHECK_FAIL(aclrtCntNotifyRecord(cn, a, &ri), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    CHECK_FAIL(aclrtCntNotifyWaitWithTimeout(cn, a, NULL), ACL_ERROR_INVALID_PARAM);
+    if (strcmp(aclrtGetSocName(), "Ascend950PR") == 0) {
+        count_notifies(a, b);
+    } else {
+        check_section("count notifies exist only on Ascend 950");
+        CHECK_FAIL(aclrtCntNotifyCreate(&cn, 0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+        ri.mode = ACL_RT_CNT_NOTIFY_RECORD_ADD_MODE;
+        ri.value = 1;
+        CHECK_FAIL(aclrtCntNotifyRecord(cn, a, &ri), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    }
 
     check_section("destroy");
     CHECK_OK(aclrtDestroyNotify(n));

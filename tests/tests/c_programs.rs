@@ -197,6 +197,9 @@ fn notifies_and_ipc_notifies_across_processes() {
     let exe = compile_c("notify", Link::Shared);
     let out = run_ok(&exe, "notify", &[]);
     assert!(out.contains("notify: OK"), "{out}");
+    // Count notifies exist on the 950 profile only.
+    let out = run_ok(&exe, "notify-950", &[("ACLRS_SIM_SOC", "Ascend950PR")]);
+    assert!(out.contains("count notifies (Ascend 950)") && out.contains("notify: OK"), "{out}");
 }
 
 #[test]

@@ -16,9 +16,8 @@
  * synchronisation with ACL_ERROR_RT_WAIT_TIMEOUT. aclrtProcessHostFunc's
  * timeout is in milliseconds (-1 = forever).
  *
- * Count notifies (aclrtCntNotify*) are declared and exported; every call
- * returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (CANN has them only on Ascend 950,
- * and aclrs does not implement them there yet).
+ * Count notifies (aclrtCntNotify*) work on the Ascend950PR profile only, as
+ * in CANN; elsewhere every call returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT.
  */
 #ifndef ACLRS_ACL_ACL_RT_NOTIFY_STREAM_H
 #define ACLRS_ACL_ACL_RT_NOTIFY_STREAM_H
@@ -55,7 +54,7 @@ ACL_FUNC_VISIBILITY aclError aclrtNotifySetImportPid(aclrtNotify notify, int32_t
 ACL_FUNC_VISIBILITY aclError aclrtNotifySetImportPidInterServer(aclrtNotify notify, aclrtServerPid *serverPids,
                                                                 size_t num);
 
-/* Count notifies (Ascend 950 only in CANN; 207000 in aclrs). */
+/* Count notifies (Ascend 950 only; 207000 on the other profiles). */
 typedef enum {
     ACL_RT_CNT_NOTIFY_RECORD_SET_VALUE_MODE = 0,
     ACL_RT_CNT_NOTIFY_RECORD_ADD_MODE = 1,

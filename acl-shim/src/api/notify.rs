@@ -1,6 +1,7 @@
 //! Notifies and IPC notifies (fact sheet §3): create, destroy, record, wait-and-reset (with a
 //! timeout), ids, batch reset, export key, import-pid whitelist, import by key; count notifies
-//! (950 only in CANN) are refused with 207000 on every profile (see the README).
+//! (Ascend 950 only, as in CANN; 207000 on the other profiles): a host-held count whose
+//! records, waits and resets are runtime host operations in stream order.
 //!
 //! A notify is a device word ([`crate::state::notify`]): a record is a `ValueWrite` of 1 on the
 //! recording stream, a wait-and-reset without a timeout a `ValueWait` for 1 followed by a
@@ -330,5 +331,144 @@ impl Runtime {
             let _ = self.ipc_close(api, &name);
             AclError::new(ACL_ERROR_RT_NO_NOTIFY_RESOURCE, format!("{api}: device {d} has no notify left"))
         })
+    }
+}
+
+/// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` for a count notify on a SoC without them.
+fn no_cnt_notify(api: &str, soc: hal::SocProfile) -> AclError {
+    AclError::new(
+        ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+        format!("{api}: count notifies exist only on Ascend 950, not {}", soc.soc_name()),
+    )
+}
+
+fn no_cnt(api: &str, h: u64) -> AclError {
+    AclError::new(
+        ACL_ERROR_RT_INVALID_HANDLE,
+        format!("{api}: count notify {h:#x} is not a live count notify of this process"),
+    )
+}
+
+impl Runtime {
+    fn cnt_soc(&self, api: &str) -> Result<()> {
+        if self.soc() != hal::SocProfile::Ascend950 {
+            return Err(no_cnt_notify(api, self.soc()));
+        }
+        Ok(())
+    }
+
+    fn cnt_notify(&self, api: &str, h: u64) -> Result<std::sync::Arc<crate::state::notify::CntNotify>> {
+        if h == 0 {
+            return Err(AclError::rt_invalid(format!("{api}: cntNotify is NULL")));
+        }
+        let d = Handle::device_of(h, Kind::Other).filter(|&d| d < self.device_count());
+        d.and_then(|d| self.device(d).notifies.cnt(h)).ok_or_else(|| no_cnt(api, h))
+    }
+
+    /// `aclrtCntNotifyCreate` (Ascend 950): a count notify of the current device, count 0.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` on other SoCs; `ACL_ERROR_RT_PARAM_INVALID` for a
+    /// flag other than 0; `ACL_ERROR_RT_NO_NOTIFY_RESOURCE` when the device has none left.
+    pub fn create_cnt_notify(&self, api: &str, flag: u64) -> Result<u64> {
+        self.cnt_soc(api)?;
+        if flag != 0 {
+            return Err(AclError::rt_invalid(format!("{api}: flag {flag:#x} is reserved and must be 0")));
+        }
+        let d = self.current_device(api)?;
+        let t = &self.device(d).notifies;
+        let full = || {
+            AclError::new(
+                ACL_ERROR_RT_NO_NOTIFY_RESOURCE,
+                format!("{api}: device {d} has no count notify left"),
+            )
+        };
+        if t.cnt_len() >= self.notify_limit() {
+            return Err(full());
+        }
+        t.insert_cnt().ok_or_else(full)
+    }
+
+    /// `aclrtCntNotifyDestroy`.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_INVALID_HANDLE` for a dead count notify.
+    pub fn destroy_cnt_notify(&self, api: &str, h: u64) -> Result<()> {
+        self.cnt_soc(api)?;
+        let n = self.cnt_notify(api, h)?;
+        let _ = n;
+        let d = Handle::device_of(h, Kind::Other).unwrap_or(0);
+        self.device(d).notifies.remove_cnt(h).map(|_| ()).ok_or_else(|| no_cnt(api, h))
+    }
+
+    /// `aclrtCntNotifyRecord(n, stream, {mode, value})` in stream order.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_PARAM_INVALID` for a mode other than 0, 1, 2, 4.
+    pub fn record_cnt_notify(&self, api: &str, h: u64, stream: u64, mode: u32, value: u32) -> Result<()> {
+        self.cnt_soc(api)?;
+        if !matches!(mode, 0 | 1 | 2 | 4) {
+            return Err(AclError::rt_invalid(format!(
+                "{api}: mode {mode} is not an aclrtCntNotifyRecordMode (0 set, 1 add, 2 or, 4 and)"
+            )));
+        }
+        let obj = self.cnt_notify(api, h)?;
+        let s = self.submit_stream(api, stream)?;
+        self.submit_cnt_op(api, &s, crate::api::stream_ctl::InternalOp::CntRecord { obj, mode, value })
+    }
+
+    /// `aclrtCntNotifyWaitWithTimeout(n, stream, {mode, value, timeout, isClear})`: `timeout` in
+    /// seconds (0: forever); an expired wait fails the stream's next synchronisation with
+    /// `ACL_ERROR_RT_WAIT_TIMEOUT`.
+    ///
+    /// # Errors
+    ///
+    /// `ACL_ERROR_RT_PARAM_INVALID` for a mode above 4.
+    pub fn wait_cnt_notify(
+        &self,
+        api: &str,
+        h: u64,
+        stream: u64,
+        mode: u32,
+        value: u32,
+        timeout: u32,
+        clear: bool,
+    ) -> Result<()> {
+        self.cnt_soc(api)?;
+        if mode > 4 {
+            return Err(AclError::rt_invalid(format!(
+                "{api}: mode {mode} is not an aclrtCntNotifyWaitMode (0 to 4)"
+            )));
+        }
+        let obj = self.cnt_notify(api, h)?;
+        let s = self.submit_stream(api, stream)?;
+        let timeout_ms = u64::from(timeout) * 1000;
+        self.submit_cnt_op(
+            api,
+            &s,
+            crate::api::stream_ctl::InternalOp::CntWait { obj, mode, value, timeout_ms, clear },
+        )
+    }
+
+    /// `aclrtCntNotifyReset(n, stream)`: count 0 in stream order.
+    ///
+    /// # Errors
+    ///
+    /// Dead handles.
+    pub fn reset_cnt_notify(&self, api: &str, h: u64, stream: u64) -> Result<()> {
+        self.record_cnt_notify(api, h, stream, 0, 0)
+    }
+
+    /// `aclrtCntNotifyGetId`.
+    ///
+    /// # Errors
+    ///
+    /// Dead handles.
+    pub fn cnt_notify_id(&self, api: &str, h: u64) -> Result<u32> {
+        self.cnt_soc(api)?;
+        Ok(self.cnt_notify(api, h)?.id)
     }
 }

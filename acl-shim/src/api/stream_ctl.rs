@@ -35,6 +35,7 @@ use hal::{DeviceAddr, DeviceId, TaskDesc};
 use crate::codes::*;
 use crate::error::{AclError, Result};
 use crate::runtime::Runtime;
+use crate::state::notify::CntNotify;
 use crate::state::stream::{event_flag, same_device, HostCall, StreamObj, ACL_ERROR_RT_REPORT_TIMEOUT};
 use crate::state::stream_ctl::{
     self as ctl, ACL_ERROR_RT_STREAM_ABORT, ACL_ERROR_RT_STREAM_NOT_CAPTURED, ACL_ERROR_RT_STREAM_SUBSCRIBE,
@@ -75,6 +76,11 @@ pub(crate) enum InternalOp {
     /// Wait (at most `timeout_ms`) for the 64-bit word at `addr` of `dev` to become non-zero,
     /// then clear it: a notify wait with a timeout.
     NotifyWait { dev: u32, addr: u64, timeout_ms: u64 },
+    /// Change a count notify's count: `mode` 0 set, 1 add, 2 or, 4 and, with `value`.
+    CntRecord { obj: Arc<CntNotify>, mode: u32, value: u32 },
+    /// Wait (at most `timeout_ms`, 0: forever) until the count compares with `value` as `mode`
+    /// says (0 <, 1 ==, 2 >, 3 >=, 4 all bits of `value`), then clear it when `clear`.
+    CntWait { obj: Arc<CntNotify>, mode: u32, value: u32, timeout_ms: u64, clear: bool },
 }
 
 /// The marker function of internal operations: never called as such (the hook recognises its
@@ -106,6 +112,20 @@ pub(crate) fn run_internal(func: u64, data: u64) -> Option<i32> {
         InternalOp::WaitPoint { dev, queue, seq, timeout_ms } => wait_point(dev, queue, seq, timeout_ms),
         InternalOp::HostFunc { thread, call } => deliver_host_func(thread, call),
         InternalOp::NotifyWait { dev, addr, timeout_ms } => timed_wait(dev, addr, timeout_ms),
+        InternalOp::CntRecord { obj, mode, value } => {
+            let mut c = crate::sync::relock(&obj.count);
+            *c = match mode {
+                0 => value,
+                1 => c.wrapping_add(value),
+                2 => *c | value,
+                _ => *c & value,
+            };
+            obj.changed.notify_all();
+            0
+        }
+        InternalOp::CntWait { obj, mode, value, timeout_ms, clear } => {
+            cnt_wait(&obj, mode, value, timeout_ms, clear)
+        }
     })
 }
 
@@ -152,6 +172,38 @@ pub(crate) fn timed_wait(dev: u32, addr: u64, timeout_ms: u64) -> i32 {
             std::thread::sleep(Duration::from_micros(200));
         }
     }
+}
+
+/// The body of a count-notify wait, run on a device thread.
+fn cnt_wait(obj: &CntNotify, mode: u32, value: u32, timeout_ms: u64, clear: bool) -> i32 {
+    let holds = |c: u32| match mode {
+        0 => c < value,
+        1 => c == value,
+        2 => c > value,
+        3 => c >= value,
+        _ => c & value == value,
+    };
+    // TIMEOUT: the caller's timeout, in seconds, converted to a deadline (0: none).
+    let deadline = (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms));
+    // Lock order: the count alone.
+    let mut c = crate::sync::relock(&obj.count);
+    while !holds(*c) {
+        c = match deadline {
+            None => obj.changed.wait(c).unwrap_or_else(std::sync::PoisonError::into_inner),
+            Some(d) => {
+                let now = Instant::now();
+                if now >= d {
+                    return ACL_ERROR_RT_WAIT_TIMEOUT;
+                }
+                obj.changed.wait_timeout(c, d - now).unwrap_or_else(std::sync::PoisonError::into_inner).0
+            }
+        };
+    }
+    if clear {
+        *c = 0;
+        obj.changed.notify_all();
+    }
+    0
 }
 
 /// One host function handed to a host-function thread, and its completion flag.
@@ -217,6 +269,11 @@ impl Runtime {
                 Err(e)
             }
         }
+    }
+
+    /// Submits a count-notify operation (see [`InternalOp::CntRecord`], [`InternalOp::CntWait`]).
+    pub(crate) fn submit_cnt_op(&self, api: &str, s: &StreamObj, op: InternalOp) -> Result<()> {
+        self.submit_internal(api, s, op)
     }
 
     /// Submits a notify wait with a timeout (see [`InternalOp::NotifyWait`]).

@@ -2,8 +2,7 @@
 //!
 //! Handles (`aclrtNotify`, `aclrtEvent`) are opaque numbers cast to pointers
 //! (`crate::ffi::stream::handle`); keys and IPC event handles are plain bytes copied in and
-//! out here. The work is in `crate::api::notify` and `crate::api::ipc_event`. Count notifies
-//! check their pointers and fail with `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` (see the README).
+//! out here. The work is in `crate::api::notify` and `crate::api::ipc_event`.
 #![expect(
     clippy::missing_safety_doc,
     reason = "C exports: their contract is CANN's documentation, restated in the headers"
@@ -14,7 +13,6 @@ use std::ffi::{c_char, c_void, CStr};
 use super::put;
 use super::stream::{ensure_hook, handle, to_ptr};
 use crate::api::ipc_event::HANDLE_BYTES;
-use crate::codes::*;
 use crate::error::{AclError, Result};
 
 /// The most pids one whitelist call takes (as for IPC memory).
@@ -196,69 +194,92 @@ export! {
     }
 }
 
-/// The failure of every count-notify call (see the README's notify section).
-fn no_cnt_notify(api: &str, soc: hal::SocProfile) -> AclError {
-    let why = if soc == hal::SocProfile::Ascend950 {
-        "aclrs does not implement count notifies yet"
-    } else {
-        "count notifies exist only on Ascend 950"
-    };
-    AclError::new(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, format!("{api}: {why} (SoC {})", soc.soc_name()))
+/// `aclrtCntNotifyRecordInfo` (8 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CntRecordInfo {
+    mode: i32,
+    value: u32,
+}
+
+/// `aclrtCntNotifyWaitInfo` (16 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CntWaitInfo {
+    mode: i32,
+    value: u32,
+    timeout: u32,
+    is_clear: u8,
+    rsv: [u8; 3],
+}
+
+fn cnt_arg(api: &str, n: *mut c_void) -> Result<u64> {
+    if n.is_null() {
+        return Err(AclError::invalid(format!("{api}: cntNotify is NULL")));
+    }
+    Ok(handle(n))
 }
 
 export! {
     /// `aclError aclrtCntNotifyCreate(aclrtCntNotify *cntNotify, uint64_t flag);`
     pub unsafe fn aclrtCntNotifyCreate(cnt_notify: *mut *mut c_void, flag: u64) -> AclErrorCode |cx| {
-        let _ = (cx.out("cntNotify", cnt_notify)?, flag);
-        Err(no_cnt_notify(API, cx.rt()?.soc()))
+        let out = cx.out("cntNotify", cnt_notify)?;
+        let h = cx.rt()?.create_cnt_notify(API, flag)?;
+        put(out, to_ptr(h));
+        Ok(())
     }
 }
 
 export! {
     /// `aclError aclrtCntNotifyDestroy(aclrtCntNotify cntNotify);`
     pub fn aclrtCntNotifyDestroy(cnt_notify: *mut c_void) -> AclErrorCode |cx| {
-        if cnt_notify.is_null() {
-            return Err(AclError::invalid(format!("{API}: cntNotify is NULL")));
-        }
-        Err(no_cnt_notify(API, cx.rt()?.soc()))
+        let n = cnt_arg(API, cnt_notify)?;
+        cx.rt()?.destroy_cnt_notify(API, n)
     }
 }
 
 export! {
     /// `aclError aclrtCntNotifyRecord(aclrtCntNotify cntNotify, aclrtStream stream, aclrtCntNotifyRecordInfo *info);`
-    pub fn aclrtCntNotifyRecord(cnt_notify: *mut c_void, stream: *mut c_void, info: *mut c_void) -> AclErrorCode |cx| {
-        let _ = (cnt_notify, stream);
-        if info.is_null() {
-            return Err(AclError::invalid(format!("{API}: info is NULL")));
-        }
-        Err(no_cnt_notify(API, cx.rt()?.soc()))
+    pub unsafe fn aclrtCntNotifyRecord(cnt_notify: *mut c_void, stream: *mut c_void, info: *mut CntRecordInfo) -> AclErrorCode |cx| {
+        let p = cx.input("info", info.cast_const())?;
+        // SAFETY: non-null and aligned (checked); the caller passes an aclrtCntNotifyRecordInfo.
+        let i = unsafe { p.read() };
+        let rt = cx.rt()?;
+        ensure_hook(&rt);
+        let mode = u32::try_from(i.mode).unwrap_or(u32::MAX);
+        rt.record_cnt_notify(API, handle(cnt_notify), handle(stream), mode, i.value)
     }
 }
 
 export! {
     /// `aclError aclrtCntNotifyWaitWithTimeout(aclrtCntNotify cntNotify, aclrtStream stream, aclrtCntNotifyWaitInfo *info);`
-    pub fn aclrtCntNotifyWaitWithTimeout(cnt_notify: *mut c_void, stream: *mut c_void, info: *mut c_void) -> AclErrorCode |cx| {
-        let _ = (cnt_notify, stream);
-        if info.is_null() {
-            return Err(AclError::invalid(format!("{API}: info is NULL")));
-        }
-        Err(no_cnt_notify(API, cx.rt()?.soc()))
+    pub unsafe fn aclrtCntNotifyWaitWithTimeout(cnt_notify: *mut c_void, stream: *mut c_void, info: *mut CntWaitInfo) -> AclErrorCode |cx| {
+        let p = cx.input("info", info.cast_const())?;
+        // SAFETY: non-null and aligned (checked); the caller passes an aclrtCntNotifyWaitInfo.
+        let i = unsafe { p.read() };
+        let rt = cx.rt()?;
+        ensure_hook(&rt);
+        let mode = u32::try_from(i.mode).unwrap_or(u32::MAX);
+        let _ = i.rsv;
+        rt.wait_cnt_notify(API, handle(cnt_notify), handle(stream), mode, i.value, i.timeout, i.is_clear != 0)
     }
 }
 
 export! {
     /// `aclError aclrtCntNotifyReset(aclrtCntNotify cntNotify, aclrtStream stream);`
     pub fn aclrtCntNotifyReset(cnt_notify: *mut c_void, stream: *mut c_void) -> AclErrorCode |cx| {
-        let _ = (cnt_notify, stream);
-        Err(no_cnt_notify(API, cx.rt()?.soc()))
+        let rt = cx.rt()?;
+        ensure_hook(&rt);
+        rt.reset_cnt_notify(API, handle(cnt_notify), handle(stream))
     }
 }
 
 export! {
     /// `aclError aclrtCntNotifyGetId(aclrtCntNotify cntNotify, uint32_t *notifyId);`
     pub unsafe fn aclrtCntNotifyGetId(cnt_notify: *mut c_void, notify_id: *mut u32) -> AclErrorCode |cx| {
-        let _ = (cnt_notify, cx.out("notifyId", notify_id)?);
-        Err(no_cnt_notify(API, cx.rt()?.soc()))
+        let out = cx.out("notifyId", notify_id)?;
+        put(out, cx.rt()?.cnt_notify_id(API, cnt_arg(API, cnt_notify)?)?);
+        Ok(())
     }
 }
 

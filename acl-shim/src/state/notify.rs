@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use hal::ShareName;
 
@@ -94,10 +94,25 @@ pub(crate) enum Role {
     Alias,
 }
 
+/// One count notify (Ascend 950): a 32-bit count that records change and waits compare,
+/// held on the host (its records, waits and resets run as runtime host operations in stream
+/// order, so the count is changed under its mutex and waiters are woken by its condvar).
+#[derive(Debug, Default)]
+pub(crate) struct CntNotify {
+    /// The id `aclrtCntNotifyGetId` reports.
+    pub(crate) id: u32,
+    /// The count. A leaf lock.
+    pub(crate) count: Mutex<u32>,
+    /// Signalled when the count changes.
+    pub(crate) changed: Condvar,
+}
+
 /// The notifies and IPC events of one device.
 #[derive(Debug)]
 pub(crate) struct DeviceNotifies {
     table: HandleTable<Arc<NotifyObj>>,
+    /// Count notifies (`Kind::Other` handles).
+    cnt: HandleTable<Arc<CntNotify>>,
     next_id: AtomicU32,
     /// IPC events by event handle. A leaf lock.
     ipc_events: Mutex<HashMap<u64, IpcEvent>>,
@@ -111,6 +126,7 @@ impl DeviceNotifies {
     pub(crate) fn new(device: u32, generation: u64) -> Self {
         Self {
             table: HandleTable::new(Kind::Notify, device, generation, MAX_NOTIFIES),
+            cnt: HandleTable::new(Kind::Other, device, generation, MAX_NOTIFIES),
             next_id: AtomicU32::new(0),
             ipc_events: Mutex::new(HashMap::new()),
         }
@@ -135,6 +151,27 @@ impl DeviceNotifies {
     /// Removes notify `h`.
     pub(crate) fn remove(&self, h: u64) -> Option<Arc<NotifyObj>> {
         self.table.remove(h).map(|e| Arc::clone(&**e))
+    }
+
+    /// Adds a count notify; `None` when the table is full.
+    pub(crate) fn insert_cnt(&self) -> Option<u64> {
+        let id = self.next_id.fetch_add(1, Ordering::AcqRel);
+        self.cnt.insert(Arc::new(CntNotify { id, ..CntNotify::default() })).ok()
+    }
+
+    /// How many count notifies are live.
+    pub(crate) fn cnt_len(&self) -> u32 {
+        self.cnt.len()
+    }
+
+    /// The live count notify `h`.
+    pub(crate) fn cnt(&self, h: u64) -> Option<Arc<CntNotify>> {
+        self.cnt.with(h, Arc::clone)
+    }
+
+    /// Removes count notify `h`.
+    pub(crate) fn remove_cnt(&self, h: u64) -> Option<Arc<CntNotify>> {
+        self.cnt.remove(h).map(|e| Arc::clone(&**e))
     }
 
     /// Records that event `h` is an IPC event held as `e`.
@@ -164,6 +201,7 @@ impl DeviceNotifies {
     /// Forgets everything (the device's reset): the memory behind the words goes with it.
     pub(crate) fn forget(&self) {
         self.table.drain();
+        self.cnt.drain();
         crate::sync::relock(&self.ipc_events).clear();
     }
 }
