@@ -334,6 +334,19 @@ impl Runtime {
     }
 }
 
+/// What an `aclrtCntNotifyWaitWithTimeout` waits for (`aclrtCntNotifyWaitInfo`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CntWaitInfo {
+    /// `aclrtCntNotifyWaitMode` (0 less, 1 equal, 2 bigger, 3 bigger or equal, 4 bitmask).
+    pub mode: u32,
+    /// The operand.
+    pub value: u32,
+    /// Seconds (0: forever).
+    pub timeout: u32,
+    /// Zero the count when the wait is released.
+    pub clear: bool,
+}
+
 /// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` for a count notify on a SoC without them.
 fn no_cnt_notify(api: &str, soc: hal::SocProfile) -> AclError {
     AclError::new(
@@ -427,16 +440,8 @@ impl Runtime {
     /// # Errors
     ///
     /// `ACL_ERROR_RT_PARAM_INVALID` for a mode above 4.
-    pub fn wait_cnt_notify(
-        &self,
-        api: &str,
-        h: u64,
-        stream: u64,
-        mode: u32,
-        value: u32,
-        timeout: u32,
-        clear: bool,
-    ) -> Result<()> {
+    pub fn wait_cnt_notify(&self, api: &str, h: u64, stream: u64, w: CntWaitInfo) -> Result<()> {
+        let CntWaitInfo { mode, value, timeout, clear } = w;
         self.cnt_soc(api)?;
         if mode > 4 {
             return Err(AclError::rt_invalid(format!(

@@ -261,7 +261,8 @@ export! {
         ensure_hook(&rt);
         let mode = u32::try_from(i.mode).unwrap_or(u32::MAX);
         let _ = i.rsv;
-        rt.wait_cnt_notify(API, handle(cnt_notify), handle(stream), mode, i.value, i.timeout, i.is_clear != 0)
+        let w = crate::api::notify::CntWaitInfo { mode, value: i.value, timeout: i.timeout, clear: i.is_clear != 0 };
+        rt.wait_cnt_notify(API, handle(cnt_notify), handle(stream), w)
     }
 }
 
