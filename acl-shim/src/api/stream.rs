@@ -166,7 +166,9 @@ impl Runtime {
                 ),
             ));
         }
-        crate::state::stream_ctl::fire(handle, crate::state::stream_ctl::STATE_DESTROY_PRE);
+        if !s.is_default {
+            crate::state::stream_ctl::fire(handle, crate::state::stream_ctl::STATE_DESTROY_PRE);
+        }
         ds.destroy_stream(api, self.drv(), handle, force)
     }
 
