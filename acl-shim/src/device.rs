@@ -71,6 +71,8 @@ pub struct Device {
     pub(crate) streams: DeviceStreams,
     /// The process's and streams' resource limits (atomics and a leaf lock of their own).
     pub(crate) res: crate::state::res_limit::ResLimits,
+    /// Its notifies and IPC events ([`crate::state::notify`]; a reset forgets them).
+    pub(crate) notifies: crate::state::notify::DeviceNotifies,
 }
 
 impl std::borrow::Borrow<DeviceStreams> for Device {
@@ -101,6 +103,7 @@ impl Device {
             vmm: Mutex::new(VmmState::new(id)),
             streams: DeviceStreams::new(id, generation, limits),
             res: crate::state::res_limit::ResLimits::default(),
+            notifies: crate::state::notify::DeviceNotifies::new(id, generation),
         }
     }
 

@@ -268,3 +268,34 @@ fn destroy_stream_force_runs_the_head_and_cancels_the_rest() {
     let out = run_ok(&exe, "stream-force", &[("ACLRS_SIM_DEVICES", "2")]);
     assert!(out.contains("stream_force: OK"), "{out}");
 }
+
+#[test]
+fn stream_control_callbacks_attributes_config_timed_waits_stop_and_abort() {
+    let exe = compile_c("stream_ctl", Link::Shared);
+    let out = run_ok(&exe, "stream-ctl", &[]);
+    assert!(out.contains("stream_ctl: OK"), "{out}");
+}
+
+#[test]
+fn host_function_threads_run_their_streams_host_functions() {
+    let exe = compile_c("host_func", Link::Shared);
+    let out = run_ok(&exe, "host-func", &[]);
+    assert!(out.contains("host_func: OK"), "{out}");
+}
+
+#[test]
+fn notifies_and_ipc_notifies_across_processes() {
+    let exe = compile_c("notify", Link::Shared);
+    let out = run_ok(&exe, "notify", &[]);
+    assert!(out.contains("notify: OK"), "{out}");
+    // Count notifies exist on the 950 profile only.
+    let out = run_ok(&exe, "notify-950", &[("ACLRS_SIM_SOC", "Ascend950PR")]);
+    assert!(out.contains("count notifies (Ascend 950)") && out.contains("notify: OK"), "{out}");
+}
+
+#[test]
+fn ipc_events_recorded_in_one_process_are_waited_on_in_another() {
+    let exe = compile_c("ipc_event", Link::Shared);
+    let out = run_ok(&exe, "ipc-event", &[]);
+    assert!(out.contains("ipc_event: OK") && out.contains("ipc_event (opener): OK"), "{out}");
+}

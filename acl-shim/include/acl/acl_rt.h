@@ -54,28 +54,20 @@
  *   versions  aclsysGetVersionStr, aclsysGetVersionNum, aclsysGetCANNVersion,
  *             aclrtGetVersion
  *
- * acl/acl_rt_memory_ext.h, included at the end, declares the rest of the
- * memory module (managed memory, descriptor / offset / symbol copies, cache
- * maintenance, the mapping variants, aclFinalizeReference) and the device,
- * context and exception-information calls of sec. 11 that aclrs implements.
- *
  * acl/acl_rt_unsupported.h, included at the end, declares the rest of CANN's
  * device, context, stream, event, memory and kernel calls that aclrs exports
  * but does not implement: each returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT.
  *
  * (aclInit and aclFinalize are in acl/acl.h, aclGetRecentErrMsg in
- * acl/acl_base.h.) Three headers included at the end declare the rest:
+ * acl/acl_base.h.) Four more headers included at the end declare the rest:
  * acl/acl_rt_memory_ext.h (managed memory, descriptor, offset and symbol
- * copies, cache maintenance, the mapping variants, aclFinalizeReference),
- * acl/acl_rt_kernel_args.h (kernel arguments, config launches, binaries from
- * data, function queries) and acl/acl_rt_device_facts.h (resource limits,
- * aclrtGetDeviceInfo, aclrtGetDeviceCapability, aclrtGetErrorVerbose). The
- * following CANN functions are NOT declared yet; each is added together with
- * its implementation, so that a program using one fails to compile rather
- * than to link:
- *
- *   - aclrtStreamWaitEventWithTimeout, notifies, stream stop/abort and
- *     attributes.
+ * copies, cache maintenance, the mapping variants, aclFinalizeReference, and
+ * the device, context and exception-information calls of sec. 11 that aclrs
+ * implements), acl/acl_rt_kernel_args.h (kernel arguments, config launches,
+ * binaries from data, function queries), acl/acl_rt_device_facts.h (resource
+ * limits, aclrtGetDeviceInfo, aclrtGetDeviceCapability, aclrtGetErrorVerbose)
+ * and acl/acl_rt_notify_stream.h (notifies, IPC events, stream
+ * stop/abort/attributes/config, host-function threads).
  *
  * Unlike CANN's acl_rt.h, this header also includes acl/acl_rt_memory_soma.h,
  * so programs that use the pool types after including only acl/acl.h compile,
@@ -1010,5 +1002,6 @@ ACL_FUNC_VISIBILITY aclError aclrtGetVersion(int32_t *majorVersion, int32_t *min
 #include "acl_rt_kernel_args.h"
 #include "acl_rt_device_facts.h"
 #include "acl_rt_memory_ext.h"
+#include "acl_rt_notify_stream.h"
 
 #endif /* ACLRS_ACL_ACL_RT_H */

@@ -19,13 +19,16 @@ pub mod device_info;
 pub mod exception;
 pub mod host_register;
 pub mod ipc;
+pub mod ipc_event;
 pub mod memory;
 pub mod memory_ext;
+pub mod notify;
 pub mod obs;
 pub mod peer;
 pub mod pool;
 pub(crate) mod staging;
 pub mod stream;
+pub mod stream_ctl;
 pub mod vmm;
 
 pub use device::finalize;

@@ -83,6 +83,7 @@ impl Runtime {
 
     /// Submits `task` to stream `s`.
     pub(crate) fn submit_task(&self, api: &str, s: &StreamObj, task: TaskDesc) -> Result<u64> {
+        Self::check_not_aborting(api, s)?;
         let seq =
             self.drv().submit(DeviceId(s.device), s.queue, task).map_err(|e| AclError::from_hal(e, api))?;
         s.note_submitted(seq);
@@ -136,7 +137,9 @@ impl Runtime {
     /// current device; `ACL_ERROR_RT_NO_STREAM_RESOURCE` when the device has no stream left.
     pub fn create_stream(&self, api: &str, flags: u32) -> Result<u64> {
         let d = self.current_device(api)?;
-        self.streams_of(d).create_stream(api, self.drv(), flags)
+        let h = self.streams_of(d).create_stream(api, self.drv(), flags)?;
+        crate::state::stream_ctl::fire(h, crate::state::stream_ctl::STATE_CREATE_POST);
+        Ok(h)
     }
 
     /// `aclrtDestroyStream` (waits for the stream's tasks) / `aclrtDestroyStreamForce` (CANN's
@@ -166,6 +169,7 @@ impl Runtime {
             ));
         }
         let s = ds.detach_stream(api, handle)?;
+        crate::state::stream_ctl::fire(handle, crate::state::stream_ctl::STATE_DESTROY_PRE);
         if force {
             // CANN's step 3, forced or not: the stream's host-side pending copies finish. A
             // staged copy is a queued task here, so that is a wait for it (and for what is
@@ -189,6 +193,8 @@ impl Runtime {
         {
             return Ok(());
         }
+        Self::check_not_aborting(api, &s)?;
+        let aborts = s.ext.aborts();
         let r = self.streams_of(s.device).sync_queue(
             api,
             self.drv(),
@@ -198,6 +204,9 @@ impl Runtime {
         );
         // Stream-ordered frees that are now complete, and pool memory above the threshold.
         self.pools_on_sync(s.device);
+        if s.ext.aborts() != aborts {
+            return Err(crate::api::stream_ctl::aborted(api));
+        }
         if let Err(e) = &r {
             self.report_exception(s.device, s.queue.0, e.code());
         }
@@ -279,7 +288,7 @@ impl Runtime {
         self.streams_of(d).create_event(api, self.drv(), flags, ex)
     }
 
-    fn event(&self, api: &str, handle: u64) -> Result<Arc<EventObj>> {
+    pub(crate) fn event(&self, api: &str, handle: u64) -> Result<Arc<EventObj>> {
         if handle == 0 {
             return Err(AclError::invalid(format!("{api}: event is NULL")));
         }
@@ -295,7 +304,9 @@ impl Runtime {
         if handle == 0 {
             return Err(AclError::invalid(format!("{api}: event is NULL")));
         }
-        self.owner_of(api, handle, Kind::Event, "event")?.destroy_event(api, self.drv(), handle)
+        let ds = self.owner_of(api, handle, Kind::Event, "event")?;
+        self.ipc_event_destroy(api, &*ds.event(api, handle)?, handle)?;
+        ds.destroy_event(api, self.drv(), handle)
     }
 
     /// `aclrtRecordEvent`.
@@ -307,6 +318,9 @@ impl Runtime {
         let e = self.event(api, event)?;
         let (_, s) = self.stream(api, stream)?;
         same_device(api, &e, &s)?;
+        if e.flags & crate::state::stream::event_flag::IPC != 0 {
+            return self.ipc_event_record(api, event, &e, &s);
+        }
         self.streams_of(s.device).record_event(api, self.drv(), &e, &s)
     }
 
@@ -319,6 +333,9 @@ impl Runtime {
         let e = self.event(api, event)?;
         let (_, s) = self.stream(api, stream)?;
         same_device(api, &e, &s)?;
+        if e.flags & crate::state::stream::event_flag::IPC != 0 {
+            return self.ipc_event_wait(api, event, &e, &s);
+        }
         self.streams_of(s.device).stream_wait_event(api, self.drv(), &s, &e)
     }
 
@@ -331,6 +348,7 @@ impl Runtime {
         let e = self.event(api, event)?;
         let (_, s) = self.stream(api, stream)?;
         same_device(api, &e, &s)?;
+        crate::api::ipc_event::refuse_ipc(api, &e)?;
         self.streams_of(s.device).reset_event(api, self.drv(), &e, &s)
     }
 
@@ -341,6 +359,9 @@ impl Runtime {
     /// Dead handles.
     pub fn event_is_complete(&self, api: &str, event: u64) -> Result<bool> {
         let e = self.event(api, event)?;
+        if e.flags & crate::state::stream::event_flag::IPC != 0 {
+            return self.ipc_event_done(api, event, &e);
+        }
         self.streams_of(e.device).event_is_complete(api, self.drv(), &e)
     }
 
@@ -351,6 +372,9 @@ impl Runtime {
     /// `ACL_ERROR_RT_EVENT_SYNC_TIMEOUT` on timeout; dead handles.
     pub fn synchronize_event(&self, api: &str, event: u64, timeout: Timeout) -> Result<()> {
         let e = self.event(api, event)?;
+        if e.flags & crate::state::stream::event_flag::IPC != 0 {
+            return self.ipc_event_sync(api, event, &e, timeout);
+        }
         if self.streams_of(e.device).synchronize_event(api, self.drv(), &e, timeout)? {
             self.pools_on_sync(e.device);
         }
@@ -364,6 +388,7 @@ impl Runtime {
     /// `ACL_ERROR_RT_PARAM_INVALID` when the event has not completed a record.
     pub fn event_timestamp_ns(&self, api: &str, event: u64) -> Result<u64> {
         let e = self.event(api, event)?;
+        crate::api::ipc_event::refuse_ipc(api, &e)?;
         self.streams_of(e.device).event_timestamp_ns(api, self.drv(), event, &e)
     }
 
@@ -388,6 +413,10 @@ impl Runtime {
     pub(crate) fn launch_host_call(&self, api: &str, stream: u64, call: HostCall) -> Result<()> {
         let s = self.submit_stream(api, stream)?;
         let (h, _) = if stream == 0 { self.stream(api, 0)? } else { (stream, Arc::clone(&s)) };
+        Self::check_not_aborting(api, &s)?;
+        if let Some(r) = self.route_host_func(api, &s, call) {
+            return r;
+        }
         self.streams_of(s.device).launch_host_call(api, self.drv(), h, &s, call)
     }
 
@@ -467,6 +496,10 @@ impl Runtime {
     /// Forgets every stream, event and subscription of device `d` (its reset or
     /// `aclFinalize`); the device's queues go with the device.
     pub(crate) fn forget_device_handles(&self, d: u32) {
+        for (h, _) in self.streams_of(d).live_streams() {
+            crate::state::stream_ctl::fire(h, crate::state::stream_ctl::STATE_DESTROY_PRE);
+        }
         self.streams_of(d).forget();
+        self.device(d).notifies.forget();
     }
 }

@@ -113,9 +113,11 @@ pub mod kernel;
 pub mod kernel_args;
 pub mod memory;
 pub mod memory_ext;
+pub mod notify;
 pub mod obs;
 pub mod pool;
 pub mod stream;
+pub mod stream_ctl;
 pub mod stubs;
 pub mod vmm;
 

@@ -52,6 +52,9 @@ fn from_task(call: hal::HostCall) -> Option<HostCall> {
 
 /// Runs a host call for the device (the hook installed on the loader).
 fn run_host_call(task: hal::HostCall) -> i32 {
+    if let Some(code) = crate::api::stream_ctl::run_internal(task.func, task.data) {
+        return code;
+    }
     let Some(call) = from_task(task) else { return ACL_ERROR_RT_INTERNAL_ERROR };
     match call.report {
         None => {
@@ -82,7 +85,7 @@ fn run_host_call(task: hal::HostCall) -> i32 {
     }
 }
 
-fn ensure_hook(rt: &Runtime) {
+pub(crate) fn ensure_hook(rt: &Runtime) {
     static HOOK: Once = Once::new();
     HOOK.call_once(|| {
         if let Some(loader) = rt.backend().driver().loader() {
@@ -109,8 +112,7 @@ export! {
         flag: u32,
     ) -> AclErrorCode |cx| {
         let out = cx.out("stream", stream)?;
-        let _reserved = priority;
-        let h = cx.rt()?.create_stream(API, flag)?;
+        let h = cx.rt()?.create_stream_with(API, flag, priority)?;
         put(out, to_ptr(h));
         Ok(())
     }
@@ -216,6 +218,11 @@ export! {
 export! {
     /// `aclError aclrtCreateEventExWithFlag(aclrtEvent *event, uint32_t flag);`
     pub unsafe fn aclrtCreateEventExWithFlag(event: *mut *mut c_void, flag: u32) -> AclErrorCode |cx| {
+        if flag & crate::state::stream::event_flag::IPC != 0 && flag != crate::state::stream::event_flag::IPC {
+            return Err(AclError::rt_invalid(format!(
+                "{API}: ACL_EVENT_IPC must be the only flag (flag {flag:#x})"
+            )));
+        }
         create_event(cx, API, event, flag, true)
     }
 }

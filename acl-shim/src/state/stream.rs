@@ -144,11 +144,13 @@ pub(crate) struct StreamObj {
     /// tasks that neither touch memory nor order this stream after another (an event reset)
     /// may be left out.
     submitted: AtomicU64,
+    /// Priority, attributes, abort state and host-function thread ([`crate::state::stream_ctl`]).
+    pub(crate) ext: crate::state::stream_ctl::StreamExt,
 }
 
 impl StreamObj {
     fn new(device: u32, queue: QueueId, flags: u32, is_default: bool) -> Self {
-        Self { device, queue, flags, is_default, submitted: AtomicU64::new(0) }
+        Self { device, queue, flags, is_default, submitted: AtomicU64::new(0), ext: Default::default() }
     }
 
     /// Notes that the backend numbered a task of this stream `seq` (kept monotonic).
@@ -407,7 +409,10 @@ impl DeviceStreams {
         };
         self.add_queue(queue);
         match self.default_stream.compare_exchange(h, mine, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => Ok((mine, s)),
+            Ok(_) => {
+                crate::state::stream_ctl::fire(mine, crate::state::stream_ctl::STATE_CREATE_POST);
+                Ok((mine, s))
+            }
             Err(theirs) => {
                 self.streams.remove(mine);
                 self.remove_queue(queue);
@@ -416,6 +421,11 @@ impl DeviceStreams {
                 Ok((theirs, Arc::clone(&**s)))
             }
         }
+    }
+
+    /// How many more streams the device can have (`aclrtGetStreamAvailableNum`).
+    pub(crate) fn stream_room(&self) -> u32 {
+        self.streams.capacity().saturating_sub(self.streams.len())
     }
 
     fn no_stream_left(&self, api: &str) -> AclError {
