@@ -125,9 +125,23 @@ impl<V: Copy> AddrMap<V> {
         true
     }
 
+    /// The slot holding `key` and its value, for a [`Self::remove_at`] that needs no second
+    /// probe.
+    #[inline]
+    pub(crate) fn find_slot(&self, key: u64) -> Option<(usize, V)> {
+        let i = self.slot(key)?;
+        self.values[i].map(|v| (i, v))
+    }
+
     /// Removes `key`, returning its value.
     pub(crate) fn remove(&mut self, key: u64) -> Option<V> {
-        let mut hole = self.slot(key)?;
+        let hole = self.slot(key)?;
+        self.remove_at(hole)
+    }
+
+    /// Removes the entry in slot `hole` (from [`Self::find_slot`], with no change to the map
+    /// since), returning its value.
+    pub(crate) fn remove_at(&mut self, mut hole: usize) -> Option<V> {
         let value = self.values[hole].take();
         self.keys[hole] = EMPTY;
         self.len -= 1;
@@ -308,6 +322,14 @@ mod tests {
         assert_eq!(m.get(4096), Some(8));
         assert!(m.insert_new(0, 9));
         assert_eq!(m.get(0), Some(9));
+        // One probe to find, none to remove.
+        let (at, v) = m.find_slot(4096).unwrap();
+        assert_eq!(v, 8);
+        assert_eq!(m.remove_at(at), Some(8));
+        assert_eq!((m.get(4096), m.find_slot(4096), m.len()), (None, None, 100));
+        for i in (1..200u64).step_by(2).filter(|&i| i != 1) {
+            assert_eq!(m.get(i * 4096), Some(i as u32), "the shift after remove_at kept {i}");
+        }
     }
 
     #[test]

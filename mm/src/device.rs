@@ -26,12 +26,13 @@
 //! The window is cut into 2 MiB slots, and a table with one entry per slot names the slab chunk
 //! or the block that owns the slot, so finding the allocation behind an address, and freeing it,
 //! is O(1). 4 KiB-aligned (NORMAL_ONLY-page) blocks may share their first and last slots; such a
-//! slot has a table of its 64 KiB granules naming the (at most two) blocks that overlap each, so
-//! they are found in O(1) too, and recording a block costs O(its slots + 64). Blocks and chunks live
+//! slot has a small table: the block covering its first byte from an earlier slot, and the block
+//! starting in each of its 64 KiB granules (at most one, as such blocks are longer than 64 KiB),
+//! so they are found in O(1) too, and recording a block costs O(its slots). Blocks and chunks live
 //! in tables indexed by id with free-id lists; a chunk's slot storage is reused for the next chunk
 //! of its class; the chunks of a class with free slots form an intrusive list, so a slab
 //! allocation or free is O(1). In steady state (no table growing past its high-water mark)
-//! allocation and free allocate nothing on the heap: granule tables, ids and chunk storage are
+//! allocation and free allocate nothing on the heap: shared-slot tables, ids and chunk storage are
 //! recycled. (Stream-ordered pool reservations, [`DeviceAllocator::reserve_range`] and the pages
 //! backed in them, still use ordered maps.)
 //!
@@ -131,14 +132,19 @@ struct Backed {
 /// A [`Backer`] that takes frames from a [`FrameAllocator`] and maps nothing: the device side of
 /// the bookkeeping, for firmware, tests and benchmarks.
 ///
-/// Each backed range is found by its start in O(1) expected time; its physical runs are kept
-/// inline (up to four, which covers every range whose frames are not fragmented), so backing
-/// and unbacking allocate nothing on the heap in steady state.
+/// Each backed range is found by its start in O(1) expected time (a hash index from start to
+/// the range's record, in a table of records whose freed entries are reused); its physical runs
+/// are kept inline in the record (up to four, which covers every range whose frames are not
+/// fragmented), so backing and unbacking allocate nothing on the heap in steady state, and the
+/// index moves only small entries when it closes a gap.
 #[derive(Debug)]
 pub struct FrameBacker {
     /// The frames.
     pub frames: FrameAllocator,
-    ranges: AddrMap<Backed>,
+    /// Range start → index in `recs`.
+    ranges: AddrMap<u32>,
+    recs: Vec<Backed>,
+    free_recs: Vec<u32>,
     spill: Vec<Vec<PhysRun>>,
     spill_free: Vec<u32>,
 }
@@ -149,7 +155,14 @@ impl FrameBacker {
     /// range of the same length and page size; they count as free memory all along).
     pub fn new(mut frames: FrameAllocator) -> Self {
         frames.set_quick_reuse(true);
-        Self { frames, ranges: AddrMap::new(), spill: Vec::new(), spill_free: Vec::new() }
+        Self {
+            frames,
+            ranges: AddrMap::new(),
+            recs: Vec::new(),
+            free_recs: Vec::new(),
+            spill: Vec::new(),
+            spill_free: Vec::new(),
+        }
     }
 
     /// Number of ranges backed.
@@ -165,34 +178,44 @@ impl Backer for FrameBacker {
         }
         let start = range.start().as_u64();
         let count = range.len_bytes() / page.bytes();
-        let mut rec = Backed {
+        let fresh = Backed {
             len: range.len_bytes(),
             page,
             n: 0,
             runs: [PhysRun::default(); INLINE_RUNS],
             spill: NO_SPILL,
         };
+        // The runs are written straight into the record's slot.
+        let i = put_slot(&mut self.recs, &mut self.free_recs, fresh);
+        let rec = &mut self.recs[i as usize];
         match self.frames.alloc_pages_into(page, count, &mut rec.runs) {
             // CAST: at most INLINE_RUNS.
             Ok(n) => rec.n = n as u8,
             // The count is valid, so this means more runs than fit inline (fragmented frames).
-            Err(Error::InvalidArgument) => {
-                let runs = self.frames.alloc_pages(page, count)?;
-                let i = put_slot(&mut self.spill, &mut self.spill_free, runs);
-                rec.spill = i;
+            Err(Error::InvalidArgument) => match self.frames.alloc_pages(page, count) {
+                Ok(runs) => rec.spill = put_slot(&mut self.spill, &mut self.spill_free, runs),
+                Err(e) => {
+                    self.free_recs.push(i);
+                    return Err(e.into());
+                }
+            },
+            Err(e) => {
+                self.free_recs.push(i);
+                return Err(e.into());
             }
-            Err(e) => return Err(e.into()),
         }
-        if !self.ranges.insert_new(start, rec) {
+        if !self.ranges.insert_new(start, i) {
             // Backed twice: give the frames back (the allocator returns to its exact state).
+            let rec = self.recs[i as usize];
             let _ = match rec.spill {
                 NO_SPILL => self.frames.free_pages(page, &rec.runs[..usize::from(rec.n)]),
-                i => {
-                    let runs = core::mem::take(&mut self.spill[i as usize]);
-                    self.spill_free.push(i);
+                k => {
+                    let runs = core::mem::take(&mut self.spill[k as usize]);
+                    self.spill_free.push(k);
                     self.frames.free_pages(page, &runs)
                 }
             };
+            self.free_recs.push(i);
             return Err(hal::Error::new(ErrorKind::InvalidArgument, "range already backed"));
         }
         Ok(())
@@ -200,21 +223,27 @@ impl Backer for FrameBacker {
 
     fn unback(&mut self, range: VaRange) -> Result<(), hal::Error> {
         let start = range.start().as_u64();
-        let rec = match self.ranges.get(start) {
-            Some(rec) if rec.len == range.len_bytes() => rec,
-            _ => return Err(hal::Error::new(ErrorKind::InvalidHandle, "range was not backed")),
+        // One probe: the slot found here is the one removed below.
+        let Some((at, i)) = self.ranges.find_slot(start) else {
+            return Err(hal::Error::new(ErrorKind::InvalidHandle, "range was not backed"));
         };
+        let rec = &self.recs[i as usize];
+        if rec.len != range.len_bytes() {
+            return Err(hal::Error::new(ErrorKind::InvalidHandle, "range was not backed"));
+        }
         if rec.spill == NO_SPILL {
             self.frames.free_pages(rec.page, &rec.runs[..usize::from(rec.n)])?;
         } else {
-            let runs = core::mem::take(&mut self.spill[rec.spill as usize]);
+            let k = rec.spill;
+            let runs = core::mem::take(&mut self.spill[k as usize]);
             if let Err(e) = self.frames.free_pages(rec.page, &runs) {
-                self.spill[rec.spill as usize] = runs;
+                self.spill[k as usize] = runs;
                 return Err(e.into());
             }
-            self.spill_free.push(rec.spill);
+            self.spill_free.push(k);
         }
-        self.ranges.remove(start);
+        self.ranges.remove_at(at);
+        self.free_recs.push(i);
         Ok(())
     }
 
@@ -436,25 +465,35 @@ const RECENT_FREES: usize = 64;
 const SLAB_FLAG: u32 = 1 << 31;
 /// A slot entry naming a direct block (with its id in the low bits).
 const BLOCK_FLAG: u32 = 1 << 30;
-/// A slot entry naming the granule table of a slot that 4 KiB-aligned blocks share.
+/// A slot entry naming the shared-slot table ([`Fine`]) of a slot that 4 KiB-aligned blocks share.
 const FINE_FLAG: u32 = 1 << 29;
 /// The id bits of a slot entry.
 const ID_MASK: u32 = FINE_FLAG - 1;
-/// Bytes of one granule of a granule table.
+/// Bytes of one granule of a shared slot.
 const GRANULE_BYTES: u64 = 64 << 10;
 /// Granules in a slot.
 const GRANULES: usize = (CHUNK_BYTES / GRANULE_BYTES) as usize;
 
-/// The blocks that overlap each 64 KiB granule of one 2 MiB slot, as block id + 1 (0 = none).
+/// The blocks that share one 2 MiB slot: the one that starts in an earlier slot and covers this
+/// slot's first byte (`head`), and the one starting in each 64 KiB granule (`starts`, with bit
+/// `i` of `mask` set when granule `i` has one).
 ///
-/// Only blocks larger than 64 KiB are recorded here (smaller requests are slab objects), and
-/// disjoint ranges longer than a granule overlap it two at most, so two entries suffice.
+/// Only blocks longer than 64 KiB are recorded here (smaller requests are slab objects), so at
+/// most one block starts in a granule. The block containing an address is the one with the
+/// greatest start at or below it, if it reaches the address: the highest start in the granules
+/// up to the address's (one or two looks through `mask`), else `head`. Recording or removing a
+/// block is O(1) whatever its length.
 #[derive(Clone, Copy, Debug)]
-struct Granules {
-    ids: [[u32; 2]; GRANULES],
-    /// Blocks recorded in the table.
-    blocks: u32,
+struct Fine {
+    /// Block id + 1 of the block covering the slot's first byte from an earlier slot (0 = none).
+    head: u32,
+    /// Bit `i`: a block starts in granule `i`.
+    mask: u32,
+    /// The block id starting in each granule (meaningful where `mask` has the bit).
+    starts: [u32; GRANULES],
 }
+
+const _: () = assert!(GRANULES <= 32, "a granule mask is one u32");
 
 /// Where a live allocation's record is.
 #[derive(Clone, Copy, Debug)]
@@ -469,8 +508,9 @@ enum Loc {
 ///
 /// - Every live direct block is `Some` in `blocks`; its pieces are backed and its VA range is
 ///   allocated in `va`. Every slot it covers entirely holds its id with `BLOCK_FLAG`; a slot it
-///   covers only in part (a 4 KiB-aligned block's first and last slots) holds a granule table
-///   (`FINE_FLAG`) in which its id + 1 is an entry of every granule it overlaps.
+///   covers only in part (a 4 KiB-aligned block's first and last slots) holds a shared-slot
+///   table (`FINE_FLAG`) that names it: in `starts` (with its `mask` bit) for the slot it
+///   starts in, as `head` + 1 for a later slot whose first byte it covers.
 /// - Every chunk in `chunks` is backed and allocated in `va`, and its slot in `slots` holds its
 ///   id with `SLAB_FLAG`; the chunks with a free slot that are not a spare are exactly those
 ///   on their class's `partial` list (`listed`).
@@ -484,7 +524,7 @@ pub struct DeviceAllocator {
     window: VaRange,
     blocks: Vec<Option<Block>>,
     free_block_ids: Vec<u32>,
-    fine: Vec<Granules>,
+    fine: Vec<Fine>,
     free_fine: Vec<u32>,
     chunks: Vec<Option<ChunkRec>>,
     free_chunk_ids: Vec<u32>,
@@ -625,15 +665,27 @@ impl DeviceAllocator {
             return None;
         }
         let g = self.fine.get((e & ID_MASK) as usize)?;
-        // CAST: below GRANULES.
-        let i = ((addr % CHUNK_BYTES) / GRANULE_BYTES) as usize;
-        g.ids[i].iter().filter(|&&v| v != 0).map(|&v| v - 1).find_map(|id| {
+        // CAST: below GRANULES (32).
+        let i = ((addr % CHUNK_BYTES) / GRANULE_BYTES) as u32;
+        let contains = |id: u32| {
             let b = self.blocks.get(id as usize)?.as_ref()?;
             b.pieces.va.contains(DeviceAddr(addr)).then_some(Loc::Block(id))
-        })
+        };
+        // The starts in granules 0..=i; only granule i's may lie above `addr`.
+        let mut m = g.mask & (u32::MAX >> (31 - i));
+        while m != 0 {
+            let j = 31 - m.leading_zeros();
+            let id = g.starts[j as usize];
+            let start = self.blocks.get(id as usize)?.as_ref()?.base();
+            if start <= addr {
+                return contains(id);
+            }
+            m &= !(1 << j);
+        }
+        g.head.checked_sub(1).and_then(contains)
     }
 
-    /// Records block `id` over `va` in the slot table (and granule tables), or with `add` false
+    /// Records block `id` over `va` in the slot table (and shared-slot tables), or with `add` false
     /// takes it out. The slots it covers whole are filled in one pass; only its first and last
     /// slots may be covered in part.
     fn record_block(&mut self, va: VaRange, id: u32, add: bool) {
@@ -647,11 +699,13 @@ impl DeviceAllocator {
         let (start, end) = (va.start().as_u64(), va.end());
         let (mut lo_full, mut hi_full) = (first, last + 1);
         if start != slot_start(first) || end < slot_start(first) + CHUNK_BYTES {
-            self.record_partial(first, start, end.min(slot_start(first) + CHUNK_BYTES), id, add);
+            // The block starts in this slot.
+            self.record_partial(first, Some(start), id, add);
             lo_full = first + 1;
         }
         if last >= lo_full && end != slot_start(last) + CHUNK_BYTES {
-            self.record_partial(last, slot_start(last), end, id, add);
+            // The block covers this slot's first byte and ends inside it.
+            self.record_partial(last, None, id, add);
             hi_full = last;
         }
         if lo_full < hi_full {
@@ -659,44 +713,53 @@ impl DeviceAllocator {
         }
     }
 
-    /// Records (or with `add` false takes out) block `id` over `[lo, hi)`, part of slot `s`, in
-    /// the slot's granule table.
-    fn record_partial(&mut self, s: usize, lo: u64, hi: u64, id: u32, add: bool) {
-        // CAST: slot indices fit in u64.
-        let slot_start = self.window.start().as_u64() + s as u64 * CHUNK_BYTES;
+    /// Records (or with `add` false takes out) block `id` in the shared-slot table of slot `s`:
+    /// as the block starting at `start` inside the slot, or (`None`) as the slot's head, the
+    /// block from an earlier slot that covers its first byte. O(1).
+    fn record_partial(&mut self, s: usize, start: Option<u64>, id: u32, add: bool) {
         let e = self.slots[s];
         let f = if e & FINE_FLAG != 0 {
             e & ID_MASK
         } else if add {
-            let g = Granules { ids: [[0; 2]; GRANULES], blocks: 0 };
-            let f = put_slot(&mut self.fine, &mut self.free_fine, g);
+            let f = put_slot(
+                &mut self.fine,
+                &mut self.free_fine,
+                Fine { head: 0, mask: 0, starts: [0; GRANULES] },
+            );
             self.slots[s] = f | FINE_FLAG;
             f
         } else {
             return;
         };
         let g = &mut self.fine[f as usize];
-        // CAST: below GRANULES.
-        let (gi, gj) =
-            (((lo - slot_start) / GRANULE_BYTES) as usize, ((hi - 1 - slot_start) / GRANULE_BYTES) as usize);
-        for entry in &mut g.ids[gi..=gj] {
-            if add {
-                debug_assert!(entry.contains(&0), "a granule overlaps two blocks at most");
-                if let Some(v) = entry.iter_mut().find(|v| **v == 0) {
-                    *v = id + 1;
+        match (start, add) {
+            (Some(a), true) => {
+                // CAST: below GRANULES (32).
+                let i = ((a % CHUNK_BYTES) / GRANULE_BYTES) as usize;
+                debug_assert!(g.mask & (1 << i) == 0, "one block starts in a granule at most");
+                g.mask |= 1 << i;
+                g.starts[i] = id;
+            }
+            (Some(a), false) => {
+                // CAST: below GRANULES (32).
+                let i = ((a % CHUNK_BYTES) / GRANULE_BYTES) as usize;
+                if g.mask & (1 << i) != 0 && g.starts[i] == id {
+                    g.mask &= !(1 << i);
                 }
-            } else if let Some(v) = entry.iter_mut().find(|v| **v == id + 1) {
-                *v = 0;
+            }
+            (None, true) => {
+                debug_assert!(g.head == 0, "one block covers a slot's first byte");
+                g.head = id + 1;
+            }
+            (None, false) => {
+                if g.head == id + 1 {
+                    g.head = 0;
+                }
             }
         }
-        if add {
-            g.blocks += 1;
-        } else {
-            g.blocks -= 1;
-            if g.blocks == 0 {
-                self.slots[s] = 0;
-                self.free_fine.push(f);
-            }
+        if g.mask == 0 && g.head == 0 {
+            self.slots[s] = 0;
+            self.free_fine.push(f);
         }
     }
 
@@ -1018,6 +1081,21 @@ impl DeviceAllocator {
                 b.pieces.va.contains(addr).then(|| Self::block_info(b))
             }
         }
+    }
+
+    /// The live slab object containing `addr`, if there is one (blocks are not looked at): one
+    /// slot-table load and the chunk's O(1) slot arithmetic, whatever the number of live
+    /// allocations. The runtime's address map records blocks, not slab objects, and asks this
+    /// for an address it does not hold.
+    #[inline]
+    pub fn find_slab(&self, addr: DeviceAddr) -> Option<Info> {
+        let e = self.slots[self.slot_index(addr.as_u64())?];
+        if e & SLAB_FLAG == 0 {
+            return None;
+        }
+        let rec = self.chunks.get((e & !SLAB_FLAG) as usize)?.as_ref()?;
+        let (base, usable) = rec.chunk.object_at(addr.as_u64())?;
+        Some(self.chunk_info(rec, base, usable))
     }
 
     /// Live objects of the slab chunk that contains `addr` (`None` when no chunk does; 0 for
@@ -1481,8 +1559,11 @@ fn is_pressure(e: &AllocError) -> bool {
 
 /// Stores `value` in a slot of the table `items`, reusing the most recently freed index of
 /// `free` when there is one, and returns its index (the tables of this module — spilled runs,
-/// fine granules, chunks, blocks — hold far fewer than 2^32 entries: at most one per 4 KiB of a
-/// device window).
+/// backed-range records, shared-slot tables, chunks, blocks — hold far fewer than 2^32 entries:
+/// at most one per 4 KiB of a device window).
+///
+/// `free` is kept with at least the capacity of `items`, so pushing a freed index onto it never
+/// allocates: the heap is touched only when the table itself grows past its high-water mark.
 fn put_slot<T>(items: &mut Vec<T>, free: &mut Vec<u32>, value: T) -> u32 {
     match free.pop() {
         Some(i) => {
@@ -1491,11 +1572,15 @@ fn put_slot<T>(items: &mut Vec<T>, free: &mut Vec<u32>, value: T) -> u32 {
         }
         None => {
             items.push(value);
+            if free.capacity() < items.capacity() {
+                free.reserve_exact(items.capacity() - free.len());
+            }
             // CAST: fewer than 2^32 entries (above).
             (items.len() - 1) as u32
         }
     }
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1740,7 +1825,7 @@ mod tests {
         assert_eq!(a.live_count(), 0);
         assert_eq!(b.frames.info().free_bytes, 64 * MIB);
         assert!(a.slots.iter().all(|&e| e == 0), "every slot entry is cleared");
-        assert_eq!(a.free_fine.len(), a.fine.len(), "every granule table is free for reuse");
+        assert_eq!(a.free_fine.len(), a.fine.len(), "every shared-slot table is free for reuse");
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! live, freed, interior and wild addresses, and a full release at the end.
 //!
 //! After every step: live allocations never overlap, start 64-byte aligned, lie in the window;
-//! the accounting equals the model (usable bytes per component and in total) and the physical
+//! the slab-only lookup finds exactly the slab objects (and no freed address); the accounting
+//! equals the model (usable bytes per component and in total) and the physical
 //! frames in use equal the bytes the allocator says it backed; a rejected free changes nothing.
 //! Half the cases keep a spare chunk per slab class: spares count as backed until a trim (or an
 //! allocation under memory pressure) releases them, and after a trim nothing is backed beyond
@@ -56,7 +57,7 @@ struct Live {
     component: u16,
 }
 
-fn check(a: &DeviceAllocator, b: &FrameBacker, model: &BTreeMap<u64, Live>) {
+fn check(a: &DeviceAllocator, b: &FrameBacker, model: &BTreeMap<u64, Live>, freed: &[u64]) {
     let mut end = 0;
     for (&base, l) in model {
         assert!(base >= end, "allocations overlap at {base:#x}");
@@ -66,7 +67,26 @@ fn check(a: &DeviceAllocator, b: &FrameBacker, model: &BTreeMap<u64, Live>) {
         assert_eq!(info.base, DeviceAddr(base));
         assert_eq!(info.usable_bytes, l.usable);
         assert!(a.contains_range(DeviceAddr(base), l.usable));
+        // The slab-only lookup (the runtime's for addresses its map does not hold) answers for
+        // slab objects, at their base and inside, and for nothing else.
+        let last = DeviceAddr(base + l.usable - 1);
+        // Any address inside is found (blocks sharing 2 MiB slots are told apart by their starts).
+        for inside in [last, DeviceAddr(base + l.usable / 2)] {
+            assert_eq!(a.find(inside).map(|i| i.base), Some(DeviceAddr(base)), "{inside:?} in {base:#x}");
+        }
+        if info.is_slab {
+            assert_eq!(a.find_slab(DeviceAddr(base)), Some(info));
+            assert_eq!(a.find_slab(last), Some(info));
+        } else {
+            assert_eq!(a.find_slab(DeviceAddr(base)), None);
+            assert_eq!(a.find_slab(last), None);
+        }
         end = base + l.usable;
+    }
+    for &f in freed {
+        if model.range(..=f).next_back().is_none_or(|(&s, l)| f >= s + l.usable) {
+            assert_eq!(a.find_slab(DeviceAddr(f)), None, "a freed address {f:#x} is no slab object");
+        }
     }
     let acct = a.accounting();
     assert_eq!(acct.live.current, model.values().map(|l| l.usable).sum::<u64>());
@@ -164,7 +184,7 @@ proptest! {
             if !keep_spare {
                 prop_assert_eq!(a.spare_chunks(), 0);
             }
-            check(&a, &b, &model);
+            check(&a, &b, &model, &freed);
         }
         let bases: Vec<u64> = model.keys().copied().collect();
         for base in bases {

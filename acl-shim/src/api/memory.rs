@@ -113,8 +113,12 @@ impl Runtime {
         let backed_before = crate::state::obs::recording().then(|| alloc.accounting().backed.current);
         match alloc.allocate(&mut backer, &req, component) {
             Ok(p) => {
+                // Slab objects stay out of the address map: the allocator's slot table answers
+                // for them in O(1) (`find_slab`), so the map's size does not grow with them.
                 let usable = alloc.get(p).map_or(req.usable_bytes, |i| i.usable_bytes);
-                if map.insert(p.as_u64(), usable, Owner::Allocation).is_err() {
+                if !DeviceAllocator::is_slab_request(&req)
+                    && map.insert(p.as_u64(), usable, Owner::Allocation).is_err()
+                {
                     // Cannot happen (the allocator handed out fresh VA); undo so nothing changes.
                     let _ = alloc.free(&mut backer, p);
                     return Err(AclError::new(
@@ -371,7 +375,9 @@ impl Runtime {
         let backed_before = crate::state::obs::recording().then(|| alloc.accounting().backed.current);
         match alloc.free(&mut backer, DeviceAddr(ptr)) {
             Ok(info) => {
-                map.remove(ptr);
+                if !info.is_slab {
+                    map.remove(ptr);
+                }
                 managed.remove(&ptr);
                 if let Some(before) = backed_before {
                     let shrunk = before.saturating_sub(alloc.accounting().backed.current);
@@ -419,7 +425,11 @@ impl Runtime {
                 Some(Owner::Allocation) => {
                     return Ok(m.alloc.as_ref().and_then(|a| a.find(DeviceAddr(ptr))).map(|i| (d, i)))
                 }
-                Some(Owner::Mapping) | None => return Ok(None),
+                Some(Owner::Mapping) => return Ok(None),
+                // Slab objects are not in the map.
+                None => {
+                    return Ok(m.alloc.as_ref().and_then(|a| a.find_slab(DeviceAddr(ptr))).map(|i| (d, i)))
+                }
             }
         }
         // Pool memory: a busy block of a pool, on 2 MiB pages.
@@ -529,8 +539,18 @@ impl Runtime {
     fn check_live(&self, api: &str, what: &str, loc: Loc, addr: u64, len: u64) -> Result<()> {
         let ok = match loc {
             Loc::Device(d) if d < self.device_count() => {
-                // One lookup in the device's address map. Lock order: `mem` alone.
-                let region = self.device(d).mem(api)?.map.find(addr);
+                // One lookup in the device's address map (and for an address it does not hold,
+                // the allocator's slot table, where slab objects are). Lock order: `mem` alone,
+                // released before a pool or the VMM state is looked at.
+                let (region, slab) = {
+                    let m = self.device(d).mem(api)?;
+                    let region = m.map.find(addr);
+                    let slab = match region {
+                        None => m.alloc.as_ref().and_then(|a| a.find_slab(DeviceAddr(addr))),
+                        Some(_) => None,
+                    };
+                    (region, slab)
+                };
                 match region {
                     Some(r) if r.value == Owner::Allocation => {
                         addr.checked_add(len.max(1)).is_some_and(|e| e <= r.end())
@@ -546,7 +566,10 @@ impl Runtime {
                         addr.checked_add(len.max(1)).is_some_and(|e| e <= r.end())
                             || self.vmm_contains_checked(api, d, addr, len)?
                     }
-                    None => false,
+                    // Slab objects are not in the map: the allocator's slot table has them.
+                    None => slab.is_some_and(|i| {
+                        addr.checked_add(len.max(1)).is_some_and(|e| e <= i.base.as_u64() + i.usable_bytes)
+                    }),
                 }
             }
             Loc::Device(_) => false,
@@ -669,6 +692,15 @@ impl Runtime {
                     {
                         m.alloc.as_ref().and_then(|a| a.find(DeviceAddr(dst))).map(|i| i.attrs)
                     }
+                    // Slab objects are not in the map: the allocator's slot table has them.
+                    None => m
+                        .alloc
+                        .as_ref()
+                        .and_then(|a| a.find_slab(DeviceAddr(dst)))
+                        .filter(|i| {
+                            dst.checked_add(count).is_some_and(|e| e <= i.base.as_u64() + i.usable_bytes)
+                        })
+                        .map(|i| i.attrs),
                     _ => None,
                 }
             }

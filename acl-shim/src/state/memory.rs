@@ -12,7 +12,8 @@
 //!
 //! The window an address falls in says its device (or the pinned-host window); within a device
 //! window, one lookup in that device's `DevMem::map` says whether it is a live allocation, a
-//! pool segment (then the pool says which block) or a VMM mapping. No call walks the pools, the
+//! pool segment (then the pool says which block) or a VMM mapping; an address it does not hold
+//! may be a slab object, which the allocator's slot table finds in O(1). No call walks the pools, the
 //! allocator and the VMM tables in turn.
 //!
 //! # Locking
@@ -52,7 +53,10 @@ pub const POOL_COMPONENT: Component = 0xFFFE;
 /// What a region of a device window's address map is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Owner {
-    /// A live `aclrtMalloc` allocation (the region is its usable bytes).
+    /// A live `aclrtMalloc` block (the region is its usable bytes). Slab objects (small
+    /// allocations) are not recorded: an address the map does not hold is asked of the
+    /// allocator's O(1) slot table (`DeviceAllocator::find_slab`), so the map does not grow
+    /// with the number of small allocations.
     Allocation,
     /// A VA region (segment) of the pool with this handle.
     PoolSegment(u64),
