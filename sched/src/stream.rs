@@ -181,6 +181,11 @@ impl<T> Stream<T> {
         self.queued.front()
     }
 
+    /// The queued (not started) tasks, oldest first.
+    pub(crate) fn queued(&self) -> impl Iterator<Item = &T> {
+        self.queued.iter()
+    }
+
     /// Drops every queued (not started) task, counting them as finished, and returns how many
     /// were dropped. A running task is left to finish.
     pub(crate) fn discard_queued(&mut self) -> usize {

@@ -44,7 +44,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hal::{
-    Error, ErrorKind, EventId, EventInfo, EventWait, QueueId, QueueProgress, Result, TaskDesc, TaskStatus,
+    AbortHead, Error, ErrorKind, EventId, EventInfo, EventWait, QueueId, QueueProgress, Result, TaskDesc,
+    TaskStatus,
 };
 use sched::wake::{self, Idle, WorkWord};
 use sched::{EventStatus, Executor, FailureMode, Progress, StreamId, StreamOrder, StreamPoint};
@@ -113,6 +114,9 @@ struct State {
     idle: Idle,
     /// Host threads asleep on `done`.
     waiters: usize,
+    /// Head tasks a forced abort started ([`Scheduler::abort_queue`] with [`AbortHead::Runs`]):
+    /// taken for running by the executor, waiting for a worker to run them.
+    started: Vec<(StreamId, u64, TaskDesc)>,
 }
 
 #[derive(Debug)]
@@ -130,6 +134,8 @@ struct Shared {
 #[derive(Debug)]
 pub(crate) struct Scheduler {
     shared: Arc<Shared>,
+    /// The device's memory, for the gates of value waits.
+    fabric: Weak<Fabric>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -165,12 +171,13 @@ impl Scheduler {
                 next_ticket: 1,
                 idle: Idle::new(),
                 waiters: 0,
+                started: Vec::new(),
             }),
             work_word: WorkWord::new(),
             work: Condvar::new(),
             done: Condvar::new(),
         });
-        let sched = Self { shared, threads: Mutex::new(Vec::new()) };
+        let sched = Self { shared, fabric: fabric.clone(), threads: Mutex::new(Vec::new()) };
         for w in 0..WORKERS {
             let worker = Arc::clone(&sched.shared);
             let fabric = fabric.clone();
@@ -228,9 +235,23 @@ impl Scheduler {
         Ok(())
     }
 
-    pub(crate) fn abort_queue(&self, q: QueueId) -> Result<usize> {
+    /// Drops the queued tasks of `q` without waiting; with [`AbortHead::Runs`] the head task
+    /// whose dependencies are met now counts as on the device: the executor starts it here and
+    /// a worker runs it (see [`sched::Executor::abort_keep_head`]).
+    pub(crate) fn abort_queue(&self, q: QueueId, head: AbortHead) -> Result<usize> {
         let mut st = self.lock();
-        let dropped = st.exec.abort(StreamId(q.0)).map_err(sched_err)?;
+        let dropped = match head {
+            AbortHead::Cancel => st.exec.abort(StreamId(q.0)).map_err(sched_err)?,
+            AbortHead::Runs => {
+                let fabric = &self.fabric;
+                let (dropped, started) =
+                    st.exec.abort_keep_head(StreamId(q.0), |t| gate(fabric, t)).map_err(sched_err)?;
+                if let Some((seq, task)) = started {
+                    st.started.push((StreamId(q.0), seq, task));
+                }
+                dropped
+            }
+        };
         Self::sweep_tickets(&mut st, q.0);
         if st.waiters > 0 {
             self.shared.done.notify_all();
@@ -522,7 +543,10 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
     let mut spun = false;
     loop {
         let before = st.exec.finished_items();
-        let taken = st.exec.take_ready_if(|t| gate(fabric, t));
+        let taken = match st.started.pop() {
+            Some(t) => Some(t),
+            None => st.exec.take_ready_if(|t| gate(fabric, t)),
+        };
         if st.exec.finished_items() != before && st.waiters > 0 {
             // Internal items (event records, satisfied waits) finished while taking.
             shared.done.notify_all();
@@ -535,7 +559,7 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
                 }
                 _ => None,
             };
-            if st.exec.has_ready() {
+            if st.exec.has_ready() || !st.started.is_empty() {
                 // More streams can run: let another worker take one.
                 signal_work(shared, &st);
             }
