@@ -27,6 +27,54 @@
 
 use crate::sync::{AtomicU64, Ordering};
 
+/// The workers parked (or about to park) where submitters that take no lock can see them.
+///
+/// The lock-free half of the protocol, for submitters that publish work without the owner's
+/// lock (through a [`Ring`](crate::Ring) and an [`Inbox`](crate::inbox::Inbox)):
+///
+/// - a worker about to park calls [`announce`](Self::announce) under the owner's lock, then
+///   looks for work once more (still under the lock) and either takes it
+///   ([`withdraw`](Self::withdraw)) or waits on the condition variable, withdrawing when it has
+///   the lock back;
+/// - a submitter, after publishing, asks [`any`](Self::any); only when it answers true does it
+///   take the owner's lock and notify.
+///
+/// The worker's last look ([`Inbox::is_empty`](crate::inbox::Inbox::is_empty)) and the
+/// submitter's post are read-modify-writes of the inbox's summary word, and so is
+/// [`any`](Self::any) of the count: whichever of the two summary updates comes second reads the
+/// first (acquire-release), so either the worker's look sees the work, or the worker's announce
+/// happens before the submitter's [`any`](Self::any). The notify under the lock cannot fall
+/// between the worker's look and its wait.
+#[derive(Debug, Default)]
+pub struct Sleepers {
+    n: AtomicU64,
+}
+
+impl Sleepers {
+    /// Nobody parked.
+    pub fn new() -> Self {
+        Self { n: AtomicU64::new(0) }
+    }
+
+    /// A worker is about to park (call under the owner's lock, before the last look for work).
+    pub fn announce(&self) {
+        // AcqRel: sequenced before the worker's last look (see the type's documentation).
+        self.n.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The worker has the lock back, or found work on its last look.
+    pub fn withdraw(&self) {
+        self.n.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Whether some worker is parked or about to park (a submitter, after publishing work): a
+    /// read-modify-write, so it reads the latest count.
+    #[inline]
+    pub fn any(&self) -> bool {
+        self.n.fetch_add(0, Ordering::AcqRel) != 0
+    }
+}
+
 /// A counter that moves whenever work may have appeared; spinning workers watch it.
 #[derive(Debug)]
 pub struct WorkWord {
