@@ -191,17 +191,17 @@ mod loom_models {
     }
 
     /// The submitter's path, as in the sim: publish, post when the lane was not posted, and
-    /// take the lock to notify only when a worker is parked.
+    /// only then, when a worker is parked and none spins, take the lock and notify after it.
     fn submit(d: &Device, v: u64) {
         while d.ring.try_push(&[v]).is_err() {
             loom::thread::yield_now();
         }
         if d.armed.after_publish() {
             d.inbox.post(0);
-        }
-        if d.sleepers.any() {
-            let _g = d.lock.lock().unwrap();
-            d.work.notify_one();
+            if d.sleepers.should_notify() {
+                drop(d.lock.lock().unwrap());
+                d.work.notify_one();
+            }
         }
     }
 

@@ -29,6 +29,7 @@ pub mod config;
 mod device;
 mod dma;
 mod kernel;
+mod lane;
 pub mod registry;
 mod scheduler;
 mod sys;
