@@ -391,6 +391,7 @@ impl<T> Executor<T> {
         Ok(())
     }
 
+    #[inline]
     fn push_item(&mut self, id: StreamId, item: Item<T>) -> Result<u64> {
         let slot = self.slot_of(id).ok_or(Error::NoSuchStream)?;
         let Some(stream) = self.slots[slot].stream.as_mut() else { return Err(Error::NoSuchStream) };
@@ -413,6 +414,7 @@ impl<T> Executor<T> {
     /// - [`Error::Full`] when the stream already has `capacity` unfinished items; submit again
     ///   after one finishes.
     /// - [`Error::InvalidArgument`] when the stream's sequence numbers are exhausted.
+    #[inline]
     pub fn submit(&mut self, id: StreamId, task: T) -> Result<u64> {
         self.push_item(id, Item::Task(task))
     }
@@ -433,6 +435,7 @@ impl<T> Executor<T> {
     }
 
     /// What to do with the head of the ready stream in `slot`.
+    #[inline]
     fn examine(&self, slot: usize, may_start: &mut impl FnMut(&T) -> bool) -> Option<Head> {
         let stream = self.slots[slot].stream.as_ref()?;
         if !stream.is_ready() {
@@ -485,6 +488,7 @@ impl<T> Executor<T> {
     }
 
     /// [`take_ready_if`](Self::take_ready_if), also answering the stream's slot.
+    #[inline]
     fn take_slot_if(&mut self, mut may_start: impl FnMut(&T) -> bool) -> Option<(usize, StreamId, u64, T)> {
         while let Some(slot) = self.ready.pop_front() {
             // CAST: slot indices are below 2^31.
@@ -519,6 +523,7 @@ impl<T> Executor<T> {
 
     /// Completes the internal item `seq` (a wait, record or reset) just started on the stream
     /// in `slot`: it cannot be refused, so it finishes at once.
+    #[cold]
     fn complete_internal(&mut self, slot: usize, id: StreamId, seq: u64, item: Item<T>) {
         let was_wait = match item {
             Item::Task(_) | Item::Wait(_) => true,
@@ -609,6 +614,7 @@ impl<T> Executor<T> {
         self.slots[slot].waiters = waiters;
     }
 
+    #[inline]
     fn finish_slot(
         &mut self,
         slot: usize,
@@ -650,6 +656,7 @@ impl<T> Executor<T> {
     ///
     /// [`Error::NoSuchStream`] for an unknown id; [`Error::InvalidArgument`] when `seq` is not
     /// the stream's running task. Nothing changes on error.
+    #[inline]
     pub fn finish(&mut self, id: StreamId, seq: u64, status: TaskStatus) -> Result<()> {
         let slot = self.slot_of(id).ok_or(Error::NoSuchStream)?;
         self.finish_slot(slot, id, seq, status, false)
