@@ -206,9 +206,12 @@ mod loom_models {
     }
 
     /// The worker's loop, as in the sim: under the lock, take posted lanes and drain them;
-    /// with nothing to do, announce, look once more, then park. Returns the values it took.
-    fn worker(d: &Device, want: u64) -> std::vec::Vec<u64> {
+    /// with nothing to do, spin once (when `spin`: one look at the inbox without the lock,
+    /// marked in `Sleepers`), then announce, look once more, and park. Returns the values it
+    /// took.
+    fn worker(d: &Device, want: u64, spin: bool) -> std::vec::Vec<u64> {
         let mut took = std::vec::Vec::new();
+        let mut spun = !spin;
         let mut g = d.lock.lock().unwrap();
         loop {
             d.inbox.take(|_| {
@@ -221,6 +224,14 @@ mod loom_models {
             if took.len() as u64 == want {
                 return took;
             }
+            if !spun {
+                d.sleepers.set_spinning(true);
+                drop(g);
+                spun = d.inbox.looks_empty();
+                g = d.lock.lock().unwrap();
+                d.sleepers.set_spinning(false);
+                continue;
+            }
             d.sleepers.announce();
             if !d.inbox.is_empty() {
                 d.sleepers.withdraw();
@@ -228,6 +239,7 @@ mod loom_models {
             }
             g = d.work.wait(g).unwrap();
             d.sleepers.withdraw();
+            spun = !spin;
         }
     }
 
@@ -235,9 +247,20 @@ mod loom_models {
     /// or a lost wake-up leaves it parked forever, which loom reports as a deadlock).
     #[test]
     fn loom_lane_submit_wakes_a_parked_worker() {
+        model(false, 3);
+    }
+
+    /// The same with a worker that spins before parking: a submitter that sees the spinner
+    /// does not notify, and the spinner's look under the lock must find the lane.
+    #[test]
+    fn loom_lane_submit_reaches_a_spinning_worker() {
+        model(true, 2);
+    }
+
+    fn model(spin: bool, bound: usize) {
         let mut b = loom::model::Builder::new();
-        b.preemption_bound = Some(3);
-        b.check(|| {
+        b.preemption_bound = Some(bound);
+        b.check(move || {
             let d = Arc::new(Device {
                 ring: Ring::new(WordSlots::new(2).unwrap()).unwrap(),
                 armed: Armed::new(),
@@ -248,7 +271,7 @@ mod loom_models {
             });
             let w = {
                 let d = Arc::clone(&d);
-                loom::thread::spawn(move || worker(&d, 2))
+                loom::thread::spawn(move || worker(&d, 2, spin))
             };
             submit(&d, 1);
             submit(&d, 2);
