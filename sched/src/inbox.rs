@@ -191,7 +191,7 @@ mod loom_models {
     }
 
     /// The submitter's path, as in the sim: publish, post when the lane was not posted, and
-    /// only then, when a worker is parked and none spins, take the lock and notify after it.
+    /// only then, when a worker is parked, take the lock and notify after it.
     fn submit(d: &Device, v: u64) {
         while d.ring.try_push(&[v]).is_err() {
             loom::thread::yield_now();
@@ -206,8 +206,8 @@ mod loom_models {
     }
 
     /// The worker's loop, as in the sim: under the lock, take posted lanes and drain them;
-    /// with nothing to do, spin once (when `spin`: one look at the inbox without the lock,
-    /// marked in `Sleepers`), then announce, look once more, and park. Returns the values it
+    /// with nothing to do, spin once (when `spin`: one look at the inbox without the lock),
+    /// then announce, look once more, and park. Returns the values it
     /// took.
     fn worker(d: &Device, want: u64, spin: bool) -> std::vec::Vec<u64> {
         let mut took = std::vec::Vec::new();
@@ -225,11 +225,9 @@ mod loom_models {
                 return took;
             }
             if !spun {
-                d.sleepers.set_spinning(true);
                 drop(g);
                 spun = d.inbox.looks_empty();
                 g = d.lock.lock().unwrap();
-                d.sleepers.set_spinning(false);
                 continue;
             }
             d.sleepers.announce();
@@ -250,8 +248,7 @@ mod loom_models {
         model(false, 3);
     }
 
-    /// The same with a worker that spins before parking: a submitter that sees the spinner
-    /// does not notify, and the spinner's look under the lock must find the lane.
+    /// The same with a worker that spins (without the lock) before parking.
     #[test]
     fn loom_lane_submit_reaches_a_spinning_worker() {
         model(true, 2);

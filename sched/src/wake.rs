@@ -27,8 +27,7 @@
 
 use crate::sync::{AtomicU64, Ordering};
 
-/// The workers parked (or about to park), and whether one spins, where submitters that take
-/// no lock can see them.
+/// The workers parked (or about to park), where submitters that take no lock can see them.
 ///
 /// The lock-free half of the protocol, for submitters that publish work without the owner's
 /// lock (through a [`Ring`](crate::Ring) and an [`Inbox`](crate::inbox::Inbox)):
@@ -37,58 +36,42 @@ use crate::sync::{AtomicU64, Ordering};
 ///   looks for work once more ([`Inbox::is_empty`](crate::inbox::Inbox::is_empty), still under
 ///   the lock) and either takes it ([`withdraw`](Self::withdraw)) or waits on the condition
 ///   variable, withdrawing when it has the lock back;
-/// - the one spinning worker (chosen under the lock by [`Idle::try_spin`]) brackets its spin
-///   with [`set_spinning`](Self::set_spinning), and looks for work under the lock after it;
 /// - a submitter that posted a lane asks [`should_notify`](Self::should_notify); only when it
-///   answers true (someone is parked and nobody spins) does it take the owner's lock (and
-///   notify once it has released it).
+///   answers true (someone is parked) does it take the owner's lock (and notify once it has
+///   released it). A spinning worker does not count: it may be descheduled on a loaded machine,
+///   and waiting for it would cost the launch its latency.
 ///
-/// Every access here and the inbox's post and last look are read-modify-writes, so for each
+/// The count's accesses and the inbox's post and last look are read-modify-writes, so for each
 /// pair the second in the word's order reads the first (acquire-release): either the worker's
 /// last look sees the post, or its announce happens before the submitter's
-/// [`should_notify`](Self::should_notify); either the ex-spinner's look under the lock sees the
-/// post, or the submitter sees the spin ended. Taking the lock before notifying orders the
-/// notify after a worker's look and its wait (which releases the lock atomically).
+/// [`should_notify`](Self::should_notify). Taking the lock before notifying orders the notify
+/// after a worker's look and its wait (which releases the lock atomically).
 #[derive(Debug, Default)]
 pub struct Sleepers {
-    /// Parked workers (low bits) and [`SPINNING`].
-    word: AtomicU64,
+    parked: AtomicU64,
 }
 
-/// The bit of [`Sleepers`] set while a worker spins.
-const SPINNING: u64 = 1 << 63;
-
 impl Sleepers {
-    /// Nobody parked, nobody spinning.
+    /// Nobody parked.
     pub fn new() -> Self {
-        Self { word: AtomicU64::new(0) }
+        Self { parked: AtomicU64::new(0) }
     }
 
     /// A worker is about to park (call under the owner's lock, before the last look for work).
     pub fn announce(&self) {
-        self.word.fetch_add(1, Ordering::AcqRel);
+        self.parked.fetch_add(1, Ordering::AcqRel);
     }
 
     /// The worker has the lock back, or found work on its last look.
     pub fn withdraw(&self) {
-        self.word.fetch_sub(1, Ordering::AcqRel);
-    }
-
-    /// The spinner starts (`true`) or stops (`false`) spinning.
-    pub fn set_spinning(&self, on: bool) {
-        if on {
-            self.word.fetch_or(SPINNING, Ordering::AcqRel);
-        } else {
-            self.word.fetch_and(!SPINNING, Ordering::AcqRel);
-        }
+        self.parked.fetch_sub(1, Ordering::AcqRel);
     }
 
     /// Whether a submitter that just posted work must wake a worker: one is parked (or about
-    /// to park) and none spins. A read-modify-write, so it reads the latest word.
+    /// to park). A read-modify-write, so it reads the latest count.
     #[inline]
     pub fn should_notify(&self) -> bool {
-        let w = self.word.fetch_add(0, Ordering::AcqRel);
-        w & SPINNING == 0 && w & !SPINNING != 0
+        self.parked.fetch_add(0, Ordering::AcqRel) != 0
     }
 }
 

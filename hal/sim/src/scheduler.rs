@@ -12,7 +12,8 @@
 //! lock (one submitter of a queue at a time), publishes the encoded descriptor in the queue's
 //! [`sched::Ring`], and posts the lane in the device's [`Inbox`] only when it was not posted
 //! ([`Armed`](sched::inbox::Armed)); it takes the device lock only to notify a parked worker,
-//! and only when it posted and a worker is parked with none spinning ([`Sleepers`]). Workers
+//! and only when it posted and a worker is parked ([`Sleepers`]; a spinning worker does not
+//! count: on a loaded machine it may be descheduled, and the launch would wait for it). Workers
 //! move posted lanes' descriptors into the executor under the device lock (the rings' one
 //! consumer), in order; a lane the executor has no room for stays in a backlog until its
 //! queue finishes something. Items that need the executor at once (event records and waits,
@@ -37,8 +38,8 @@
 //!
 //! The rules are [`sched::wake`]'s (model-checked there with loom):
 //!
-//! - An idle worker first *spins* (at most one per device, counted in [`Sleepers`]) watching
-//!   the inbox and the work word, which every locked submission that may create work moves;
+//! - An idle worker first *spins* (at most one per device, counted in the state's `idle`)
+//!   watching the inbox and the work word, which every locked submission that may create work moves;
 //!   only when the spin runs out does it *park* on the `work` condition variable (counted in
 //!   [`Sleepers`] and in the state's `idle`), after announcing itself and looking once more.
 //! - A lane submitter notifies as said above; a locked submitter follows [`sched::wake`]'s
@@ -806,13 +807,11 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
         if !spun && st.idle.try_spin() {
             // Spin without the lock until a lane is posted or the work word moves (or the spin
             // runs out), then look again under the lock before deciding to park.
-            shared.sleepers.set_spinning(true);
             let seen = shared.work_word.seen();
             drop(st);
             spun = !spin_until(|| !shared.inbox.looks_empty() || shared.work_word.moved(seen));
             // Lock order: state (leaf).
             st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
-            shared.sleepers.set_spinning(false);
             st.idle.end_spin();
             continue;
         }
