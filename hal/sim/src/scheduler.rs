@@ -51,9 +51,9 @@
 //!   decision is taken under the lock, and a worker parks only right after finding nothing to
 //!   take under that same lock.
 //! - Host threads waiting for a queue (synchronisation, back-pressure on a full ring) first
-//!   spin on the queue's [`Progress`] word (published by the executor on every finish, read
-//!   without the lock), then park on `done` (counted in `waiters`); a finishing worker
-//!   notifies `done` only when someone is parked there.
+//!   spin on the queue's [`Progress`](sched::Progress) word (published by the executor on
+//!   every finish, read without any lock), then park on `done` (counted in `waiters`); a
+//!   finishing worker notifies `done` only when someone is parked there.
 //!
 //! Lock order: a lane's submit lock, then the scheduler's `state` lock, which is a leaf (no
 //! other lock is taken under it, and no task runs under it).
