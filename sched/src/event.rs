@@ -34,6 +34,9 @@ pub(crate) struct EventState {
     point: Option<StreamPoint>,
     generation: u64,
     timestamp_ns: Option<u64>,
+    /// The record of `generation` was dropped by an abort before it ran: the event never
+    /// completes (until it is recorded again or reset).
+    cancelled: bool,
 }
 
 impl EventState {
@@ -53,6 +56,7 @@ impl EventState {
         self.point = Some(point);
         self.generation = generation;
         self.timestamp_ns = None;
+        self.cancelled = false;
     }
 
     /// The record of `generation` ran at `now_ns`.
@@ -67,7 +71,20 @@ impl EventState {
         if generation == self.generation {
             self.point = None;
             self.timestamp_ns = None;
+            self.cancelled = false;
         }
+    }
+
+    /// The record of `generation` was dropped without running (if it is still the latest).
+    pub(crate) fn cancel(&mut self, generation: u64) {
+        if generation == self.generation {
+            self.cancelled = true;
+        }
+    }
+
+    /// Whether the latest record was dropped without running.
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.cancelled
     }
 
     /// The recorded point, if any.

@@ -293,20 +293,59 @@ impl<T> Executor<T> {
 
     /// Drops every queued (not yet started) item of stream `id`, counting them as finished
     /// without running them, and returns how many were dropped. A running task finishes
-    /// normally.
+    /// normally. An event whose latest record is dropped stays [`EventStatus::Pending`] (it
+    /// never completes) until it is recorded again or reset.
     ///
     /// # Errors
     ///
     /// [`Error::NoSuchStream`] for an unknown id.
     pub fn abort(&mut self, id: StreamId) -> Result<usize> {
         let slot = self.slot_of(id).ok_or(Error::NoSuchStream)?;
-        let s = &mut self.slots[slot];
-        let Some(stream) = s.stream.as_mut() else { return Err(Error::NoSuchStream) };
-        let dropped = stream.discard_queued();
-        let completed = stream.completed();
-        s.progress.advance(completed);
-        self.unfinished -= dropped;
-        // INVARIANT: the stream has no queued item now, so it is not ready anywhere.
+        self.detach(slot);
+        Ok(self.drop_queued(slot, id))
+    }
+
+    /// Aborts stream `id` as a device sees a forced stream destroy: the task at the head of the
+    /// stream counts as already on the device when nothing of the stream runs and its
+    /// dependencies are met now (internal items before it that can complete now, such as a
+    /// satisfied wait or an event record, complete first; `may_start` is the gate of
+    /// [`take_ready_if`](Self::take_ready_if)). That task is started and returned with its
+    /// sequence number: the caller runs it and [`finish`](Self::finish)es it like one from
+    /// [`take_ready`](Self::take_ready). Every item behind it (or every queued item, when the
+    /// head cannot start) is dropped as by [`abort`](Self::abort); the answer also counts them.
+    /// A task already running finishes normally and nothing else starts.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchStream`] for an unknown id.
+    pub fn abort_keep_head(
+        &mut self,
+        id: StreamId,
+        mut may_start: impl FnMut(&T) -> bool,
+    ) -> Result<(usize, Option<(u64, T)>)> {
+        let slot = self.slot_of(id).ok_or(Error::NoSuchStream)?;
+        let mut started = None;
+        loop {
+            // INVARIANT: out of every ready/parked list while we look at the head ourselves.
+            self.detach(slot);
+            if !matches!(self.examine(slot, &mut may_start), Some(Head::Run)) {
+                break;
+            }
+            let Some((seq, item)) = self.slots[slot].stream.as_mut().and_then(Stream::start) else { break };
+            if let Item::Task(task) = item {
+                started = Some((seq, task));
+                break;
+            }
+            // finish_slot may put the stream back in `ready`; the next round detaches it.
+            self.complete_internal(slot, id, seq, item);
+        }
+        let dropped = self.drop_queued(slot, id);
+        Ok((dropped, started))
+    }
+
+    /// Takes the stream in `slot` out of the ready queue, the gated list and the waiters list
+    /// it is parked in.
+    fn detach(&mut self, slot: usize) {
         // CAST: slot indices are below 2^31.
         let me = slot as u32;
         if let Some(on) = self.slots[slot].parked_on.take() {
@@ -317,10 +356,29 @@ impl<T> Executor<T> {
         }
         self.ready.retain(|&s| s != me);
         self.gated.retain(|&s| s != me);
+    }
+
+    /// Drops the queued items of the detached stream in `slot` (see [`abort`](Self::abort)).
+    fn drop_queued(&mut self, slot: usize, id: StreamId) -> usize {
+        let s = &mut self.slots[slot];
+        let Some(stream) = s.stream.as_mut() else { return 0 };
+        // Events whose records are dropped never complete.
+        for item in stream.queued() {
+            if let Item::Record(ev, generation) = *item {
+                if let Some(e) = self.events.get_mut(ev) {
+                    e.cancel(generation);
+                }
+            }
+        }
+        let dropped = stream.discard_queued();
+        let completed = stream.completed();
+        s.progress.advance(completed);
+        self.unfinished -= dropped;
+        // INVARIANT: the stream has no queued item now, so it belongs in no ready list.
         self.graph.note_completed(id.0, completed);
         self.wake_waiters(slot, completed);
         self.unpark_gated();
-        Ok(dropped)
+        dropped
     }
 
     /// Sets what a failure on stream `id` does to the tasks queued behind it, from now on.
@@ -333,6 +391,7 @@ impl<T> Executor<T> {
         Ok(())
     }
 
+    #[inline]
     fn push_item(&mut self, id: StreamId, item: Item<T>) -> Result<u64> {
         let slot = self.slot_of(id).ok_or(Error::NoSuchStream)?;
         let Some(stream) = self.slots[slot].stream.as_mut() else { return Err(Error::NoSuchStream) };
@@ -355,6 +414,7 @@ impl<T> Executor<T> {
     /// - [`Error::Full`] when the stream already has `capacity` unfinished items; submit again
     ///   after one finishes.
     /// - [`Error::InvalidArgument`] when the stream's sequence numbers are exhausted.
+    #[inline]
     pub fn submit(&mut self, id: StreamId, task: T) -> Result<u64> {
         self.push_item(id, Item::Task(task))
     }
@@ -375,6 +435,7 @@ impl<T> Executor<T> {
     }
 
     /// What to do with the head of the ready stream in `slot`.
+    #[inline]
     fn examine(&self, slot: usize, may_start: &mut impl FnMut(&T) -> bool) -> Option<Head> {
         let stream = self.slots[slot].stream.as_ref()?;
         if !stream.is_ready() {
@@ -427,6 +488,7 @@ impl<T> Executor<T> {
     }
 
     /// [`take_ready_if`](Self::take_ready_if), also answering the stream's slot.
+    #[inline]
     fn take_slot_if(&mut self, mut may_start: impl FnMut(&T) -> bool) -> Option<(usize, StreamId, u64, T)> {
         while let Some(slot) = self.ready.pop_front() {
             // CAST: slot indices are below 2^31.
@@ -451,28 +513,36 @@ impl<T> Executor<T> {
             let generation = s.generation;
             let (seq, item) = s.stream.as_mut()?.start()?;
             let id = self.id_of(slot, generation);
-            let was_wait = match item {
-                Item::Task(task) => return Some((at, id, seq, task)),
-                Item::Wait(_) => true,
-                Item::Record(ev, generation) => {
-                    let now = (self.clock)();
-                    if let Some(e) = self.events.get_mut(ev) {
-                        e.stamp(generation, now);
-                    }
-                    false
-                }
-                Item::Reset(ev, generation) => {
-                    if let Some(e) = self.events.get_mut(ev) {
-                        e.reset(generation);
-                    }
-                    false
-                }
-            };
-            // An internal item just started: finish it at once (it cannot be refused).
-            let done = self.finish_slot(at, id, seq, TaskStatus::Ok, was_wait);
-            debug_assert_eq!(done, Ok(()));
+            if let Item::Task(task) = item {
+                return Some((at, id, seq, task));
+            }
+            self.complete_internal(at, id, seq, item);
         }
         None
+    }
+
+    /// Completes the internal item `seq` (a wait, record or reset) just started on the stream
+    /// in `slot`: it cannot be refused, so it finishes at once.
+    #[cold]
+    fn complete_internal(&mut self, slot: usize, id: StreamId, seq: u64, item: Item<T>) {
+        let was_wait = match item {
+            Item::Task(_) | Item::Wait(_) => true,
+            Item::Record(ev, generation) => {
+                let now = (self.clock)();
+                if let Some(e) = self.events.get_mut(ev) {
+                    e.stamp(generation, now);
+                }
+                false
+            }
+            Item::Reset(ev, generation) => {
+                if let Some(e) = self.events.get_mut(ev) {
+                    e.reset(generation);
+                }
+                false
+            }
+        };
+        let done = self.finish_slot(slot, id, seq, TaskStatus::Ok, was_wait);
+        debug_assert_eq!(done, Ok(()));
     }
 
     /// Moves every stream refused by a gate back to the ready queue, to be examined again by
@@ -544,6 +614,7 @@ impl<T> Executor<T> {
         self.slots[slot].waiters = waiters;
     }
 
+    #[inline]
     fn finish_slot(
         &mut self,
         slot: usize,
@@ -585,6 +656,7 @@ impl<T> Executor<T> {
     ///
     /// [`Error::NoSuchStream`] for an unknown id; [`Error::InvalidArgument`] when `seq` is not
     /// the stream's running task. Nothing changes on error.
+    #[inline]
     pub fn finish(&mut self, id: StreamId, seq: u64, status: TaskStatus) -> Result<()> {
         let slot = self.slot_of(id).ok_or(Error::NoSuchStream)?;
         self.finish_slot(slot, id, seq, status, false)
@@ -714,7 +786,8 @@ impl<T> Executor<T> {
         self.push_item(id, Item::Reset(ev, generation))
     }
 
-    /// The status of `ev`.
+    /// The status of `ev`: [`EventStatus::Pending`] while its point has not completed, and
+    /// for good when an [`abort`](Self::abort) dropped its record.
     ///
     /// # Errors
     ///
@@ -723,7 +796,7 @@ impl<T> Executor<T> {
         let e = self.events.get(ev).ok_or(Error::NoSuchEvent)?;
         Ok(match e.point() {
             None => EventStatus::NotRecorded,
-            Some(p) if self.is_complete(p) => EventStatus::Complete,
+            Some(p) if !e.is_cancelled() && self.is_complete(p) => EventStatus::Complete,
             Some(_) => EventStatus::Pending,
         })
     }
@@ -1041,6 +1114,69 @@ mod tests {
         ex.run_once(&mut r);
         assert!(ex.is_complete(pt(a, 2)) && ex.is_ordered_before(pt(a, 2), c.0));
         assert!(ex.graph.edge_count() == 0, "completed waits leave no edges");
+    }
+
+    #[test]
+    fn abort_keep_head_starts_a_ready_head_and_drops_the_rest() {
+        let mut ex = Executor::new(4);
+        let s = ex.create_stream(8).unwrap();
+        let other = ex.create_stream(8).unwrap();
+        let ev = ex.create_event().unwrap();
+        // A record in front of the head completes (the device got past it); one behind it does not.
+        let e0 = ex.create_event().unwrap();
+        ex.record_event(e0, s).unwrap();
+        for t in [10, 11, 12] {
+            ex.submit(s, t).unwrap();
+        }
+        ex.record_event(ev, s).unwrap();
+        assert_eq!(ex.abort_keep_head(StreamId(77), |_| true).unwrap_err(), Error::NoSuchStream);
+        let (dropped, started) = ex.abort_keep_head(s, |_| true).unwrap();
+        assert_eq!((dropped, started), (3, Some((2, 10))));
+        assert_eq!(ex.event_status(e0), Ok(EventStatus::Complete));
+        assert_eq!(ex.event_status(ev), Ok(EventStatus::Pending));
+        // The head is running: nothing else of the stream is handed out.
+        ex.submit(other, 5).unwrap();
+        assert_eq!(ex.take_ready().map(|t| t.2), Some(5));
+        assert!(ex.take_ready().is_none());
+        ex.finish(s, 2, TaskStatus::Ok).unwrap();
+        assert_eq!(ex.completed_seq(s), Ok(5));
+        // The dropped record never stamps or completes its event.
+        assert_eq!(ex.event_timestamp(ev), Ok(None));
+        assert_eq!(ex.event_status(ev), Ok(EventStatus::Pending));
+        ex.record_event(ev, s).unwrap();
+        let mut r = Recorder::default();
+        ex.run_once(&mut r);
+        assert_eq!(ex.event_status(ev), Ok(EventStatus::Complete), "a new record completes");
+        // A second call with nothing queued drops nothing and starts nothing.
+        assert_eq!(ex.abort_keep_head(s, |_| true), Ok((0, None)));
+    }
+
+    #[test]
+    fn abort_keep_head_cancels_a_head_that_cannot_start() {
+        let mut ex = Executor::new(4);
+        let (a, b) = (ex.create_stream(4).unwrap(), ex.create_stream(4).unwrap());
+        // a's head waits for b's task 1, which has not run: it cannot start.
+        ex.submit(b, 1).unwrap();
+        ex.submit_wait(a, StreamPoint { stream: b.0, seq: 1 }).unwrap();
+        ex.submit(a, 2).unwrap();
+        assert!(ex.take_ready_if(|&t| t != 1).is_none(), "b's task is gated, a parks on b");
+        assert_eq!(ex.abort_keep_head(a, |_| true), Ok((2, None)));
+        assert_eq!(ex.completed_seq(a), Ok(2));
+        // A gate that refuses the head cancels it too.
+        ex.submit(a, 3).unwrap();
+        assert_eq!(ex.abort_keep_head(a, |_| false), Ok((1, None)));
+        // A running task keeps running and nothing else starts.
+        ex.submit(a, 4).unwrap();
+        ex.submit(a, 5).unwrap();
+        let (id, seq, _) = ex.take_ready_if(|&t| t == 4).unwrap();
+        assert_eq!(id, a);
+        assert_eq!(ex.abort_keep_head(a, |_| true), Ok((1, None)));
+        ex.finish(a, seq, TaskStatus::Ok).unwrap();
+        assert_eq!(ex.completed_seq(a), Ok(5));
+        // b is still intact.
+        let mut r = Recorder::default();
+        assert_eq!(ex.run_once(&mut r), 1);
+        assert!(ex.is_idle());
     }
 
     #[test]

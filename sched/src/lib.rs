@@ -31,6 +31,7 @@ pub mod error;
 pub mod event;
 pub mod executor;
 pub mod graph;
+pub mod inbox;
 pub mod progress;
 pub mod ring;
 pub mod stream;

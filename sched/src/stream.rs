@@ -80,11 +80,13 @@ impl<T> Stream<T> {
     }
 
     /// Tasks queued or running.
+    #[inline]
     pub(crate) fn unfinished(&self) -> usize {
         self.queued.len() + usize::from(self.running.is_some())
     }
 
     /// Whether the oldest queued task may start now (nothing of this stream is running).
+    #[inline]
     pub(crate) fn is_ready(&self) -> bool {
         self.running.is_none() && !self.queued.is_empty()
     }
@@ -100,6 +102,7 @@ impl<T> Stream<T> {
     ///
     /// [`Error::Full`] when `capacity` tasks are unfinished; [`Error::InvalidArgument`] when
     /// the sequence numbers are exhausted.
+    #[inline]
     pub(crate) fn push(&mut self, task: T) -> Result<u64> {
         if self.unfinished() >= self.capacity {
             return Err(Error::Full);
@@ -112,6 +115,7 @@ impl<T> Stream<T> {
     }
 
     /// Starts the oldest queued task, returning its sequence number and the task.
+    #[inline]
     pub(crate) fn start(&mut self) -> Option<(u64, T)> {
         if self.running.is_some() {
             return None;
@@ -129,12 +133,22 @@ impl<T> Stream<T> {
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] when `seq` is not the running task; nothing changes.
+    #[inline]
     pub(crate) fn finish(&mut self, seq: u64, status: TaskStatus) -> Result<usize> {
         if self.running != Some(seq) {
             return Err(Error::InvalidArgument);
         }
         self.running = None;
         self.completed = seq;
+        if !self.discarded_behind_running && matches!(status, TaskStatus::Ok) {
+            return Ok(1);
+        }
+        Ok(self.finish_slow(status))
+    }
+
+    /// The rest of [`Self::finish`] after a discard or a failure.
+    #[cold]
+    fn finish_slow(&mut self, status: TaskStatus) -> usize {
         if core::mem::take(&mut self.discarded_behind_running) {
             // The tasks queued behind this one were discarded: everything handed out before
             // the discard is finished; tasks submitted since then are still queued.
@@ -153,7 +167,7 @@ impl<T> Stream<T> {
                 finished += skipped;
             }
         }
-        Ok(finished)
+        finished
     }
 
     /// Sets the failure mode for failures from now on.
@@ -162,11 +176,13 @@ impl<T> Stream<T> {
     }
 
     /// Highest sequence number finished.
+    #[inline]
     pub(crate) fn completed(&self) -> u64 {
         self.completed
     }
 
     /// Highest sequence number handed out.
+    #[inline]
     pub(crate) fn submitted(&self) -> u64 {
         self.submitted
     }
@@ -177,8 +193,14 @@ impl<T> Stream<T> {
     }
 
     /// The oldest queued (not started) task, if any.
+    #[inline]
     pub(crate) fn head(&self) -> Option<&T> {
         self.queued.front()
+    }
+
+    /// The queued (not started) tasks, oldest first.
+    pub(crate) fn queued(&self) -> impl Iterator<Item = &T> {
+        self.queued.iter()
     }
 
     /// Drops every queued (not started) task, counting them as finished, and returns how many

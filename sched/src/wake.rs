@@ -27,6 +27,54 @@
 
 use crate::sync::{AtomicU64, Ordering};
 
+/// The workers parked (or about to park), where submitters that take no lock can see them.
+///
+/// The lock-free half of the protocol, for submitters that publish work without the owner's
+/// lock (through a [`Ring`](crate::Ring) and an [`Inbox`](crate::inbox::Inbox)):
+///
+/// - a worker about to park calls [`announce`](Self::announce) under the owner's lock, then
+///   looks for work once more ([`Inbox::is_empty`](crate::inbox::Inbox::is_empty), still under
+///   the lock) and either takes it ([`withdraw`](Self::withdraw)) or waits on the condition
+///   variable, withdrawing when it has the lock back;
+/// - a submitter that posted a lane asks [`should_notify`](Self::should_notify); only when it
+///   answers true (someone is parked) does it take the owner's lock (and notify once it has
+///   released it). A spinning worker does not count: it may be descheduled on a loaded machine,
+///   and waiting for it would cost the launch its latency.
+///
+/// The count's accesses and the inbox's post and last look are read-modify-writes, so for each
+/// pair the second in the word's order reads the first (acquire-release): either the worker's
+/// last look sees the post, or its announce happens before the submitter's
+/// [`should_notify`](Self::should_notify). Taking the lock before notifying orders the notify
+/// after a worker's look and its wait (which releases the lock atomically).
+#[derive(Debug, Default)]
+pub struct Sleepers {
+    parked: AtomicU64,
+}
+
+impl Sleepers {
+    /// Nobody parked.
+    pub fn new() -> Self {
+        Self { parked: AtomicU64::new(0) }
+    }
+
+    /// A worker is about to park (call under the owner's lock, before the last look for work).
+    pub fn announce(&self) {
+        self.parked.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The worker has the lock back, or found work on its last look.
+    pub fn withdraw(&self) {
+        self.parked.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Whether a submitter that just posted work must wake a worker: one is parked (or about
+    /// to park). A read-modify-write, so it reads the latest count.
+    #[inline]
+    pub fn should_notify(&self) -> bool {
+        self.parked.fetch_add(0, Ordering::AcqRel) != 0
+    }
+}
+
 /// A counter that moves whenever work may have appeared; spinning workers watch it.
 #[derive(Debug)]
 pub struct WorkWord {

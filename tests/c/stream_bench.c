@@ -4,19 +4,25 @@
  * (empty host functions and 4-byte memsets on one and four streams) against a
  * plain bounded SPSC ring between two threads, and asynchronous copy bandwidth
  * (64 MiB pinned<->device, device<->device; a batch of 4096 x 4 KiB) against
- * memcpy of the same bytes, all measured in the same run. Prints Markdown
- * tables (the bench harness of tests/benches/streams.rs re-prints them).
+ * memcpy of the same bytes, and the launch-to-start latency of a host function
+ * on an idle stream against the same hand-off through a ring to a
+ * futex-parked thread, all measured in the same run. Prints Markdown tables
+ * (the bench harness of tests/benches/streams.rs re-prints them).
  *
  * usage: stream_bench [TASKS] [ROUNDS]
  */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "acl/acl.h"
 
@@ -127,6 +133,140 @@ static double median(double *v, int n)
     return v[n / 2];
 }
 
+/* ---- launch-to-start latency: the time from the return of the launching call to the
+ * first instruction of the function, on an idle stream (its device threads parked) ---- */
+#define LAT_MAX 2000
+#define LAT_IDLE_US 2000
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void idle_gap(void)
+{
+    struct timespec ts = { 0, LAT_IDLE_US * 1000L };
+    nanosleep(&ts, NULL);
+}
+
+static _Atomic int64_t started_at;
+
+static void stamp(void *arg)
+{
+    (void)arg;
+    atomic_store(&started_at, now_ns());
+}
+
+/* The floor: a ring of {fn, arg} items to a consumer thread that parks on a futex as soon as
+ * the ring is empty; the producer wakes it only when it is parked. */
+typedef struct {
+    void (*fn)(void *);
+    void *arg;
+} Call;
+static Call fring[RING];
+static _Atomic uint32_t fposted, fparked, fstop;
+
+static void *futex_consumer(void *arg)
+{
+    uint32_t taken = 0;
+    (void)arg;
+    for (;;) {
+        uint32_t v = atomic_load(&fposted);
+        if (taken != v) {
+            Call c = fring[taken % RING];
+            c.fn(c.arg);
+            taken++;
+            continue;
+        }
+        if (atomic_load(&fstop)) {
+            return NULL;
+        }
+        atomic_store(&fparked, 1);
+        if (atomic_load(&fposted) == v && !atomic_load(&fstop)) {
+            syscall(SYS_futex, &fposted, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+        }
+        atomic_store(&fparked, 0);
+    }
+}
+
+static void futex_post(void (*fn)(void *), void *arg)
+{
+    uint32_t v = atomic_load(&fposted);
+    fring[v % RING].fn = fn;
+    fring[v % RING].arg = arg;
+    atomic_store(&fposted, v + 1);
+    if (atomic_load(&fparked)) {
+        syscall(SYS_futex, &fposted, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    }
+}
+
+/* Latencies (ns) of `n` hand-offs after an idle gap each: through the runtime when `s` is
+ * set, else through the futex ring. */
+static void latencies(aclrtStream s, int n, double *out)
+{
+    int i;
+    for (i = 0; i < n; i++) {
+        int64_t ret, start;
+        idle_gap();
+        atomic_store(&started_at, 0);
+        if (s != NULL) {
+            TRY(aclrtLaunchHostFunc(s, stamp, NULL));
+        } else {
+            futex_post(stamp, NULL);
+        }
+        ret = now_ns();
+        if (s != NULL) {
+            TRY(aclrtSynchronizeStream(s));
+        }
+        while ((start = atomic_load(&started_at)) == 0) {
+        }
+        /* A function that started before the call returned waited 0 ns. */
+        out[i] = start > ret ? (double)(start - ret) : 0.0;
+    }
+}
+
+static double pct(double *v, int n, int p)
+{
+    qsort(v, (size_t)n, sizeof v[0], cmp_double);
+    return v[(n - 1) * p / 100];
+}
+
+static void launch_latency(aclrtStream s, int n)
+{
+    static double sim[LAT_MAX], flo[LAT_MAX];
+    pthread_t c;
+    double s50, s99, f50, f99;
+    int i;
+
+    atomic_store(&fposted, 0);
+    atomic_store(&fstop, 0);
+    pthread_create(&c, NULL, futex_consumer, NULL);
+    /* Interleave the two in blocks so both see the same machine load. */
+    for (i = 0; i < n; i += 10) {
+        int k = n - i < 10 ? n - i : 10;
+        latencies(s, k, sim + i);
+        latencies(NULL, k, flo + i);
+    }
+    atomic_store(&fstop, 1);
+    futex_post(stamp, NULL);
+    pthread_join(c, NULL);
+    s50 = pct(sim, n, 50);
+    s99 = pct(sim, n, 99);
+    f50 = pct(flo, n, 50);
+    f99 = pct(flo, n, 99);
+    printf("### Launch-to-start latency on an idle stream (%d launches, %d us apart)\n\n", n, LAT_IDLE_US);
+    printf("| hand-off | p50 us | p99 us | floor p50 us | floor p99 us | p50 vs floor | p99 vs floor | target |\n");
+    printf("|---|---|---|---|---|---|---|---|\n");
+    printf("| ring + futex wake to a parked thread (the floor) | %.1f | %.1f | %.1f | %.1f | 1.00x | 1.00x | - |\n",
+           f50 / 1e3, f99 / 1e3, f50 / 1e3, f99 / 1e3);
+    printf("| aclrtLaunchHostFunc return to the function's start | %.1f | %.1f | %.1f | %.1f | %.2fx | %.2fx | p50 <= 1.2x, "
+           "p99 <= 3x |\n",
+           s50 / 1e3, s99 / 1e3, f50 / 1e3, f99 / 1e3, s50 / f50, s99 / f99);
+    printf("\n");
+}
+
 int main(int argc, char **argv)
 {
     size_t tasks = argc > 1 ? (size_t)atol(argv[1]) : 100000;
@@ -179,6 +319,8 @@ int main(int argc, char **argv)
         }
     }
     printf("\n");
+
+    launch_latency(s[0], tasks >= 100000 ? 500 : 100);
 
     /* ---- copy bandwidth ---- */
     h1 = malloc(big);

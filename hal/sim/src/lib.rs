@@ -29,6 +29,7 @@ pub mod config;
 mod device;
 mod dma;
 mod kernel;
+mod lane;
 mod loader_data;
 pub mod registry;
 mod scheduler;
@@ -48,6 +49,10 @@ use hal::{
 
 pub use config::{ConfigError, SimConfig};
 pub use kernel::{kernel_fail, HostHook, KERNEL_FAULT_DEFAULT, KERNEL_TIMEOUT};
+
+/// Threads that run tasks on each device of the software NPU (at most this many tasks of
+/// different queues run at once).
+pub const WORKERS_PER_DEVICE: usize = scheduler::WORKERS;
 
 use device::Device;
 use registry::Registry;
@@ -594,8 +599,8 @@ impl Queues for Sim {
         slot.scheduler.wait(queue, seq, timeout_ms)
     }
 
-    fn abort_queue(&self, dev: DeviceId, queue: QueueId, _head: hal::AbortHead) -> Result<usize> {
-        self.slot(dev)?.scheduler.abort_queue(queue)
+    fn abort_queue(&self, dev: DeviceId, queue: QueueId, head: hal::AbortHead) -> Result<usize> {
+        self.slot(dev)?.scheduler.abort_queue(queue, head)
     }
 
     fn set_stop_on_failure(&self, dev: DeviceId, queue: QueueId, stop: bool) -> Result<()> {

@@ -1,9 +1,26 @@
-//! The task scheduler of one device: `sched`'s executor behind a mutex, and the threads that
-//! drain it.
+//! The task scheduler of one device: per-queue submission lanes, `sched`'s executor behind a
+//! mutex, and the threads that drain them.
 //!
-//! It owns the executor's lock, the worker threads, the tickets of work too large for a task
-//! descriptor (kernel arguments, batch-copy entries) and the device's event clock. It must not
-//! decide memory layout, and it never holds its lock while a task runs.
+//! It owns the executor's lock, the queues' [lanes](crate::lane), the device's inbox of posted
+//! lanes, the worker threads, the tickets of work too large for a task descriptor (kernel
+//! arguments, batch-copy entries) and the device's event clock. It must not decide memory
+//! layout, and it never holds its lock while a task runs.
+//!
+//! # Submission
+//!
+//! A plain task (no ticket) takes no device-wide lock: the submitter takes its queue's submit
+//! lock (one submitter of a queue at a time), publishes the encoded descriptor in the queue's
+//! [`sched::Ring`], and posts the lane in the device's [`Inbox`] only when it was not posted
+//! ([`Armed`](sched::inbox::Armed)); it takes the device lock only to notify a parked worker,
+//! and only when it posted and a worker is parked ([`Sleepers`]; a spinning worker does not
+//! count: on a loaded machine it may be descheduled, and the launch would wait for it). Workers
+//! move posted lanes' descriptors into the executor under the device lock (the rings' one
+//! consumer), in order; a lane the executor has no room for stays in a backlog until its
+//! queue finishes something. Items that need the executor at once (event records and waits,
+//! cross-queue waits, ticketed tasks) take the queue's submit lock and the device lock, move
+//! the lane's descriptors first, then queue the item, so a queue's sequence numbers stay in
+//! submission order whichever path an item took. A queue's submitted and completed sequences
+//! are words readable without any lock.
 //!
 //! # Threads
 //!
@@ -22,36 +39,45 @@
 //! The rules are [`sched::wake`]'s (model-checked there with loom):
 //!
 //! - An idle worker first *spins* (at most one per device, counted in the state's `idle`)
-//!   watching the work word, which every submission that may create work moves; only when the
-//!   spin runs out does it *park* on the `work` condition variable (counted in `idle` too).
-//! - A submitter notifies a parked worker only when the executor's ready queue goes from empty
-//!   to non-empty and no worker is spinning; a worker that takes a task while more streams are
+//!   watching the inbox and the work word, which every locked submission that may create work moves;
+//!   only when the spin runs out does it *park* on the `work` condition variable (counted in
+//!   [`Sleepers`] and in the state's `idle`), after announcing itself and looking once more.
+//! - A lane submitter notifies as said above; a locked submitter follows [`sched::wake`]'s
+//!   `signal` under the lock.
+//! - A locked submitter notifies a parked worker only when the executor's ready queue goes
+//!   from empty to non-empty; a worker that takes a task while more streams are
 //!   ready passes the wake-up on the same way. A ready queue that is already non-empty always
 //!   has an awake worker on its way to it, so no wake-up is lost and none is wasted. Every such
 //!   decision is taken under the lock, and a worker parks only right after finding nothing to
 //!   take under that same lock.
 //! - Host threads waiting for a queue (synchronisation, back-pressure on a full ring) first
-//!   spin on the queue's [`Progress`] word (published by the executor on every finish, read
-//!   without the lock), then park on `done` (counted in `waiters`); a finishing worker
-//!   notifies `done` only when someone is parked there.
+//!   spin on the queue's [`Progress`](sched::Progress) word (published by the executor on
+//!   every finish, read without any lock), then park on `done` (counted in `waiters`); a
+//!   finishing worker notifies `done` only when someone is parked there.
 //!
-//! Lock order: the scheduler's `state` lock is a leaf (no other lock is taken under it, and
-//! no task runs under it).
+//! Lock order: a lane's submit lock, then the scheduler's `state` lock, which is a leaf (no
+//! other lock is taken under it, and no task runs under it).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
+
+use arc_swap::ArcSwapOption;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hal::{
-    Error, ErrorKind, EventId, EventInfo, EventWait, QueueId, QueueProgress, Result, TaskDesc, TaskStatus,
+    AbortHead, Error, ErrorKind, EventId, EventInfo, EventWait, QueueId, QueueProgress, Result, TaskDesc,
+    TaskStatus,
 };
-use sched::wake::{self, Idle, WorkWord};
-use sched::{EventStatus, Executor, FailureMode, Progress, StreamId, StreamOrder, StreamPoint};
+use sched::inbox::Inbox;
+use sched::wake::{self, Idle, Sleepers, WorkWord};
+use sched::{EventStatus, Executor, FailureMode, StreamId, StreamOrder, StreamPoint};
 
+use crate::lane::{decode, encode, Lane};
 use crate::Fabric;
 
-/// The most queues (streams) one device runs, as on the real task scheduler.
+/// The most queues (streams) one device runs, as on the real task scheduler (a power of two:
+/// a queue's lane is at `id % MAX_QUEUES`, the executor's slot).
 pub(crate) const MAX_QUEUES: usize = 2048;
 /// Threads that run tasks, per device.
 pub(crate) const WORKERS: usize = 4;
@@ -113,6 +139,13 @@ struct State {
     idle: Idle,
     /// Host threads asleep on `done`.
     waiters: usize,
+    /// Every live queue's lane, by slot (the workers' view; submitters use [`Shared::lanes`]).
+    lanes: Vec<Option<Arc<Lane>>>,
+    /// Lanes whose descriptors the executor had no room for, by slot.
+    backlog: Vec<bool>,
+    /// Head tasks a forced abort started ([`Scheduler::abort_queue`] with [`AbortHead::Runs`]):
+    /// taken for running by the executor, waiting for a worker to run them.
+    started: Vec<(StreamId, u64, TaskDesc)>,
 }
 
 #[derive(Debug)]
@@ -124,12 +157,20 @@ struct Shared {
     work: Condvar,
     /// Signalled when a task finishes.
     done: Condvar,
+    /// Every live queue's lane, by slot, for submitters (no lock).
+    lanes: Box<[ArcSwapOption<Lane>]>,
+    /// The lanes submitters posted since a worker last looked.
+    inbox: Inbox,
+    /// Parked workers and the spinner, as lane submitters see them.
+    sleepers: Sleepers,
 }
 
 /// A device's task scheduler: its executor and the threads that drain it.
 #[derive(Debug)]
 pub(crate) struct Scheduler {
     shared: Arc<Shared>,
+    /// The device's memory, for the gates of value waits.
+    fabric: Weak<Fabric>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -165,12 +206,18 @@ impl Scheduler {
                 next_ticket: 1,
                 idle: Idle::new(),
                 waiters: 0,
+                lanes: (0..MAX_QUEUES).map(|_| None).collect(),
+                backlog: vec![false; MAX_QUEUES],
+                started: Vec::new(),
             }),
             work_word: WorkWord::new(),
             work: Condvar::new(),
             done: Condvar::new(),
+            lanes: (0..MAX_QUEUES).map(|_| ArcSwapOption::empty()).collect(),
+            inbox: Inbox::new(MAX_QUEUES).map_err(|_| std::io::Error::other("inbox too large"))?,
+            sleepers: Sleepers::new(),
         });
-        let sched = Self { shared, threads: Mutex::new(Vec::new()) };
+        let sched = Self { shared, fabric: fabric.clone(), threads: Mutex::new(Vec::new()) };
         for w in 0..WORKERS {
             let worker = Arc::clone(&sched.shared);
             let fabric = fabric.clone();
@@ -192,10 +239,17 @@ impl Scheduler {
         self.shared.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Tells the workers that work may have appeared (after `st` changed under the lock):
-    /// wakes the spinner, or one parked worker when none spins.
-    fn wake_worker(&self, st: &State) {
-        signal_work(&self.shared, st);
+    /// The lane of queue `q` if the queue is live (an `Arc`: for the locked paths).
+    fn lane_arc(&self, q: QueueId) -> Option<Arc<Lane>> {
+        self.shared.lanes[lane_index(q)].load_full().filter(|l| l.queue == q)
+    }
+
+    /// Runs `f` on the lane of queue `q` (no lock, no reference count taken); `None` when the
+    /// queue is not live.
+    #[inline]
+    fn with_lane<R>(&self, q: QueueId, f: impl FnOnce(&Lane) -> R) -> Option<R> {
+        let guard = self.shared.lanes[lane_index(q)].load();
+        guard.as_ref().filter(|l| l.queue == q).map(|l| f(l))
     }
 
     /// Like [`Self::wake_worker`], but only when the ready queue just went from empty to
@@ -207,30 +261,82 @@ impl Scheduler {
         }
     }
 
-    /// The published progress of queue `q`.
-    fn progress_word(st: &State, q: QueueId) -> Result<Arc<Progress>> {
-        st.exec.progress(StreamId(q.0)).map_err(sched_err)
+    /// Tells the workers that work may have appeared (after `st` changed under the lock):
+    /// wakes the spinner, or one parked worker when none spins.
+    fn wake_worker(&self, st: &State) {
+        signal_work(&self.shared, st);
     }
 
     pub(crate) fn create_queue(&self, depth: u32) -> Result<QueueId> {
         let depth = usize::try_from(depth.max(1)).unwrap_or(usize::MAX);
-        let id = self.lock().exec.create_stream(depth).map_err(sched_err)?;
-        Ok(QueueId(id.0))
+        let mut st = self.lock();
+        let id = st.exec.create_stream(depth).map_err(sched_err)?;
+        let q = QueueId(id.0);
+        let index = lane_index(q);
+        let lane = st
+            .exec
+            .progress(id)
+            .and_then(|progress| Lane::new(q, index, depth.next_power_of_two(), progress))
+            .map(Arc::new);
+        let lane = match lane {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = st.exec.destroy_stream(id);
+                return Err(sched_err(e));
+            }
+        };
+        st.lanes[index] = Some(Arc::clone(&lane));
+        st.backlog[index] = false;
+        self.shared.lanes[index].store(Some(lane));
+        Ok(q)
     }
 
     pub(crate) fn destroy_queue(&self, q: QueueId) -> Result<()> {
         self.wait_idle_queue(q, None)?;
         let mut st = self.lock();
         st.exec.destroy_stream(StreamId(q.0)).map_err(sched_err)?;
+        let index = lane_index(q);
+        st.lanes[index] = None;
+        st.backlog[index] = false;
+        self.shared.lanes[index].store(None);
         st.faults.remove(&q.0);
         // Waits on the destroyed queue are satisfied now.
         self.wake_worker(&st);
         Ok(())
     }
 
-    pub(crate) fn abort_queue(&self, q: QueueId) -> Result<usize> {
+    /// Drops the queued tasks of `q` without waiting; with [`AbortHead::Runs`] the head task
+    /// whose dependencies are met now counts as on the device: the executor starts it here and
+    /// a worker runs it (see [`sched::Executor::abort_keep_head`]). Descriptors still in the
+    /// lane are queued tasks like the others (behind the executor's).
+    pub(crate) fn abort_queue(&self, q: QueueId, head: AbortHead) -> Result<usize> {
+        let lane = self.lane_arc(q);
+        // Lock order: the lane's submit lock, then state.
+        let _producer = lane.as_ref().map(|l| l.producer());
         let mut st = self.lock();
-        let dropped = st.exec.abort(StreamId(q.0)).map_err(sched_err)?;
+        let mut dropped = 0;
+        let mut first = true;
+        loop {
+            if let Some(l) = &lane {
+                drain_lane(&mut st, l);
+            }
+            let d = if first && head == AbortHead::Runs {
+                let fabric = &self.fabric;
+                let (d, started) =
+                    st.exec.abort_keep_head(StreamId(q.0), |t| gate(fabric, t)).map_err(sched_err)?;
+                if let Some((seq, task)) = started {
+                    st.started.push((StreamId(q.0), seq, task));
+                }
+                d
+            } else {
+                st.exec.abort(StreamId(q.0)).map_err(sched_err)?
+            };
+            first = false;
+            dropped += d;
+            if lane.as_ref().is_none_or(|l| l.ring.is_empty()) {
+                break;
+            }
+        }
         Self::sweep_tickets(&mut st, q.0);
         if st.waiters > 0 {
             self.shared.done.notify_all();
@@ -239,23 +345,31 @@ impl Scheduler {
         Ok(dropped)
     }
 
-    fn push<'a>(
-        &'a self,
-        mut st: MutexGuard<'a, State>,
-        q: QueueId,
-        task: TaskDesc,
-    ) -> Result<(MutexGuard<'a, State>, u64)> {
+    /// Queues `task` on `q` in the executor behind the lane's descriptors, waiting while the
+    /// queue is full; `then` runs under the lock with the task's sequence number.
+    fn push(&self, q: QueueId, task: TaskDesc, then: impl FnOnce(&mut State, u64)) -> Result<u64> {
+        let lane = self.lane_arc(q);
+        // Lock order: the lane's submit lock, then state.
+        let mut producer = lane.as_ref().map(|l| l.producer());
+        let mut st = self.lock();
         loop {
             let had_ready = st.exec.has_ready();
-            match st.exec.submit(StreamId(q.0), task) {
+            let drained = lane.as_ref().is_none_or(|l| drain_lane(&mut st, l));
+            let pushed = if drained { st.exec.submit(StreamId(q.0), task) } else { Err(sched::Error::Full) };
+            match pushed {
                 Ok(seq) => {
+                    if let (Some(l), Some(p)) = (&lane, producer.as_mut()) {
+                        l.note_submitted(p, seq);
+                    }
+                    then(&mut st, seq);
                     self.wake_if_newly_ready(&st, had_ready);
-                    return Ok((st, seq));
+                    return Ok(seq);
                 }
                 // Back-pressure: wait for the device to finish something, then retry. Spin on
                 // the queue's progress word without the lock first, then park.
                 Err(sched::Error::Full) => {
-                    let word = Self::progress_word(&st, q)?;
+                    self.wake_if_newly_ready(&st, had_ready);
+                    let word = st.exec.progress(StreamId(q.0)).map_err(sched_err)?;
                     let seen = word.completed();
                     drop(st);
                     let moved = spin_until(|| word.completed() != seen);
@@ -272,23 +386,94 @@ impl Scheduler {
         }
     }
 
+    /// Queues one internal item on `q` with `op` (under the lock, behind the lane's
+    /// descriptors) and notes the new submitted sequence. A lane the executor has no room for
+    /// answers [`ErrorKind::QueueFull`], as the executor does.
+    fn locked<R>(&self, q: QueueId, op: impl FnOnce(&mut State) -> sched::Result<R>) -> Result<R> {
+        let lane = self.lane_arc(q);
+        // Lock order: the lane's submit lock, then state.
+        let mut producer = lane.as_ref().map(|l| l.producer());
+        let mut st = self.lock();
+        let had_ready = st.exec.has_ready();
+        if let Some(l) = &lane {
+            if !drain_lane(&mut st, l) {
+                self.wake_if_newly_ready(&st, had_ready);
+                return Err(sched_err(sched::Error::Full));
+            }
+        }
+        let r = op(&mut st).map_err(sched_err);
+        if let (Some(l), Some(p)) = (&lane, producer.as_mut()) {
+            if let Ok(seq) = st.exec.submitted_seq(StreamId(q.0)) {
+                l.note_submitted(p, seq);
+            }
+        }
+        self.wake_if_newly_ready(&st, had_ready);
+        r
+    }
+
+    /// Submits `task`. A task without a ticket goes through the queue's lane (no device lock
+    /// in steady state, see the module documentation); a ticketed one through the executor.
     pub(crate) fn submit(&self, q: QueueId, task: TaskDesc) -> Result<u64> {
-        let st = self.lock();
         let staged = match task {
             TaskDesc::Kernel { args: t, .. } | TaskDesc::CopyBatch { batch: t } => Some(t),
             _ => None,
         };
-        let Some(t) = staged else { return self.push(st, q, task).map(|(_, seq)| seq) };
-        // A task that names a ticket must name one staged for it, and takes it over.
-        if st.tickets.get(&t).is_none_or(|h| h.queue != STAGED) {
-            return Err(Error::new(ErrorKind::InvalidHandle, "the task's ticket was not staged"));
+        if let Some(t) = staged {
+            // A task that names a ticket must name one staged for it, and takes it over.
+            if self.lock().tickets.get(&t).is_none_or(|h| h.queue != STAGED) {
+                return Err(Error::new(ErrorKind::InvalidHandle, "the task's ticket was not staged"));
+            }
+            return self.push(q, task, |st, seq| {
+                if let Some(h) = st.tickets.get_mut(&t) {
+                    h.queue = q.0;
+                    h.seq = seq;
+                }
+            });
         }
-        let (mut st, seq) = self.push(st, q, task)?;
-        if let Some(h) = st.tickets.get_mut(&t) {
-            h.queue = q.0;
-            h.seq = seq;
+        let words = encode(&task);
+        let posted = self.with_lane(q, |lane| {
+            let mut p = lane.producer();
+            while lane.ring.try_push(&words).is_err() {
+                self.wait_for_room(lane);
+            }
+            let seq = p.submitted + 1;
+            lane.note_submitted(&mut p, seq);
+            drop(p);
+            (seq, lane.armed.after_publish().then_some(lane.index))
+        });
+        let Some((seq, posted)) = posted else { return Err(sched_err(sched::Error::NoSuchStream)) };
+        if let Some(index) = posted {
+            self.shared.inbox.post(index);
+            if self.shared.sleepers.should_notify() {
+                // The lock orders this notify after a parking worker's last look (see
+                // `Sleepers`); the notify itself comes after the unlock so the woken worker
+                // does not block on the lock we hold.
+                drop(self.lock());
+                self.shared.work.notify_one();
+            }
         }
         Ok(seq)
+    }
+
+    /// Waits until `lane`'s ring may have room (the submitter holds the lane's submit lock).
+    fn wait_for_room(&self, lane: &Lane) {
+        let cap = lane.ring.capacity();
+        let seen = lane.progress.completed();
+        if spin_until(|| lane.ring.len() < cap || lane.progress.completed() != seen) {
+            return;
+        }
+        // Lock order: the lane's submit lock (held), then state.
+        let mut st = self.lock();
+        // Under the lock this thread is the ring's consumer too: move what fits.
+        let had_ready = st.exec.has_ready();
+        drain_lane(&mut st, lane);
+        self.wake_if_newly_ready(&st, had_ready);
+        if lane.ring.len() < cap || lane.progress.completed() != seen {
+            return;
+        }
+        st.waiters += 1;
+        st = self.shared.done.wait(st).unwrap_or_else(|p| p.into_inner());
+        st.waiters -= 1;
     }
 
     /// Holds `ticket` until a task naming it is submitted ([`Self::submit`]) or it is
@@ -319,22 +504,22 @@ impl Scheduler {
         ticket: Ticket,
         make: impl FnOnce(u64) -> TaskDesc,
     ) -> Result<u64> {
-        let mut st = self.lock();
-        let id = st.next_ticket;
-        st.next_ticket += 1;
-        st.tickets.insert(id, Held { queue: q.0, seq: u64::MAX, ticket: Some(ticket) });
-        match self.push(st, q, make(id)) {
-            Ok((mut st, seq)) => {
-                if let Some(h) = st.tickets.get_mut(&id) {
-                    h.seq = seq;
-                }
-                Ok(seq)
+        let id = {
+            let mut st = self.lock();
+            let id = st.next_ticket;
+            st.next_ticket += 1;
+            st.tickets.insert(id, Held { queue: q.0, seq: u64::MAX, ticket: Some(ticket) });
+            id
+        };
+        let r = self.push(q, make(id), |st, seq| {
+            if let Some(h) = st.tickets.get_mut(&id) {
+                h.seq = seq;
             }
-            Err(e) => {
-                self.lock().tickets.remove(&id);
-                Err(e)
-            }
+        });
+        if r.is_err() {
+            self.lock().tickets.remove(&id);
         }
+        r
     }
 
     /// Drops the tickets of queue `q` whose tasks have finished (ran, skipped or aborted).
@@ -343,12 +528,11 @@ impl Scheduler {
         st.tickets.retain(|_, h| !(h.queue == q && h.seq <= done));
     }
 
-    /// The queue's submitted and completed sequences; an error stays for [`Self::take_error`].
+    /// The queue's submitted and completed sequences, from its words (no lock); an error
+    /// stays for [`Self::take_error`].
     pub(crate) fn progress(&self, q: QueueId) -> Result<QueueProgress> {
-        let st = self.lock();
-        let completed = st.exec.completed_seq(StreamId(q.0)).map_err(sched_err)?;
-        let submitted = st.exec.submitted_seq(StreamId(q.0)).map_err(sched_err)?;
-        Ok(QueueProgress { submitted, completed })
+        self.with_lane(q, |l| QueueProgress { submitted: l.submitted(), completed: l.progress.completed() })
+            .ok_or_else(|| sched_err(sched::Error::NoSuchStream))
     }
 
     /// Takes the first failure of queue `q` since the last call: a device fault code wins
@@ -364,8 +548,10 @@ impl Scheduler {
         })
     }
 
+    /// Whether a submission to `q` would not wait for room now.
     pub(crate) fn has_room(&self, q: QueueId) -> Result<bool> {
-        self.lock().exec.has_room(StreamId(q.0)).map_err(sched_err)
+        self.with_lane(q, |l| l.ring.len() < l.ring.capacity())
+            .ok_or_else(|| sched_err(sched::Error::NoSuchStream))
     }
 
     pub(crate) fn set_stop_on_failure(&self, q: QueueId, stop: bool) -> Result<()> {
@@ -373,19 +559,22 @@ impl Scheduler {
         self.lock().exec.set_failure_mode(StreamId(q.0), mode).map_err(sched_err)
     }
 
+    /// Waits until `q` completed `seq`: spins on the queue's progress word without any lock,
+    /// then parks on `done` (a finishing worker notifies it when someone is parked).
     pub(crate) fn wait(&self, q: QueueId, seq: u64, timeout_ms: Option<u32>) -> Result<()> {
         // TIMEOUT: `timeout_ms` bounds the wait; `None` waits for the device forever.
         let deadline = timeout_ms.map(|ms| Instant::now() + Duration::from_millis(u64::from(ms)));
-        // Spin on the published progress first, without the lock (not for a poll: a zero
-        // timeout answers at once).
-        let word = Self::progress_word(&self.lock(), q)?;
+        let word = self
+            .with_lane(q, |l| Arc::clone(&l.progress))
+            .ok_or_else(|| sched_err(sched::Error::NoSuchStream))?;
+        // Not for a poll: a zero timeout answers at once.
         if word.is_complete(seq) || (timeout_ms != Some(0) && spin_until(|| word.is_complete(seq))) {
             return Ok(());
         }
         // Lock order: state (leaf).
         let mut st = self.lock();
         loop {
-            if st.exec.completed_seq(StreamId(q.0)).map_err(sched_err)? >= seq {
+            if word.is_complete(seq) {
                 return Ok(());
             }
             st.waiters += 1;
@@ -408,7 +597,7 @@ impl Scheduler {
     }
 
     fn wait_idle_queue(&self, q: QueueId, timeout_ms: Option<u32>) -> Result<()> {
-        let last = self.lock().exec.submitted_seq(StreamId(q.0)).map_err(sched_err)?;
+        let last = self.progress(q)?.submitted;
         self.wait(q, last, timeout_ms)
     }
 
@@ -421,37 +610,23 @@ impl Scheduler {
     }
 
     pub(crate) fn record_event(&self, q: QueueId, ev: EventId) -> Result<u64> {
-        let mut st = self.lock();
-        let had_ready = st.exec.has_ready();
-        let seq = st.exec.record_event(sched::EventId(ev.0), StreamId(q.0)).map_err(sched_err)?;
-        self.wake_if_newly_ready(&st, had_ready);
-        Ok(seq)
+        self.locked(q, |st| st.exec.record_event(sched::EventId(ev.0), StreamId(q.0)))
     }
 
     pub(crate) fn wait_event(&self, q: QueueId, ev: EventId) -> Result<EventWait> {
-        let mut st = self.lock();
-        let target = st.exec.event_point(sched::EventId(ev.0)).map_err(sched_err)?;
-        let had_ready = st.exec.has_ready();
-        let seq = st.exec.wait_event(StreamId(q.0), sched::EventId(ev.0)).map_err(sched_err)?;
-        self.wake_if_newly_ready(&st, had_ready);
-        Ok(EventWait { seq, target: target.map(|p| (QueueId(p.stream), p.seq)) })
+        self.locked(q, |st| {
+            let target = st.exec.event_point(sched::EventId(ev.0))?;
+            let seq = st.exec.wait_event(StreamId(q.0), sched::EventId(ev.0))?;
+            Ok(EventWait { seq, target: target.map(|p| (QueueId(p.stream), p.seq)) })
+        })
     }
 
     pub(crate) fn wait_point(&self, q: QueueId, target: QueueId, seq: u64) -> Result<u64> {
-        let mut st = self.lock();
-        let had_ready = st.exec.has_ready();
-        let at =
-            st.exec.submit_wait(StreamId(q.0), StreamPoint { stream: target.0, seq }).map_err(sched_err)?;
-        self.wake_if_newly_ready(&st, had_ready);
-        Ok(at)
+        self.locked(q, |st| st.exec.submit_wait(StreamId(q.0), StreamPoint { stream: target.0, seq }))
     }
 
     pub(crate) fn reset_event(&self, q: QueueId, ev: EventId) -> Result<()> {
-        let mut st = self.lock();
-        let had_ready = st.exec.has_ready();
-        st.exec.reset_event(sched::EventId(ev.0), StreamId(q.0)).map_err(sched_err)?;
-        self.wake_if_newly_ready(&st, had_ready);
-        Ok(())
+        self.locked(q, |st| st.exec.reset_event(sched::EventId(ev.0), StreamId(q.0)).map(|_| ()))
     }
 
     pub(crate) fn event_info(&self, ev: EventId) -> Result<EventInfo> {
@@ -467,14 +642,29 @@ impl Scheduler {
     }
 
     pub(crate) fn is_ordered_before(&self, q: QueueId, seq: u64, later: QueueId) -> bool {
-        self.lock().exec.is_ordered_before(StreamPoint { stream: q.0, seq }, later.0)
+        let mut st = self.lock();
+        // The executor answers for what it holds: move the lanes' descriptors in first.
+        for lane in [self.lane_arc(q), self.lane_arc(later)].into_iter().flatten() {
+            drain_lane(&mut st, &lane);
+        }
+        st.exec.is_ordered_before(StreamPoint { stream: q.0, seq }, later.0)
     }
 
-    /// Waits for every queue to drain, then stops and joins the threads.
+    /// Waits for every queue to drain (lanes included), then stops and joins the threads.
     pub(crate) fn stop(&self) {
         {
             let mut st = self.lock();
-            while !st.exec.is_idle() {
+            loop {
+                let lanes: Vec<Arc<Lane>> = st.lanes.iter().flatten().cloned().collect();
+                let mut rings_empty = true;
+                for lane in &lanes {
+                    drain_lane(&mut st, lane);
+                    rings_empty &= lane.ring.is_empty();
+                }
+                if rings_empty && st.exec.is_idle() {
+                    break;
+                }
+                self.wake_worker(&st);
                 st.waiters += 1;
                 // TIMEOUT: re-check now and then, in case the last finish raced the count.
                 st = self.shared.done.wait_timeout(st, POLL).unwrap_or_else(|p| p.into_inner()).0;
@@ -488,6 +678,42 @@ impl Scheduler {
             let _ = h.join();
         }
     }
+}
+
+/// The lane slot (and executor slot) of queue `q`.
+#[inline]
+fn lane_index(q: QueueId) -> usize {
+    // CAST: u32 to usize; MAX_QUEUES is a power of two at least the executor's slot count.
+    q.0 as usize % MAX_QUEUES
+}
+
+/// Moves `lane`'s descriptors into the executor in order (under the lock: the ring's one
+/// consumer); `false` when the executor had no room for all of them (the lane is then in the
+/// backlog until its queue finishes something).
+fn drain_lane(st: &mut State, lane: &Lane) -> bool {
+    let q = StreamId(lane.queue.0);
+    while let Some((_, words)) = lane.ring.peek() {
+        if let Some(task) = decode(&words) {
+            // Ok, or the queue is gone (its descriptors go with it), or full.
+            if st.exec.submit(q, task) == Err(sched::Error::Full) {
+                st.backlog[lane.index] = true;
+                return false;
+            }
+        }
+        lane.ring.release();
+    }
+    st.backlog[lane.index] = false;
+    true
+}
+
+/// Drains every lane posted since the last look (a worker, under the lock).
+fn drain_posted(shared: &Shared, st: &mut State) {
+    shared.inbox.take(|index| {
+        if let Some(lane) = st.lanes[index].clone() {
+            lane.armed.before_drain();
+            drain_lane(st, &lane);
+        }
+    });
 }
 
 /// Whether a value-wait task may start: its word holds the awaited value.
@@ -514,15 +740,20 @@ fn signal_work(shared: &Shared, st: &State) {
     }
 }
 
-/// A worker's loop: take the next ready task, run it without the lock, finish it; when there
-/// is nothing to take, spin briefly (one worker at a time), then park.
+/// A worker's loop: move posted lanes into the executor, take the next ready task, run it
+/// without the lock, finish it; when there is nothing to take, spin briefly (one worker at a
+/// time), then announce itself, look once more and park.
 fn run(shared: &Shared, fabric: &Weak<Fabric>) {
     let mut st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
     // Whether this worker spun since it last found work (then it parks instead).
     let mut spun = false;
     loop {
+        drain_posted(shared, &mut st);
         let before = st.exec.finished_items();
-        let taken = st.exec.take_ready_if(|t| gate(fabric, t));
+        let taken = match st.started.pop() {
+            Some(t) => Some(t),
+            None => st.exec.take_ready_if(|t| gate(fabric, t)),
+        };
         if st.exec.finished_items() != before && st.waiters > 0 {
             // Internal items (event records, satisfied waits) finished while taking.
             shared.done.notify_all();
@@ -535,8 +766,8 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
                 }
                 _ => None,
             };
-            if st.exec.has_ready() {
-                // More streams can run: let another worker take one.
+            if st.exec.has_ready() || !st.started.is_empty() || !shared.inbox.looks_empty() {
+                // More work: let another worker take some.
                 signal_work(shared, &st);
             }
             drop(st);
@@ -558,6 +789,13 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
             if !matches!(exec_status, TaskStatus::Ok) {
                 Scheduler::sweep_tickets(&mut st, stream.0);
             }
+            let index = lane_index(QueueId(stream.0));
+            if st.backlog[index] {
+                // The queue has room again: move what its lane still holds.
+                if let Some(lane) = st.lanes[index].clone() {
+                    drain_lane(&mut st, &lane);
+                }
+            }
             if st.waiters > 0 {
                 shared.done.notify_all();
             }
@@ -567,14 +805,22 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
             return;
         }
         if !spun && st.idle.try_spin() {
-            // Spin without the lock until the work word moves (or the spin runs out), then
-            // look again under the lock before deciding to park.
+            // Spin without the lock until a lane is posted or the work word moves (or the spin
+            // runs out), then look again under the lock before deciding to park.
             let seen = shared.work_word.seen();
             drop(st);
-            spun = !spin_until(|| shared.work_word.moved(seen));
+            spun = !spin_until(|| !shared.inbox.looks_empty() || shared.work_word.moved(seen));
             // Lock order: state (leaf).
             st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
             st.idle.end_spin();
+            continue;
+        }
+        // Announce, then look once more (see `Sleepers`): a lane posted after this look
+        // notifies us.
+        shared.sleepers.announce();
+        if !shared.inbox.is_empty() {
+            shared.sleepers.withdraw();
+            spun = false;
             continue;
         }
         st.idle.park();
@@ -587,6 +833,7 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
             shared.work.wait(st).unwrap_or_else(|p| p.into_inner())
         };
         st.idle.unpark();
+        shared.sleepers.withdraw();
         spun = false;
     }
 }

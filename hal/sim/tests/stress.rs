@@ -1,11 +1,14 @@
 //! Stress of the software NPU's task scheduler: many submitter threads × many queues, with
-//! back-pressure (shallow rings) and cross-queue waits, checking that no task is lost, run
-//! twice or run out of its submitter's order on its queue, and that every synchronisation
-//! returns. A test binary of its own: one `Sim` per process.
+//! back-pressure (shallow rings), cross-queue waits and event records (which take the locked
+//! path while plain tasks go through the queues' lanes), checking that no task is lost, run
+//! twice or run out of its submitter's order on its queue, that each queue runs its tasks in
+//! the order of the sequence numbers its submissions returned (whichever path they took), and
+//! that every synchronisation returns. A test binary of its own: one `Sim` per process.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Barrier, Mutex};
 
-use hal::{DeviceId, HostCall, QueueId, Queues, TaskDesc};
+use hal::{DeviceId, Events, HostCall, QueueId, Queues, TaskDesc};
 use hal_sim::{Sim, SimConfig};
 
 const D0: DeviceId = DeviceId(0);
@@ -39,11 +42,16 @@ fn many_submitters_many_queues_lose_duplicate_and_reorder_nothing() {
         0
     }));
     let queues: Vec<QueueId> = (0..QUEUES).map(|_| sim.create_queue(D0, DEPTH).expect("queue")).collect();
+    // Per queue: the sequence number each task's submission returned, by its `data`.
+    let seqs: Arc<Vec<Mutex<HashMap<u64, u64>>>> =
+        Arc::new((0..QUEUES).map(|_| Mutex::new(HashMap::new())).collect());
     let start = Arc::new(Barrier::new(SUBMITTERS as usize));
     let threads: Vec<_> = (0..SUBMITTERS)
         .map(|s| {
-            let (sim, queues, start) = (Arc::clone(&sim), queues.clone(), Arc::clone(&start));
+            let (sim, queues, start, seqs) =
+                (Arc::clone(&sim), queues.clone(), Arc::clone(&start), Arc::clone(&seqs));
             std::thread::spawn(move || {
+                let event = sim.create_event(D0).expect("event");
                 start.wait();
                 let mut last = vec![0u64; QUEUES];
                 for k in 0..TASKS {
@@ -53,6 +61,14 @@ fn many_submitters_many_queues_lose_duplicate_and_reorder_nothing() {
                         let q = queues[i];
                         let call = HostCall { func: i as u64, data: (s << 32) | k, report: None };
                         last[i] = sim.submit(D0, q, TaskDesc::HostFunc { call }).expect("submit");
+                        seqs[i].lock().expect("seqs").insert(call.data, last[i]);
+                        if k % 37 == 5 {
+                            // An event record takes the locked path behind the lane's tasks.
+                            match sim.record_event(D0, q, event) {
+                                Ok(seq) => assert!(seq > last[i], "a record numbered after our task"),
+                                Err(e) => assert_eq!(e.kind(), hal::ErrorKind::QueueFull, "record: {e:?}"),
+                            }
+                        }
                         if k % 50 == 49 {
                             // Now and then wait on the next queue's latest task of ours.
                             let j = (i + 1) % QUEUES;
@@ -92,6 +108,9 @@ fn many_submitters_many_queues_lose_duplicate_and_reorder_nothing() {
             let mine: Vec<u64> = r.iter().filter(|e| e.0 == s).map(|e| e.1).collect();
             assert_eq!(mine, (0..TASKS).collect::<Vec<_>>(), "queue {i}, submitter {s}: in order, none lost");
         }
+        let seqs = seqs[i].lock().expect("seqs");
+        let order: Vec<u64> = r.iter().map(|&(s, k)| seqs[&((s << 32) | k)]).collect();
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "queue {i}: tasks ran in sequence order");
     }
     for q in queues {
         sim.destroy_queue(D0, q).expect("destroy");

@@ -1,0 +1,199 @@
+//! One queue's submission lane: a `sched` ring of encoded task descriptors that submitters fill
+//! without the device's lock, and the words that tell how far the queue got.
+//!
+//! This module owns the encoding of a [`TaskDesc`] into the ring's words, the lane's
+//! producer side (its submit lock: one submitter of a queue at a time, never a per-device
+//! lock), the lane's submitted-sequence word and its posted flag. It must not run tasks or
+//! touch the executor: the scheduler drains lanes into it under the device lock (the ring's
+//! one consumer).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use hal::{DeviceAddr, HostCall, QueueId, TaskDesc, WaitCompare};
+use sched::inbox::Armed;
+use sched::{Progress, Ring, WordSlots};
+
+/// Words of one encoded descriptor (a tag and the largest variant's six fields).
+pub(crate) const WORDS: usize = 7;
+
+/// An encoded descriptor.
+pub(crate) type Words = [u64; WORDS];
+
+/// Encodes `t` into ring words (the first word is the variant's tag).
+pub(crate) fn encode(t: &TaskDesc) -> Words {
+    let a = DeviceAddr::as_u64;
+    match *t {
+        TaskDesc::Copy { dst, src, len_bytes } => [1, a(dst), a(src), len_bytes, 0, 0, 0],
+        TaskDesc::Copy2d { dst, dst_pitch, src, src_pitch, width, height } => {
+            [2, a(dst), dst_pitch, a(src), src_pitch, width, height]
+        }
+        TaskDesc::CopyBatch { batch } => [3, batch, 0, 0, 0, 0, 0],
+        TaskDesc::Memset { dst, value, len_bytes } => [4, a(dst), u64::from(value), len_bytes, 0, 0, 0],
+        TaskDesc::Memset32 { dst, value, count } => [5, a(dst), u64::from(value), count, 0, 0, 0],
+        TaskDesc::Kernel { func, blocks, args, timeout_us } => {
+            [6, func, u64::from(blocks), args, timeout_us, 0, 0]
+        }
+        TaskDesc::HostFunc { call } => {
+            let (has, thread, block) = match call.report {
+                Some((th, b)) => (1, th, u64::from(b)),
+                None => (0, 0, 0),
+            };
+            [7, call.func, call.data, has, thread, block, 0]
+        }
+        TaskDesc::ValueWrite { dst, value } => [8, a(dst), value, 0, 0, 0, 0],
+        TaskDesc::ValueWait { addr, value, compare } => {
+            let c = match compare {
+                WaitCompare::GreaterOrEqual => 0,
+                WaitCompare::Equal => 1,
+                WaitCompare::And => 2,
+                WaitCompare::Nor => 3,
+            };
+            [9, a(addr), value, c, 0, 0, 0]
+        }
+        TaskDesc::Timestamp { dst } => [10, a(dst), 0, 0, 0, 0, 0],
+        TaskDesc::Marker => [11, 0, 0, 0, 0, 0, 0],
+    }
+}
+
+/// Decodes words written by [`encode`]; `None` for words it did not write.
+pub(crate) fn decode(w: &Words) -> Option<TaskDesc> {
+    let d = DeviceAddr;
+    // CAST: the narrow fields were widened by `encode`; `try_from` rejects anything else.
+    let u8_of = |v: u64| u8::try_from(v).ok();
+    let u32_of = |v: u64| u32::try_from(v).ok();
+    Some(match w[0] {
+        1 => TaskDesc::Copy { dst: d(w[1]), src: d(w[2]), len_bytes: w[3] },
+        2 => TaskDesc::Copy2d {
+            dst: d(w[1]),
+            dst_pitch: w[2],
+            src: d(w[3]),
+            src_pitch: w[4],
+            width: w[5],
+            height: w[6],
+        },
+        3 => TaskDesc::CopyBatch { batch: w[1] },
+        4 => TaskDesc::Memset { dst: d(w[1]), value: u8_of(w[2])?, len_bytes: w[3] },
+        5 => TaskDesc::Memset32 { dst: d(w[1]), value: u32_of(w[2])?, count: w[3] },
+        6 => TaskDesc::Kernel { func: w[1], blocks: u32_of(w[2])?, args: w[3], timeout_us: w[4] },
+        7 => TaskDesc::HostFunc {
+            call: HostCall { func: w[1], data: w[2], report: (w[3] == 1).then_some((w[4], w[5] != 0)) },
+        },
+        8 => TaskDesc::ValueWrite { dst: d(w[1]), value: w[2] },
+        9 => TaskDesc::ValueWait {
+            addr: d(w[1]),
+            value: w[2],
+            compare: match w[3] {
+                0 => WaitCompare::GreaterOrEqual,
+                1 => WaitCompare::Equal,
+                2 => WaitCompare::And,
+                3 => WaitCompare::Nor,
+                _ => return None,
+            },
+        },
+        10 => TaskDesc::Timestamp { dst: d(w[1]) },
+        11 => TaskDesc::Marker,
+        _ => return None,
+    })
+}
+
+/// The producer side of a lane, behind the lane's submit lock.
+#[derive(Debug)]
+pub(crate) struct Producer {
+    /// The highest sequence number handed out on the queue (ring pushes and items the
+    /// scheduler queued under its lock alike).
+    pub(crate) submitted: u64,
+}
+
+/// One queue's lane.
+///
+/// # Invariants
+///
+/// Only a holder of `producer` pushes into `ring`; only the holder of the device's scheduler
+/// lock pops from it. `submitted` mirrors `producer.submitted` for lock-free readers.
+#[derive(Debug)]
+pub(crate) struct Lane {
+    /// The queue the lane feeds.
+    pub(crate) queue: QueueId,
+    /// The lane's index in the device's inbox (the queue's slot).
+    pub(crate) index: usize,
+    producer: Mutex<Producer>,
+    /// Encoded descriptors submitted and not yet moved into the executor.
+    pub(crate) ring: Ring<WordSlots<WORDS>>,
+    /// Whether the lane is posted in the device's inbox.
+    pub(crate) armed: Armed,
+    /// The queue's published completed sequence (the executor's word).
+    pub(crate) progress: Arc<Progress>,
+    /// The highest sequence number handed out, readable without any lock.
+    submitted: AtomicU64,
+}
+
+impl Lane {
+    /// A lane of `capacity` (a power of two) descriptors for `queue`.
+    pub(crate) fn new(
+        queue: QueueId,
+        index: usize,
+        capacity: usize,
+        progress: Arc<Progress>,
+    ) -> sched::Result<Self> {
+        Ok(Self {
+            queue,
+            index,
+            producer: Mutex::new(Producer { submitted: 0 }),
+            ring: Ring::new(WordSlots::new(capacity)?)?,
+            armed: Armed::new(),
+            progress,
+            submitted: AtomicU64::new(0),
+        })
+    }
+
+    /// Takes the lane's submit lock (one submitter of this queue at a time).
+    pub(crate) fn producer(&self) -> MutexGuard<'_, Producer> {
+        self.producer.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records `seq` as handed out (under the submit lock).
+    pub(crate) fn note_submitted(&self, p: &mut Producer, seq: u64) {
+        p.submitted = seq;
+        // Release: a reader that sees `seq` sees the descriptor's publication.
+        self.submitted.store(seq, Ordering::Release);
+    }
+
+    /// The highest sequence number handed out (any thread).
+    pub(crate) fn submitted(&self) -> u64 {
+        self.submitted.load(Ordering::Acquire)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_descriptor_round_trips() {
+        let d = DeviceAddr;
+        let all = [
+            TaskDesc::Copy { dst: d(1), src: d(2), len_bytes: 3 },
+            TaskDesc::Copy2d { dst: d(1), dst_pitch: 2, src: d(3), src_pitch: 4, width: 5, height: 6 },
+            TaskDesc::CopyBatch { batch: 9 },
+            TaskDesc::Memset { dst: d(7), value: 0xab, len_bytes: 8 },
+            TaskDesc::Memset32 { dst: d(7), value: 0xdead_beef, count: 8 },
+            TaskDesc::Kernel { func: 1, blocks: 2, args: 3, timeout_us: 4 },
+            TaskDesc::HostFunc { call: HostCall { func: 1, data: 2, report: None } },
+            TaskDesc::HostFunc { call: HostCall { func: 1, data: 2, report: Some((3, true)) } },
+            TaskDesc::HostFunc { call: HostCall { func: 1, data: 2, report: Some((3, false)) } },
+            TaskDesc::ValueWrite { dst: d(5), value: 6 },
+            TaskDesc::ValueWait { addr: d(5), value: 6, compare: WaitCompare::GreaterOrEqual },
+            TaskDesc::ValueWait { addr: d(5), value: 6, compare: WaitCompare::Equal },
+            TaskDesc::ValueWait { addr: d(5), value: 6, compare: WaitCompare::And },
+            TaskDesc::ValueWait { addr: d(5), value: 6, compare: WaitCompare::Nor },
+            TaskDesc::Timestamp { dst: d(4) },
+            TaskDesc::Marker,
+        ];
+        for t in all {
+            assert_eq!(decode(&encode(&t)), Some(t));
+        }
+        assert_eq!(decode(&[0; WORDS]), None);
+        assert_eq!(decode(&[4, 0, 256, 0, 0, 0, 0]), None, "a memset byte out of range");
+    }
+}
