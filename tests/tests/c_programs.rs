@@ -177,3 +177,11 @@ fn app_log_formats_and_writes_application_lines() {
     );
     assert!(out.contains("[app.c:20] many: ints 1 2 3 4 5 6 7 8 9 10 11 12 doubles 0.5"), "{out}");
 }
+
+#[test]
+fn kernel_faults_fail_the_launch_with_507015_and_the_process_goes_on() {
+    let so = aclrs_tests::kernel_library("memcheck_kernels", "fault");
+    let exe = compile_c("memcheck_fault", Link::Shared);
+    let out = run_ok(&exe, "kfault", &[("ACLRS_TEST_KERNELS", so.to_str().expect("utf-8 path"))]);
+    assert!(out.contains("memcheck_fault: OK"), "{out}");
+}

@@ -185,6 +185,7 @@ impl Runtime {
             timeout,
             ACL_ERROR_RT_STREAM_SYNC_TIMEOUT,
         );
+        let r = self.explain_fault(r, s.device, Some(s.queue.0));
         // Stream-ordered frees that are now complete, and pool memory above the threshold.
         self.pools_on_sync(s.device);
         r
@@ -192,13 +193,14 @@ impl Runtime {
 
     /// Synchronises a stream before a synchronous copy that replaces an asynchronous one.
     pub(crate) fn sync_stream_obj(&self, api: &str, s: &StreamObj) -> Result<()> {
-        self.streams_of(s.device).sync_queue(
+        let r = self.streams_of(s.device).sync_queue(
             api,
             self.drv(),
             s,
             Timeout::Forever,
             ACL_ERROR_RT_STREAM_SYNC_TIMEOUT,
-        )
+        );
+        self.explain_fault(r, s.device, Some(s.queue.0))
     }
 
     /// `aclrtSynchronizeDevice(WithTimeout)`: every stream of the current device.
@@ -209,6 +211,7 @@ impl Runtime {
     pub fn synchronize_device(&self, api: &str, timeout: Timeout) -> Result<()> {
         let d = self.current_device(api)?;
         let r = self.streams_of(d).synchronize_all(api, self.drv(), timeout);
+        let r = self.explain_fault(r, d, None);
         if matches!(&r, Err(e) if e.code() == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
             return r;
         }

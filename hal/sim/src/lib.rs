@@ -28,6 +28,7 @@
 pub mod config;
 mod device;
 mod dma;
+pub mod fault;
 mod kernel;
 pub mod registry;
 mod scheduler;
