@@ -556,8 +556,8 @@ impl Runtime {
                     // blocks are carved from the device windows, so no byte here is memory.
                     return Err(AclError::rt_invalid(format!(
                         "{api}: {what} {addr:#x} lies in the runtime's stream-ordered pool window [{:#x}, {:#x}), which holds no memory",
-                        hal::layout::POOL_WINDOW_BASE,
-                        hal::layout::POOL_WINDOW_BASE + hal::layout::POOL_WINDOW_SIZE
+                        hal::layout::pool_window_base(),
+                        hal::layout::pool_window_base() + hal::layout::POOL_WINDOW_SIZE
                     )));
                 }
                 if crosses_windows(addr, len) {
