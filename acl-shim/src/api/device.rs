@@ -129,6 +129,8 @@ impl Runtime {
         // Outstanding tasks finish first (CANN's reset waits for them; the forced forms drop the
         // queued ones, see `settle_device`); then pools, stream-ordered frees and allocations go.
         self.settle_device(api, d, force);
+        // ACLRS_SANITIZE: the leak report (crate::sanitize).
+        self.sanitize_teardown(api, d);
         self.pools_teardown(d);
         self.vmm_teardown(d);
         dev.set_refcount(life, 0, force);

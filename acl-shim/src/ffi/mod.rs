@@ -110,6 +110,7 @@ pub mod kernel;
 pub mod memory;
 pub mod obs;
 pub mod pool;
+pub mod sanitize;
 pub mod stream;
 pub mod stubs;
 pub mod vmm;

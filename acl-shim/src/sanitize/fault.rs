@@ -87,6 +87,9 @@ impl Runtime {
                         n.device, n.base, n.size
                     )
                 }
+                None if self.in_quarantine(addr) => {
+                    format!("device {d}, in freed memory the sanitizer's quarantine holds")
+                }
                 None if addr >= driver_reserved_base(d) => format!(
                     "device {d}, in the driver's part of its window (IPC imports; nothing is mapped there now: closed with aclrtIpcMemClose, or never opened)"
                 ),
@@ -113,20 +116,49 @@ impl Runtime {
     /// Adds to a synchronisation's 507015 error what the kernel's fault was, when the backend
     /// kept one for queue `queue` of device `d` (`None`: any queue of the device, for a
     /// device-wide synchronisation). Other results pass unchanged.
+    ///
+    /// Under `ACLRS_SANITIZE=memcheck` it first checks the device's redzones (a
+    /// synchronisation is where a write past the end of a buffer is found at the latest), and
+    /// a fault memcheck can name (a guard or quarantined page) is also reported as a finding.
     pub(crate) fn explain_fault(&self, r: Result<()>, d: u32, queue: Option<u32>) -> Result<()> {
-        let Err(e) = r else { return r };
+        let Err(e) = r else {
+            self.memcheck_on_sync(d);
+            return r;
+        };
         if e.code() != ACL_ERROR_RT_AICORE_EXCEPTION {
+            self.memcheck_on_sync(d);
             return Err(e);
         }
         let fault = match queue {
             Some(q) => take_kernel_fault(d, q),
             None => take_any_kernel_fault(d),
         };
-        match fault {
-            None => Err(e),
-            Some(k) => {
-                Err(AclError::new(e.code(), format!("{}: {}", e.message(), self.kernel_fault_text(&k))))
+        let Some(k) = fault else {
+            self.memcheck_on_sync(d);
+            return Err(e);
+        };
+        let mut text = self.kernel_fault_text(&k);
+        if crate::sanitize::settings().any() {
+            let finding = crate::sanitize::memcheck::classify(k.addr).unwrap_or_else(|| {
+                let allocation = self.nearby_region(k.addr).map(|n| (n.base, n.size));
+                crate::sanitize::report::Finding {
+                    kind: "unmapped",
+                    device: d,
+                    address: k.addr,
+                    allocation,
+                    task: Some("kernel"),
+                    detail: format!("a kernel touched unmapped memory ({})", self.describe_address(k.addr)),
+                    ..Default::default()
+                }
+            });
+            text = format!("{text}; sanitizer: {} ({})", finding.kind, finding.detail);
+            if let Some((base, _)) = finding.allocation {
+                // The overrun that reached the guard went through the redzone: one finding.
+                crate::sanitize::memcheck::mark_reported(base);
             }
+            crate::sanitize::report::emit(&finding);
         }
+        self.memcheck_on_sync(d);
+        Err(AclError::new(e.code(), format!("{}: {text}", e.message())))
     }
 }

@@ -13,6 +13,10 @@ use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
+use hal::{DeviceId, Error, ErrorKind, Result};
+
+use crate::Sim;
+
 /// How a kernel's access faulted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AccessKind {
@@ -107,5 +111,26 @@ pub(crate) fn access_kind(signal: i32, _code: i32) -> AccessKind {
         AccessKind::Bus
     } else {
         AccessKind::Unmapped
+    }
+}
+
+impl Sim {
+    /// Makes the backed device memory `[addr, addr + len_bytes)` (whole 4 KiB pages of device
+    /// `dev`'s window) inaccessible, or accessible again, keeping its contents: the sanitizer's
+    /// guard pages and quarantine. Copies and sets treat hidden bytes as unmapped (they fail);
+    /// a kernel touching them faults, contained like any kernel fault.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidArgument`] for a range that is not whole pages of backed memory of
+    /// the device's window; [`ErrorKind::NoDevice`] for a device not open.
+    pub fn set_hidden(&self, dev: DeviceId, addr: u64, len_bytes: u64, hidden: bool) -> Result<()> {
+        let device = self.fabric.device(dev.0).ok_or(Error::new(ErrorKind::NoDevice, "device not open"))?;
+        let w = device.window();
+        if !w.contains(addr) {
+            return Err(Error::new(ErrorKind::InvalidArgument, "address outside the device window"));
+        }
+        w.set_hidden(addr - w.base(), len_bytes, hidden)
+            .map_err(|_| Error::new(ErrorKind::InvalidArgument, "not whole pages of backed device memory"))
     }
 }
