@@ -1,13 +1,13 @@
 //! Contained kernel faults: what stopped a sim kernel that touched unmapped or protected memory,
 //! kept per device and queue until the runtime takes it with the queue's failure.
 //!
-//! A kernel runs through the trampoline of `csrc/fault.c` ([`crate::sys::kernel`]); a
+//! A kernel runs through the trampoline of `csrc/fault.c` (`sys::kernel`); a
 //! SIGSEGV or SIGBUS it raises makes its launch fail with `ACL_ERROR_RT_AICORE_EXCEPTION`
 //! (507015) instead of killing the process. The launch's status is only the code (a
 //! [`hal::TaskStatus::Fault`]); the address and the signal travel here, next to it, so the
 //! runtime can name the faulting address in the error message. This module owns that record
 //! and which queue the current scheduler thread runs; it must not decide how a kernel is
-//! called ([`crate::kernel`]) or describe an address (the runtime does).
+//! called (the `kernel` module) or describe an address (the runtime does).
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
