@@ -11,7 +11,8 @@
  *      out-of-bounds finding at once;
  *   3. a kernel writing a freed buffer: 507015, a use-after-free finding;
  *   4. a 64 MiB overrun: 507015 (a finding either way);
- *   5. a buffer still allocated at aclrtResetDevice: a leak finding.
+ *   5. a buffer still allocated at aclrtResetDevice: a leak finding;
+ *   6. pinned host memory still allocated at aclFinalize: a leak finding.
  * Without it (argv[1] == "off"): 1 and 3 go unnoticed, 2 stays inside the slab page, and the
  * 64 MiB overrun still fails its launch with 507015; no finding.
  *
@@ -61,7 +62,7 @@ int main(int argc, char **argv)
     const char *lib = getenv("ACLRS_TEST_KERNELS");
     int on = !(argc > 1 && strcmp(argv[1], "off") == 0);
     aclrtBinHandle bin = NULL;
-    void *a = NULL, *b = NULL, *c = NULL, *leak = NULL;
+    void *a = NULL, *b = NULL, *c = NULL, *leak = NULL, *host = NULL;
     uint64_t base;
 
     if (lib == NULL) {
@@ -114,11 +115,15 @@ int main(int argc, char **argv)
     check_section("5. a leak at aclrtResetDevice");
     CHECK_OK(aclrtMalloc(&leak, 1000, ACL_MEM_MALLOC_HUGE_FIRST));
     printf("buffer5 %p\n", leak);
+    CHECK_OK(aclrtMallocHost(&host, 4096));
+    printf("host6 %p\n", host);
     CHECK_OK(aclrtDestroyStream(s));
     CHECK_OK(aclrtBinaryUnLoad(bin));
     CHECK_OK(aclrtResetDevice(0));
     CHECK(aclrsSanitizerFindings() == base + (on ? 5u : 0u));
     CHECK_OK(aclFinalize());
+    /* 6. the pinned buffer still allocated at aclFinalize. */
+    CHECK(aclrsSanitizerFindings() == base + (on ? 6u : 0u));
     printf("findings %llu\n", (unsigned long long)aclrsSanitizerFindings());
     return check_summary("memcheck_sanitize");
 }

@@ -216,13 +216,13 @@ fn memcheck_and_leak_findings_carry_their_fields_and_the_process_goes_on() {
             ("ACLRS_SANITIZE_LOG", log.to_str().expect("utf-8 path")),
         ],
     );
-    assert!(out.contains("memcheck_sanitize: OK") && out.contains("findings 5"), "{out}");
+    assert!(out.contains("memcheck_sanitize: OK") && out.contains("findings 6"), "{out}");
     let f = findings(&log);
     let _ = std::fs::remove_file(&log);
     let kinds: Vec<&str> = f.iter().map(|v| v["kind"].as_str().unwrap_or("")).collect();
     assert_eq!(
         kinds,
-        ["out-of-bounds", "out-of-bounds", "use-after-free", "out-of-bounds", "leak"],
+        ["out-of-bounds", "out-of-bounds", "use-after-free", "out-of-bounds", "leak", "leak"],
         "{f:#?}"
     );
     let (b1, b2, b3, b5) = (
@@ -249,6 +249,9 @@ fn memcheck_and_leak_findings_carry_their_fields_and_the_process_goes_on() {
     // 5: the leak, with its requested size.
     assert_eq!(f[4]["allocation"]["base"], b5.as_str());
     assert_eq!(f[4]["allocation"]["size"], 1000);
+    // 6: the pinned buffer at aclFinalize.
+    assert_eq!(f[5]["allocation"]["base"], printed(&out, "host6").as_str());
+    assert_eq!(f[5]["allocation"]["size"], 4096);
 
     // Off: nothing is reported, and a contained fault still fails its launch with 507015.
     let out = aclrs_tests::run_with_args(

@@ -34,6 +34,8 @@ pub fn finalize() -> Result<()> {
         // CAST: the device count fits in u32.
         rt.teardown(i as u32, "aclFinalize", true, &life);
     }
+    // ACLRS_SANITIZE=leak: pinned host memory and host registrations still live (crate::sanitize).
+    rt.sanitize_host_leaks();
     rt.release_pinned();
     CURRENT.with(|c| c.set(None));
     Ok(())

@@ -1,6 +1,7 @@
 //! `ACLRS_SANITIZE=leak`: at `aclrtResetDevice`, `aclrtResetDeviceForce` and `aclFinalize`,
 //! every allocation and mapping of the device still live is reported (`leak`), with its
-//! allocation site when memcheck recorded one.
+//! allocation site when memcheck recorded one; at `aclFinalize` also every `aclrtMallocHost`
+//! allocation and `aclrtHostRegister` range still live.
 
 use super::memcheck::owner_name;
 use super::report::{emit, Finding};
@@ -40,5 +41,32 @@ impl Runtime {
             }
         }
         self.memcheck_forget(d);
+    }
+
+    /// The sanitizer's part of `aclFinalize` for host memory: pinned allocations and host
+    /// registrations still live are leaks (device 0 names the host side in the finding).
+    pub(crate) fn sanitize_host_leaks(&self) {
+        if !settings().leak {
+            return;
+        }
+        let live: Vec<(u64, u64, &'static str)> = match self.host("aclFinalize") {
+            Ok(h) => h
+                .heap
+                .iter()
+                .map(|a| (a.range.start().as_u64(), a.usable_bytes, "aclrtMallocHost allocation"))
+                .chain(h.registered.iter().map(|(&b, &len)| (b, len, "aclrtHostRegister range")))
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        for (base, size, what) in live {
+            emit(&Finding {
+                kind: "leak",
+                device: 0,
+                address: base,
+                allocation: Some((base, size)),
+                detail: format!("{what} of {size} bytes still live at aclFinalize (host memory)"),
+                ..Finding::default()
+            });
+        }
     }
 }
