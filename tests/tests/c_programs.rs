@@ -266,3 +266,36 @@ fn memcheck_and_leak_findings_carry_their_fields_and_the_process_goes_on() {
         "{text}"
     );
 }
+
+#[test]
+fn unordered_use_of_pool_blocks_is_reported_with_stream_and_task() {
+    let so = aclrs_tests::kernel_library("memcheck_kernels", "race");
+    let so = so.to_str().expect("utf-8 path");
+    let exe = compile_c("memcheck_race", Link::Shared);
+    let log = std::env::temp_dir().join(format!("aclrs-race-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let env = [
+        ("ACLRS_TEST_KERNELS", so),
+        ("ACLRS_SANITIZE", "race"),
+        ("ACLRS_SANITIZE_LOG", log.to_str().expect("utf-8 path")),
+    ];
+    let out = run_ok(&exe, "race", &env);
+    assert!(out.contains("memcheck_race: OK") && out.contains("findings 3"), "{out}");
+    let f = findings(&log);
+    let _ = std::fs::remove_file(&log);
+    assert_eq!(f.len(), 3, "{f:#?}");
+    assert!(f.iter().all(|v| v["kind"] == "unordered-use" && v["stream"].is_string()), "{f:#?}");
+    let tasks: Vec<&str> = f.iter().map(|v| v["task"].as_str().unwrap_or("")).collect();
+    assert_eq!(tasks, ["memset", "kernel", "kernel"]);
+    for (v, label, size) in [(&f[0], "block1", 4096), (&f[1], "block2", 4096), (&f[2], "block3", 8192)] {
+        assert_eq!(v["allocation"]["base"], printed(&out, label).as_str(), "{v:#}");
+        assert!(v["allocation"]["size"].as_u64().is_some_and(|s| s >= size), "{v:#}");
+    }
+    assert!(f[1]["detail"].as_str().is_some_and(|d| d.contains("aclrtMemPoolFreeAsync")), "{:#}", f[1]);
+    let out = aclrs_tests::run_with_args(&exe, &["off"], "race-off", &[("ACLRS_TEST_KERNELS", so)]);
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success() && text.contains("memcheck_race: OK") && text.contains("findings 0"),
+        "{text}"
+    );
+}

@@ -84,7 +84,8 @@ ACL_FUNC_VISIBILITY void aclrsAppLogWrite(aclLogLevel level, const char *func, c
  * memcheck puts a redzone and a guard page after every aclrtMalloc allocation
  * and keeps freed memory inaccessible in a quarantine (ACLRS_SANITIZE_QUARANTINE
  * bytes); leak reports what is still allocated at aclrtResetDevice(Force) and
- * aclFinalize. Each finding is one JSON line plus a readable line in
+ * aclFinalize; race reports pool blocks used on a stream not ordered after their
+ * aclrtMemPoolMallocAsync, or after their aclrtMemPoolFreeAsync. Each finding is one JSON line plus a readable line in
  * ACLRS_SANITIZE_LOG (default standard error). aclrsSanitizerFindings returns
  * how many findings this process reported.
  */

@@ -83,6 +83,8 @@ impl Runtime {
 
     /// Submits `task` to stream `s`.
     pub(crate) fn submit_task(&self, api: &str, s: &StreamObj, task: TaskDesc) -> Result<u64> {
+        // ACLRS_SANITIZE=race (crate::sanitize).
+        self.race_check_task(s, &task);
         let seq =
             self.drv().submit(DeviceId(s.device), s.queue, task).map_err(|e| AclError::from_hal(e, api))?;
         s.note_submitted(seq);
@@ -102,6 +104,8 @@ impl Runtime {
     ) -> Result<u64> {
         let loader = self.backend.loader(api)?;
         let dev = DeviceId(s.device);
+        // ACLRS_SANITIZE=race (crate::sanitize).
+        self.race_check_args(s, &args);
         let args = loader.stage_args(dev, args).map_err(|e| AclError::from_hal(e, api))?;
         let r = self.submit_task(api, s, TaskDesc::Kernel { func, blocks, args, timeout_us });
         if r.is_err() {

@@ -1,6 +1,7 @@
 //! The software NPU's checks of device memory use: contained kernel faults named by address and
 //! allocation ([`fault`]), and `ACLRS_SANITIZE` — guards, redzones and a quarantine around
-//! allocations ([`memcheck`]), leaks at reset ([`leak`]) — with its findings ([`report`]).
+//! allocations ([`memcheck`]), leaks at reset ([`leak`]), unordered use of pool blocks
+//! ([`race`]) — with its findings ([`report`]).
 //!
 //! This module owns how a failure the device found, or a misuse the sanitizer found, is
 //! explained to the program. It reads the fault the backend kept for a queue
@@ -11,8 +12,7 @@
 //! # Settings
 //!
 //! - `ACLRS_SANITIZE`: a comma-separated subset of `memcheck`, `leak`, `race`, or `all`
-//!   (`race` is accepted and not checked yet). Unknown words are named on standard error and
-//!   ignored.
+//!   Unknown words are named on standard error and ignored.
 //! - `ACLRS_SANITIZE_QUARANTINE`: bytes of freed memory kept inaccessible before it is really
 //!   freed (default 256 MiB; suffixes K, M, G).
 //! - `ACLRS_SANITIZE_LOG`: the file findings are appended to, one JSON object per line plus a
@@ -21,6 +21,7 @@
 pub mod fault;
 pub mod leak;
 pub mod memcheck;
+pub mod race;
 pub mod report;
 
 use std::sync::OnceLock;
@@ -32,7 +33,7 @@ pub struct Settings {
     pub memcheck: bool,
     /// Leak reports at reset and finalize.
     pub leak: bool,
-    /// Unordered use of pool blocks (accepted; not checked yet).
+    /// Unordered use of pool blocks.
     pub race: bool,
     /// Bytes the quarantine keeps.
     pub quarantine_bytes: u64,
