@@ -44,6 +44,7 @@ pub mod ffi;
 pub mod handles;
 pub mod runtime;
 pub mod safe;
+pub mod sanitize;
 pub mod state;
 pub mod sync;
 

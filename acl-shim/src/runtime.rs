@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use arc_swap::ArcSwapOption;
 
-use hal::layout::{HOST_WINDOW_BASE, HOST_WINDOW_SIZE};
+use hal::layout::{host_window_base, HOST_WINDOW_SIZE};
 use hal::{DeviceAddr, DeviceId, SocProfile, VaRange};
 
 use crate::backend::Backend;
@@ -121,7 +121,7 @@ pub fn init(config: Option<&str>) -> Result<()> {
     let drv = backend.driver();
     let count = drv.device_count();
     let soc = drv.device_info(DeviceId(0)).map(|i| i.soc).unwrap_or(SocProfile::A2);
-    let host_window = VaRange::try_new(DeviceAddr(HOST_WINDOW_BASE), HOST_WINDOW_SIZE)
+    let host_window = VaRange::try_new(DeviceAddr(host_window_base()), HOST_WINDOW_SIZE)
         .map_err(|e| AclError::from_hal(e, "aclInit"))?;
     INIT_PID.store(std::process::id(), Ordering::Relaxed);
     let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;

@@ -299,3 +299,125 @@ fn ipc_events_recorded_in_one_process_are_waited_on_in_another() {
     let out = run_ok(&exe, "ipc-event", &[]);
     assert!(out.contains("ipc_event: OK") && out.contains("ipc_event (opener): OK"), "{out}");
 }
+
+#[test]
+fn kernel_faults_fail_the_launch_with_507015_and_the_process_goes_on() {
+    let so = aclrs_tests::kernel_library("memcheck_kernels", "fault");
+    let exe = compile_c("memcheck_fault", Link::Shared);
+    let out = run_ok(&exe, "kfault", &[("ACLRS_TEST_KERNELS", so.to_str().expect("utf-8 path"))]);
+    assert!(out.contains("memcheck_fault: OK"), "{out}");
+}
+
+/// The JSON findings of an `ACLRS_SANITIZE_LOG` file (its readable lines skipped).
+fn findings(log: &std::path::Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).expect("a JSON finding"))
+        .collect()
+}
+
+/// The address the program printed after `label`.
+fn printed(out: &str, label: &str) -> String {
+    let line = out.lines().find(|l| l.starts_with(label)).unwrap_or_else(|| panic!("no '{label}' in\n{out}"));
+    line[label.len()..].trim().to_owned()
+}
+
+#[test]
+fn memcheck_and_leak_findings_carry_their_fields_and_the_process_goes_on() {
+    let so = aclrs_tests::kernel_library("memcheck_kernels", "sanitize");
+    let exe = compile_c("memcheck_sanitize", Link::Shared);
+    let log = std::env::temp_dir().join(format!("aclrs-sanitize-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let out = run_ok(
+        &exe,
+        "sanitize",
+        &[
+            ("ACLRS_TEST_KERNELS", so.to_str().expect("utf-8 path")),
+            ("ACLRS_SANITIZE", "memcheck,leak"),
+            ("ACLRS_SANITIZE_LOG", log.to_str().expect("utf-8 path")),
+        ],
+    );
+    assert!(out.contains("memcheck_sanitize: OK") && out.contains("findings 6"), "{out}");
+    let f = findings(&log);
+    let _ = std::fs::remove_file(&log);
+    let kinds: Vec<&str> = f.iter().map(|v| v["kind"].as_str().unwrap_or("")).collect();
+    assert_eq!(
+        kinds,
+        ["out-of-bounds", "out-of-bounds", "use-after-free", "out-of-bounds", "leak", "leak"],
+        "{f:#?}"
+    );
+    let (b1, b2, b3, b5) = (
+        printed(&out, "buffer1"),
+        printed(&out, "buffer2"),
+        printed(&out, "buffer3"),
+        printed(&out, "buffer5"),
+    );
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).expect("an address");
+    // 1: the redzone byte right after the 256 bytes, found at the synchronisation.
+    assert_eq!(f[0]["allocation"]["base"], b1.as_str());
+    assert_eq!(f[0]["allocation"]["size"], 256);
+    assert_eq!(hex(f[0]["address"].as_str().unwrap_or("")), hex(&b1) + 256);
+    assert!(f[0]["alloc_site"][0].as_str().is_some_and(|s| s.contains("main")), "{:#}", f[0]);
+    assert_eq!(f[0]["device"], 0);
+    // 2: the guard page after the buffer's page, at once, from a kernel.
+    assert_eq!(f[1]["allocation"]["base"], b2.as_str());
+    assert_eq!(hex(f[1]["address"].as_str().unwrap_or("")), hex(&b2) + 4096);
+    assert_eq!(f[1]["task"], "kernel");
+    // 3: freed memory, with both sites.
+    assert_eq!(f[2]["allocation"]["base"], b3.as_str());
+    assert_eq!(hex(f[2]["address"].as_str().unwrap_or("")), hex(&b3) + 16);
+    assert!(f[2]["free_site"][0].as_str().is_some_and(|s| s.contains("main")), "{:#}", f[2]);
+    // 5: the leak, with its requested size.
+    assert_eq!(f[4]["allocation"]["base"], b5.as_str());
+    assert_eq!(f[4]["allocation"]["size"], 1000);
+    // 6: the pinned buffer at aclFinalize.
+    assert_eq!(f[5]["allocation"]["base"], printed(&out, "host6").as_str());
+    assert_eq!(f[5]["allocation"]["size"], 4096);
+
+    // Off: nothing is reported, and a contained fault still fails its launch with 507015.
+    let out = aclrs_tests::run_with_args(
+        &exe,
+        &["off"],
+        "sanitize-off",
+        &[("ACLRS_TEST_KERNELS", so.to_str().expect("utf-8 path"))],
+    );
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success() && text.contains("memcheck_sanitize: OK") && text.contains("findings 0"),
+        "{text}"
+    );
+}
+
+#[test]
+fn unordered_use_of_pool_blocks_is_reported_with_stream_and_task() {
+    let so = aclrs_tests::kernel_library("memcheck_kernels", "race");
+    let so = so.to_str().expect("utf-8 path");
+    let exe = compile_c("memcheck_race", Link::Shared);
+    let log = std::env::temp_dir().join(format!("aclrs-race-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let env = [
+        ("ACLRS_TEST_KERNELS", so),
+        ("ACLRS_SANITIZE", "race"),
+        ("ACLRS_SANITIZE_LOG", log.to_str().expect("utf-8 path")),
+    ];
+    let out = run_ok(&exe, "race", &env);
+    assert!(out.contains("memcheck_race: OK") && out.contains("findings 3"), "{out}");
+    let f = findings(&log);
+    let _ = std::fs::remove_file(&log);
+    assert_eq!(f.len(), 3, "{f:#?}");
+    assert!(f.iter().all(|v| v["kind"] == "unordered-use" && v["stream"].is_string()), "{f:#?}");
+    let tasks: Vec<&str> = f.iter().map(|v| v["task"].as_str().unwrap_or("")).collect();
+    assert_eq!(tasks, ["memset", "kernel", "kernel"]);
+    for (v, label, size) in [(&f[0], "block1", 4096), (&f[1], "block2", 4096), (&f[2], "block3", 8192)] {
+        assert_eq!(v["allocation"]["base"], printed(&out, label).as_str(), "{v:#}");
+        assert!(v["allocation"]["size"].as_u64().is_some_and(|s| s >= size), "{v:#}");
+    }
+    assert!(f[1]["detail"].as_str().is_some_and(|d| d.contains("aclrtMemPoolFreeAsync")), "{:#}", f[1]);
+    let out = aclrs_tests::run_with_args(&exe, &["off"], "race-off", &[("ACLRS_TEST_KERNELS", so)]);
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success() && text.contains("memcheck_race: OK") && text.contains("findings 0"),
+        "{text}"
+    );
+}

@@ -244,6 +244,18 @@ fn test() -> Result {
     )
 }
 
+/// Makes the sanitizer step of the tests (`tests/tests/sanitizers.rs`: a C program built with
+/// `-fsanitize=address`, one under valgrind) complete: installs valgrind from the Debian
+/// packages when it is missing and then requires it (`ACLRS_REQUIRE_VALGRIND`); when it cannot
+/// be installed, says so and the valgrind run is skipped.
+fn sanitizer_tools() {
+    match ensure_debian_tools(&["valgrind"]) {
+        // xtask runs one thread; the variable reaches the test processes it starts.
+        Ok(()) => std::env::set_var("ACLRS_REQUIRE_VALGRIND", "1"),
+        Err(e) => eprintln!("xtask: ci: the valgrind run is skipped: {e}"),
+    }
+}
+
 fn hwtest(backend: &str) -> Result {
     let mut cmd = cargo();
     cmd.args(["test", "-p", "hal-davinci", "--features", "fake-kernel", "--test", "conformance", "--"]);
@@ -492,8 +504,8 @@ fn soname_version(version: &str) -> String {
 }
 
 /// The Debian packages behind the tools the install and its test need.
-const DEBIAN_TOOLS: [(&str, &str); 3] =
-    [("cmake", "cmake"), ("pkg-config", "pkg-config"), ("patchelf", "patchelf")];
+const DEBIAN_TOOLS: [(&str, &str); 4] =
+    [("cmake", "cmake"), ("pkg-config", "pkg-config"), ("patchelf", "patchelf"), ("valgrind", "valgrind")];
 
 fn has_tool(tool: &str) -> bool {
     Command::new("sh")
@@ -845,6 +857,7 @@ fn ci() -> Result {
     lint()?;
     nostd()?;
     doc()?;
+    sanitizer_tools();
     test()?;
     shipped_library()?;
     install_test()?;

@@ -78,6 +78,19 @@ ACL_FUNC_VISIBILITY aclError aclrsMemSnapshot(const char *path);
 ACL_FUNC_VISIBILITY void aclrsAppLogWrite(aclLogLevel level, const char *func, const char *file, uint32_t line,
                                           const char *text);
 
+/*
+ * The sanitizer (not part of CANN). ACLRS_SANITIZE=memcheck,leak,race (any
+ * subset, or all; off by default) checks device memory use on the software NPU:
+ * memcheck puts a redzone and a guard page after every aclrtMalloc allocation
+ * and keeps freed memory inaccessible in a quarantine (ACLRS_SANITIZE_QUARANTINE
+ * bytes); leak reports what is still allocated at aclrtResetDevice(Force) and
+ * aclFinalize; race reports pool blocks used on a stream not ordered after their
+ * aclrtMemPoolMallocAsync, or after their aclrtMemPoolFreeAsync. Each finding is one JSON line plus a readable line in
+ * ACLRS_SANITIZE_LOG (default standard error). aclrsSanitizerFindings returns
+ * how many findings this process reported.
+ */
+ACL_FUNC_VISIBILITY uint64_t aclrsSanitizerFindings(void);
+
 #ifdef __cplusplus
 }
 #endif

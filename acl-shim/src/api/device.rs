@@ -77,6 +77,8 @@ fn finalize_now() -> Result<()> {
         // CAST: the device count fits in u32.
         rt.teardown(i as u32, "aclFinalize", true, &life);
     }
+    // ACLRS_SANITIZE=leak: pinned host memory and host registrations still live (crate::sanitize).
+    rt.sanitize_host_leaks();
     rt.release_pinned();
     CURRENT.with(|c| c.set(None));
     Ok(())
@@ -172,6 +174,8 @@ impl Runtime {
         // Outstanding tasks finish first (CANN's reset waits for them; the forced forms drop the
         // queued ones, see `settle_device`); then pools, stream-ordered frees and allocations go.
         self.settle_device(api, d, force);
+        // ACLRS_SANITIZE: the leak report (crate::sanitize).
+        self.sanitize_teardown(api, d);
         self.pools_teardown(d);
         self.vmm_teardown(d);
         dev.set_refcount(life, 0, force);

@@ -12,8 +12,7 @@
 //! is taken alone, and no backend call is made under it here.
 
 use hal::layout::{
-    window_of, Window, DEVICE_WINDOW_BASE, DEVICE_WINDOW_SIZE, HOST_WINDOW_BASE, HOST_WINDOW_SIZE,
-    MAX_DEVICES, POOL_WINDOW_BASE,
+    device_windows_end, host_window_base, pool_window_base, window_of, Window, HOST_WINDOW_SIZE,
 };
 use hal::DeviceAddr;
 
@@ -80,12 +79,8 @@ impl Runtime {
             return Ok(());
         }
         let windows = [
-            (HOST_WINDOW_BASE, HOST_WINDOW_BASE + HOST_WINDOW_SIZE, "the pinned-host window"),
-            (
-                POOL_WINDOW_BASE,
-                DEVICE_WINDOW_BASE + u64::from(MAX_DEVICES) * DEVICE_WINDOW_SIZE,
-                "the device and pool windows",
-            ),
+            (host_window_base(), host_window_base() + HOST_WINDOW_SIZE, "the pinned-host window"),
+            (pool_window_base(), device_windows_end(), "the device and pool windows"),
         ];
         if let Some((_, _, name)) = windows.iter().find(|&&(lo, hi, _)| ptr < hi && end > lo) {
             return Err(AclError::rt_invalid(format!(

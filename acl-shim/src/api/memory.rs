@@ -66,6 +66,24 @@ impl Runtime {
         which: MallocApi,
         cfg: &[CfgAttr],
     ) -> Result<u64> {
+        // ACLRS_SANITIZE=memcheck: room for the redzone and the guard page (crate::sanitize).
+        let Some(padded) = crate::sanitize::memcheck::padded_size(size) else {
+            return self.malloc_unchecked(api, size, policy, which, cfg);
+        };
+        let p = self.malloc_unchecked(api, padded, policy, which, cfg)?;
+        self.memcheck_track(self.current_device(api)?, p, size);
+        Ok(p)
+    }
+
+    /// [`Self::malloc`] without the sanitizer's placement.
+    fn malloc_unchecked(
+        &self,
+        api: &str,
+        size: u64,
+        policy: u32,
+        which: MallocApi,
+        cfg: &[CfgAttr],
+    ) -> Result<u64> {
         let req = mm::policy::request(which, self.soc, size, policy)
             .map_err(|e| AclError::invalid(format!("{api}: {} (size {size}, policy {policy:#x})", e.0)))?;
         let d = self.current_device(api)?;
@@ -263,6 +281,10 @@ impl Runtime {
         let d = self.owning_device(api, "devPtr", ptr)?;
         // Pool memory freed with aclrtFree: the block goes back to its pool at once.
         if let Some(r) = self.pool_free_now(api, ptr) {
+            return r;
+        }
+        // ACLRS_SANITIZE=memcheck: into the quarantine (crate::sanitize).
+        if let Some(r) = self.memcheck_free(api, d, ptr) {
             return r;
         }
         self.free_device_now(api, d, ptr)
@@ -581,8 +603,8 @@ impl Runtime {
                     // blocks are carved from the device windows, so no byte here is memory.
                     return Err(AclError::rt_invalid(format!(
                         "{api}: {what} {addr:#x} lies in the runtime's stream-ordered pool window [{:#x}, {:#x}), which holds no memory",
-                        hal::layout::POOL_WINDOW_BASE,
-                        hal::layout::POOL_WINDOW_BASE + hal::layout::POOL_WINDOW_SIZE
+                        hal::layout::pool_window_base(),
+                        hal::layout::pool_window_base() + hal::layout::POOL_WINDOW_SIZE
                     )));
                 }
                 if crosses_windows(addr, len) {

@@ -349,6 +349,8 @@ impl Runtime {
                 return Err(e);
             }
         }
+        // ACLRS_SANITIZE=race (crate::sanitize).
+        self.race_note_alloc(p.device, g.addr.as_u64(), g.size_bytes, s.queue.0, s.submitted() + 1);
         Ok(Some(g.addr.as_u64()))
     }
 
@@ -384,6 +386,8 @@ impl Runtime {
                 .map_err(|e| pool_err(api, e, &format!("ptr {ptr:#x}")))?;
             let retired = inner.retired;
             drop(inner);
+            // ACLRS_SANITIZE=race (crate::sanitize).
+            self.race_note_free(ptr, s.queue.0, seq);
             // The block is back in the pool for its stream at once (later work on that stream
             // may reuse it), so the free completes as it is requested.
             crate::state::obs::note(d, "free_requested", ptr, size, u64::from(s.queue.0));

@@ -84,6 +84,8 @@ impl Runtime {
     /// Submits `task` to stream `s`.
     pub(crate) fn submit_task(&self, api: &str, s: &StreamObj, task: TaskDesc) -> Result<u64> {
         Self::check_not_aborting(api, s)?;
+        // ACLRS_SANITIZE=race (crate::sanitize).
+        self.race_check_task(s, &task);
         let seq =
             self.drv().submit(DeviceId(s.device), s.queue, task).map_err(|e| AclError::from_hal(e, api))?;
         s.note_submitted(seq);
@@ -103,6 +105,8 @@ impl Runtime {
     ) -> Result<u64> {
         let loader = self.backend.loader(api)?;
         let dev = DeviceId(s.device);
+        // ACLRS_SANITIZE=race (crate::sanitize).
+        self.race_check_args(s, &args);
         let args = loader.stage_args(dev, args).map_err(|e| AclError::from_hal(e, api))?;
         let r = self.submit_task(api, s, TaskDesc::Kernel { func, blocks, args, timeout_us });
         if r.is_err() {
@@ -202,6 +206,7 @@ impl Runtime {
             timeout,
             ACL_ERROR_RT_STREAM_SYNC_TIMEOUT,
         );
+        let r = self.explain_fault(r, s.device, Some(s.queue.0));
         // Stream-ordered frees that are now complete, and pool memory above the threshold.
         self.pools_on_sync(s.device);
         if s.ext.aborts() != aborts {
@@ -215,13 +220,14 @@ impl Runtime {
 
     /// Synchronises a stream before a synchronous copy that replaces an asynchronous one.
     pub(crate) fn sync_stream_obj(&self, api: &str, s: &StreamObj) -> Result<()> {
-        self.streams_of(s.device).sync_queue(
+        let r = self.streams_of(s.device).sync_queue(
             api,
             self.drv(),
             s,
             Timeout::Forever,
             ACL_ERROR_RT_STREAM_SYNC_TIMEOUT,
-        )
+        );
+        self.explain_fault(r, s.device, Some(s.queue.0))
     }
 
     /// `aclrtSynchronizeDevice(WithTimeout)`: every stream of the current device.
@@ -232,6 +238,7 @@ impl Runtime {
     pub fn synchronize_device(&self, api: &str, timeout: Timeout) -> Result<()> {
         let d = self.current_device(api)?;
         let r = self.streams_of(d).synchronize_all(api, self.drv(), timeout);
+        let r = self.explain_fault(r, d, None);
         if matches!(&r, Err(e) if e.code() == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
             return r;
         }

@@ -116,6 +116,7 @@ pub mod memory_ext;
 pub mod notify;
 pub mod obs;
 pub mod pool;
+pub mod sanitize;
 pub mod stream;
 pub mod stream_ctl;
 pub mod stubs;

@@ -39,7 +39,7 @@
 
 use std::collections::BTreeSet;
 
-use hal::layout::{window_of, Window, HOST_WINDOW_BASE};
+use hal::layout::{window_of, Window};
 use hal::{BackRequest, DeviceAddr, DeviceId, MemAttr, PageSize, VaRange};
 use mm::addr_map::AddressMap;
 use mm::device::{Component, DeferredFrees, DeviceAllocator, NotLive};
@@ -350,7 +350,7 @@ pub(crate) fn crosses_windows(addr: u64, len: u64) -> bool {
     if end > isize::MAX as u64 {
         return true;
     }
-    [HOST_WINDOW_BASE, hal::layout::POOL_WINDOW_BASE, hal::layout::DEVICE_WINDOW_BASE]
+    [hal::layout::host_window_base(), hal::layout::pool_window_base(), hal::layout::device_windows_base()]
         .iter()
         .any(|&base| addr < base && end > base)
 }

@@ -34,7 +34,7 @@ use hal::davinci_abi::{
     devmm_query_device_mem_usedinfo, halReportRecvInfo, halSqCqConfigInfo, halSqCqFreeInfo, halSqCqInputInfo,
     halTaskSendInfo, trs_res_id_para, trs_uio_info,
 };
-use hal::layout::{window_of, Window, DEVICE_WINDOW_BASE, DEVICE_WINDOW_SIZE};
+use hal::layout::{device_windows_base, window_of, Window, DEVICE_WINDOW_SIZE};
 use hal::{
     BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, Error, ErrorKind, EventId, Events, MemAttr,
     MemoryBacking, MemoryKind, PageSize, PhysHandle, PhysicalMemory, PinnedHost, QueueId, Queues, ShareKind,
@@ -543,7 +543,7 @@ impl FakeKernel {
                     return Err(Errno(libc::EINVAL));
                 }
                 let seg = devmm_mmap_addr_seg {
-                    va: DEVICE_WINDOW_BASE,
+                    va: device_windows_base(),
                     size: DEVICE_WINDOW_SIZE * u64::from(hal::layout::MAX_DEVICES),
                 };
                 // SAFETY: the caller's `segs` holds `seg_num` (at least one) segments.

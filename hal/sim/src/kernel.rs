@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use hal::{DeviceId, Error, ErrorKind, HostCall, Loader, QueueId, Result, TaskDesc, TaskStatus};
 
+use crate::fault::KernelFault;
 use crate::scheduler::Ticket;
 use crate::sys::kernel::{Kernel, Library};
 use crate::Sim;
@@ -76,11 +77,17 @@ fn cores() -> u32 {
     })
 }
 
-/// Runs `func` once per block with `args`; the launch's status.
+/// Runs `func` once per block with `args`; the launch's status. A block that faults (touches
+/// unmapped or protected memory) stops the launch: blocks not started yet do not run, and the
+/// launch fails with [`KERNEL_FAULT_DEFAULT`]; the fault's address is kept for the queue
+/// ([`crate::fault`]).
 pub(crate) fn run(func: u64, blocks: u32, args: Option<Ticket>, timeout_us: u64) -> TaskStatus {
     let Some(f) = registry().functions.get(&func).cloned() else {
         return TaskStatus::Failed(ErrorKind::InvalidHandle);
     };
+    if let Err(e) = crate::sys::kernel::install_fault_handler() {
+        tracing::warn!("kernel faults are not contained: {e}");
+    }
     let mut bytes = match args {
         Some(Ticket::Args(v)) => v,
         _ => Vec::new(),
@@ -89,6 +96,7 @@ pub(crate) fn run(func: u64, blocks: u32, args: Option<Ticket>, timeout_us: u64)
     let args_addr = if bytes.is_empty() { 0 } else { bytes.as_mut_ptr() as usize };
     let next = AtomicU32::new(0);
     let fault: Mutex<Option<i32>> = Mutex::new(None);
+    let access: Mutex<Option<KernelFault>> = Mutex::new(None);
     let start = Instant::now();
     let core = || loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
@@ -96,7 +104,16 @@ pub(crate) fn run(func: u64, blocks: u32, args: Option<Ticket>, timeout_us: u64)
             break;
         }
         FAULT.with(|c| c.set(None));
-        f.kernel.call(&f.library, i, blocks, args_addr);
+        if let Some(raw) = f.kernel.call(&f.library, i, blocks, args_addr) {
+            // No further block starts: the launch has failed.
+            next.store(blocks, Ordering::Relaxed);
+            let kind = crate::fault::access_kind(raw.signal, raw.code);
+            let k = KernelFault { addr: raw.addr, kind, block: i, blocks, func };
+            access.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(k);
+            fault.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(KERNEL_FAULT_DEFAULT);
+            FAULT.with(|c| c.set(None));
+            break;
+        }
         if let Some(code) = FAULT.with(Cell::take) {
             fault.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(code);
         }
@@ -113,6 +130,18 @@ pub(crate) fn run(func: u64, blocks: u32, args: Option<Ticket>, timeout_us: u64)
         });
     }
     drop(bytes);
+    if let Some(k) = access.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        if let Some((dev, queue)) = crate::fault::running() {
+            crate::fault::record(dev, queue, k);
+        }
+        tracing::warn!(
+            "kernel {func:#x} block {}/{} faulted: {} access at {:#x}; the launch fails with {KERNEL_FAULT_DEFAULT}",
+            k.block,
+            k.blocks,
+            k.kind.as_str(),
+            k.addr
+        );
+    }
     if let Some(code) = *fault.lock().unwrap_or_else(|p| p.into_inner()) {
         return TaskStatus::Fault(code);
     }

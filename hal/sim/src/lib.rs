@@ -28,18 +28,20 @@
 pub mod config;
 mod device;
 mod dma;
+pub mod fault;
 mod kernel;
 mod lane;
 mod loader_data;
 pub mod registry;
 mod scheduler;
 mod sys;
+mod windows;
 
 use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
 
-use hal::layout::{device_window_base, HOST_WINDOW_BASE, HOST_WINDOW_SIZE};
+use hal::layout::{device_window_base, host_window_base, HOST_WINDOW_SIZE};
 use hal::{
     BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, DeviceInfo, Driver, Error, ErrorKind,
     EventId, EventInfo, EventWait, Events, Loader, MemAttr, MemoryBacking, MemoryInfo, PageSize, PhysHandle,
@@ -178,8 +180,13 @@ impl Sim {
     /// [`SimError::Reserve`] when the pinned-host window cannot be reserved (for example while
     /// another `Sim` lives in this process).
     pub fn new(config: SimConfig) -> std::result::Result<Self, SimError> {
-        let host = sys::Window::reserve(HOST_WINDOW_BASE, HOST_WINDOW_SIZE)
-            .map_err(|source| SimError::Reserve { what: "pinned-host", addr: HOST_WINDOW_BASE, source })?;
+        windows::settle(&config.instance).map_err(|e| SimError::Reserve {
+            what: "every",
+            addr: host_window_base(),
+            source: std::io::Error::other(e),
+        })?;
+        let host = sys::Window::reserve(host_window_base(), HOST_WINDOW_SIZE)
+            .map_err(|source| SimError::Reserve { what: "pinned-host", addr: host_window_base(), source })?;
         let slots = (0..config.visible_count()).map(|_| ArcSwapOption::empty()).collect();
         Ok(Self {
             config,

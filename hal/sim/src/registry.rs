@@ -617,6 +617,28 @@ fn free_frames(frames: &mut BTreeMap<u32, FrameAllocator>, freed: &[Freed]) -> R
     Ok(())
 }
 
+/// The window-layout shift the registry of machine `instance` records, read without joining
+/// it (`None` when there is no registry, or it is not one this version writes). The header may
+/// be stale (a machine no process runs any more); attaching checks it again under the lock.
+pub(crate) fn peek_layout_shift(instance: &str) -> Option<u64> {
+    use std::io::Read;
+    let path = PathBuf::from(format!("/dev/shm/aclrs.{instance}.registry"));
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut head = vec![0u8; (HEADER_SLOTS + 2 * 128) as usize];
+    f.read_exact(&mut head).ok()?;
+    let word = |at: usize| {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(head.get(at..at + 8)?);
+        Some(u64::from_le_bytes(a))
+    };
+    // CAST: header offsets below 512.
+    let slot = (HEADER_SLOTS + (word(COMMIT_WORD as usize)? & 1) * 128) as usize;
+    if word(slot)? != MAGIC || word(slot + 8)? != VERSION {
+        return None;
+    }
+    word(slot + 11 * 8)
+}
+
 impl Registry {
     /// Attaches this process to the machine `config.instance`, starting it if no live process
     /// is attached.
@@ -650,6 +672,16 @@ impl Registry {
             let loaded = header.is_some() && this.refresh(&held, &mut cache).is_ok();
             let alive = loaded && cache.state.procs.iter().any(|&p| p != me && this.file.is_alive(p));
             if alive {
+                if let Some(h) = header.filter(|h| h.shift != hal::layout::layout_shift()) {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        format!(
+                            "another process runs this machine with its VA windows at {:#x} (pinned host), this process has them at {:#x}: something (such as AddressSanitizer's shadow) holds that range here",
+                            hal::layout::DEFAULT_HOST_WINDOW_BASE + h.shift,
+                            hal::layout::host_window_base()
+                        ),
+                    ));
+                }
                 if header.is_some_and(|h| h.sizes != this.sizes()) {
                     return Err(std::io::Error::new(
                         std::io::ErrorKind::InvalidInput,
@@ -718,6 +750,7 @@ impl Registry {
             snap_gen: word(5),
             log_len: word(6),
             sizes: [word(7), word(8), word(9), word(10)],
+            shift: word(11),
         }))
     }
 
@@ -735,6 +768,7 @@ impl Registry {
             h.sizes[1],
             h.sizes[2],
             h.sizes[3],
+            h.shift,
         ];
         for (i, w) in words.iter().enumerate() {
             head[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
@@ -824,6 +858,7 @@ impl Registry {
                     snap_gen: cache.snap_gen,
                     log_len: end,
                     sizes: self.sizes(),
+                    shift: hal::layout::layout_shift(),
                 },
             )
         });
@@ -857,6 +892,7 @@ impl Registry {
             snap_gen: generation,
             log_len: 0,
             sizes: self.sizes(),
+            shift: hal::layout::layout_shift(),
         };
         let write = self
             .file
@@ -1139,6 +1175,9 @@ struct Header {
     snap_gen: u64,
     log_len: u64,
     sizes: [u64; 4],
+    /// The machine's window layout: the shift of its VA windows from the driver's addresses
+    /// (`hal::layout`), the same in every process of the machine (0 in files written before).
+    shift: u64,
 }
 /// A name no one can guess from another share's: the pid, a counter and the clock, mixed.
 fn fresh_name(kind: ShareKind, counter: u64) -> ShareName {

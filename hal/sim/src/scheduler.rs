@@ -221,9 +221,11 @@ impl Scheduler {
         for w in 0..WORKERS {
             let worker = Arc::clone(&sched.shared);
             let fabric = fabric.clone();
-            let handle = std::thread::Builder::new()
-                .name(format!("aclrs-sim-ts{index}.{w}"))
-                .spawn(move || run(&worker, &fabric));
+            let handle =
+                std::thread::Builder::new().name(format!("aclrs-sim-ts{index}.{w}")).spawn(move || {
+                    crate::fault::set_device(index);
+                    run(&worker, &fabric)
+                });
             match handle {
                 Ok(h) => sched.threads.lock().unwrap_or_else(|p| p.into_inner()).push(h),
                 Err(e) => {
@@ -771,6 +773,7 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
                 signal_work(shared, &st);
             }
             drop(st);
+            crate::fault::set_queue(stream.0);
             let status = match fabric.upgrade() {
                 Some(f) => f.execute(&task, ticket),
                 None => TaskStatus::Failed(ErrorKind::NoDevice),

@@ -182,6 +182,9 @@ struct Entry {
     writable: bool,
     /// Made accessible in place on the identity mapping (see [`Window::map_identity`]).
     identity: bool,
+    /// Mapped but made inaccessible by [`Window::set_hidden`] (a sanitizer's guard or
+    /// quarantine): no access may use it until it is shown again; unmapping it works as usual.
+    hidden: bool,
 }
 
 /// The object a device window maps linearly ("at identity"), inaccessible until backed:
@@ -228,8 +231,8 @@ impl Identity {
 ///   and nothing else.
 /// - With `identity`, `[base, base + identity.len_bytes)` maps the device's HBM object linearly
 ///   ([`Identity`]), inaccessible (`PROT_NONE`) wherever no entry says otherwise.
-/// - Every entry of `mapped` (offset → length, writable, identity) is mapped accessible in the
-///   process, and nothing else inside the window is. Entries never overlap. Entries are added
+/// - Every entry of `mapped` (offset → length, writable, identity, hidden) is mapped in the
+///   process, accessible unless hidden, and nothing else inside the window is accessible. Entries never overlap. Entries are added
 ///   and removed only under the write lock, and bytes are moved only under a read lock after
 ///   checking coverage, so no byte is unmapped while it is being accessed.
 #[derive(Debug)]
@@ -426,7 +429,7 @@ impl Window {
             }
         }
         // INVARIANT: the range is now mapped accessible; record it.
-        map.insert(offset, Entry { len_bytes, writable, identity });
+        map.insert(offset, Entry { len_bytes, writable, identity, hidden: false });
         Ok(())
     }
 
@@ -454,7 +457,7 @@ impl Window {
             return Err(io::Error::last_os_error());
         }
         // INVARIANT: mapped accessible above; record it.
-        map.insert(offset, Entry { len_bytes, writable: true, identity: false });
+        map.insert(offset, Entry { len_bytes, writable: true, identity: false, hidden: false });
         Ok(())
     }
 
@@ -557,13 +560,77 @@ impl Window {
         };
         while cursor < end {
             match entries.next() {
-                Some((&o, e)) if o <= cursor && o + e.len_bytes > cursor && (e.writable || !write) => {
+                Some((&o, e))
+                    if o <= cursor && o + e.len_bytes > cursor && !e.hidden && (e.writable || !write) =>
+                {
                     cursor = o + e.len_bytes;
                 }
                 _ => return false,
             }
         }
         true
+    }
+
+    /// Splits the entry that straddles `at` (if one does) into two at `at`.
+    fn split_at(map: &mut BTreeMap<u64, Entry>, at: u64) {
+        let Some((&o, &e)) = map.range(..at).next_back() else { return };
+        if o + e.len_bytes > at {
+            map.insert(o, Entry { len_bytes: at - o, ..e });
+            map.insert(at, Entry { len_bytes: o + e.len_bytes - at, ..e });
+        }
+    }
+
+    /// Makes the mapped pages `[offset, offset + len_bytes)` inaccessible (`hidden`) or
+    /// accessible again, in place (their contents stay): a sanitizer's guard page or
+    /// quarantined memory. Every byte of the range must be mapped. Accesses through the
+    /// window ([`Self::read`] and the others) treat hidden bytes as unmapped; an access from a
+    /// kernel faults (and is contained). Unmapping a range with hidden pages works as usual.
+    pub(crate) fn set_hidden(&self, offset: u64, len_bytes: u64, hidden: bool) -> io::Result<()> {
+        let at = self.page_range(offset, len_bytes)?;
+        let end = offset + len_bytes;
+        let mut map = self.mapped.write().unwrap_or_else(|p| p.into_inner());
+        // Check coverage first: nothing changes on error.
+        let mut cursor = offset;
+        if let Some((&o, e)) = map.range(..=offset).next_back() {
+            if o + e.len_bytes > offset {
+                cursor = o + e.len_bytes;
+            }
+        }
+        if cursor == offset {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+        if cursor < end {
+            for (&o, e) in map.range(cursor..end) {
+                if o != cursor {
+                    return Err(io::ErrorKind::NotFound.into());
+                }
+                cursor = o + e.len_bytes;
+            }
+        }
+        if cursor < end {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+        Self::split_at(&mut map, offset);
+        Self::split_at(&mut map, end);
+        let pieces: Vec<(u64, Entry)> = map.range(offset..end).map(|(&o, &e)| (o, e)).collect();
+        for (o, e) in pieces {
+            let prot = match (hidden, e.writable) {
+                (true, _) => libc::PROT_NONE,
+                (false, true) => libc::PROT_READ | libc::PROT_WRITE,
+                (false, false) => libc::PROT_READ,
+            };
+            // CAST: inside the window (checked by `page_range`), so the address and length fit.
+            let piece = (at as usize + (o - offset) as usize) as *mut libc::c_void;
+            // SAFETY: the piece is a mapped page range of our own window (an entry); changing
+            // its protection touches no other memory. Accesses through the window check the
+            // entries under the lock we hold, so none is using it now.
+            if unsafe { libc::mprotect(piece, e.len_bytes as usize, prot) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // INVARIANT: the entry says what the piece's protection now is.
+            map.insert(o, Entry { hidden, ..e });
+        }
+        Ok(())
     }
 
     /// Copies device bytes at `addr` into `dst`.

@@ -3,7 +3,7 @@
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use hal::layout::{device_window_base, HOST_WINDOW_BASE, HOST_WINDOW_SIZE, POOL_WINDOW_BASE};
+use hal::layout::{device_window_base, host_window_base, pool_window_base, HOST_WINDOW_SIZE};
 use hal::{
     BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, DeviceInfo, ErrorKind, MemAttr,
     MemoryBacking, MemoryInfo, PageSize, PhysHandle, PhysicalMemory, PinnedHost, QueueId, Queues, SocProfile,
@@ -290,8 +290,8 @@ fn back_rejects_misaligned_and_foreign_ranges() {
         req(b, 2 * MIB, PageSize::Giant),
         req(window_end - 4 * KIB, 8 * KIB, PageSize::Normal),
         req(window_end, 4 * KIB, PageSize::Normal),
-        req(POOL_WINDOW_BASE, 4 * KIB, PageSize::Normal),
-        req(HOST_WINDOW_BASE, 4 * KIB, PageSize::Normal),
+        req(pool_window_base(), 4 * KIB, PageSize::Normal),
+        req(host_window_base(), 4 * KIB, PageSize::Normal),
         req(b - 4 * KIB, 4 * KIB, PageSize::Normal),
     ] {
         assert_eq!(kind(sim.back(D0, &r)), ErrorKind::InvalidArgument, "{r:?}");
@@ -322,7 +322,7 @@ fn unback_requires_exactly_one_backed_range() {
         range(a, 4 * MIB + 4 * KIB),
         range(a + 8 * MIB, 4 * MIB),
         range(base0(), 4 * KIB),
-        range(POOL_WINDOW_BASE, 4 * KIB),
+        range(pool_window_base(), 4 * KIB),
     ] {
         assert_eq!(kind(sim.unback(D0, r)), ErrorKind::InvalidHandle, "{r:?}");
     }
@@ -384,7 +384,7 @@ fn dma_rejects_addresses_outside_the_device_window() {
     let a = base0();
     sim.back(D0, &req(a, 64 * KIB, PageSize::Normal)).unwrap();
     let ia = ErrorKind::InvalidArgument;
-    for foreign in [0x1000, device_window_base(1), POOL_WINDOW_BASE, HOST_WINDOW_BASE, a - 1] {
+    for foreign in [0x1000, device_window_base(1), pool_window_base(), host_window_base(), a - 1] {
         let f = DeviceAddr(foreign);
         assert_eq!(kind(sim.copy_to_device(D0, f, &[1])), ia, "{f:?}");
         assert_eq!(kind(sim.copy_from_device(D0, &mut [0u8; 1], f)), ia, "{f:?}");
@@ -487,7 +487,7 @@ fn readonly_backing_refuses_writes() {
 fn pinned_host_memory_round_trips_and_unbacks() {
     let fx = start("pinned");
     let sim = &fx.sim;
-    let p = HOST_WINDOW_BASE;
+    let p = host_window_base();
     let len = 64 * KIB;
     let a = base0();
     sim.back(D0, &req(a, len, PageSize::Normal)).unwrap();
@@ -604,7 +604,7 @@ fn physical_memory_is_shared_between_mappings() {
     assert_eq!(kind(sim.map_physical(D0, h, 4 * KIB, range(d, 2 * MIB))), ia);
     assert_eq!(kind(sim.map_physical(D0, h, 0, range(d + 4 * KIB, 2 * MIB))), ia);
     assert_eq!(kind(sim.map_physical(D0, h, 0, range(a + 2 * MIB, 2 * MIB))), ia);
-    assert_eq!(kind(sim.map_physical(D0, h, 0, range(POOL_WINDOW_BASE, 2 * MIB))), ia);
+    assert_eq!(kind(sim.map_physical(D0, h, 0, range(pool_window_base(), 2 * MIB))), ia);
     assert_eq!(kind(sim.map_physical(D0, PhysHandle(h.0 + 1000), 0, range(d, 2 * MIB))), ih);
     assert_eq!(kind(sim.copy_from_device(D0, &mut [0u8; 1], DeviceAddr(d))), ih);
     // back() and map_physical() do not overlap, and neither undoes the other.
@@ -792,7 +792,7 @@ fn close_releases_everything_and_reopen_starts_fresh() {
     let fx = start("close");
     let sim = &fx.sim;
     let a = base0() + 2 * MIB;
-    let p = HOST_WINDOW_BASE;
+    let p = host_window_base();
     sim.back(D0, &req(a, 4 * MIB, PageSize::Huge)).unwrap();
     let h = sim.alloc_physical(D0, 2 * MIB, PageSize::Huge, MemAttr::CACHED).unwrap();
     sim.map_physical(D0, h, 0, range(base0() + 64 * MIB, 2 * MIB)).unwrap();
@@ -862,7 +862,7 @@ fn close_releases_everything_and_reopen_starts_fresh() {
 fn close_runs_queued_tasks_that_touch_device_memory() {
     let fx = start("close-drain");
     let sim = &fx.sim;
-    let (a, p) = (base0(), HOST_WINDOW_BASE);
+    let (a, p) = (base0(), host_window_base());
     let n = 16u64;
     sim.back(D0, &req(a, MIB, PageSize::Normal)).unwrap();
     sim.back_host(range(p, n * MIB)).unwrap();
@@ -943,7 +943,7 @@ fn second_sim_in_the_process_is_refused() {
     sim.set_device(D0, DeviceAddr(base0()), 0x7E, 4 * KIB).unwrap();
     let second = Sim::new(config("second-b"));
     assert!(
-        matches!(second, Err(SimError::Reserve { what: "pinned-host", addr, .. }) if addr == HOST_WINDOW_BASE)
+        matches!(second, Err(SimError::Reserve { what: "pinned-host", addr, .. }) if addr == host_window_base())
     );
     assert_eq!(read(sim, D0, base0(), 4 * KIB), vec![0x7E; 4096]);
 }

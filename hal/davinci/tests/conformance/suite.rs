@@ -68,7 +68,7 @@ fn control(drv: &dyn Driver) {
 
 fn pinned(drv: &dyn Driver) {
     let host =
-        VaRange::try_new(DeviceAddr(hal::layout::HOST_WINDOW_BASE + (64 << 20)), 64 << 10).expect("range");
+        VaRange::try_new(DeviceAddr(hal::layout::host_window_base() + (64 << 20)), 64 << 10).expect("range");
     drv.back_host(host).expect("pin host memory");
     let data = pattern(8192, 3);
     drv.write_host(host.start(), &data).expect("write pinned");

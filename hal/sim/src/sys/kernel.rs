@@ -111,24 +111,82 @@ pub(crate) struct Kernel {
     f: KernelAbi,
 }
 
+/// A fault that stopped a kernel block: the signal, its `si_code` and the faulting address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RawFault {
+    /// `SIGSEGV` or `SIGBUS`.
+    pub(crate) signal: i32,
+    /// The signal's `si_code` (`SEGV_MAPERR`, `SEGV_ACCERR`, `BUS_ADRERR`, ...).
+    pub(crate) code: i32,
+    /// The address the kernel touched.
+    pub(crate) addr: u64,
+}
+
+extern "C" {
+    /// `csrc/fault.c`: installs the SIGSEGV/SIGBUS handler once per process; 0 on success.
+    fn aclrs_sim_fault_install() -> libc::c_int;
+    /// `csrc/fault.c`: calls `f(block_idx, block_dim, args)` under `sigsetjmp`; 0 when it
+    /// returned, else the signal of the fault that stopped it (`addr`, `code` written).
+    fn aclrs_sim_call_kernel(
+        f: KernelAbi,
+        block_idx: u32,
+        block_dim: u32,
+        args: *mut c_void,
+        addr: *mut usize,
+        code: *mut libc::c_int,
+    ) -> libc::c_int;
+}
+
+/// Installs the fault handler of kernel threads (once per process; later calls do nothing).
+/// The handler acts only on a fault raised on a thread inside [`Kernel::call`]; any other
+/// SIGSEGV or SIGBUS goes to the handler installed before it (or the default action).
+///
+/// # Errors
+///
+/// The OS error when `sigaction` fails.
+pub(crate) fn install_fault_handler() -> io::Result<()> {
+    // SAFETY: the C function takes no arguments; it runs `sigaction` once (pthread_once) and
+    // keeps the previous handlers for chaining.
+    if unsafe { aclrs_sim_fault_install() } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::other("cannot install the kernel fault handler (sigaction failed)"))
+    }
+}
+
 impl Kernel {
-    /// Runs block `block_idx` of `block_dim` with the argument bytes at `args_addr`.
+    /// Runs block `block_idx` of `block_dim` with the argument bytes at `args_addr`; the fault
+    /// that stopped it, if one did.
     ///
     /// `lib` must be the library the kernel came from; borrowing it keeps the code loaded for
-    /// the call.
-    pub(crate) fn call(&self, lib: &Library, block_idx: u32, block_dim: u32, args_addr: usize) {
+    /// the call. [`install_fault_handler`] must have run for faults to be caught.
+    pub(crate) fn call(
+        &self,
+        lib: &Library,
+        block_idx: u32,
+        block_dim: u32,
+        args_addr: usize,
+    ) -> Option<RawFault> {
         let _loaded = lib;
         // CAST: the address of the launch's argument copy (0 for none) back to a pointer.
         let args = args_addr as *mut c_void;
+        let (mut addr, mut code) = (0usize, 0 as libc::c_int);
         // SAFETY:
         // - the code is loaded: `lib` (the library `f` came from) is borrowed for the call;
         // - the signature is the sim kernel ABI, which the kernel's author promised by
         //   exporting it for the software NPU (the documented contract of
         //   aclrtBinaryGetFunction);
         // - `args` points to the launch's own copy of the argument bytes (or is NULL when the
-        //   launch had none), alive until every block has returned.
+        //   launch had none), alive until every block has returned;
+        // - the trampoline calls `f` itself, so when a fault makes it `siglongjmp` back, only
+        //   the kernel's C frames are skipped, never a Rust frame; `addr` and `code` are valid
+        //   for writes.
         // What the kernel does with device pointers is the program's business, exactly as on
-        // the hardware.
-        unsafe { (self.f)(block_idx, block_dim, args) }
+        // the hardware; a fault it takes is contained here.
+        let signal = unsafe {
+            aclrs_sim_call_kernel(self.f, block_idx, block_dim, args, &raw mut addr, &raw mut code)
+        };
+        // CAST: an address (usize) widened to u64.
+        (signal != 0).then_some(RawFault { signal, code, addr: addr as u64 })
     }
 }

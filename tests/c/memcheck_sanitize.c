@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * tests/c/memcheck_sanitize.c - ACLRS_SANITIZE=memcheck,leak findings, and the same program
+ * with the sanitizer off.
+ *
+ * With ACLRS_SANITIZE set (the test harness reads the findings' JSON lines from
+ * ACLRS_SANITIZE_LOG and checks their fields):
+ *   1. a kernel writing 1 byte past a 256-byte buffer: the synchronisation succeeds and
+ *      reports an out-of-bounds finding (the redzone changed);
+ *   2. a kernel writing 8 KiB from a 256-byte buffer reaches the guard page: 507015, an
+ *      out-of-bounds finding at once;
+ *   3. a kernel writing a freed buffer: 507015, a use-after-free finding;
+ *   4. a 64 MiB overrun: 507015 (a finding either way);
+ *   5. a buffer still allocated at aclrtResetDevice: a leak finding;
+ *   6. pinned host memory still allocated at aclFinalize: a leak finding.
+ * Without it (argv[1] == "off"): 1 and 3 go unnoticed, 2 stays inside the slab page, and the
+ * 64 MiB overrun still fails its launch with 507015; no finding.
+ *
+ * Needs ACLRS_TEST_KERNELS = the shared object built from tests/c/kernels/memcheck_kernels.c.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acl/acl.h"
+#include "acl/acl_sim.h"
+#include "check.h"
+
+typedef struct {
+    volatile uint8_t *p;
+    uint64_t off;
+    uint64_t len;
+    uint32_t value;
+} PokeArgs;
+
+static aclrtFuncHandle poke_f;
+static aclrtStream s;
+
+static aclError poke(void *p, uint64_t off, uint64_t len)
+{
+    PokeArgs pa;
+    aclError r;
+    pa.p = (volatile uint8_t *)p;
+    pa.off = off;
+    pa.len = len;
+    pa.value = 0x77;
+    r = aclrtLaunchKernel(poke_f, 1, &pa, sizeof pa, s);
+    if (r != ACL_SUCCESS) {
+        return r;
+    }
+    r = aclrtSynchronizeStream(s);
+    if (r != ACL_SUCCESS) {
+        const char *m = aclGetRecentErrMsg();
+        printf("  (synchronize: %d: %s)\n", (int)r, m != NULL ? m : "");
+    }
+    return r;
+}
+
+int main(int argc, char **argv)
+{
+    const char *lib = getenv("ACLRS_TEST_KERNELS");
+    int on = !(argc > 1 && strcmp(argv[1], "off") == 0);
+    aclrtBinHandle bin = NULL;
+    void *a = NULL, *b = NULL, *c = NULL, *leak = NULL, *host = NULL;
+    uint64_t base;
+
+    if (lib == NULL) {
+        printf("ACLRS_TEST_KERNELS is not set\n");
+        return 2;
+    }
+    CHECK_OK(aclInit(NULL));
+    CHECK_OK(aclrtSetDevice(0));
+    CHECK_OK(aclrtCreateStream(&s));
+    if (!CHECK_OK(aclrtBinaryLoadFromFile(lib, NULL, &bin)) || !CHECK_OK(aclrtBinaryGetFunction(bin, "poke", &poke_f))) {
+        return check_summary("memcheck_sanitize");
+    }
+    base = aclrsSanitizerFindings();
+    printf("sanitizer %s\n", on ? "on" : "off");
+
+    check_section("1. one byte past a 256-byte buffer");
+    CHECK_OK(aclrtMalloc(&a, 256, ACL_MEM_MALLOC_HUGE_FIRST));
+    printf("buffer1 %p\n", a);
+    CHECK_OK(poke(a, 256, 1));
+    CHECK(aclrsSanitizerFindings() == base + (on ? 1u : 0u));
+    CHECK_OK(aclrtFree(a));
+    /* Reported once, not again at the free. */
+    CHECK(aclrsSanitizerFindings() == base + (on ? 1u : 0u));
+
+    check_section("2. 8 KiB from a 256-byte buffer");
+    CHECK_OK(aclrtMalloc(&b, 256, ACL_MEM_MALLOC_HUGE_FIRST));
+    printf("buffer2 %p\n", b);
+    CHECK_RET(poke(b, 0, 8192), on ? ACL_ERROR_RT_AICORE_EXCEPTION : ACL_SUCCESS);
+    CHECK(aclrsSanitizerFindings() == base + (on ? 2u : 0u));
+    CHECK_OK(aclrtFree(b));
+
+    check_section("3. a kernel writes a freed buffer");
+    CHECK_OK(aclrtMalloc(&c, 256, ACL_MEM_MALLOC_HUGE_FIRST));
+    printf("buffer3 %p\n", c);
+    CHECK_OK(aclrtFree(c));
+    CHECK_RET(poke(c, 16, 4), on ? ACL_ERROR_RT_AICORE_EXCEPTION : ACL_SUCCESS);
+    CHECK(aclrsSanitizerFindings() == base + (on ? 3u : 0u));
+    if (on) {
+        /* The quarantine keeps it out of reach of the API too. */
+        CHECK_FAIL(aclrtFree(c), ACL_ERROR_RT_PARAM_INVALID);
+        CHECK_FAIL(aclrtMemset(c, 256, 0, 256), ACL_ERROR_RT_PARAM_INVALID);
+    }
+
+    check_section("4. a 64 MiB overrun fails the launch either way");
+    CHECK_OK(aclrtMalloc(&a, 256, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK_RET(poke(a, 0, 64ull << 20), ACL_ERROR_RT_AICORE_EXCEPTION);
+    CHECK(aclrsSanitizerFindings() == base + (on ? 4u : 0u));
+    CHECK_OK(aclrtFree(a));
+
+    check_section("5. a leak at aclrtResetDevice");
+    CHECK_OK(aclrtMalloc(&leak, 1000, ACL_MEM_MALLOC_HUGE_FIRST));
+    printf("buffer5 %p\n", leak);
+    CHECK_OK(aclrtMallocHost(&host, 4096));
+    printf("host6 %p\n", host);
+    CHECK_OK(aclrtDestroyStream(s));
+    CHECK_OK(aclrtBinaryUnLoad(bin));
+    CHECK_OK(aclrtResetDevice(0));
+    CHECK(aclrsSanitizerFindings() == base + (on ? 5u : 0u));
+    CHECK_OK(aclFinalize());
+    /* 6. the pinned buffer still allocated at aclFinalize. */
+    CHECK(aclrsSanitizerFindings() == base + (on ? 6u : 0u));
+    printf("findings %llu\n", (unsigned long long)aclrsSanitizerFindings());
+    return check_summary("memcheck_sanitize");
+}
