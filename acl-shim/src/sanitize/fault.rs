@@ -54,6 +54,10 @@ impl Runtime {
         if let Some(r) = m.map.find(addr) {
             return Some(Nearby { device: d, base: r.start, size: r.len, what: what(r.value) });
         }
+        // Slab objects are not in the address map: the allocator's slot table knows them.
+        if let Some(i) = m.alloc.as_ref().and_then(|a| a.find_slab(hal::DeviceAddr(addr))) {
+            return Some(Nearby { device: d, base: i.base.as_u64(), size: i.usable_bytes, what: "allocation" });
+        }
         let mut best: Option<(u64, Nearby)> = None;
         for r in m.map.iter() {
             let dist = if r.end() <= addr {
