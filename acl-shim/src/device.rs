@@ -228,6 +228,8 @@ mod tests {
     fn a_failed_device_answers_507000_and_a_reset_recovers_it() {
         use crate::state::memory::MallocApi;
         const NORMAL_ONLY: u32 = 2;
+        // Lock order: the test lock alone (it is taken before any runtime lock).
+        let _one_sim = crate::SIM_TEST_LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         crate::runtime::init(None).unwrap();
         let rt = crate::runtime::runtime("t").unwrap();
         rt.set_device(0).unwrap();

@@ -48,4 +48,9 @@ pub mod sanitize;
 pub mod state;
 pub mod sync;
 
+/// Serialises the unit tests that start a software NPU: a software NPU reserves the fixed
+/// pinned-host VA window of the process, so two at once in one test binary collide.
+#[cfg(test)]
+pub(crate) static SIM_TEST_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 pub use error::{AclError, Result};

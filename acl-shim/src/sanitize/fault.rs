@@ -56,7 +56,12 @@ impl Runtime {
         }
         // Slab objects are not in the address map: the allocator's slot table knows them.
         if let Some(i) = m.alloc.as_ref().and_then(|a| a.find_slab(hal::DeviceAddr(addr))) {
-            return Some(Nearby { device: d, base: i.base.as_u64(), size: i.usable_bytes, what: "allocation" });
+            return Some(Nearby {
+                device: d,
+                base: i.base.as_u64(),
+                size: i.usable_bytes,
+                what: "allocation",
+            });
         }
         let mut best: Option<(u64, Nearby)> = None;
         for r in m.map.iter() {

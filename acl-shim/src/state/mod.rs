@@ -14,6 +14,6 @@ pub mod obs;
 pub mod pool;
 pub mod res_limit;
 pub mod stream;
-pub mod task_fault;
 pub mod stream_ctl;
+pub mod task_fault;
 pub mod vmm;

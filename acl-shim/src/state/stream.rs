@@ -1244,6 +1244,8 @@ mod tests {
     #[test]
     fn a_query_leaves_the_failure_for_the_next_synchronisation() {
         use hal::{DeviceAddr, DeviceControl, Queues};
+        // Lock order: the test lock alone (it is taken before any runtime lock).
+        let _one_sim = crate::SIM_TEST_LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let sim = hal_sim::Sim::new(hal_sim::SimConfig {
             instance: format!("acl-stream-unit-{}", std::process::id()),
             hbm_bytes: 256 << 20,
