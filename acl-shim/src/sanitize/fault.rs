@@ -63,15 +63,21 @@ impl Runtime {
                 what: "allocation",
             });
         }
+        // Every region the device knows: the address map's, and the slab objects the allocator
+        // keeps out of it (a cold path: building the list is fine here).
+        let slab_objects = m.alloc.as_ref().map(|a| a.segments()).unwrap_or_default();
+        let regions = m.map.iter().map(|r| (r.start, r.len, what(r.value))).chain(
+            slab_objects
+                .iter()
+                .filter(|seg| seg.is_slab)
+                .flat_map(|seg| seg.blocks.iter().map(|&(base, len)| (base, len, "allocation"))),
+        );
         let mut best: Option<(u64, Nearby)> = None;
-        for r in m.map.iter() {
-            let dist = if r.end() <= addr {
-                addr - r.end()
-            } else {
-                (r.start - addr).saturating_add(NEAR_BYTES / 2)
-            };
+        for (start, len, what) in regions {
+            let end = start + len;
+            let dist = if end <= addr { addr - end } else { (start - addr).saturating_add(NEAR_BYTES / 2) };
             if dist < NEAR_BYTES && best.as_ref().is_none_or(|(b, _)| dist < *b) {
-                best = Some((dist, Nearby { device: d, base: r.start, size: r.len, what: what(r.value) }));
+                best = Some((dist, Nearby { device: d, base: start, size: len, what }));
             }
         }
         best.map(|(_, n)| n)
