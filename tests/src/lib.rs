@@ -152,6 +152,11 @@ fn compile(name: &str, ext: &str, link: Link) -> PathBuf {
     std::fs::create_dir_all(&out_dir).expect("create output dir");
     let suffix = if link == Link::Static { "-static" } else { "" };
     let exe = out_dir.join(format!("{name}{suffix}"));
+    // Two tests may compile the same program at once: each writes its own file and renames it
+    // into place, so no test ever starts an executable another is still writing.
+    static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let partial = out_dir.join(format!(".{name}{suffix}.build{n}"));
     let lib = lib_dir();
     let (compiler, std) = if ext == "cpp" {
         (std::env::var("CXX").unwrap_or_else(|_| "c++".into()), "-std=c++11")
@@ -164,7 +169,7 @@ fn compile(name: &str, ext: &str, link: Link) -> PathBuf {
         .arg(ws.join("acl-shim/include"))
         .arg(ws.join("tests/c").join(format!("{name}.{ext}")))
         .arg("-o")
-        .arg(&exe);
+        .arg(&partial);
     match link {
         Link::Shared => {
             // DT_RPATH, not DT_RUNPATH: it is searched before `LD_LIBRARY_PATH`, which cargo
@@ -186,6 +191,7 @@ fn compile(name: &str, ext: &str, link: Link) -> PathBuf {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    std::fs::rename(&partial, &exe).expect("move the built program into place");
     exe
 }
 
