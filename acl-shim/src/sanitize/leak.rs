@@ -66,12 +66,15 @@ impl Runtime {
                 .map(|e| (e.0, e.1))
                 .collect();
             drop(inner);
-            for (base, size) in busy {
+            for (base, len) in busy {
+                // Memcheck knows the requested size (the block is padded for its guard).
+                let (size, site) = self.memcheck_info(base).unwrap_or((len, Vec::new()));
                 emit(&Finding {
                     kind: "leak",
                     device: d,
                     address: base,
                     allocation: Some((base, size)),
+                    alloc_site: site,
                     detail: format!(
                         "pool block of {size} bytes (memPool {handle:#x}, aclrtMemPoolMallocAsync not freed) still live at {api}"
                     ),
