@@ -3,7 +3,9 @@
 //! host cost of a MallocAsync + FreeAsync pair against aclrtMalloc + aclrtFree, and trace
 //! replays through a pool on the software NPU; the same pair on a bare `mm::pool` in this
 //! process (the floor the C ABI is measured against), and the C-ABI pair with 0 and 10,000 other
-//! live pool blocks. Prints Markdown tables; asserts nothing about time.
+//! live pool blocks; and the cost of `ACLRS_SANITIZE=memcheck` on the contrast and the
+//! `ctx128_forward` replay (each run with it off and on, in this run). Prints Markdown tables;
+//! asserts nothing about time.
 
 use std::process::Command;
 
@@ -101,29 +103,39 @@ fn main() {
     let exe = compile_bench_c("pool_bench");
     let so = kernel_library("pool_kernels", "bench");
     let instance = format!("bench-{}", std::process::id());
-    let run = |args: &[String], hbm: &str| -> Vec<(String, Table)> {
-        let out = Command::new(&exe)
-            .args(args)
+    // One run of pool_bench, its tables parsed; `memcheck`: with ACLRS_SANITIZE=memcheck;
+    // `print`: its tables printed (the memcheck cost runs only feed their own table).
+    let exec = |args: &[String], hbm: &str, memcheck: bool, print: bool| -> Vec<(String, Table)> {
+        let mut c = Command::new(&exe);
+        c.args(args)
             .env("ACLRS_TEST_KERNELS", &so)
             .env("ACLRS_SIM_INSTANCE", &instance)
             .env("ACLRS_SIM_HBM", hbm)
             .env_remove("ACLRS_SIM_SOC")
-            .output()
-            .expect("run pool_bench");
-        // Re-printed through `Table::print`, so the tables also come out as JSON lines; a
-        // table with a "median ns" and a "<= N" target gains its ratio to the target.
+            .env_remove("ACLRS_SANITIZE");
+        if memcheck {
+            c.env("ACLRS_SANITIZE", "memcheck");
+        }
+        let out = c.output().expect("run pool_bench");
         let text = String::from_utf8_lossy(&out.stdout);
-        for (title, table) in Table::parse_markdown(&text) {
-            with_target_ratio(table).print("pool", &title);
+        if print {
+            // Re-printed through `Table::print`, so the tables also come out as JSON lines; a
+            // table with a "median ns" and a "<= N" target gains its ratio to the target.
+            for (title, table) in Table::parse_markdown(&text) {
+                with_target_ratio(table).print("pool", &title);
+            }
         }
-        let tables = Table::parse_markdown(&text);
         if !out.status.success() {
-            eprintln!("pool_bench {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+            eprintln!(
+                "pool_bench {args:?} (memcheck {memcheck}) failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
-        tables
+        Table::parse_markdown(&text)
     };
+    let run = |args: &[String], hbm: &str| exec(args, hbm, false, true);
     let n = if q { "500" } else { "3000" };
-    run(&["contrast".into(), n.into()], "8G");
+    let contrast_off = run(&["contrast".into(), n.into()], "8G");
     let pairs = if q { "20000" } else { "100000" };
     let pair_tables = run(&["pairs".into(), pairs.into()], "8G");
     let bare = bare_pool_pair(pairs.parse().unwrap_or(100_000));
@@ -169,4 +181,68 @@ fn main() {
         // Replays map pages but touch none: a large sparse HBM costs no RAM.
         run(&args, "64G");
     }
+    memcheck_cost(&contrast_off, n, &dir, &exec);
+}
+
+/// Tables parsed from a run of `pool_bench`: (title, table).
+type Tables = Vec<(String, Table)>;
+
+/// One run of `pool_bench`: (arguments, HBM size, memcheck on, print its tables).
+type Exec<'a> = &'a dyn Fn(&[String], &str, bool, bool) -> Tables;
+
+/// The cell in column `col` of the first row whose first cell starts with `row`, as a number.
+fn cell(tables: &[(String, Table)], col: &str, row: &str) -> Option<f64> {
+    tables.iter().find_map(|(_, t)| {
+        let c = t.header().iter().position(|h| h == col)?;
+        t.rows().iter().find(|r| r[0].starts_with(row))?.get(c)?.parse().ok()
+    })
+}
+
+/// The "memcheck cost" table: the seed's contrast (both ways) and the `ctx128_forward` replay,
+/// each with `ACLRS_SANITIZE=memcheck` off and on, in this run (`contrast_off`: the contrast
+/// run printed above, off).
+fn memcheck_cost(contrast_off: &[(String, Table)], n: &str, traces: &std::path::Path, exec: Exec<'_>) {
+    let contrast_on = exec(&["contrast".into(), n.into()], "8G", true, false);
+    let trace = traces.join("ctx128_forward.trace");
+    let (replay_off, replay_on) = if trace.exists() {
+        let args = ["traces".to_owned(), trace.display().to_string()];
+        (exec(&args, "64G", false, false), exec(&args, "64G", true, false))
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let mut t = Table::new(&["measurement", "off", "memcheck on", "on / off"]);
+    let mut row = |what: String, col: &str, first: &str, off: &[(String, Table)], on: &[(String, Table)]| {
+        let (a, b) = (cell(off, col, first), cell(on, col, first));
+        let show = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), |v| format!("{v:.2}"));
+        let ratio = match (a, b) {
+            (Some(a), Some(b)) if a > 0.0 => format!("{:.2}×", b / a),
+            _ => "–".to_owned(),
+        };
+        t.row(vec![what, show(a), show(b), ratio]);
+    };
+    row(
+        format!("contrast: aclrtMalloc, launch, sync, aclrtFree (us per launch, {n} launches)"),
+        "us per launch",
+        "aclrtMalloc,",
+        contrast_off,
+        &contrast_on,
+    );
+    row(
+        format!("contrast: aclrtMemPoolMallocAsync, launch, FreeAsync (us per launch, {n} launches)"),
+        "us per launch",
+        "aclrtMemPoolMallocAsync,",
+        contrast_off,
+        &contrast_on,
+    );
+    row(
+        "trace replay ctx128_forward through a pool (ns per event)".to_owned(),
+        "ns per event",
+        "ctx128_forward",
+        &replay_off,
+        &replay_on,
+    );
+    t.print(
+        "pool",
+        "memcheck cost: ACLRS_SANITIZE=memcheck off and on, same run (release library, report only)",
+    );
 }

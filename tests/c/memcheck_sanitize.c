@@ -11,9 +11,14 @@
  *      out-of-bounds finding at once;
  *   3. a kernel writing a freed buffer: 507015, a use-after-free finding;
  *   4. a 64 MiB overrun: 507015 (a finding either way);
- *   5. a buffer still allocated at aclrtResetDevice: a leak finding;
+ *   4b. a pool block (aclrtMemPoolMallocAsync, 256 bytes): a kernel writing 1 byte past it is
+ *      reported at the synchronisation (its redzone), one writing 8 KiB from it reaches its guard
+ *      page (507015, reported at once);
+ *   5. at aclrtResetDevice, one leak finding each for: a buffer still allocated, a 2 MiB
+ *      buffer with an IPC key still exported (the buffer, and the key), a pool block never
+ *      freed, a physical handle never freed and a shareable handle still exported from it;
  *   6. pinned host memory still allocated at aclFinalize: a leak finding.
- * Without it (argv[1] == "off"): 1 and 3 go unnoticed, 2 stays inside the slab page, and the
+ * Without it (argv[1] == "off"): 1, 3 and 4b go unnoticed, 2 stays inside the slab page, and the
  * 64 MiB overrun still fails its launch with 507015; no finding.
  *
  * Needs ACLRS_TEST_KERNELS = the shared object built from tests/c/kernels/memcheck_kernels.c.
@@ -62,8 +67,12 @@ int main(int argc, char **argv)
     const char *lib = getenv("ACLRS_TEST_KERNELS");
     int on = !(argc > 1 && strcmp(argv[1], "off") == 0);
     aclrtBinHandle bin = NULL;
-    void *a = NULL, *b = NULL, *c = NULL, *leak = NULL, *host = NULL;
-    uint64_t base;
+    void *a = NULL, *b = NULL, *c = NULL, *leak = NULL, *host = NULL, *ipc = NULL, *blk = NULL, *pb = NULL;
+    aclrtMemPool pool = NULL;
+    aclrtDrvMemHandle ph = NULL;
+    aclrtPhysicalMemProp prop;
+    uint64_t base, shareable = 0;
+    char key[65];
 
     if (lib == NULL) {
         printf("ACLRS_TEST_KERNELS is not set\n");
@@ -112,18 +121,56 @@ int main(int argc, char **argv)
     CHECK(aclrsSanitizerFindings() == base + (on ? 4u : 0u));
     CHECK_OK(aclrtFree(a));
 
-    check_section("5. a leak at aclrtResetDevice");
+    check_section("4b. a pool block's redzone and guard page");
+    pool = check_new_pool(64u << 20);
+    if (CHECK(pool != NULL) && CHECK_OK(aclrtMemPoolMallocAsync(&pb, 256, pool, s))) {
+        printf("poolblock %p\n", pb);
+        CHECK_OK(poke(pb, 256, 1));
+        CHECK(aclrsSanitizerFindings() == base + (on ? 5u : 0u));
+        CHECK_RET(poke(pb, 0, 8192), on ? ACL_ERROR_RT_AICORE_EXCEPTION : ACL_SUCCESS);
+        CHECK(aclrsSanitizerFindings() == base + (on ? 6u : 0u));
+        CHECK_OK(aclrtMemPoolFreeAsync(pb, s));
+        CHECK_OK(aclrtSynchronizeStream(s));
+        /* Reported once: not again at its free. */
+        CHECK(aclrsSanitizerFindings() == base + (on ? 6u : 0u));
+    }
+    CHECK_OK(aclrtMemPoolDestroy(pool));
+
+    check_section("5. leaks at aclrtResetDevice");
     CHECK_OK(aclrtMalloc(&leak, 1000, ACL_MEM_MALLOC_HUGE_FIRST));
     printf("buffer5 %p\n", leak);
+    /* An exported buffer: the buffer and its key are both still live. */
+    CHECK_OK(aclrtMalloc(&ipc, 2u << 20, ACL_MEM_MALLOC_HUGE_FIRST));
+    printf("ipc5 %p\n", ipc);
+    memset(key, 0, sizeof key);
+    CHECK_OK(aclrtIpcMemGetExportKey(ipc, 2u << 20, key, sizeof key, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT));
+    printf("key5 %s\n", key);
+    /* A pool block never freed. */
+    pool = check_new_pool(64u << 20);
+    if (CHECK(pool != NULL) && CHECK_OK(aclrtMemPoolMallocAsync(&blk, 3000, pool, s))) {
+        CHECK_OK(aclrtSynchronizeStream(s));
+    }
+    printf("block5 %p\n", blk);
+    /* A physical handle never freed, exported as a shareable handle. */
+    memset(&prop, 0, sizeof prop);
+    prop.handleType = ACL_MEM_HANDLE_TYPE_NONE;
+    prop.allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
+    prop.memAttr = ACL_HBM_MEM_HUGE;
+    prop.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    CHECK_OK(aclrtMallocPhysical(&ph, 2u << 20, &prop, 0));
+    CHECK_OK(aclrtMemExportToShareableHandle(ph, ACL_MEM_HANDLE_TYPE_NONE, 0, &shareable));
+    printf("shareable5 %016llx\n", (unsigned long long)shareable);
     CHECK_OK(aclrtMallocHost(&host, 4096));
     printf("host6 %p\n", host);
     CHECK_OK(aclrtDestroyStream(s));
     CHECK_OK(aclrtBinaryUnLoad(bin));
+    CHECK(aclrsSanitizerFindings() == base + (on ? 6u : 0u));
     CHECK_OK(aclrtResetDevice(0));
-    CHECK(aclrsSanitizerFindings() == base + (on ? 5u : 0u));
+    CHECK(aclrsSanitizerFindings() == base + (on ? 12u : 0u));
     CHECK_OK(aclFinalize());
     /* 6. the pinned buffer still allocated at aclFinalize. */
-    CHECK(aclrsSanitizerFindings() == base + (on ? 6u : 0u));
+    CHECK(aclrsSanitizerFindings() == base + (on ? 13u : 0u));
     printf("findings %llu\n", (unsigned long long)aclrsSanitizerFindings());
     return check_summary("memcheck_sanitize");
 }

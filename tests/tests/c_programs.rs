@@ -338,15 +338,14 @@ fn memcheck_and_leak_findings_carry_their_fields_and_the_process_goes_on() {
             ("ACLRS_SANITIZE_LOG", log.to_str().expect("utf-8 path")),
         ],
     );
-    assert!(out.contains("memcheck_sanitize: OK") && out.contains("findings 6"), "{out}");
+    assert!(out.contains("memcheck_sanitize: OK") && out.contains("findings 13"), "{out}");
     let f = findings(&log);
     let _ = std::fs::remove_file(&log);
     let kinds: Vec<&str> = f.iter().map(|v| v["kind"].as_str().unwrap_or("")).collect();
-    assert_eq!(
-        kinds,
-        ["out-of-bounds", "out-of-bounds", "use-after-free", "out-of-bounds", "leak", "leak"],
-        "{f:#?}"
-    );
+    let mut want = vec!["out-of-bounds", "out-of-bounds", "use-after-free", "out-of-bounds"];
+    want.extend(["out-of-bounds"; 2]);
+    want.extend(["leak"; 7]);
+    assert_eq!(kinds, want, "{f:#?}");
     let (b1, b2, b3, b5) = (
         printed(&out, "buffer1"),
         printed(&out, "buffer2"),
@@ -368,12 +367,67 @@ fn memcheck_and_leak_findings_carry_their_fields_and_the_process_goes_on() {
     assert_eq!(f[2]["allocation"]["base"], b3.as_str());
     assert_eq!(hex(f[2]["address"].as_str().unwrap_or("")), hex(&b3) + 16);
     assert!(f[2]["free_site"][0].as_str().is_some_and(|s| s.contains("main")), "{:#}", f[2]);
-    // 5: the leak, with its requested size.
-    assert_eq!(f[4]["allocation"]["base"], b5.as_str());
-    assert_eq!(f[4]["allocation"]["size"], 1000);
+    // 4b: the pool block: its redzone byte at the synchronisation, then its guard page (the
+    // first page boundary after its end) from a kernel, at once.
+    let pb = printed(&out, "poolblock");
+    assert_eq!(f[4]["allocation"]["base"], pb.as_str());
+    assert_eq!(f[4]["allocation"]["size"], 256);
+    assert_eq!(hex(f[4]["address"].as_str().unwrap_or("")), hex(&pb) + 256);
+    assert!(f[4]["alloc_site"][0].as_str().is_some_and(|s| s.contains("main")), "{:#}", f[4]);
+    assert_eq!(f[5]["allocation"]["base"], pb.as_str());
+    assert_eq!(hex(f[5]["address"].as_str().unwrap_or("")), (hex(&pb) + 256).div_ceil(4096) * 4096);
+    assert_eq!(f[5]["task"], "kernel");
+    // 5: the leaks at aclrtResetDevice, every one on device 0 and naming what it is.
+    let at_reset = &f[6..12];
+    assert!(at_reset.iter().all(|v| v["device"] == 0 && v["detail"].as_str().is_some_and(|d| d.contains("aclrtResetDevice"))), "{at_reset:#?}");
+    let find = |what: &str| {
+        at_reset
+            .iter()
+            .find(|v| v["detail"].as_str().is_some_and(|d| d.contains(what)))
+            .unwrap_or_else(|| panic!("no leak naming '{what}' in {at_reset:#?}"))
+    };
+    let ipc = printed(&out, "ipc5");
+    // The allocations (device memory first, in address order), with their requested sizes.
+    let allocs: Vec<_> = at_reset
+        .iter()
+        .filter(|v| v["detail"].as_str().is_some_and(|d| d.contains("allocation of")))
+        .collect();
+    assert_eq!(allocs.len(), 2, "{at_reset:#?}");
+    let by_base = |b: &str| {
+        allocs.iter().find(|v| v["allocation"]["base"] == b).unwrap_or_else(|| panic!("no leak of {b}"))
+    };
+    assert_eq!(by_base(&b5)["allocation"]["size"], 1000);
+    assert_eq!(by_base(&ipc)["allocation"]["size"], 2 << 20);
+    // The pool block: its base, its requested size (memcheck knows it) and where it was made.
+    let blk = find("pool block");
+    assert_eq!(blk["allocation"]["base"], printed(&out, "block5").as_str());
+    assert_eq!(blk["allocation"]["size"], 3000);
+    assert!(blk["alloc_site"][0].as_str().is_some_and(|s| s.contains("main")), "{blk:#}");
+    assert_eq!(blk["address"], printed(&out, "block5").as_str());
+    // The physical handle: no address, its size in words.
+    let ph = find("physical handle");
+    assert!(
+        ph["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("aclrtMallocPhysical") && d.contains(&format!("{} bytes", 2 << 20))),
+        "{ph:#}"
+    );
+    assert_eq!(ph["address"], "0x0");
+    // The shareable handle still exported, named as the program holds it.
+    let sh = find("shareable handle");
+    let printed_sh = printed(&out, "shareable5").to_ascii_lowercase();
+    assert!(
+        sh["detail"].as_str().is_some_and(|d| d.to_ascii_lowercase().contains(&printed_sh)),
+        "{sh:#} vs {printed_sh}"
+    );
+    // The IPC key still exported: its key, address and size.
+    let key = find("IPC export key");
+    assert!(key["detail"].as_str().is_some_and(|d| d.contains(&printed(&out, "key5"))), "{key:#}");
+    assert_eq!(key["allocation"]["base"], ipc.as_str());
+    assert_eq!(key["allocation"]["size"], 2 << 20);
     // 6: the pinned buffer at aclFinalize.
-    assert_eq!(f[5]["allocation"]["base"], printed(&out, "host6").as_str());
-    assert_eq!(f[5]["allocation"]["size"], 4096);
+    assert_eq!(f[12]["allocation"]["base"], printed(&out, "host6").as_str());
+    assert_eq!(f[12]["allocation"]["size"], 4096);
 
     // Off: nothing is reported, and a contained fault still fails its launch with 507015.
     let out = aclrs_tests::run_with_args(

@@ -89,7 +89,7 @@ impl Runtime {
         // Lock order: `vmm` alone.
         match self.vmm_of(api, d) {
             Ok(mut x) => {
-                x.exported_keys.insert(name);
+                x.exported_keys.insert(name, ptr);
                 Ok(name)
             }
             Err(e) => {
@@ -205,7 +205,7 @@ impl Runtime {
         }
         let mut exported = false;
         for d in 0..self.device_count() {
-            if self.vmm_of(api, d)?.exported_keys.remove(name) {
+            if self.vmm_of(api, d)?.exported_keys.remove(name).is_some() {
                 exported = true;
                 break;
             }
@@ -247,7 +247,7 @@ impl Runtime {
         // is on): the link every later import of the key is mapped over. On the software NPU
         // the DMA engine reaches every device the same way, so the choice changes no copy.
         let d = (0..self.device_count())
-            .find(|&d| self.vmm_of(api, d).is_ok_and(|x| x.exported_keys.contains(name)))
+            .find(|&d| self.vmm_of(api, d).is_ok_and(|x| x.exported_keys.contains_key(name)))
             .unwrap_or(info.physical_device.min(self.device_count().saturating_sub(1)));
         // Lock order: `vmm` alone.
         self.vmm_of(api, d)?.ipc_links.insert(*name, attr);

@@ -315,7 +315,8 @@ impl Runtime {
         }
         let order = self.order(p.device);
         let mut seg = Segments { rt: self, dev: p.device, pool: handle };
-        let g = match inner.pool.allocate(&mut seg, &order, s.queue.0, size) {
+        let want = crate::sanitize::memcheck::pool_padded_size(size);
+        let g = match inner.pool.allocate(&mut seg, &order, s.queue.0, want) {
             Ok(g) => g,
             Err(e) => {
                 drop(order);
@@ -349,8 +350,9 @@ impl Runtime {
                 return Err(e);
             }
         }
-        // ACLRS_SANITIZE=race (crate::sanitize).
+        // ACLRS_SANITIZE=race and memcheck (crate::sanitize).
         self.race_note_alloc(p.device, g.addr.as_u64(), g.size_bytes, s.queue.0, s.submitted() + 1);
+        self.memcheck_pool_track(p.device, &g, size);
         Ok(Some(g.addr.as_u64()))
     }
 
@@ -386,8 +388,9 @@ impl Runtime {
                 .map_err(|e| pool_err(api, e, &format!("ptr {ptr:#x}")))?;
             let retired = inner.retired;
             drop(inner);
-            // ACLRS_SANITIZE=race (crate::sanitize).
+            // ACLRS_SANITIZE=race and memcheck (crate::sanitize).
             self.race_note_free(ptr, s.queue.0, seq);
+            self.memcheck_pool_free(d, ptr);
             // The block is back in the pool for its stream at once (later work on that stream
             // may reuse it), so the free completes as it is requested.
             crate::state::obs::note(d, "free_requested", ptr, size, u64::from(s.queue.0));

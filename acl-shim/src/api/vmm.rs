@@ -643,7 +643,7 @@ impl Runtime {
                 let _ = drv.unmap_physical(DeviceId(rec.device), m.range);
             }
         }
-        for name in &old.exported_keys {
+        for name in old.exported_keys.keys() {
             let _ = sharing.destroy_share(name);
         }
         for rec in old.recs.values() {

@@ -6,7 +6,13 @@
 //! reported at once (`out-of-bounds`, `use-after-free`); a write into the redzone is reported
 //! at the next synchronisation or at the free of that buffer. An allocation under memcheck is
 //! a block of its own (at least 68 KiB of VA: never a slab object), so that its pages are its
-//! own. Pool blocks are not guarded yet.
+//! own. A pool block (`aclrtMemPoolMallocAsync`) is asked of its pool two pages larger than
+//! its requested size rounded to pages, so that the page after its end can be its guard (the
+//! pool's 512-byte alignment may put its start anywhere in a page); its redzone is checked at
+//! each synchronisation and at its `aclrtMemPoolFreeAsync`, which lifts its guard (the pool
+//! hands its memory out again at once, so pool blocks have no quarantine). Only a block made
+//! of fresh memory or memory whose free completed is watched (`memcheck_pool_track`, on
+//! [`Runtime`]). The padding counts in the pool's used and reserved bytes.
 //!
 //! The table is one process-wide mutex, taken only when memcheck is on; off, each hook is one
 //! load of the settings.
@@ -40,12 +46,15 @@ struct Tracked {
     free_site: Option<Vec<String>>,
     /// Whether its redzone was already reported.
     reported: bool,
+    /// A pool block (freed by [`Runtime::memcheck_pool_free`], never quarantined).
+    pool: bool,
 }
 
 impl Tracked {
-    /// The end of the user pages (where the guard page starts).
+    /// The end of the user pages (where the guard page starts): the first page boundary at or
+    /// after the requested end, and at least one page after `base`.
     fn guard(&self, base: u64) -> u64 {
-        base + round_up(self.size)
+        ((base + self.size).div_ceil(PAGE) * PAGE).max(base + PAGE)
     }
 }
 
@@ -74,6 +83,16 @@ pub fn padded_size(size: u64) -> Option<u64> {
         return None;
     }
     Some((round_up(size) + PAGE).max(mm::slab::SLAB_MAX_BYTES + PAGE))
+}
+
+/// The size to ask a pool for, for a block of `size` bytes: `size` itself when memcheck is off,
+/// else its pages and two more (the block may start anywhere in a page: room for the redzone
+/// and a whole guard page after it).
+pub fn pool_padded_size(size: u64) -> u64 {
+    if !settings().memcheck {
+        return size;
+    }
+    size.div_ceil(PAGE).saturating_mul(PAGE).saturating_add(2 * PAGE)
 }
 
 /// What memcheck knows about an address: the finding a fault there is.
@@ -130,9 +149,69 @@ impl Runtime {
             let _ = sim.set_hidden(DeviceId(d), guard, PAGE, true);
         }
         let usable = self.address_range("memcheck", p).map_or(guard + PAGE - p, |(_, len)| len);
-        let t =
-            Tracked { device: d, size, usable, alloc_site: host_site(), free_site: None, reported: false };
+        let t = Tracked {
+            device: d,
+            size,
+            usable,
+            alloc_site: host_site(),
+            free_site: None,
+            reported: false,
+            pool: false,
+        };
         table().by_base.insert(p, t);
+    }
+
+    /// Starts watching the pool block `g` of `size` requested bytes on device `d` (allocated
+    /// with [`pool_padded_size`]; nothing when memcheck is off): fills its redzone and hides
+    /// its guard page, now, on the host. Only a block no earlier work can still touch is
+    /// watched: fresh memory, or memory whose free completed. A block reused from a free still
+    /// pending (same stream, event or internal dependency) is not, as a kernel queued before
+    /// that free may legitimately be writing it while this call runs.
+    pub(crate) fn memcheck_pool_track(&self, d: u32, g: &mm::pool::Grant, size: u64) {
+        use mm::pool::Reuse;
+        if !settings().memcheck || !matches!(g.how, Reuse::Free | Reuse::NewRegion | Reuse::Opportunistic) {
+            return;
+        }
+        let p = g.addr.as_u64();
+        let t = Tracked {
+            device: d,
+            size,
+            usable: pool_padded_size(size),
+            alloc_site: host_site(),
+            free_site: None,
+            reported: false,
+            pool: true,
+        };
+        let guard = t.guard(p);
+        let drv = self.backend().driver();
+        if guard > p + size {
+            let _ = drv.set_device(DeviceId(d), DeviceAddr(p + size), REDZONE_BYTE, guard - p - size);
+        }
+        if let Some(sim) = self.backend().device_sim() {
+            let _ = sim.set_hidden(DeviceId(d), guard, PAGE, true);
+        }
+        table().by_base.insert(p, t);
+    }
+
+    /// `aclrtMemPoolFreeAsync` of the pool block `ptr` on device `d` (nothing when memcheck is
+    /// off or does not watch it): checks its redzone, lifts its guard and forgets it.
+    pub(crate) fn memcheck_pool_free(&self, d: u32, ptr: u64) {
+        if !settings().memcheck {
+            return;
+        }
+        let Some(a) = table().by_base.remove(&ptr) else { return };
+        if !a.pool {
+            table().by_base.insert(ptr, a);
+            return;
+        }
+        if !a.reported {
+            if let Some(at) = self.redzone_damage(ptr, &a) {
+                self.report_redzone(ptr, &a, at, "at its aclrtMemPoolFreeAsync");
+            }
+        }
+        if let Some(sim) = self.backend().device_sim() {
+            let _ = sim.set_hidden(DeviceId(d), a.guard(ptr), PAGE, false);
+        }
     }
 
     /// The redzone bytes of `a` at `base` that changed: the first changed address.
@@ -197,7 +276,7 @@ impl Runtime {
         if !settings().memcheck {
             return None;
         }
-        let a = table().by_base.get(&ptr).cloned()?;
+        let a = table().by_base.get(&ptr).filter(|a| !a.pool).cloned()?;
         if a.free_site.is_some() {
             return Some(Err(AclError::rt_invalid(format!(
                 "{api}: devPtr {ptr:#x} was already freed (double free)"

@@ -90,8 +90,8 @@ pub struct VmmState {
     pub(crate) recs: BTreeMap<u64, HandleRec>,
     /// Handles this device's memory was exported under, by handle, with the share name.
     pub(crate) exported_handles: BTreeMap<u64, ShareName>,
-    /// IPC keys exported from this device's memory.
-    pub(crate) exported_keys: BTreeSet<ShareName>,
+    /// IPC keys exported from this device's memory, with the address each names.
+    pub(crate) exported_keys: BTreeMap<ShareName, u64>,
     /// IPC imports into this device, by key, oldest first.
     pub(crate) imports: BTreeMap<ShareName, Vec<Import>>,
     /// Devices this device may reach as a peer.
@@ -113,7 +113,7 @@ impl VmmState {
             handles: HandleTable::new(),
             recs: BTreeMap::new(),
             exported_handles: BTreeMap::new(),
-            exported_keys: BTreeSet::new(),
+            exported_keys: BTreeMap::new(),
             imports: BTreeMap::new(),
             peers: BTreeSet::new(),
             unmapping: BTreeSet::new(),
