@@ -128,7 +128,7 @@ fn main() {
     };
     table.row(fmt("bounded SPSC ring: push + pop (the floor)", &floor, "–"));
     for (name, s) in &rows {
-        table.row(fmt(name, s, "≤ 4×"));
+        table.row(fmt(name, s, "≤ 2×"));
     }
     table.print(
         "sched",

@@ -73,6 +73,23 @@ fn read_prop(api: &str, p: *const AclrtPhysicalMemProp) -> Result<PhysProp> {
     })
 }
 
+/// The checked arguments `aclrtMapMem` and `aclrtMemMapNoAccess` share: the virtual address
+/// (not NULL), size, offset and physical handle.
+fn map_args(
+    cx: &super::Call,
+    api: &str,
+    vir_ptr: *mut c_void,
+    sz: usize,
+    offset: usize,
+    handle: *mut c_void,
+) -> Result<(u64, u64, u64, u64)> {
+    if vir_ptr.is_null() {
+        return Err(AclError::invalid(format!("{api}: virPtr is NULL")));
+    }
+    let h = handle_of(api, handle)?;
+    Ok((addr(vir_ptr), cx.size("size", sz)?, cx.size("offset", offset)?, h))
+}
+
 fn handle_of(api: &str, h: *mut c_void) -> Result<u64> {
     if h.is_null() {
         return Err(AclError::invalid(format!("{api}: handle is NULL")));
@@ -205,13 +222,8 @@ export! {
         handle: *mut c_void,
         flags: u64,
     ) -> AclErrorCode |cx| {
-        if vir_ptr.is_null() {
-            return Err(AclError::invalid(format!("{API}: virPtr is NULL")));
-        }
-        let h = handle_of(API, handle)?;
-        let sz = cx.size("size", sz)?;
-        let off = cx.size("offset", offset)?;
-        cx.rt()?.map_mem(API, addr(vir_ptr), sz, off, h, flags)
+        let (va, sz, off, h) = map_args(cx, API, vir_ptr, sz, offset, handle)?;
+        cx.rt()?.map_mem(API, va, sz, off, h, flags)
     }
 }
 
@@ -660,13 +672,8 @@ export! {
         handle: *mut c_void,
         flags: u64,
     ) -> AclErrorCode |cx| {
-        if vir_ptr.is_null() {
-            return Err(AclError::invalid(format!("{API}: virPtr is NULL")));
-        }
-        let h = handle_of(API, handle)?;
-        let sz = cx.size("size", sz)?;
-        let off = cx.size("offset", offset)?;
-        cx.rt()?.map_no_access(API, addr(vir_ptr), sz, off, h, flags)
+        let (va, sz, off, h) = map_args(cx, API, vir_ptr, sz, offset, handle)?;
+        cx.rt()?.map_no_access(API, va, sz, off, h, flags)
     }
 }
 
