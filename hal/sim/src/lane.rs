@@ -126,25 +126,38 @@ pub(crate) struct Lane {
     pub(crate) progress: Arc<Progress>,
     /// The highest sequence number handed out, readable without any lock.
     submitted: AtomicU64,
+    /// The queue's depth: at most this many of its tasks are unfinished (queued in the ring,
+    /// queued in the executor, or running) when a submit returns.
+    depth: u64,
 }
 
 impl Lane {
-    /// A lane of `capacity` (a power of two) descriptors for `queue`.
+    /// A lane for `queue` of depth `depth` (its ring holds `depth` rounded up to a power of two
+    /// descriptors).
     pub(crate) fn new(
         queue: QueueId,
         index: usize,
-        capacity: usize,
+        depth: usize,
         progress: Arc<Progress>,
     ) -> sched::Result<Self> {
         Ok(Self {
             queue,
             index,
             producer: Mutex::new(Producer { submitted: 0 }),
-            ring: Ring::new(WordSlots::new(capacity)?)?,
+            ring: Ring::new(WordSlots::new(depth.next_power_of_two())?)?,
             armed: Armed::new(),
             progress,
             submitted: AtomicU64::new(0),
+            // CAST: usize fits in u64.
+            depth: depth as u64,
         })
+    }
+
+    /// Whether one more task fits: fewer than `depth` unfinished after `submitted`, and a free
+    /// slot in the ring.
+    pub(crate) fn has_room(&self, submitted: u64) -> bool {
+        submitted.saturating_sub(self.progress.completed()) < self.depth
+            && self.ring.len() < self.ring.capacity()
     }
 
     /// Takes the lane's submit lock (one submitter of this queue at a time).

@@ -275,11 +275,8 @@ impl Scheduler {
         let id = st.exec.create_stream(depth).map_err(sched_err)?;
         let q = QueueId(id.0);
         let index = lane_index(q);
-        let lane = st
-            .exec
-            .progress(id)
-            .and_then(|progress| Lane::new(q, index, depth.next_power_of_two(), progress))
-            .map(Arc::new);
+        let lane =
+            st.exec.progress(id).and_then(|progress| Lane::new(q, index, depth, progress)).map(Arc::new);
         let lane = match lane {
             Ok(l) => l,
             Err(e) => {
@@ -435,8 +432,10 @@ impl Scheduler {
         let words = encode(&task);
         let posted = self.with_lane(q, |lane| {
             let mut p = lane.producer();
-            while lane.ring.try_push(&words).is_err() {
-                self.wait_for_room(lane);
+            // Back pressure: the queue's depth bounds its unfinished tasks, ring and executor
+            // together (the ring alone could hold another `depth` behind a full executor).
+            while !(lane.has_room(p.submitted) && lane.ring.try_push(&words).is_ok()) {
+                self.wait_for_room(lane, p.submitted);
             }
             let seq = p.submitted + 1;
             lane.note_submitted(&mut p, seq);
@@ -457,11 +456,11 @@ impl Scheduler {
         Ok(seq)
     }
 
-    /// Waits until `lane`'s ring may have room (the submitter holds the lane's submit lock).
-    fn wait_for_room(&self, lane: &Lane) {
-        let cap = lane.ring.capacity();
+    /// Waits until `lane` may have room for the task after `submitted` (the submitter holds
+    /// the lane's submit lock).
+    fn wait_for_room(&self, lane: &Lane, submitted: u64) {
         let seen = lane.progress.completed();
-        if spin_until(|| lane.ring.len() < cap || lane.progress.completed() != seen) {
+        if spin_until(|| lane.has_room(submitted) || lane.progress.completed() != seen) {
             return;
         }
         // Lock order: the lane's submit lock (held), then state.
@@ -470,7 +469,7 @@ impl Scheduler {
         let had_ready = st.exec.has_ready();
         drain_lane(&mut st, lane);
         self.wake_if_newly_ready(&st, had_ready);
-        if lane.ring.len() < cap || lane.progress.completed() != seen {
+        if lane.has_room(submitted) || lane.progress.completed() != seen {
             return;
         }
         st.waiters += 1;
@@ -552,8 +551,7 @@ impl Scheduler {
 
     /// Whether a submission to `q` would not wait for room now.
     pub(crate) fn has_room(&self, q: QueueId) -> Result<bool> {
-        self.with_lane(q, |l| l.ring.len() < l.ring.capacity())
-            .ok_or_else(|| sched_err(sched::Error::NoSuchStream))
+        self.with_lane(q, |l| l.has_room(l.submitted())).ok_or_else(|| sched_err(sched::Error::NoSuchStream))
     }
 
     pub(crate) fn set_stop_on_failure(&self, q: QueueId, stop: bool) -> Result<()> {
