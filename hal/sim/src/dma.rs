@@ -38,7 +38,7 @@ impl Fabric {
             Region::Device(_) | Region::Pool => {
                 let i = device_of(addr).unwrap_or(u32::MAX);
                 self.device(i).map(Target::Device).ok_or(Error::new(
-                ErrorKind::InvalidHandle,
+                    ErrorKind::InvalidHandle,
                     "address in the window of a device that is not open",
                 ))
             }

@@ -259,12 +259,12 @@ impl Sim {
         let name = self.hbm_object_name(physical);
         let base = device_window_base(dev.0);
         let pool = pool_slice_base(dev.0);
-        let device = Device::open(self.info_of(), &name, base, pool, registry, physical).map_err(|source| {
-            match source.raw_os_error() {
+        let device = Device::open(self.info_of(), &name, base, pool, registry, physical).map_err(
+            |source| match source.raw_os_error() {
                 Some(libc::EEXIST) => SimError::Reserve { what: "device", addr: base, source },
                 _ => SimError::Hbm { name: name.clone(), source },
-            }
-        })?;
+            },
+        )?;
         let scheduler = Scheduler::start(dev.0, Arc::downgrade(&self.fabric))
             .map_err(|source| SimError::Thread { device: dev.0, source })?;
         let slot = Arc::new(Slot { device: Arc::new(device), scheduler });

@@ -3,7 +3,9 @@
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use hal::layout::{device_window_base, host_window_base, pool_slice_base, pool_window_base, HOST_WINDOW_SIZE};
+use hal::layout::{
+    device_window_base, host_window_base, pool_slice_base, pool_window_base, HOST_WINDOW_SIZE,
+};
 use hal::{
     BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, DeviceInfo, ErrorKind, MemAttr,
     MemoryBacking, MemoryInfo, PageSize, PhysHandle, PhysicalMemory, PinnedHost, QueueId, Queues, SocProfile,
