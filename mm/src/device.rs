@@ -585,7 +585,8 @@ impl DeviceAllocator {
     /// window. Refused (`false`, nothing changes) while a reservation is live or when `window`
     /// overlaps the allocator's window.
     pub fn set_pool_window(&mut self, window: VaRange) -> bool {
-        let overlaps = window.start().as_u64() < self.window.end() && self.window.start().as_u64() < window.end();
+        let overlaps =
+            window.start().as_u64() < self.window.end() && self.window.start().as_u64() < window.end();
         if !self.reservations.is_empty() || overlaps {
             return false;
         }
