@@ -29,6 +29,9 @@ pub const MAX_DEVICES: u32 = 64;
 pub const DEFAULT_POOL_WINDOW_BASE: u64 = 12 << 40;
 /// Size of the pool window: 4 TiB (up to the device windows).
 pub const POOL_WINDOW_SIZE: u64 = 4 << 40;
+/// Size of one device's slice of the pool window: 64 GiB, one slice per device, back to
+/// back, so that a pool address tells its device as a device-window address does.
+pub const POOL_SLICE_SIZE: u64 = POOL_WINDOW_SIZE / MAX_DEVICES as u64;
 /// Where the pinned host-memory window starts on the real driver: 7 TiB.
 pub const DEFAULT_HOST_WINDOW_BASE: u64 = 7 << 40;
 /// Size of the pinned host-memory window: 1 TiB.
@@ -108,6 +111,28 @@ pub fn pool_window_base() -> u64 {
     DEFAULT_POOL_WINDOW_BASE + layout_shift()
 }
 
+/// First address of device `index`'s slice of the pool window ([`POOL_SLICE_SIZE`] bytes).
+pub fn pool_slice_base(index: u32) -> u64 {
+    pool_window_base() + index as u64 * POOL_SLICE_SIZE
+}
+
+/// The device whose memory `addr` is: the index of the device window or of the pool-window
+/// slice ([`pool_slice_base`]) it falls in; `None` for host addresses. [`window_of`] still
+/// tells the two windows apart.
+pub fn device_of(addr: u64) -> Option<u32> {
+    device_in(addr, layout_shift())
+}
+
+/// [`device_of`] for a layout shifted by `shift`.
+const fn device_in(addr: u64, shift: u64) -> Option<u32> {
+    match classify(addr, shift) {
+        Window::Device(d) => Some(d),
+        // CAST: the pool window holds MAX_DEVICES slices, so the index fits in u32.
+        Window::Pool => Some(((addr - (DEFAULT_POOL_WINDOW_BASE + shift)) / POOL_SLICE_SIZE) as u32),
+        Window::PinnedHost | Window::Unregistered => None,
+    }
+}
+
 /// Start of the pinned host-memory window.
 pub fn host_window_base() -> u64 {
     DEFAULT_HOST_WINDOW_BASE + layout_shift()
@@ -178,6 +203,26 @@ mod tests {
         assert_eq!(classify(DEFAULT_HOST_WINDOW_BASE, 0), Window::PinnedHost);
         assert_eq!(classify(0x7f00_0000_0000, 0), Window::Unregistered);
         assert_eq!(classify(0x5555_0000, 0), Window::Unregistered);
+    }
+
+    #[test]
+    fn pool_slices_tell_their_device() {
+        let p = DEFAULT_POOL_WINDOW_BASE;
+        assert_eq!(MAX_DEVICES as u64 * POOL_SLICE_SIZE, POOL_WINDOW_SIZE);
+        assert_eq!(device_in(p, 0), Some(0));
+        assert_eq!(device_in(p + POOL_SLICE_SIZE - 1, 0), Some(0));
+        assert_eq!(device_in(p + POOL_SLICE_SIZE, 0), Some(1));
+        assert_eq!(device_in(p + POOL_WINDOW_SIZE - 1, 0), Some(MAX_DEVICES - 1));
+        // The pool window ends where the device windows begin.
+        assert_eq!(device_in(p + POOL_WINDOW_SIZE, 0), Some(0));
+        assert_eq!(device_in(DEFAULT_DEVICE_WINDOW_BASE + DEVICE_WINDOW_SIZE * 3, 0), Some(3));
+        assert_eq!(device_in(p - 1, 0), None);
+        assert_eq!(device_in(DEFAULT_HOST_WINDOW_BASE, 0), None);
+        // A slice address is still classified as the pool window.
+        assert_eq!(classify(p + POOL_SLICE_SIZE * 5 + 7, 0), Window::Pool);
+        let s = LAYOUT_STEP;
+        assert_eq!(device_in(p + s + 2 * POOL_SLICE_SIZE, s), Some(2));
+        assert_eq!(device_in(p + 2 * POOL_SLICE_SIZE, s), None);
     }
 
     #[test]

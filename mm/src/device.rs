@@ -34,7 +34,8 @@
 //! allocation or free is O(1). In steady state (no table growing past its high-water mark)
 //! allocation and free allocate nothing on the heap: shared-slot tables, ids and chunk storage are
 //! recycled. (Stream-ordered pool reservations, [`DeviceAllocator::reserve_range`] and the pages
-//! backed in them, still use ordered maps.)
+//! backed in them, still use ordered maps; they take VA from a window of their own when one is
+//! set, [`DeviceAllocator::set_pool_window`].)
 //!
 //! # Spare chunks
 //!
@@ -544,6 +545,8 @@ pub struct DeviceAllocator {
     /// inside reservations.
     reservations: BTreeMap<u64, (u64, Component)>,
     reserved_pages: BTreeMap<u64, Component>,
+    /// The VA of [`Self::reserve_range`] when it is not `va`'s window (the pool window).
+    pool_va: Option<VaAllocator>,
 }
 
 impl DeviceAllocator {
@@ -573,7 +576,22 @@ impl DeviceAllocator {
             keep_spare: false,
             reservations: BTreeMap::new(),
             reserved_pages: BTreeMap::new(),
+            pool_va: None,
         }
+    }
+
+    /// Makes [`Self::reserve_range`] take VA from `window` (whose start and length are
+    /// multiples of 2 MiB, outside the allocator's window) instead of the allocator's own
+    /// window. Refused (`false`, nothing changes) while a reservation is live or when `window`
+    /// overlaps the allocator's window.
+    pub fn set_pool_window(&mut self, window: VaRange) -> bool {
+        let overlaps =
+            window.start().as_u64() < self.window.end() && self.window.start().as_u64() < window.end();
+        if !self.reservations.is_empty() || overlaps {
+            return false;
+        }
+        self.pool_va = Some(VaAllocator::new(window));
+        true
     }
 
     /// Whether to keep one empty chunk per slab class instead of giving it back at once (see
@@ -1387,10 +1405,12 @@ impl DeviceAllocator {
     ///
     /// # Errors
     ///
-    /// [`AllocError::OutOfVa`] when the window has no such range.
+    /// [`AllocError::OutOfVa`] when the window (the pool window when one is set) has no such
+    /// range.
     pub fn reserve_range(&mut self, len_bytes: u64, component: Component) -> Result<VaRange, AllocError> {
         let len = PageSize::Huge.round_up(len_bytes).ok_or(AllocError::OutOfVa)?;
-        let r = self.va.alloc(len, PageSize::Huge.bytes()).map_err(|_| AllocError::OutOfVa)?;
+        let va = self.pool_va.as_mut().unwrap_or(&mut self.va);
+        let r = va.alloc(len, PageSize::Huge.bytes()).map_err(|_| AllocError::OutOfVa)?;
         self.reservations.insert(r.start().as_u64(), (len, component));
         Ok(r)
     }
@@ -1411,7 +1431,7 @@ impl DeviceAllocator {
             return Err(NotLive::Interior { base: range.start() });
         }
         self.reservations.remove(&start);
-        let _ = self.va.free(range);
+        let _ = self.pool_va.as_mut().unwrap_or(&mut self.va).free(range);
         Ok(())
     }
 
@@ -1887,6 +1907,27 @@ mod tests {
         assert_eq!(a.accounting().backed.current, 0);
         let outside = VaRange::try_new(DeviceAddr(BASE + (32 << 30)), 2 * MIB).unwrap();
         assert!(a.back_reserved(&mut b, outside).is_err());
+    }
+
+    #[test]
+    fn reservations_take_va_from_the_pool_window_once_set() {
+        let (mut a, mut b) = setup(64 * MIB, 4 * MIB, 0);
+        let inside = VaRange::try_new(DeviceAddr(BASE + (1 << 30)), 1 << 30).unwrap();
+        assert!(!a.set_pool_window(inside), "overlaps the allocator's window");
+        let held = a.reserve_range(2 * MIB, 9).unwrap();
+        let pool = VaRange::try_new(DeviceAddr(BASE - (4 << 30)), 4 << 30).unwrap();
+        assert!(!a.set_pool_window(pool), "a reservation is live");
+        a.unreserve_range(held).unwrap();
+        assert!(a.set_pool_window(pool));
+        let r = a.reserve_range(8 * MIB, 9).unwrap();
+        assert!(r.start().as_u64() >= pool.start().as_u64() && r.end() <= pool.end(), "{r:?}");
+        let page = VaRange::try_new(r.start(), 2 * MIB).unwrap();
+        a.back_reserved(&mut b, page).unwrap();
+        assert_eq!(a.accounting().backed.current, 2 * MIB, "charged as before");
+        a.unback_reserved(&mut b, page).unwrap();
+        a.unreserve_range(r).unwrap();
+        // The freed pool VA is reused: the same range again.
+        assert_eq!(a.reserve_range(8 * MIB, 9).unwrap(), r);
     }
 
     #[test]

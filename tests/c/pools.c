@@ -4,7 +4,9 @@
  * attributes, every reuse mode on and off against a gated kernel (a block is never handed to a
  * second stream while the first may still write it, unless a mode makes that safe), release
  * threshold and TrimTo arithmetic, stream-ordered frees of aclrtMalloc memory, destroy with
- * outstanding blocks, many threads on many streams, and the custom allocator descriptors.
+ * outstanding blocks, many threads on many streams, the custom allocator descriptors, and where
+ * pool blocks live: in the device's slice of the stream-ordered pool window (12 TiB), not in
+ * its device window (16 TiB), and still device memory to every API that classifies a pointer.
  *
  * Needs ACLRS_TEST_KERNELS = the shared object built from tests/c/kernels/pool_kernels.c.
  *
@@ -429,6 +431,74 @@ static void threshold_trim_and_plain_frees(void)
     CHECK_OK(aclrtDestroyStream(s));
 }
 
+#define TIB ((uint64_t)1 << 40)
+#define GIB ((uint64_t)1 << 30)
+
+/*
+ * Pool blocks lie in device 0's 64 GiB slice of the pool window [12 TiB, 16 TiB) (moved up, with
+ * every window, by the layout's shift, which an aclrtMalloc pointer tells: device windows span
+ * 8 TiB from 16 TiB and the layout moves in steps of 32 TiB), and are device memory there.
+ */
+static void pool_window_addresses(void)
+{
+    const uint64_t shift = ((uint64_t)(uintptr_t)g_gate - 16 * TIB) / (32 * TIB) * (32 * TIB);
+    const uint64_t slice = 12 * TIB + shift;
+    aclrtMemPool pool = check_new_pool(64 * MIB);
+    aclrtStream s = NULL;
+    aclrtPtrAttributes attr;
+    void *blk = NULL, *dev = NULL, *stray = (void *)(uintptr_t)(slice + 64 * GIB - 4096);
+    char key[65];
+    uint32_t *h = malloc(MIB);
+
+    check_section("pool blocks live in the device's slice of the pool window");
+    if (!CHECK(pool != NULL) || !CHECK(h != NULL) || !CHECK_OK(aclrtCreateStream(&s))) {
+        free(h);
+        return;
+    }
+    CHECK((uint64_t)(uintptr_t)g_gate >= 16 * TIB + shift); /* aclrtMalloc: the device window */
+    if (CHECK_OK(aclrtMemPoolMallocAsync(&blk, MIB, pool, s)) && CHECK_OK(aclrtSynchronizeStream(s))) {
+        uint64_t a = (uint64_t)(uintptr_t)blk;
+        printf("        block at %#llx, pool slice of device 0 from %#llx\n", (unsigned long long)a,
+               (unsigned long long)slice);
+        CHECK(a >= slice && a + MIB <= slice + 64 * GIB);
+        memset(&attr, 0xff, sizeof attr);
+        CHECK_OK(aclrtPointerGetAttributes(blk, &attr));
+        CHECK(attr.location.type == ACL_MEM_LOCATION_TYPE_DEVICE && attr.location.id == 0);
+        /* Memset, both copy directions and a device-to-device copy reach it. */
+        CHECK_OK(aclrtMemset(blk, MIB, 0x5A, MIB));
+        CHECK(holds(blk, MIB, 0x5A5A5A5Au));
+        memset(h, 0x3C, MIB);
+        CHECK_OK(aclrtMemcpy(blk, MIB, h, MIB, ACL_MEMCPY_HOST_TO_DEVICE));
+        CHECK(holds(blk, MIB, 0x3C3C3C3Cu));
+        if (CHECK_OK(aclrtMalloc(&dev, MIB, ACL_MEM_MALLOC_HUGE_FIRST))) {
+            CHECK_OK(aclrtMemcpy(dev, MIB, blk, MIB, ACL_MEMCPY_DEVICE_TO_DEVICE));
+            CHECK(holds(dev, MIB, 0x3C3C3C3Cu));
+            CHECK_OK(aclrtMemset(dev, MIB, 0x11, MIB));
+            CHECK_OK(aclrtMemcpyAsync(blk, MIB, dev, MIB, ACL_MEMCPY_DEFAULT, s));
+            CHECK_OK(aclrtSynchronizeStream(s));
+            CHECK(holds(blk, MIB, 0x11111111u));
+            CHECK_OK(aclrtFree(dev));
+        }
+        /* Bad inputs: a copy from the host kind, past the block, an IPC key, freeing as host. */
+        CHECK_FAIL(aclrtMemcpy(blk, MIB, h, MIB, ACL_MEMCPY_HOST_TO_HOST), ACL_ERROR_RT_PARAM_INVALID);
+        CHECK_FAIL(aclrtMemset(blk, 2 * MIB, 0, 2 * MIB), ACL_ERROR_RT_PARAM_INVALID);
+        memset(key, 0, sizeof key);
+        CHECK_FAIL(aclrtIpcMemGetExportKey(blk, MIB, key, sizeof key, ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT),
+                   ACL_ERROR_RT_PARAM_INVALID);
+        CHECK(key[0] == '\0');
+        CHECK_FAIL(aclrtFreeHost(blk), ACL_ERROR_RT_PARAM_INVALID);
+        CHECK(holds(blk, MIB, 0x11111111u)); /* unchanged by the refusals */
+        CHECK_OK(aclrtMemPoolFreeAsync(blk, s));
+    }
+    /* The slice's last page holds no segment: not memory, though the runtime's VA. */
+    CHECK_FAIL(aclrtMemcpy(stray, 4096, h, 4096, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_FAIL(aclrtMemset(stray, 4096, 0, 4096), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_OK(aclrtSynchronizeStream(s));
+    CHECK_OK(aclrtMemPoolDestroy(pool));
+    CHECK_OK(aclrtDestroyStream(s));
+    free(h);
+}
+
 /* Many threads, each with two streams, allocating, tagging, checking and freeing at once. */
 typedef struct {
     aclrtMemPool pool;
@@ -576,6 +646,7 @@ int main(void)
     creation_and_attributes();
     reuse_modes();
     threshold_trim_and_plain_frees();
+    pool_window_addresses();
     threads();
     allocator_descriptors();
     CHECK_OK(aclrtFree(g_gate));

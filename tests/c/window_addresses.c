@@ -6,8 +6,8 @@
  * is never treated as ordinary host memory (which would fault the process).
  *
  * The windows: pinned host memory at 7 TiB (1 TiB), the stream-ordered pool
- * window at 12 TiB (4 TiB, unused: pool blocks are carved from the device
- * windows), the device windows from 16 TiB (128 GiB per device, 64 devices).
+ * window at 12 TiB (4 TiB, a 64 GiB slice per device; no pool exists here), the
+ * device windows from 16 TiB (128 GiB per device, 64 devices).
  * Each stray address is tried as destination and source of synchronous and
  * asynchronous copies of every kind that could apply, and with memset; then
  * a live allocation and the host buffers are checked unchanged.

@@ -11,6 +11,8 @@ fn pools_reuse_modes_threshold_trim_and_threads() {
     let out = run_ok(&exe, "pools", &[("ACLRS_TEST_KERNELS", so.to_str().expect("utf-8 path"))]);
     assert!(out.contains("pools: OK"), "{out}");
     assert!(out.contains("0 tag mismatches"), "{out}");
+    // The section on where pool blocks live ran (its checks are counted in "pools: OK").
+    assert!(out.contains("block at 0x") && out.contains("pool slice of device 0 from 0x"), "{out}");
 }
 
 #[test]

@@ -109,6 +109,14 @@ impl Runtime {
             // One empty slab chunk per class is kept, so a lone small malloc/free loop does not
             // back and unback a chunk every time; `trim_spares` gives it back.
             alloc.set_keep_spare(true);
+            // Pool segments take VA from this device's slice of the stream-ordered pool window.
+            let pool = hal::VaRange::try_new(
+                hal::DeviceAddr(hal::layout::pool_slice_base(d)),
+                hal::layout::POOL_SLICE_SIZE,
+            )
+            .unwrap_or_else(|_| unreachable!("the pool slice lies in the address space"));
+            let set = alloc.set_pool_window(pool);
+            debug_assert!(set, "a fresh allocator takes the pool slice, outside its window");
             // Lock order: `mem` under `life`.
             match dev.mem(API) {
                 Ok(mut m) => {

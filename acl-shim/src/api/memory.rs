@@ -39,7 +39,6 @@
 //! and unbacked with no lock held (reserve under the lock, back, re-lock to commit or undo; a
 //! free marks the range as being freed, unbacks, then removes it).
 
-use hal::layout::{window_of, Window};
 use hal::{DeviceAddr, DeviceId, MemAttr, MemoryInfo, PageSize};
 use mm::device::{DeviceAllocator, FreeError, Info as DeviceInfo, NotLive};
 use mm::heap::Allocation;
@@ -598,15 +597,6 @@ impl Runtime {
             // Lock-free: the published view of the pinned-host table.
             Loc::Pinned => self.pinned.contains_range(addr, len),
             Loc::Unregistered => {
-                if window_of(addr) == Window::Pool {
-                    // The pool window is the runtime's VA even where nothing lives: pool
-                    // blocks are carved from the device windows, so no byte here is memory.
-                    return Err(AclError::rt_invalid(format!(
-                        "{api}: {what} {addr:#x} lies in the runtime's stream-ordered pool window [{:#x}, {:#x}), which holds no memory",
-                        hal::layout::pool_window_base(),
-                        hal::layout::pool_window_base() + hal::layout::POOL_WINDOW_SIZE
-                    )));
-                }
                 if crosses_windows(addr, len) {
                     return Err(AclError::rt_invalid(format!(
                         "{api}: {what} range [{addr:#x}, +{len}) runs from ordinary host memory into a runtime VA window"

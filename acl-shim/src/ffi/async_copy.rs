@@ -684,8 +684,8 @@ fn fill32_now(rt: &Runtime, api: &str, dst: u64, value: u32, n: u64) -> Result<(
         let at = DeviceAddr(dst + done * 4);
         // CAST: at most the pattern's length.
         let bytes = &pattern[..(words * 4) as usize];
-        match hal::layout::window_of(at.as_u64()) {
-            hal::layout::Window::Device(d) => drv.copy_to_device(hal::DeviceId(d), at, bytes),
+        match hal::layout::device_of(at.as_u64()) {
+            Some(d) => drv.copy_to_device(hal::DeviceId(d), at, bytes),
             _ => drv.write_host(at, bytes),
         }
         .map_err(|e| AclError::from_hal(e, api))?;

@@ -4,7 +4,7 @@
 //!
 //! Cold paths only: nothing here runs unless a synchronisation already failed with 507015.
 
-use hal::layout::{driver_reserved_base, window_of, Window};
+use hal::layout::{device_of, driver_reserved_base, window_of, Window};
 use hal_sim::fault::{take_any_kernel_fault, take_kernel_fault, KernelFault};
 
 use crate::codes::ACL_ERROR_RT_AICORE_EXCEPTION;
@@ -34,13 +34,29 @@ impl Nearby {
     pub fn offset(&self, addr: u64) -> i128 {
         i128::from(addr) - i128::from(self.base)
     }
+
+    /// Where `addr` lies relative to this region, with the region's figures.
+    fn place(&self, addr: u64) -> String {
+        let off = self.offset(addr);
+        let place = if off >= 0 && off < i128::from(self.size) {
+            format!("inside the {}", self.what)
+        } else if off >= i128::from(self.size) {
+            format!("{} bytes past the end of the {}", off - i128::from(self.size), self.what)
+        } else {
+            format!("{} bytes before the {}", -off, self.what)
+        };
+        format!(
+            "{place} (device {}, base {:#x}, size {}, offset {off:#x})",
+            self.device, self.base, self.size
+        )
+    }
 }
 
 impl Runtime {
-    /// The allocation of the device window `addr` lies in, or the nearest one within
-    /// [`NEAR_BYTES`] (before it first: an overrun runs upwards).
+    /// The allocation of the device window (or pool-window slice) `addr` lies in, or the
+    /// nearest one within [`NEAR_BYTES`] (before it first: an overrun runs upwards).
     pub(crate) fn nearby_region(&self, addr: u64) -> Option<Nearby> {
-        let Window::Device(d) = window_of(addr) else { return None };
+        let d = device_of(addr)?;
         if d >= self.device_count() {
             return None;
         }
@@ -88,20 +104,7 @@ impl Runtime {
     pub(crate) fn describe_address(&self, addr: u64) -> String {
         match window_of(addr) {
             Window::Device(d) => match self.nearby_region(addr) {
-                Some(n) => {
-                    let off = n.offset(addr);
-                    let place = if off >= 0 && off < i128::from(n.size) {
-                        format!("inside the {}", n.what)
-                    } else if off >= i128::from(n.size) {
-                        format!("{} bytes past the end of the {}", off - i128::from(n.size), n.what)
-                    } else {
-                        format!("{} bytes before the {}", -off, n.what)
-                    };
-                    format!(
-                        "device {d}, {place} (device {}, base {:#x}, size {}, offset {off:#x})",
-                        n.device, n.base, n.size
-                    )
-                }
+                Some(n) => format!("device {d}, {}", n.place(addr)),
                 None if self.in_quarantine(addr) => {
                     format!("device {d}, in freed memory the sanitizer's quarantine holds")
                 }
@@ -110,7 +113,13 @@ impl Runtime {
                 ),
                 None => format!("device {d}, in no live allocation (freed, or never allocated)"),
             },
-            Window::Pool => "the pool window, in no live pool segment".to_owned(),
+            Window::Pool => {
+                let d = device_of(addr).unwrap_or(0);
+                match self.nearby_region(addr) {
+                    Some(n) => format!("device {d}'s slice of the pool window, {}", n.place(addr)),
+                    None => format!("device {d}'s slice of the pool window, in no live pool segment"),
+                }
+            }
             Window::PinnedHost => "the pinned-host window".to_owned(),
             Window::Unregistered => "host memory outside the runtime's windows".to_owned(),
         }

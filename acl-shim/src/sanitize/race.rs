@@ -137,7 +137,8 @@ impl Runtime {
             let mut a = [0u8; 8];
             a.copy_from_slice(w);
             let v = u64::from_le_bytes(a);
-            if matches!(hal::layout::window_of(v), hal::layout::Window::Device(_)) {
+            // Pool blocks live in the pool window.
+            if hal::layout::window_of(v) == hal::layout::Window::Pool {
                 self.race_check(s, v, "kernel");
             }
         }

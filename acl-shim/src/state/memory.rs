@@ -39,7 +39,7 @@
 
 use std::collections::BTreeSet;
 
-use hal::layout::{window_of, Window};
+use hal::layout::{device_of, window_of, Window};
 use hal::{BackRequest, DeviceAddr, DeviceId, MemAttr, PageSize, VaRange};
 use mm::addr_map::AddressMap;
 use mm::device::{Component, DeferredFrees, DeviceAllocator, NotLive};
@@ -180,15 +180,17 @@ pub enum Loc {
     Device(u32),
     /// Pinned host memory from `aclrtMallocHost`.
     Pinned,
-    /// Memory the runtime did not allocate (ordinary, pageable host memory), or an address of
-    /// the pool window, which the checks of every copy and set reject.
+    /// Memory the runtime did not allocate (ordinary, pageable host memory).
     Unregistered,
 }
 
-/// Classifies `addr` by window.
+/// Classifies `addr` by window: an address of device `i`'s window or of its slice of the
+/// stream-ordered pool window (where its pool segments live) is [`Loc::Device`]`(i)`.
 pub fn locate(addr: u64) -> Loc {
+    if let Some(i) = device_of(addr) {
+        return Loc::Device(i);
+    }
     match window_of(addr) {
-        Window::Device(i) => Loc::Device(i),
         Window::PinnedHost => Loc::Pinned,
         _ => Loc::Unregistered,
     }

@@ -34,7 +34,7 @@ use hal::davinci_abi::{
     devmm_query_device_mem_usedinfo, halReportRecvInfo, halSqCqConfigInfo, halSqCqFreeInfo, halSqCqInputInfo,
     halTaskSendInfo, trs_res_id_para, trs_uio_info,
 };
-use hal::layout::{device_windows_base, window_of, Window, DEVICE_WINDOW_SIZE};
+use hal::layout::{device_of, device_windows_base, window_of, Window, DEVICE_WINDOW_SIZE};
 use hal::{
     BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, Error, ErrorKind, EventId, Events, MemAttr,
     MemoryBacking, MemoryKind, PageSize, PhysHandle, PhysicalMemory, PinnedHost, QueueId, Queues, ShareKind,
@@ -611,8 +611,8 @@ impl FakeKernel {
                 }
                 let (user_dst, user_src) = (host_dst && !pinned(p.dst), host_src && !pinned(p.src));
                 match (user_dst, user_src) {
-                    (false, false) => match (window_of(p.dst), window_of(p.src)) {
-                        (Window::Device(a), Window::Device(b)) => self
+                    (false, false) => match (device_of(p.dst), device_of(p.src)) {
+                        (Some(a), Some(b)) => self
                             .sim
                             .copy_device(
                                 DeviceId(a),
@@ -631,9 +631,9 @@ impl FakeKernel {
                     (false, true) => {
                         // SAFETY: the caller's source is readable for `len` bytes for the call.
                         let src = unsafe { user::bytes(p.src, len) };
-                        match window_of(p.dst) {
-                            Window::PinnedHost => self.sim.write_host(DeviceAddr(p.dst), src),
-                            Window::Device(d) => self.sim.copy_to_device(DeviceId(d), DeviceAddr(p.dst), src),
+                        match (window_of(p.dst), device_of(p.dst)) {
+                            (Window::PinnedHost, _) => self.sim.write_host(DeviceAddr(p.dst), src),
+                            (_, Some(d)) => self.sim.copy_to_device(DeviceId(d), DeviceAddr(p.dst), src),
                             _ => return Err(Errno(libc::EFAULT)),
                         }
                         .map_err(err)?;
@@ -642,11 +642,9 @@ impl FakeKernel {
                         // SAFETY: the caller's destination is writable for `len` bytes, and
                         // nothing else touches it during the call.
                         let dst = unsafe { user::bytes_mut(p.dst, len) };
-                        match window_of(p.src) {
-                            Window::PinnedHost => self.sim.read_host(dst, DeviceAddr(p.src)),
-                            Window::Device(d) => {
-                                self.sim.copy_from_device(DeviceId(d), dst, DeviceAddr(p.src))
-                            }
+                        match (window_of(p.src), device_of(p.src)) {
+                            (Window::PinnedHost, _) => self.sim.read_host(dst, DeviceAddr(p.src)),
+                            (_, Some(d)) => self.sim.copy_from_device(DeviceId(d), dst, DeviceAddr(p.src)),
                             _ => return Err(Errno(libc::EFAULT)),
                         }
                         .map_err(err)?;

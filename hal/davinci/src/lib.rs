@@ -61,7 +61,7 @@ use hal::davinci_abi::{
     devmm_query_device_mem_usedinfo, halReportRecvInfo, halSqCqConfigInfo, halSqCqFreeInfo, halSqCqInputInfo,
     halTaskSendInfo, trs_res_id_para, trs_uio_info,
 };
-use hal::layout::{window_of, Window};
+use hal::layout::{device_of, window_of, Window};
 use hal::{
     BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, DeviceInfo, Driver, Error, ErrorKind,
     EventId, EventInfo, EventWait, Events as EventQueue, Loader, MemAttr, MemoryBacking, MemoryInfo,
@@ -1286,7 +1286,8 @@ impl<T: Transport> CopyEngine for Davinci<T> {
 
     fn copy_any(&self, dst: DeviceAddr, src: DeviceAddr, len_bytes: u64) -> Result<()> {
         let side = |a: DeviceAddr| match window_of(a.as_u64()) {
-            Window::Device(d) => Ok(Some(d)),
+            // A pool-window address is its slice's device memory.
+            Window::Device(_) | Window::Pool => Ok(device_of(a.as_u64())),
             Window::PinnedHost => Ok(None),
             _ => Err(Error::new(ErrorKind::InvalidHandle, "address outside the device and pinned windows")),
         };
@@ -1309,9 +1310,9 @@ impl<T: Transport> CopyEngine for Davinci<T> {
     }
 
     fn set_any(&self, dst: DeviceAddr, value: u8, len_bytes: u64) -> Result<()> {
-        let (dev, hostmapped) = match window_of(dst.as_u64()) {
-            Window::Device(d) => (d, 0),
-            Window::PinnedHost => (0, 1),
+        let (dev, hostmapped) = match (window_of(dst.as_u64()), device_of(dst.as_u64())) {
+            (_, Some(d)) => (d, 0),
+            (Window::PinnedHost, None) => (0, 1),
             _ => {
                 return Err(Error::new(
                     ErrorKind::InvalidHandle,

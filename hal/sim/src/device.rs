@@ -1,5 +1,5 @@
-//! One simulated device as this process sees it: its HBM object, its VA window, and the record
-//! of what is backed or mapped where.
+//! One simulated device as this process sees it: its HBM object, its VA window, its slice of
+//! the stream-ordered pool window, and the record of what is backed or mapped where.
 //!
 //! Frames come from the machine's [`Registry`], which every attached process shares (so they
 //! share capacity and bytes); this module decides which of them back which VA of this
@@ -8,6 +8,8 @@
 //! at identity offsets, inaccessible, and backing such a range only makes it accessible (one
 //! `mprotect`), which keeps neighbouring allocations one kernel mapping (a process holds far
 //! fewer mappings than allocations; `vm.max_map_count` is not the limit on live allocations).
+//! The pool slice ([`hal::layout::pool_slice_base`]) has no identity mapping: each backing
+//! there maps its frames of the same HBM object (pool pages are 2 MiB, backed one at a time).
 //! It must not run tasks (that is [`crate::scheduler`]) and must not touch memory bytes itself
 //! (that is [`crate::sys`] through [`crate::dma`]).
 
@@ -79,6 +81,8 @@ struct MemState {
 pub(crate) struct Device {
     hbm: ShmObject,
     window: Window,
+    /// This device's slice of the stream-ordered pool window.
+    pool: Window,
     mem: Mutex<MemState>,
     registry: Arc<Registry>,
     physical: u32,
@@ -128,11 +132,12 @@ fn slice_runs(runs: &[PhysRun], mut offset: u64, mut len: u64) -> Vec<PhysRun> {
 
 impl Device {
     /// Opens physical device `physical` for this process: maps its (shared) HBM object and
-    /// reserves its window at `window_base`.
+    /// reserves its window at `window_base` and its pool-window slice at `pool_base`.
     pub(crate) fn open(
         info: DeviceInfo,
         shm_name: &str,
         window_base: u64,
+        pool_base: u64,
         registry: Arc<Registry>,
         physical: u32,
     ) -> std::io::Result<Self> {
@@ -140,12 +145,14 @@ impl Device {
             registry.bring_up(physical).map_err(|_| std::io::Error::other("device registry failed"))?;
         let hbm = ShmObject::open(shm_name, info.hbm_bytes, first)?;
         let mut window = Window::reserve(window_base, hal::layout::DEVICE_WINDOW_SIZE)?;
+        let pool = Window::reserve(pool_base, hal::layout::POOL_SLICE_SIZE)?;
         let others =
             registry.other_processes().map_err(|_| std::io::Error::other("device registry failed"))?;
         window.map_identity(&hbm, displacement(others, info.hbm_bytes))?;
         Ok(Self {
             hbm,
             window,
+            pool,
             mem: Mutex::new(MemState {
                 backed: BTreeMap::new(),
                 handles: BTreeMap::new(),
@@ -157,8 +164,14 @@ impl Device {
         })
     }
 
-    pub(crate) fn window(&self) -> &Window {
-        &self.window
+    /// The window holding `addr`: the pool slice when it holds it, else the device window
+    /// (where an address outside both finds nothing mapped).
+    pub(crate) fn window_at(&self, addr: u64) -> &Window {
+        if self.pool.contains(addr) {
+            &self.pool
+        } else {
+            &self.window
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, MemState> {
@@ -169,28 +182,30 @@ impl Device {
         self.registry.memory_info(self.physical)
     }
 
-    /// Window offset of `range`, checked to lie in the window and be aligned to `page`.
-    fn offset_of(&self, range: &VaRange, page: PageSize) -> Result<u64> {
+    /// The window of `range` (the device window or the pool slice) and its offset there,
+    /// checked to lie in the window and be aligned to `page`.
+    fn offset_of(&self, range: &VaRange, page: PageSize) -> Result<(&Window, u64)> {
         let start = range.start().as_u64();
-        if !self.window.contains(start) || range.end() > self.window.base() + self.window.len_bytes() {
+        let w = self.window_at(start);
+        if !w.contains(start) || range.end() > w.base() + w.len_bytes() {
             return Err(err(ErrorKind::InvalidArgument, "range outside the device's VA window"));
         }
         if !range.start().is_aligned(page.bytes()) || range.len_bytes() % page.bytes() != 0 {
             return Err(err(ErrorKind::InvalidArgument, "range not aligned to its page size"));
         }
-        Ok(start - self.window.base())
+        Ok((w, start - w.base()))
     }
 
-    /// Maps `runs` one after another from window offset `offset`; all or nothing. Runs that
+    /// Maps `runs` one after another from offset `offset` of `w`; all or nothing. Runs that
     /// are adjacent in the HBM object share one mapping, so an allocation made of one physical
     /// run (or of adjacent ones) costs one `mmap`.
-    fn map_runs(&self, offset: u64, runs: &[PhysRun], writable: bool) -> Result<()> {
-        self.map_runs_of(&self.hbm, offset, runs, writable)
+    fn map_runs(&self, w: &Window, offset: u64, runs: &[PhysRun], writable: bool) -> Result<()> {
+        Self::map_runs_of(w, &self.hbm, offset, runs, writable)
     }
 
     /// [`Self::map_runs`] from the HBM object `hbm` (this device's, or an exporting device's
     /// for an import of its memory).
-    fn map_runs_of(&self, hbm: &ShmObject, offset: u64, runs: &[PhysRun], writable: bool) -> Result<()> {
+    fn map_runs_of(w: &Window, hbm: &ShmObject, offset: u64, runs: &[PhysRun], writable: bool) -> Result<()> {
         let mut at = offset;
         let mut i = 0;
         while i < runs.len() {
@@ -200,10 +215,10 @@ impl Device {
                 len += runs[i].len_bytes;
                 i += 1;
             }
-            if let Err(e) = self.window.map_shared(at, len, hbm, start, writable) {
+            if let Err(e) = w.map_shared(at, len, hbm, start, writable) {
                 // Undo what was mapped so far (whole mappings), then report.
                 if at > offset {
-                    let _ = self.window.unmap(offset, at - offset);
+                    let _ = w.unmap(offset, at - offset);
                 }
                 return Err(match e.kind() {
                     std::io::ErrorKind::AlreadyExists => {
@@ -223,9 +238,10 @@ impl Device {
         Ok(())
     }
 
-    /// Unmaps `[offset, offset + len_bytes)`, mapped by one [`Self::map_runs`].
-    fn unmap_range(&self, offset: u64, len_bytes: u64) -> Result<()> {
-        self.window.unmap(offset, len_bytes).map_err(|e| {
+    /// Unmaps `[addr, addr + len_bytes)`, mapped by one [`Self::map_runs`].
+    fn unmap_range(&self, addr: u64, len_bytes: u64) -> Result<()> {
+        let w = self.window_at(addr);
+        w.unmap(addr - w.base(), len_bytes).map_err(|e| {
             if e.kind() == std::io::ErrorKind::OutOfMemory {
                 err(
                     ErrorKind::OutOfMemory,
@@ -238,16 +254,16 @@ impl Device {
     }
 
     pub(crate) fn back(&self, req: &BackRequest) -> Result<()> {
-        let offset = self.offset_of(&req.range, req.page_size)?;
+        let (w, offset) = self.offset_of(&req.range, req.page_size)?;
         let count = req.range.len_bytes() / req.page_size.bytes();
         let mut st = self.lock();
         if st.backed.contains_key(&req.range.start().as_u64()) {
             return Err(err(ErrorKind::InvalidArgument, "range already backed or mapped"));
         }
-        let prefer = self.window.identity_offset(offset, req.range.len_bytes());
+        let prefer = w.identity_offset(offset, req.range.len_bytes());
         let (id, runs) = self.registry.alloc(self.physical, req.page_size, count, prefer)?;
         let writable = !req.attrs.contains(MemAttr::READONLY);
-        if let Err(e) = self.map_runs(offset, &runs, writable) {
+        if let Err(e) = self.map_runs(w, offset, &runs, writable) {
             // INVARIANT: all or nothing — give the frames back.
             self.registry.release(&[id])?;
             return Err(e);
@@ -266,7 +282,7 @@ impl Device {
             Some(b) if b.len_bytes == range.len_bytes() => {}
             _ => return Err(err(ErrorKind::InvalidHandle, "range was not backed by one back()")),
         }
-        self.unmap_range(start - self.window.base(), range.len_bytes())?;
+        self.unmap_range(start, range.len_bytes())?;
         let b = st.backed.remove(&start).ok_or(err(ErrorKind::Internal, "backing vanished"))?;
         self.registry.release(&[b.id])
     }
@@ -325,7 +341,7 @@ impl Device {
             Some(p) => (p.page_size, p.len_bytes, p.writable),
             None => return Err(err(ErrorKind::InvalidHandle, "unknown physical handle")),
         };
-        let at = self.offset_of(&range, page)?;
+        let (w, at) = self.offset_of(&range, page)?;
         if offset % page.bytes() != 0 || offset.checked_add(range.len_bytes()).is_none_or(|e| e > total) {
             return Err(err(ErrorKind::InvalidArgument, "mapping exceeds the physical allocation"));
         }
@@ -333,7 +349,7 @@ impl Device {
             Some(p) => (slice_runs(&p.runs, offset, range.len_bytes()), p.source.clone()),
             None => return Err(err(ErrorKind::Internal, "handle vanished")),
         };
-        self.map_runs_of(source.as_deref().unwrap_or(&self.hbm), at, &pieces, writable)?;
+        Self::map_runs_of(w, source.as_deref().unwrap_or(&self.hbm), at, &pieces, writable)?;
         if let Some(p) = st.handles.get_mut(&handle.0) {
             p.map_count += 1;
         }
@@ -349,7 +365,7 @@ impl Device {
             Some(m) if m.len_bytes == range.len_bytes() => {}
             _ => return Err(err(ErrorKind::InvalidHandle, "nothing mapped at exactly this range")),
         }
-        self.unmap_range(start - self.window.base(), range.len_bytes())?;
+        self.unmap_range(start, range.len_bytes())?;
         if let Some(m) = st.handle_maps.remove(&start) {
             if let Some(p) = st.handles.get_mut(&m.handle) {
                 p.map_count -= 1;
@@ -475,9 +491,9 @@ impl Device {
         }
     }
 
-    /// Whether `addr` lies in this device's window.
+    /// Whether `addr` lies in this device's window or its pool slice.
     pub(crate) fn owns(&self, addr: DeviceAddr) -> bool {
-        self.window.contains(addr.as_u64())
+        self.window.contains(addr.as_u64()) || self.pool.contains(addr.as_u64())
     }
 }
 

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use hal::layout::{window_of, Window as Region};
+use hal::layout::{device_of, window_of, Window as Region};
 use hal::{DeviceAddr, Error, ErrorKind, Result, TaskDesc, TaskStatus};
 
 use crate::device::Device;
@@ -35,18 +35,22 @@ impl Fabric {
     /// Finds the window that owns `addr`.
     pub(crate) fn resolve(&self, addr: u64) -> Result<Target> {
         match window_of(addr) {
-            Region::Device(i) => self.device(i).map(Target::Device).ok_or(Error::new(
-                ErrorKind::InvalidHandle,
-                "address in the window of a device that is not open",
-            )),
+            Region::Device(_) | Region::Pool => {
+                let i = device_of(addr).unwrap_or(u32::MAX);
+                self.device(i).map(Target::Device).ok_or(Error::new(
+                    ErrorKind::InvalidHandle,
+                    "address in the window of a device that is not open",
+                ))
+            }
             Region::PinnedHost => Ok(Target::Host),
             _ => Err(Error::new(ErrorKind::InvalidHandle, "address is not device or pinned-host memory")),
         }
     }
 
-    fn window<'a>(&'a self, t: &'a Target) -> &'a Window {
+    /// The window of `t` that holds `addr` (a device's own window or its pool slice).
+    fn window<'a>(&'a self, t: &'a Target, addr: u64) -> &'a Window {
         match t {
-            Target::Device(d) => d.window(),
+            Target::Device(d) => d.window_at(addr),
             Target::Host => &self.host,
         }
     }
@@ -54,7 +58,7 @@ impl Fabric {
     /// Copies host bytes to `dst` (device or pinned host).
     pub(crate) fn write(&self, dst: DeviceAddr, src: &[u8]) -> Result<()> {
         let t = self.resolve(dst.as_u64())?;
-        let w = self.window(&t);
+        let w = self.window(&t, dst.as_u64());
         let mut done = 0usize;
         // CAST: SLICE_BYTES fits in usize on every supported host.
         for chunk in src.chunks(SLICE_BYTES as usize) {
@@ -67,7 +71,7 @@ impl Fabric {
     /// Copies from `src` (device or pinned host) into host bytes.
     pub(crate) fn read(&self, dst: &mut [u8], src: DeviceAddr) -> Result<()> {
         let t = self.resolve(src.as_u64())?;
-        let w = self.window(&t);
+        let w = self.window(&t, src.as_u64());
         let mut done = 0usize;
         // CAST: SLICE_BYTES fits in usize on every supported host.
         for chunk in dst.chunks_mut(SLICE_BYTES as usize) {
@@ -81,7 +85,7 @@ impl Fabric {
     /// Copies between two resolved addresses.
     pub(crate) fn copy(&self, dst: DeviceAddr, src: DeviceAddr, len_bytes: u64) -> Result<()> {
         let (td, ts) = (self.resolve(dst.as_u64())?, self.resolve(src.as_u64())?);
-        let (wd, ws) = (self.window(&td), self.window(&ts));
+        let (wd, ws) = (self.window(&td, dst.as_u64()), self.window(&ts, src.as_u64()));
         let overlapping_forward = src.as_u64() < dst.as_u64()
             && src.as_u64().checked_add(len_bytes).is_none_or(|end| end > dst.as_u64());
         if overlapping_forward {
@@ -100,7 +104,7 @@ impl Fabric {
     /// Fills `len_bytes` at `dst` with `value`.
     pub(crate) fn fill(&self, dst: DeviceAddr, value: u8, len_bytes: u64) -> Result<()> {
         let t = self.resolve(dst.as_u64())?;
-        let w = self.window(&t);
+        let w = self.window(&t, dst.as_u64());
         let mut done = 0u64;
         while done < len_bytes {
             let n = (len_bytes - done).min(SLICE_BYTES);

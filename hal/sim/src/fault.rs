@@ -126,7 +126,7 @@ impl Sim {
     /// the device's window; [`ErrorKind::NoDevice`] for a device not open.
     pub fn set_hidden(&self, dev: DeviceId, addr: u64, len_bytes: u64, hidden: bool) -> Result<()> {
         let device = self.fabric.device(dev.0).ok_or(Error::new(ErrorKind::NoDevice, "device not open"))?;
-        let w = device.window();
+        let w = device.window_at(addr);
         if !w.contains(addr) {
             return Err(Error::new(ErrorKind::InvalidArgument, "address outside the device window"));
         }

@@ -41,7 +41,7 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
 
-use hal::layout::{device_window_base, host_window_base, HOST_WINDOW_SIZE};
+use hal::layout::{device_window_base, host_window_base, pool_slice_base, HOST_WINDOW_SIZE};
 use hal::{
     BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, DeviceInfo, Driver, Error, ErrorKind,
     EventId, EventInfo, EventWait, Events, Loader, MemAttr, MemoryBacking, MemoryInfo, PageSize, PhysHandle,
@@ -258,12 +258,13 @@ impl Sim {
         let registry = self.registry()?;
         let name = self.hbm_object_name(physical);
         let base = device_window_base(dev.0);
-        let device = Device::open(self.info_of(), &name, base, registry, physical).map_err(|source| {
-            match source.raw_os_error() {
+        let pool = pool_slice_base(dev.0);
+        let device = Device::open(self.info_of(), &name, base, pool, registry, physical).map_err(
+            |source| match source.raw_os_error() {
                 Some(libc::EEXIST) => SimError::Reserve { what: "device", addr: base, source },
                 _ => SimError::Hbm { name: name.clone(), source },
-            }
-        })?;
+            },
+        )?;
         let scheduler = Scheduler::start(dev.0, Arc::downgrade(&self.fabric))
             .map_err(|source| SimError::Thread { device: dev.0, source })?;
         let slot = Arc::new(Slot { device: Arc::new(device), scheduler });

@@ -3,7 +3,9 @@
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use hal::layout::{device_window_base, host_window_base, pool_window_base, HOST_WINDOW_SIZE};
+use hal::layout::{
+    device_window_base, host_window_base, pool_slice_base, pool_window_base, HOST_WINDOW_SIZE,
+};
 use hal::{
     BackRequest, CopyEngine, DeviceAddr, DeviceControl, DeviceId, DeviceInfo, ErrorKind, MemAttr,
     MemoryBacking, MemoryInfo, PageSize, PhysHandle, PhysicalMemory, PinnedHost, QueueId, Queues, SocProfile,
@@ -290,7 +292,7 @@ fn back_rejects_misaligned_and_foreign_ranges() {
         req(b, 2 * MIB, PageSize::Giant),
         req(window_end - 4 * KIB, 8 * KIB, PageSize::Normal),
         req(window_end, 4 * KIB, PageSize::Normal),
-        req(pool_window_base(), 4 * KIB, PageSize::Normal),
+        req(pool_slice_base(1), 4 * KIB, PageSize::Normal),
         req(host_window_base(), 4 * KIB, PageSize::Normal),
         req(b - 4 * KIB, 4 * KIB, PageSize::Normal),
     ] {
@@ -378,13 +380,41 @@ fn dma_rejects_unbacked_bytes() {
 
 /// Addresses outside the named device's window are InvalidArgument; unknown devices NoDevice.
 #[test]
+fn the_pool_slice_is_backed_and_copied_like_the_device_window() {
+    let fx = start("pool-slice");
+    let sim = &fx.sim;
+    let before = sim.memory_info(D0).unwrap();
+    let p = pool_slice_base(0) + 4 * MIB;
+    assert_eq!(p - pool_window_base(), 4 * MIB, "device 0's slice starts the pool window");
+    sim.back(D0, &req(p, 2 * MIB, PageSize::Huge)).unwrap();
+    assert_eq!(before.free_bytes - sim.memory_info(D0).unwrap().free_bytes, 2 * MIB, "same HBM");
+    let pat: Vec<u8> = (0..2 * MIB).map(|i| (i % 251) as u8).collect();
+    sim.copy_to_device(D0, DeviceAddr(p), &pat).unwrap();
+    assert_eq!(read(sim, D0, p, 2 * MIB), pat);
+    let a = base0();
+    sim.back(D0, &req(a, 2 * MIB, PageSize::Huge)).unwrap();
+    sim.copy_device(D0, DeviceAddr(a), D0, DeviceAddr(p), 2 * MIB).unwrap();
+    assert_eq!(read(sim, D0, a, 2 * MIB), pat);
+    sim.set_device(D0, DeviceAddr(p), 7, 4 * KIB).unwrap();
+    assert_eq!(read(sim, D0, p, 4 * KIB), vec![7u8; 4 * KIB as usize]);
+    // Twice, or past the slice's end: refused.
+    assert_eq!(kind(sim.back(D0, &req(p, 2 * MIB, PageSize::Huge))), ErrorKind::InvalidArgument);
+    let end = pool_slice_base(1);
+    assert_eq!(kind(sim.back(D0, &req(end - 2 * MIB, 4 * MIB, PageSize::Huge))), ErrorKind::InvalidArgument);
+    sim.unback(D0, range(p, 2 * MIB)).unwrap();
+    assert_eq!(kind(sim.copy_from_device(D0, &mut [0u8; 1], DeviceAddr(p))), ErrorKind::InvalidHandle);
+    sim.unback(D0, range(a, 2 * MIB)).unwrap();
+    assert_eq!(sim.memory_info(D0).unwrap(), before);
+}
+
+#[test]
 fn dma_rejects_addresses_outside_the_device_window() {
     let fx = start("dma-window");
     let sim = &fx.sim;
     let a = base0();
     sim.back(D0, &req(a, 64 * KIB, PageSize::Normal)).unwrap();
     let ia = ErrorKind::InvalidArgument;
-    for foreign in [0x1000, device_window_base(1), pool_window_base(), host_window_base(), a - 1] {
+    for foreign in [0x1000, device_window_base(1), pool_slice_base(1), host_window_base(), a - 1] {
         let f = DeviceAddr(foreign);
         assert_eq!(kind(sim.copy_to_device(D0, f, &[1])), ia, "{f:?}");
         assert_eq!(kind(sim.copy_from_device(D0, &mut [0u8; 1], f)), ia, "{f:?}");
@@ -604,7 +634,7 @@ fn physical_memory_is_shared_between_mappings() {
     assert_eq!(kind(sim.map_physical(D0, h, 4 * KIB, range(d, 2 * MIB))), ia);
     assert_eq!(kind(sim.map_physical(D0, h, 0, range(d + 4 * KIB, 2 * MIB))), ia);
     assert_eq!(kind(sim.map_physical(D0, h, 0, range(a + 2 * MIB, 2 * MIB))), ia);
-    assert_eq!(kind(sim.map_physical(D0, h, 0, range(pool_window_base(), 2 * MIB))), ia);
+    assert_eq!(kind(sim.map_physical(D0, h, 0, range(pool_slice_base(1), 2 * MIB))), ia);
     assert_eq!(kind(sim.map_physical(D0, PhysHandle(h.0 + 1000), 0, range(d, 2 * MIB))), ih);
     assert_eq!(kind(sim.copy_from_device(D0, &mut [0u8; 1], DeviceAddr(d))), ih);
     // back() and map_physical() do not overlap, and neither undoes the other.
