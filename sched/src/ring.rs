@@ -359,6 +359,13 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: if cfg!(miri) { 4 } else { 256 },
+            // No failure file: Miri's isolation has no current directory.
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
         /// The ring behaves as a bounded VecDeque of (sequence, descriptor).
         #[test]
         fn matches_a_vecdeque(cap_log in 0u32..4, ops in proptest::collection::vec(op(), 0..200)) {
