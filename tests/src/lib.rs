@@ -53,20 +53,58 @@ pub fn lib_dir() -> &'static Path {
 ///
 /// When the compiler fails.
 pub fn kernel_library(name: &str, tag: &str) -> PathBuf {
-    let out = std::env::temp_dir().join(format!("aclrs-kernels-{}", std::process::id()));
-    std::fs::create_dir_all(&out).expect("create output dir");
-    let so = out.join(format!("lib{name}-{tag}.so"));
+    let so = scratch_dir("kernels").join(format!("lib{name}-{tag}.so"));
+    let partial = partial_path(&so);
     let ws = workspace();
     let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
         .args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-I"])
         .arg(ws.join("acl-shim/include"))
         .arg(ws.join("tests/c/kernels").join(format!("{name}.c")))
         .arg("-o")
-        .arg(&so)
+        .arg(&partial)
         .status()
         .expect("run cc");
     assert!(status.success(), "building the kernel library {name} failed");
-    so
+    publish(&partial, &so)
+}
+
+/// A directory for what the tests build (programs, kernel libraries), `kind` naming its use.
+///
+/// It lies under the target directory (`CARGO_TARGET_DIR`, or the workspace's `target`), so
+/// runs reuse it and `cargo clean` removes it; nothing is left in the system's temporary
+/// directory. Several test processes share it: builders write a file of their own
+/// ([`partial_path`]) and [`publish`] it under its name.
+///
+/// # Panics
+///
+/// When the directory cannot be created.
+pub fn scratch_dir(kind: &str) -> PathBuf {
+    let dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target"))
+        .join("aclrs-scratch")
+        .join(kind);
+    std::fs::create_dir_all(&dir).expect("create the scratch directory");
+    dir
+}
+
+/// A path beside `dest` that no other build, in this process or another, writes.
+pub fn partial_path(dest: &Path) -> PathBuf {
+    static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    dest.with_file_name(format!(".{name}.{}.{n}", std::process::id()))
+}
+
+/// Moves a finished build from `partial` to `dest` in one rename, so that no test ever starts
+/// or loads a file another is still writing; returns `dest`.
+///
+/// # Panics
+///
+/// When the rename fails.
+pub fn publish(partial: &Path, dest: &Path) -> PathBuf {
+    std::fs::rename(partial, dest).expect("move the build into place");
+    dest.to_path_buf()
 }
 
 /// The directory holding the release build of `libascendcl`, built once per process (for
@@ -100,15 +138,14 @@ pub fn release_lib_dir() -> &'static Path {
 pub fn compile_bench_c(name: &str) -> PathBuf {
     let ws = workspace();
     let lib = release_lib_dir();
-    let out_dir = std::env::temp_dir().join(format!("aclrs-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&out_dir).expect("create output dir");
-    let exe = out_dir.join(name);
+    let exe = scratch_dir("bench").join(name);
+    let partial = partial_path(&exe);
     let out = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
         .args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-I"])
         .arg(ws.join("acl-shim/include"))
         .arg(ws.join("tests/c").join(format!("{name}.c")))
         .arg("-o")
-        .arg(&exe)
+        .arg(&partial)
         .arg("-L")
         .arg(lib)
         .arg("-lascendcl")
@@ -116,7 +153,7 @@ pub fn compile_bench_c(name: &str) -> PathBuf {
         .output()
         .expect("run the C compiler");
     assert!(out.status.success(), "compiling {name}.c failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    exe
+    publish(&partial, &exe)
 }
 
 /// How to link a C program.
@@ -148,15 +185,11 @@ pub fn compile_cpp(name: &str) -> PathBuf {
 
 fn compile(name: &str, ext: &str, link: Link) -> PathBuf {
     let ws = workspace();
-    let out_dir = std::env::temp_dir().join(format!("aclrs-ctests-{}", std::process::id()));
-    std::fs::create_dir_all(&out_dir).expect("create output dir");
     let suffix = if link == Link::Static { "-static" } else { "" };
-    let exe = out_dir.join(format!("{name}{suffix}"));
+    let exe = scratch_dir("ctests").join(format!("{name}{suffix}"));
     // Two tests may compile the same program at once: each writes its own file and renames it
     // into place, so no test ever starts an executable another is still writing.
-    static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let partial = out_dir.join(format!(".{name}{suffix}.build{n}"));
+    let partial = partial_path(&exe);
     let lib = lib_dir();
     let (compiler, std) = if ext == "cpp" {
         (std::env::var("CXX").unwrap_or_else(|_| "c++".into()), "-std=c++11")
@@ -191,8 +224,7 @@ fn compile(name: &str, ext: &str, link: Link) -> PathBuf {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    std::fs::rename(&partial, &exe).expect("move the built program into place");
-    exe
+    publish(&partial, &exe)
 }
 
 /// Runs `exe` on a private software NPU named after `instance` (1 GiB of HBM per device, a

@@ -6,14 +6,13 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use aclrs_tests::{kernel_library, lib_dir, run, workspace};
+use aclrs_tests::{kernel_library, lib_dir, partial_path, publish, run, scratch_dir, workspace};
 
 /// Compiles `tests/c/<name>.c` against the shared library with `extra` compiler flags.
 fn compile_with(name: &str, tag: &str, extra: &[&str]) -> PathBuf {
     let ws = workspace();
-    let out_dir = std::env::temp_dir().join(format!("aclrs-ctests-{}", std::process::id()));
-    std::fs::create_dir_all(&out_dir).expect("create output dir");
-    let exe = out_dir.join(format!("{name}-{tag}"));
+    let exe = scratch_dir("ctests").join(format!("{name}-{tag}"));
+    let partial = partial_path(&exe);
     let lib = lib_dir();
     let out = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
         .args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror"])
@@ -22,7 +21,7 @@ fn compile_with(name: &str, tag: &str, extra: &[&str]) -> PathBuf {
         .arg(ws.join("acl-shim/include"))
         .arg(ws.join("tests/c").join(format!("{name}.c")))
         .arg("-o")
-        .arg(&exe)
+        .arg(&partial)
         .arg("-L")
         .arg(lib)
         .arg("-lascendcl")
@@ -35,7 +34,7 @@ fn compile_with(name: &str, tag: &str, extra: &[&str]) -> PathBuf {
         "compiling {name}.c with {extra:?} failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    exe
+    publish(&partial, &exe)
 }
 
 fn text(out: &std::process::Output) -> String {

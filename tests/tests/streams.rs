@@ -3,26 +3,12 @@
 //! object here, as a user of the sim kernel ABI would.
 
 use std::path::PathBuf;
-use std::process::Command;
 
-use aclrs_tests::{compile_c, run_ok, workspace, Link};
+use aclrs_tests::{compile_c, run_ok, Link};
 
 /// Builds `tests/c/kernels/sim_kernels.c` into a shared object with `cc -shared -fPIC`.
 fn kernel_library(tag: &str) -> PathBuf {
-    let out = std::env::temp_dir().join(format!("aclrs-kernels-{}", std::process::id()));
-    std::fs::create_dir_all(&out).expect("create output dir");
-    let so = out.join(format!("libsim_kernels-{tag}.so"));
-    let ws = workspace();
-    let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-        .args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-I"])
-        .arg(ws.join("acl-shim/include"))
-        .arg(ws.join("tests/c/kernels/sim_kernels.c"))
-        .arg("-o")
-        .arg(&so)
-        .status()
-        .expect("run cc");
-    assert!(status.success(), "building the kernel library failed");
-    so
+    aclrs_tests::kernel_library("sim_kernels", tag)
 }
 
 #[test]
