@@ -790,6 +790,7 @@ impl DeviceAllocator {
     ///
     /// [`AllocError::OutOfVa`] or [`AllocError::Backing`]; nothing changes then (apart from
     /// memory kept for reuse being released, as [`Self::trim`] does).
+    #[inline]
     pub fn allocate<B: Backer>(
         &mut self,
         backer: &mut B,
@@ -1174,6 +1175,7 @@ impl DeviceAllocator {
     ///
     /// [`FreeError::NotLive`] when `base` is not a live allocation base;
     /// [`FreeError::Backing`] when the backer refused to unback (a bug below). Nothing changes.
+    #[inline]
     pub fn free<B: Backer>(&mut self, backer: &mut B, base: DeviceAddr) -> Result<Info, FreeError> {
         let addr = base.as_u64();
         let info =
@@ -1341,7 +1343,13 @@ impl DeviceAllocator {
         // CAST: usable <= 64 KiB.
         let addr = rec.chunk.alloc(req.usable_bytes as u32)?;
         if rec.chunk.is_full() {
-            self.list_unlink(k, class, id);
+            // It is the list's head: pop it.
+            let next = rec.next;
+            (rec.listed, rec.prev, rec.next) = (false, NIL, NIL);
+            self.heads[k][class].partial = next;
+            if let Some(n) = self.chunks.get_mut(next as usize).and_then(Option::as_mut) {
+                n.prev = NIL;
+            }
         }
         self.live_objects += 1;
         Self::charge_slab(&mut self.acct, component, req.class, req.usable_bytes);
@@ -1349,7 +1357,7 @@ impl DeviceAllocator {
     }
 
     /// The slab fast path of [`Self::free`]: a live object at `base` whose free neither empties
-    /// nor un-fills its chunk nor lets its top segments go. `None` (nothing changed) otherwise;
+    /// its chunk nor lets its top segments go. `None` (nothing changed) otherwise;
     /// [`Self::free_slab`] handles the rest.
     #[inline]
     fn free_slab_fast(&mut self, base: DeviceAddr) -> Option<Info> {
@@ -1359,14 +1367,17 @@ impl DeviceAllocator {
         }
         let rec = self.chunks.get_mut((e & !SLAB_FLAG) as usize)?.as_mut()?;
         let slot = rec.chunk.slot_of(base.as_u64()).ok()?;
-        let kind = self.kinds[usize::from(rec.kind)];
-        if rec.chunk.is_full()
-            || rec.chunk.used() == 1
-            || (kind.page == PageSize::Normal && Self::free_may_shrink(rec, slot))
-        {
+        let k = usize::from(rec.kind);
+        let kind = self.kinds[k];
+        if rec.chunk.used() == 1 || (kind.page == PageSize::Normal && Self::free_may_shrink(rec, slot)) {
             return None;
         }
+        let was_full = rec.chunk.is_full();
+        let class = usize::from(rec.chunk.class);
         let usable = rec.chunk.free(slot);
+        if was_full {
+            self.list_push(k, class, e & !SLAB_FLAG);
+        }
         self.live_objects -= 1;
         Self::refund_slab(&mut self.acct, kind.component, kind.class, usable);
         Some(Info {

@@ -276,7 +276,7 @@ impl Chunk {
         self.used += 1;
         if word == u64::MAX {
             self.full[w / 64] |= 1 << (w % 64);
-            self.lowest = self.scan_lowest();
+            self.lowest = if self.used == self.capacity { self.capacity } else { self.scan_lowest() };
         } else {
             // CAST: w < 512.
             self.lowest = w as u32 * 64 + word.trailing_ones();
