@@ -5,13 +5,14 @@
 //! [`crate::device`], which gives a chunk back when its last object goes (or keeps it as the
 //! class's one spare chunk, see there).
 //!
-//! Costs: allocation and free are O(1): a chunk hands out never-used slots in address order and
-//! then reuses freed slots from a stack (last freed, first reused); a slot's recorded usable size
-//! (never zero while it is live) says whether it is live, for the checks of a free, and the slot
-//! of an address is found with a multiply by a precomputed reciprocal, not a division. A chunk's
-//! storage is sized once, when it is made, and
-//! [`Chunk::reset`] reuses it for another chunk of the same class, so nothing is allocated on the
-//! heap per object.
+//! Costs: allocation and free are O(1): the class of a size is one table load; a chunk hands out
+//! its lowest free slot, kept up to date so that finding it is a load (after an allocation the
+//! next one is the next clear bit of the same bitmap word, and only a word turning full scans
+//! the eight-word summary); a slot's recorded usable size (never zero while it is live) says
+//! whether it is live, for the checks of a free, and the slot of an address is found with a
+//! multiply by a precomputed reciprocal, not a division. A chunk's storage is sized once, when
+//! it is made, and [`Chunk::reset`] reuses it for another chunk of the same class, so nothing is
+//! allocated on the heap per object.
 
 use alloc::vec;
 use alloc::vec::Vec;
