@@ -790,7 +790,22 @@ impl DeviceAllocator {
     ///
     /// [`AllocError::OutOfVa`] or [`AllocError::Backing`]; nothing changes then (apart from
     /// memory kept for reuse being released, as [`Self::trim`] does).
+    #[inline]
     pub fn allocate<B: Backer>(
+        &mut self,
+        backer: &mut B,
+        req: &Request,
+        component: Component,
+    ) -> Result<DeviceAddr, AllocError> {
+        if let Some(addr) = self.alloc_slab_fast(req, component) {
+            return Ok(addr);
+        }
+        self.allocate_slow(backer, req, component)
+    }
+
+    /// [`Self::allocate`] past the slab fast path.
+    #[inline(never)]
+    fn allocate_slow<B: Backer>(
         &mut self,
         backer: &mut B,
         req: &Request,
@@ -1160,15 +1175,24 @@ impl DeviceAllocator {
     ///
     /// [`FreeError::NotLive`] when `base` is not a live allocation base;
     /// [`FreeError::Backing`] when the backer refused to unback (a bug below). Nothing changes.
+    #[inline]
     pub fn free<B: Backer>(&mut self, backer: &mut B, base: DeviceAddr) -> Result<Info, FreeError> {
         let addr = base.as_u64();
-        let info = match self.locate(addr) {
+        let info =
+            if let Some(info) = self.free_slab_fast(base) { info } else { self.free_slow(backer, base)? };
+        self.recent[self.recent_next] = addr;
+        self.recent_next = (self.recent_next + 1) % RECENT_FREES;
+        Ok(info)
+    }
+
+    /// [`Self::free`] past the slab fast path (without recording the free).
+    #[inline(never)]
+    fn free_slow<B: Backer>(&mut self, backer: &mut B, base: DeviceAddr) -> Result<Info, FreeError> {
+        let info = match self.locate(base.as_u64()) {
             Some(Loc::Chunk(id)) => self.free_slab(backer, id, base)?,
             Some(Loc::Block(id)) => self.free_block(backer, id, base)?,
             None => return Err(FreeError::NotLive(self.not_live(base))),
         };
-        self.recent[self.recent_next] = addr;
-        self.recent_next = (self.recent_next + 1) % RECENT_FREES;
         Ok(info)
     }
 
@@ -1261,6 +1285,111 @@ impl DeviceAllocator {
         Ok(Self::block_info(&b))
     }
 
+    /// Whether freeing `slot` of 4 KiB-page chunk `rec` may let its top segments go: only when
+    /// it empties one of the top two backed segments (after the previous free the chunk was
+    /// shrunk as far as it goes, and allocations only add objects).
+    #[inline]
+    fn free_may_shrink(rec: &ChunkRec, slot: u32) -> bool {
+        // CAST: below SEGMENTS.
+        let top = (rec.backed / SEGMENT_BYTES) as usize;
+        top > 1 && rec.chunk.free_empties_segment_from(slot, top - 2)
+    }
+
+    /// [`Accounting::charge`] inlined for the slab fast path: the component's entry is
+    /// searched in place (it is usually the first), and added when new.
+    #[inline(always)]
+    fn charge_slab(acct: &mut Accounting, c: Component, class: PolicyClass, bytes: u64) {
+        acct.live.add(bytes);
+        match acct.components.iter_mut().find(|(k, _)| *k == c) {
+            Some((_, u)) => u.add(bytes),
+            None => acct.component(c).add(bytes),
+        }
+        if let Some(u) = acct.policies.get_mut(class.index()) {
+            u.add(bytes);
+        }
+    }
+
+    /// [`Accounting::refund`] inlined for the slab fast path (every object's component has an
+    /// entry: entries are never removed).
+    #[inline(always)]
+    fn refund_slab(acct: &mut Accounting, c: Component, class: PolicyClass, bytes: u64) {
+        acct.live.sub(bytes);
+        match acct.components.iter_mut().find(|(k, _)| *k == c) {
+            Some((_, u)) => u.sub(bytes),
+            None => acct.component(c).sub(bytes),
+        }
+        if let Some(u) = acct.policies.get_mut(class.index()) {
+            u.sub(bytes);
+        }
+    }
+
+    /// The slab fast path of [`Self::allocate`]: a chunk of the class with a free slot whose
+    /// bytes are backed already. `None` (nothing changed) when there is none or `req` is not a
+    /// slab request; [`Self::alloc_slab`] handles the rest.
+    #[inline]
+    fn alloc_slab_fast(&mut self, req: &Request, component: Component) -> Option<DeviceAddr> {
+        if req.plan == PagePlan::Giant {
+            return None;
+        }
+        let class = class_of(req.usable_bytes)?;
+        let page = if req.plan == PagePlan::HugeOnly { PageSize::Huge } else { PageSize::Normal };
+        let kind = SlabKind { page, attrs: req.attrs, component, class: req.class };
+        let k = self.kinds.iter().position(|x| *x == kind)?;
+        let id = self.heads[k][class].partial;
+        let rec = self.chunks.get_mut(id as usize)?.as_mut()?;
+        if rec.chunk.next_end()? > rec.backed {
+            return None;
+        }
+        // CAST: usable <= 64 KiB.
+        let addr = rec.chunk.alloc(req.usable_bytes as u32)?;
+        if rec.chunk.is_full() {
+            // It is the list's head: pop it.
+            let next = rec.next;
+            (rec.listed, rec.prev, rec.next) = (false, NIL, NIL);
+            self.heads[k][class].partial = next;
+            if let Some(n) = self.chunks.get_mut(next as usize).and_then(Option::as_mut) {
+                n.prev = NIL;
+            }
+        }
+        self.live_objects += 1;
+        Self::charge_slab(&mut self.acct, component, req.class, req.usable_bytes);
+        Some(DeviceAddr(addr))
+    }
+
+    /// The slab fast path of [`Self::free`]: a live object at `base` whose free neither empties
+    /// its chunk nor lets its top segments go. `None` (nothing changed) otherwise;
+    /// [`Self::free_slab`] handles the rest.
+    #[inline]
+    fn free_slab_fast(&mut self, base: DeviceAddr) -> Option<Info> {
+        let e = *self.slots.get(self.slot_index(base.as_u64())?)?;
+        if e & SLAB_FLAG == 0 {
+            return None;
+        }
+        let rec = self.chunks.get_mut((e & !SLAB_FLAG) as usize)?.as_mut()?;
+        let slot = rec.chunk.slot_of(base.as_u64()).ok()?;
+        let k = usize::from(rec.kind);
+        let kind = self.kinds[k];
+        if rec.chunk.used() == 1 || (kind.page == PageSize::Normal && Self::free_may_shrink(rec, slot)) {
+            return None;
+        }
+        let was_full = rec.chunk.is_full();
+        let class = usize::from(rec.chunk.class);
+        let usable = rec.chunk.free(slot);
+        if was_full {
+            self.list_push(k, class, e & !SLAB_FLAG);
+        }
+        self.live_objects -= 1;
+        Self::refund_slab(&mut self.acct, kind.component, kind.class, usable);
+        Some(Info {
+            base,
+            usable_bytes: usable,
+            page_size: kind.page,
+            attrs: kind.attrs,
+            component: kind.component,
+            is_slab: true,
+        })
+    }
+
     fn free_slab<B: Backer>(&mut self, backer: &mut B, id: u32, base: DeviceAddr) -> Result<Info, FreeError> {
         let Some(rec) = self.chunks.get_mut(id as usize).and_then(Option::as_mut) else {
             return Err(FreeError::NotLive(NotLive::Unknown));
@@ -1274,6 +1403,7 @@ impl DeviceAllocator {
         };
         let k = usize::from(rec.kind);
         let was_full = rec.chunk.is_full();
+        let near_top = Self::free_may_shrink(rec, slot);
         let usable = rec.chunk.free(slot);
         let empty = rec.chunk.is_empty();
         let class = usize::from(rec.chunk.class);
@@ -1291,7 +1421,7 @@ impl DeviceAllocator {
         if was_full {
             self.list_push(k, class, id);
         }
-        if kind.page == PageSize::Normal {
+        if kind.page == PageSize::Normal && near_top {
             self.shrink_chunk(backer, id, true).map_err(FreeError::Backing)?;
         }
         if empty {

@@ -5,13 +5,14 @@
 //! [`crate::device`], which gives a chunk back when its last object goes (or keeps it as the
 //! class's one spare chunk, see there).
 //!
-//! Costs: allocation and free are O(1): a chunk hands out never-used slots in address order and
-//! then reuses freed slots from a stack (last freed, first reused); a slot's recorded usable size
-//! (never zero while it is live) says whether it is live, for the checks of a free, and the slot
-//! of an address is found with a multiply by a precomputed reciprocal, not a division. A chunk's
-//! storage is sized once, when it is made, and
-//! [`Chunk::reset`] reuses it for another chunk of the same class, so nothing is allocated on the
-//! heap per object.
+//! Costs: allocation and free are O(1): the class of a size is one table load; a chunk hands out
+//! its lowest free slot, kept up to date so that finding it is a load (after an allocation the
+//! next one is the next clear bit of the same bitmap word, and only a word turning full scans
+//! the eight-word summary); a slot's recorded usable size (never zero while it is live) says
+//! whether it is live, for the checks of a free, and the slot of an address is found with a
+//! multiply by a precomputed reciprocal, not a division. A chunk's storage is sized once, when
+//! it is made, and [`Chunk::reset`] reuses it for another chunk of the same class, so nothing is
+//! allocated on the heap per object.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -20,6 +21,8 @@ use alloc::vec::Vec;
 pub const CHUNK_BYTES: u64 = 2 << 20;
 /// A chunk backed by 4 KiB pages is backed in segments of this size, as its objects reach them.
 pub const SEGMENT_BYTES: u64 = 64 << 10;
+/// `log2(SEGMENT_BYTES)`.
+const SEGMENT_SHIFT: u32 = SEGMENT_BYTES.trailing_zeros();
 /// Segments in a chunk.
 pub const SEGMENTS: usize = (CHUNK_BYTES / SEGMENT_BYTES) as usize;
 
@@ -41,25 +44,37 @@ pub const CLASS_BYTES: [u32; 44] = [
 /// Number of classes.
 pub const CLASSES: usize = CLASS_BYTES.len();
 
-/// The class serving `bytes`, or `None` when it is too large (or zero).
+/// The class serving `bytes`, or `None` when it is too large (or zero): one load from a table
+/// indexed by `bytes` in 64-byte steps (every class size is a multiple of 64).
+#[inline]
 pub fn class_of(bytes: u64) -> Option<usize> {
     if bytes == 0 || bytes > SLAB_MAX_BYTES {
         return None;
     }
-    // CAST: bytes <= 64 KiB.
-    let b = bytes as u32;
-    let idx = if b <= 1024 {
-        (b - 1) / 64
-    } else if b <= 4096 {
-        16 + (b - 1025) / 256
-    } else {
-        // Four classes per power of two above 4 KiB.
-        let log = 31 - (b - 1).leading_zeros(); // floor(log2(b - 1)), >= 12
-        let step = 1u32 << (log - 2);
-        let base_idx = 28 + (log - 12) * 4;
-        base_idx + ((b - 1) - (1 << log)) / step
-    };
-    Some(idx as usize)
+    // CAST: bytes <= 64 KiB, so the index is at most 1024.
+    Some(usize::from(CLASS_BY_STEP[bytes.div_ceil(64) as usize]))
+}
+
+/// Entry `i` is the class of sizes `(64 · (i − 1), 64 · i]` (entry 0 is never read).
+const CLASS_BY_STEP: [u8; STEPS + 1] = class_table();
+
+/// 64-byte steps up to [`SLAB_MAX_BYTES`].
+const STEPS: usize = (SLAB_MAX_BYTES / 64) as usize;
+
+/// Builds [`CLASS_BY_STEP`]: the smallest class at least as large as each step.
+const fn class_table() -> [u8; STEPS + 1] {
+    let mut t = [0u8; STEPS + 1];
+    let (mut i, mut class) = (1, 0);
+    while i <= STEPS {
+        // CAST: i <= 1024.
+        while (CLASS_BYTES[class] as usize) < i * 64 {
+            class += 1;
+        }
+        // CAST: class < 44.
+        t[i] = class as u8;
+        i += 1;
+    }
+    t
 }
 
 /// Words of the slot bitmap (32768 slots at most).
@@ -87,6 +102,8 @@ pub struct Chunk {
     used: u32,
     capacity: u32,
     object: u32,
+    /// `capacity · object`: the bytes the objects span.
+    span: u32,
     recip: u64,
     lowest: u32,
     full: [u64; MAP_WORDS.div_ceil(64)],
@@ -113,6 +130,7 @@ impl Chunk {
             used: 0,
             capacity,
             object,
+            span: capacity * object,
             recip: (1u64 << RECIP_SHIFT).div_ceil(u64::from(object)),
             lowest: 0,
             full: [0; MAP_WORDS.div_ceil(64)],
@@ -212,14 +230,22 @@ impl Chunk {
         self.lowest_free().map(|slot| u64::from(slot + 1) * self.object_bytes())
     }
 
+    /// Whether freeing the object in `slot` would leave a segment at index `from` or above
+    /// with no live object (the only way a free lets the top of a chunk shrink).
+    #[inline(always)]
+    pub fn free_empties_segment_from(&self, slot: u32, from: usize) -> bool {
+        let (first, last) = self.segments(slot);
+        (last >= from && self.seg_live[last] == 1) || (first >= from && self.seg_live[first] == 1)
+    }
+
     /// The first and last segments the object in `slot` overlaps: the same one or neighbours,
     /// as no object is larger than a segment.
-    #[inline]
+    #[inline(always)]
     fn segments(&self, slot: u32) -> (usize, usize) {
-        let start = u64::from(slot) * self.object_bytes();
-        let end = start + self.object_bytes() - 1;
-        // CAST: below SEGMENTS.
-        ((start / SEGMENT_BYTES) as usize, (end / SEGMENT_BYTES) as usize)
+        let start = slot * self.object;
+        let end = start + self.object - 1;
+        // CAST: below SEGMENTS (a u32 offset inside the chunk, shifted by the segment's log).
+        ((start >> SEGMENT_SHIFT) as usize, (end >> SEGMENT_SHIFT) as usize)
     }
 
     /// Live objects overlapping segment `i`.
@@ -230,35 +256,41 @@ impl Chunk {
 
     /// Takes the lowest free slot for an object of `usable` bytes (at least 1); returns its
     /// address.
-    #[inline]
+    #[inline(always)]
     pub fn alloc(&mut self, usable: u32) -> Option<u64> {
         if usable == 0 {
             return None;
         }
         let slot = self.lowest_free()?;
         let w = (slot / 64) as usize;
-        self.live[w] |= 1 << (slot % 64);
-        if self.live[w] == u64::MAX {
-            self.full[w / 64] |= 1 << (w % 64);
-        }
+        let word = self.live[w] | 1 << (slot % 64);
+        self.live[w] = word;
         self.sizes[slot as usize] = usable;
         let (first, last) = self.segments(slot);
         self.seg_live[first] += 1;
         if last != first {
             self.seg_live[last] += 1;
         }
-        // INVARIANT: one more slot live; the lowest free one is above it.
+        // INVARIANT: one more slot live; the lowest free one is above it. Every slot below
+        // `slot` is live (it was the lowest free one), so while its word has a clear bit the
+        // next free slot is that bit; only a word turning full needs the summary scan.
         self.used += 1;
-        self.lowest = self.scan_lowest();
+        if word == u64::MAX {
+            self.full[w / 64] |= 1 << (w % 64);
+            self.lowest = if self.used == self.capacity { self.capacity } else { self.scan_lowest() };
+        } else {
+            // CAST: w < 512.
+            self.lowest = w as u32 * 64 + word.trailing_ones();
+        }
         Some(self.base + u64::from(slot) * self.object_bytes())
     }
 
     /// The slot holding an object that starts exactly at `addr`, if it is live.
-    #[inline]
+    #[inline(always)]
     pub fn slot_of(&self, addr: u64) -> Result<u32, SlotError> {
         let off = addr.checked_sub(self.base).ok_or(SlotError::Outside)?;
         let object = self.object_bytes();
-        if off >= u64::from(self.capacity) * object {
+        if off >= u64::from(self.span) {
             return Err(SlotError::Outside);
         }
         let slot = self.slot_at(off);
@@ -305,7 +337,7 @@ impl Chunk {
     }
 
     /// Frees the object in `slot` (from [`Self::slot_of`]); returns its usable bytes.
-    #[inline]
+    #[inline(always)]
     pub fn free(&mut self, slot: u32) -> u64 {
         debug_assert!(self.is_live(slot));
         let usable = core::mem::take(&mut self.sizes[slot as usize]);

@@ -1,0 +1,197 @@
+//! Property test of the slab side of `mm::device::DeviceAllocator` (its fast and slow paths)
+//! against a model: random churn of small objects of a few size classes per case (so that
+//! chunks fill several 64 KiB segments) and of every slab kind (4 KiB-page and 2 MiB-page
+//! chunks, two components), frees in random order, double frees, interior
+//! frees, trims, with and without a spare chunk per class.
+//!
+//! After every step: every live object is found with its usable bytes and lies in its chunk's
+//! backed bytes; a 4 KiB-page chunk is backed as a prefix of whole 64 KiB segments that is
+//! shrunk as far as the hysteresis allows (its top segment, or the one below it, holds an
+//! object), a 2 MiB-page chunk is backed whole; the accounting (live bytes in total, per
+//! component and per policy) equals the model, and the bytes backed equal the chunks' backed
+//! bytes plus the spares' (which are 64 KiB or 2 MiB each, and none after a trim) and the
+//! frames in use; a rejected free changes nothing.
+
+use hal::{DeviceAddr, PageSize, SocProfile, VaRange};
+use mm::device::{DeviceAllocator, FrameBacker, FreeError, NotLive, APP};
+use mm::phys::{FrameAllocator, PhysConfig};
+use mm::policy::{request, Api, HUGE_FIRST, HUGE_ONLY, NORMAL_ONLY};
+use mm::slab::{class_of, CHUNK_BYTES, CLASS_BYTES, SEGMENT_BYTES};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+const MIB: u64 = 1 << 20;
+const BASE: u64 = 16 << 40;
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// One of the case's sizes (a few per case, so that chunks fill several segments).
+    Alloc {
+        size: usize,
+        policy: u32,
+        component: u16,
+    },
+    Free(usize),
+    FreeTwice(usize),
+    FreeInterior(usize),
+    Trim,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let policy = prop_oneof![6 => Just(HUGE_FIRST), 1 => Just(NORMAL_ONLY), 1 => Just(HUGE_ONLY)];
+    prop_oneof![
+        8 => (any::<usize>(), policy, prop_oneof![4 => Just(APP), 1 => Just(7u16)])
+            .prop_map(|(size, policy, component)| Op::Alloc { size, policy, component }),
+        6 => any::<usize>().prop_map(Op::Free),
+        1 => any::<usize>().prop_map(Op::FreeTwice),
+        1 => any::<usize>().prop_map(Op::FreeInterior),
+        1 => Just(Op::Trim),
+    ]
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Live {
+    usable: u64,
+    component: u16,
+    policy: usize,
+}
+
+fn object_bytes(usable: u64) -> u64 {
+    u64::from(CLASS_BYTES[class_of(usable).expect("a slab size")])
+}
+
+fn check(a: &DeviceAllocator, b: &FrameBacker, model: &BTreeMap<u64, Live>, freed: &[u64]) {
+    for (&base, l) in model {
+        let info = a.find_slab(DeviceAddr(base)).expect("a live object is found");
+        assert_eq!((info.base, info.usable_bytes, info.component), (DeviceAddr(base), l.usable, l.component));
+        assert_eq!(a.get(DeviceAddr(base)), Ok(info));
+    }
+    for &f in freed {
+        // A freed address not inside a live object (another class may reuse its chunk).
+        if model.range(..=f).next_back().is_none_or(|(&s, l)| f >= s + object_bytes(l.usable)) {
+            assert_eq!(a.find_slab(DeviceAddr(f)), None, "freed {f:#x} is no object");
+        }
+    }
+    let mut chunks_backed = 0;
+    for s in a.segments().iter().filter(|s| s.is_slab) {
+        assert!(!s.blocks.is_empty(), "a chunk with no object is a spare, not a segment");
+        chunks_backed += s.backed_bytes;
+        let base = s.base.as_u64();
+        let reach = |(b, u): &(u64, u64)| b - base + object_bytes(*u);
+        let top = s.blocks.iter().map(reach).max().unwrap_or(0);
+        assert!(top <= s.backed_bytes, "every object lies in backed bytes");
+        if s.page_size == PageSize::Huge {
+            assert_eq!(s.backed_bytes, CHUNK_BYTES);
+            continue;
+        }
+        assert!(s.backed_bytes % SEGMENT_BYTES == 0 && s.backed_bytes >= SEGMENT_BYTES);
+        // Shrunk as far as it goes: one empty segment at most above the highest used one.
+        let used_segments = top.div_ceil(SEGMENT_BYTES).max(1);
+        assert!(
+            s.backed_bytes / SEGMENT_BYTES <= used_segments + 1,
+            "chunk {base:#x}: {} bytes backed for objects up to {top}",
+            s.backed_bytes
+        );
+    }
+    let acct = a.accounting();
+    assert_eq!(acct.live.current, model.values().map(|l| l.usable).sum::<u64>());
+    for (c, u) in &acct.components {
+        assert_eq!(u.current, model.values().filter(|l| l.component == *c).map(|l| l.usable).sum::<u64>());
+    }
+    for (p, u) in acct.policies.iter().enumerate() {
+        assert_eq!(u.current, model.values().filter(|l| l.policy == p).map(|l| l.usable).sum::<u64>());
+    }
+    let spares = acct.backed.current - chunks_backed;
+    assert!(
+        spares <= a.spare_chunks() as u64 * CHUNK_BYTES && spares >= a.spare_chunks() as u64 * SEGMENT_BYTES
+    );
+    let info = b.frames.info();
+    assert_eq!(acct.backed.current, info.total_bytes - info.free_bytes, "backed bytes are exact");
+    assert_eq!(a.live_count(), model.len());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 2 } else { 48 },
+        failure_persistence: None,
+        .. ProptestConfig::default()
+    })]
+
+    #[test]
+    fn slab_churn_matches_the_model(
+        sizes in prop::collection::vec(
+            prop_oneof![2 => 1u64..=1024, 2 => 1025u64..=4096, 3 => 4097u64..=(64 << 10)],
+            1..4,
+        ),
+        ops in prop::collection::vec(op(), 1..if cfg!(miri) { 60 } else { 600 }),
+        keep_spare in any::<bool>(),
+    ) {
+        let window = VaRange::try_new(DeviceAddr(BASE), 64 << 30).unwrap();
+        let frames = FrameAllocator::new(PhysConfig {
+            total_bytes: 512 * MIB,
+            huge_budget_bytes: 256 * MIB,
+            giant_budget_bytes: 0,
+        })
+        .unwrap();
+        let mut b = FrameBacker::new(frames);
+        let mut a = DeviceAllocator::new(window);
+        a.set_keep_spare(keep_spare);
+        let mut model: BTreeMap<u64, Live> = BTreeMap::new();
+        let mut freed: Vec<u64> = Vec::new();
+        for op in ops {
+            match op {
+                Op::Alloc { size, policy, component } => {
+                    let size = sizes[size % sizes.len()];
+                    let req = request(Api::Align32, SocProfile::A2, size, policy).unwrap();
+                    prop_assert!(DeviceAllocator::is_slab_request(&req));
+                    let p = a.allocate(&mut b, &req, component).unwrap().as_u64();
+                    prop_assert_eq!(p % 64, 0);
+                    let prev = model.insert(p, Live { usable: req.usable_bytes, component, policy: req.class.index() });
+                    prop_assert!(prev.is_none(), "{:#x} handed out twice", p);
+                    // Objects never overlap.
+                    let end = p + req.usable_bytes;
+                    prop_assert!(model.range(..p).next_back().is_none_or(|(&s, l)| s + l.usable <= p));
+                    prop_assert!(model.range(p + 1..).next().is_none_or(|(&s, _)| s >= end));
+                }
+                Op::Free(i) => {
+                    let Some(&base) = model.keys().nth(i % model.len().max(1)) else { continue };
+                    let info = a.free(&mut b, DeviceAddr(base)).unwrap();
+                    let l = model.remove(&base).unwrap();
+                    prop_assert_eq!((info.usable_bytes, info.component, info.is_slab), (l.usable, l.component, true));
+                    freed.push(base);
+                }
+                Op::FreeTwice(i) => {
+                    let Some(&addr) = freed.get(i % freed.len().max(1)) else { continue };
+                    if model.contains_key(&addr) { continue; }
+                    let before = (a.accounting().clone(), b.frames.info(), a.live_count());
+                    prop_assert!(a.free(&mut b, DeviceAddr(addr)).is_err());
+                    prop_assert_eq!(&before.0, a.accounting());
+                    prop_assert_eq!((before.1, before.2), (b.frames.info(), a.live_count()));
+                }
+                Op::FreeInterior(i) => {
+                    let Some((&base, l)) = model.iter().nth(i % model.len().max(1)) else { continue };
+                    if l.usable < 2 { continue; }
+                    let before = (a.accounting().clone(), b.frames.info(), a.live_count());
+                    let r = a.free(&mut b, DeviceAddr(base + l.usable / 2));
+                    prop_assert_eq!(r, Err(FreeError::NotLive(NotLive::Interior { base: DeviceAddr(base) })));
+                    prop_assert_eq!(&before.0, a.accounting());
+                    prop_assert_eq!((before.1, before.2), (b.frames.info(), a.live_count()));
+                }
+                Op::Trim => {
+                    a.trim(&mut b);
+                    prop_assert_eq!(a.spare_chunks(), 0);
+                }
+            }
+            check(&a, &b, &model, &freed);
+        }
+        if !keep_spare {
+            prop_assert_eq!(a.spare_chunks(), 0);
+        }
+        for base in core::mem::take(&mut model).into_keys() {
+            a.free(&mut b, DeviceAddr(base)).unwrap();
+        }
+        a.trim(&mut b);
+        prop_assert_eq!(a.accounting().backed.current, 0);
+        prop_assert_eq!(a.accounting().live.current, 0);
+    }
+}
