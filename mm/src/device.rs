@@ -162,8 +162,12 @@ const INLINE_RUNS: usize = 4;
 const NO_SPILL: u32 = u32::MAX;
 
 /// Ranges a fresh [`FrameBacker`] (and blocks a fresh [`DeviceAllocator`]) hold before their
-/// tables first grow: a fresh allocator's first few hundred allocations then move no table.
-const PRESIZED_RANGES: usize = 512;
+/// tables first grow (about 200 KiB each): the first two thousand live allocations of a fresh
+/// allocator move no table.
+const PRESIZED_RANGES: usize = 2048;
+/// Ranges of the exact-address index of a fresh [`FrameBacker`] (only ranges backed without a
+/// token: slab chunks and segments, pool pages).
+const PRESIZED_INDEX: usize = 512;
 
 /// What one backed range holds.
 #[derive(Clone, Copy, Debug)]
@@ -213,7 +217,7 @@ impl FrameBacker {
         frames.set_quick_reuse(true);
         Self {
             frames,
-            ranges: AddrMap::with_capacity(PRESIZED_RANGES),
+            ranges: AddrMap::with_capacity(PRESIZED_INDEX),
             recs: Vec::with_capacity(PRESIZED_RANGES),
             free_recs: Vec::with_capacity(PRESIZED_RANGES),
             spill: Vec::new(),
@@ -653,7 +657,8 @@ impl DeviceAllocator {
         // CAST: a window of at most 2 TiB has at most 2^20 chunk slots.
         let nslots = (window.len_bytes() / CHUNK_BYTES) as usize;
         Self {
-            va: VaAllocator::new(window),
+            // Each live block and the free gap beside it.
+            va: VaAllocator::with_capacity(window, 2 * PRESIZED_RANGES),
             window,
             blocks: Vec::with_capacity(PRESIZED_RANGES),
             free_block_ids: Vec::with_capacity(PRESIZED_RANGES),

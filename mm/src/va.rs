@@ -123,10 +123,16 @@ impl Eq for VaAllocator {}
 impl VaAllocator {
     /// Creates an allocator with all of `window` free.
     pub fn new(window: VaRange) -> Self {
+        Self::with_capacity(window, PRESIZED_NODES)
+    }
+
+    /// Creates an allocator with all of `window` free whose node storage holds `nodes` ranges
+    /// (free and allocated) before it first grows.
+    pub fn with_capacity(window: VaRange, nodes: usize) -> Self {
         let mut this = Self {
             window,
-            nodes: Vec::with_capacity(PRESIZED_NODES),
-            spare: Vec::with_capacity(PRESIZED_NODES),
+            nodes: Vec::with_capacity(nodes.max(1)),
+            spare: Vec::with_capacity(nodes),
             heads: vec![NIL; FL_COUNT * SL_COUNT],
             fl_bitmap: 0,
             sl_bitmap: [0; FL_COUNT],
