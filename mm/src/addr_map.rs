@@ -45,6 +45,18 @@ impl<V: Copy> AddrMap<V> {
         }
     }
 
+    /// An empty map that holds `entries` keys before it first grows (its table at most half
+    /// full then).
+    pub(crate) fn with_capacity(entries: usize) -> Self {
+        let slots = entries.saturating_mul(2).next_power_of_two().max(INITIAL_SLOTS);
+        Self {
+            keys: vec![EMPTY; slots],
+            values: vec![None; slots],
+            len: 0,
+            shift: 64 - slots.trailing_zeros(),
+        }
+    }
+
     /// Number of entries.
     pub(crate) fn len(&self) -> usize {
         self.len

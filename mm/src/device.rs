@@ -99,7 +99,38 @@ pub trait Backer {
     /// Gives back memory the backer keeps cached for reuse (none by default); called by
     /// [`DeviceAllocator::trim`].
     fn trim(&mut self) {}
+
+    /// Backs `range` like [`Self::back`] and returns a token that [`Self::unback_token`] takes
+    /// back with it, so that the backer can find its record of the range without a lookup by
+    /// address. The caller keeps the token with its own record of the range (the device
+    /// allocator keeps it in the block) and guarantees that `range` overlaps no range backed
+    /// before (the device allocator backs only VA it has just allocated).
+    ///
+    /// By default this is [`Self::back`] and the token is [`NO_TOKEN`].
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Self::back`].
+    #[inline]
+    fn back_token(&mut self, range: VaRange, page: PageSize, attrs: MemAttr) -> Result<u32, hal::Error> {
+        self.back(range, page, attrs).map(|()| NO_TOKEN)
+    }
+
+    /// Releases exactly a range that [`Self::back_token`] backed and returned `token` for.
+    /// By default this is [`Self::unback`].
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Self::unback`].
+    #[inline]
+    fn unback_token(&mut self, range: VaRange, token: u32) -> Result<(), hal::Error> {
+        let _ = token;
+        self.unback(range)
+    }
 }
+
+/// The token of a range backed without one (see [`Backer::back_token`]).
+pub const NO_TOKEN: u32 = u32::MAX;
 
 impl<B: Backer + ?Sized> Backer for &mut B {
     fn back(&mut self, range: VaRange, page: PageSize, attrs: MemAttr) -> Result<(), hal::Error> {
@@ -113,6 +144,16 @@ impl<B: Backer + ?Sized> Backer for &mut B {
     fn trim(&mut self) {
         (**self).trim();
     }
+
+    #[inline]
+    fn back_token(&mut self, range: VaRange, page: PageSize, attrs: MemAttr) -> Result<u32, hal::Error> {
+        (**self).back_token(range, page, attrs)
+    }
+
+    #[inline]
+    fn unback_token(&mut self, range: VaRange, token: u32) -> Result<(), hal::Error> {
+        (**self).unback_token(range, token)
+    }
 }
 
 /// Runs a [`FrameBacker`] keeps inline per range; more (fragmented frames) go to a side table.
@@ -120,10 +161,23 @@ const INLINE_RUNS: usize = 4;
 /// No side-table entry.
 const NO_SPILL: u32 = u32::MAX;
 
+/// Ranges a fresh [`FrameBacker`] (and blocks a fresh [`DeviceAllocator`]) hold before their
+/// tables first grow (about 200 KiB each): the first two thousand live allocations of a fresh
+/// allocator move no table.
+const PRESIZED_RANGES: usize = 2048;
+/// Ranges of the exact-address index of a fresh [`FrameBacker`] (only ranges backed without a
+/// token: slab chunks and segments, pool pages).
+const PRESIZED_INDEX: usize = 512;
+
 /// What one backed range holds.
 #[derive(Clone, Copy, Debug)]
 struct Backed {
+    /// The range's start.
+    start: u64,
+    /// Its length; 0 for a record not in use.
     len: u64,
+    /// Whether `ranges` indexes it (backed by [`Backer::back`], not by a token).
+    indexed: bool,
     page: PageSize,
     n: u8,
     runs: [PhysRun; INLINE_RUNS],
@@ -134,7 +188,10 @@ struct Backed {
 /// the bookkeeping, for firmware, tests and benchmarks.
 ///
 /// Each backed range is found by its start in O(1) expected time (a hash index from start to
-/// the range's record, in a table of records whose freed entries are reused); its physical runs
+/// the range's record, in a table of records whose freed entries are reused), or, when it was
+/// backed by [`Backer::back_token`], by its token (the record's index: no hash at all; an
+/// [`Backer::unback`] of such a range without its token finds it by a walk of the records, a
+/// cold path for tests and [`DeviceAllocator::detach`]); its physical runs
 /// are kept inline in the record (up to four, which covers every range whose frames are not
 /// fragmented), so backing and unbacking allocate nothing on the heap in steady state, and the
 /// index moves only small entries when it closes a gap.
@@ -148,6 +205,8 @@ pub struct FrameBacker {
     free_recs: Vec<u32>,
     spill: Vec<Vec<PhysRun>>,
     spill_free: Vec<u32>,
+    /// Ranges backed by token (not in `ranges`).
+    tokened: usize,
 }
 
 impl FrameBacker {
@@ -158,29 +217,31 @@ impl FrameBacker {
         frames.set_quick_reuse(true);
         Self {
             frames,
-            ranges: AddrMap::new(),
-            recs: Vec::new(),
-            free_recs: Vec::new(),
+            ranges: AddrMap::with_capacity(PRESIZED_INDEX),
+            recs: Vec::with_capacity(PRESIZED_RANGES),
+            free_recs: Vec::with_capacity(PRESIZED_RANGES),
             spill: Vec::new(),
             spill_free: Vec::new(),
+            tokened: 0,
         }
     }
 
     /// Number of ranges backed.
     pub fn backed_ranges(&self) -> usize {
-        self.ranges.len()
+        self.ranges.len() + self.tokened
     }
-}
 
-impl Backer for FrameBacker {
-    fn back(&mut self, range: VaRange, page: PageSize, _attrs: MemAttr) -> Result<(), hal::Error> {
+    /// Takes frames for `range` into a fresh record; its index.
+    #[inline]
+    fn take_frames(&mut self, range: VaRange, page: PageSize, indexed: bool) -> Result<u32, hal::Error> {
         if !range.start().is_aligned(page.bytes()) || range.len_bytes() % page.bytes() != 0 {
             return Err(hal::Error::new(ErrorKind::InvalidArgument, "range not aligned to its page size"));
         }
-        let start = range.start().as_u64();
         let count = range.len_bytes() / page.bytes();
         let fresh = Backed {
+            start: range.start().as_u64(),
             len: range.len_bytes(),
+            indexed,
             page,
             n: 0,
             runs: [PhysRun::default(); INLINE_RUNS],
@@ -196,27 +257,48 @@ impl Backer for FrameBacker {
             Err(Error::InvalidArgument) => match self.frames.alloc_pages(page, count) {
                 Ok(runs) => rec.spill = put_slot(&mut self.spill, &mut self.spill_free, runs),
                 Err(e) => {
+                    self.recs[i as usize].len = 0;
                     self.free_recs.push(i);
                     return Err(e.into());
                 }
             },
             Err(e) => {
+                rec.len = 0;
                 self.free_recs.push(i);
                 return Err(e.into());
             }
         }
-        if !self.ranges.insert_new(start, i) {
+        Ok(i)
+    }
+
+    /// Gives back the frames of record `i` and the record (all or nothing).
+    #[inline]
+    fn drop_frames(&mut self, i: u32) -> Result<(), hal::Error> {
+        let rec = &self.recs[i as usize];
+        if rec.spill == NO_SPILL {
+            self.frames.free_pages(rec.page, &rec.runs[..usize::from(rec.n)])?;
+        } else {
+            let k = rec.spill;
+            let page = rec.page;
+            let runs = core::mem::take(&mut self.spill[k as usize]);
+            if let Err(e) = self.frames.free_pages(page, &runs) {
+                self.spill[k as usize] = runs;
+                return Err(e.into());
+            }
+            self.spill_free.push(k);
+        }
+        self.recs[i as usize].len = 0;
+        self.free_recs.push(i);
+        Ok(())
+    }
+}
+
+impl Backer for FrameBacker {
+    fn back(&mut self, range: VaRange, page: PageSize, _attrs: MemAttr) -> Result<(), hal::Error> {
+        let i = self.take_frames(range, page, true)?;
+        if !self.ranges.insert_new(range.start().as_u64(), i) {
             // Backed twice: give the frames back (the allocator returns to its exact state).
-            let rec = self.recs[i as usize];
-            let _ = match rec.spill {
-                NO_SPILL => self.frames.free_pages(page, &rec.runs[..usize::from(rec.n)]),
-                k => {
-                    let runs = core::mem::take(&mut self.spill[k as usize]);
-                    self.spill_free.push(k);
-                    self.frames.free_pages(page, &runs)
-                }
-            };
-            self.free_recs.push(i);
+            let _ = self.drop_frames(i);
             return Err(hal::Error::new(ErrorKind::InvalidArgument, "range already backed"));
         }
         Ok(())
@@ -224,27 +306,45 @@ impl Backer for FrameBacker {
 
     fn unback(&mut self, range: VaRange) -> Result<(), hal::Error> {
         let start = range.start().as_u64();
+        let not_backed = || hal::Error::new(ErrorKind::InvalidHandle, "range was not backed");
         // One probe: the slot found here is the one removed below.
         let Some((at, i)) = self.ranges.find_slot(start) else {
-            return Err(hal::Error::new(ErrorKind::InvalidHandle, "range was not backed"));
+            // A range backed by token, unbacked without it: look through the records.
+            let found = self.recs.iter().position(|r| !r.indexed && r.len != 0 && r.start == start);
+            // CAST: record indices fit in u32 (put_slot hands them out as u32).
+            return match found {
+                Some(i) => self.unback_token(range, i as u32),
+                None => Err(not_backed()),
+            };
         };
-        let rec = &self.recs[i as usize];
-        if rec.len != range.len_bytes() {
-            return Err(hal::Error::new(ErrorKind::InvalidHandle, "range was not backed"));
+        if self.recs[i as usize].len != range.len_bytes() {
+            return Err(not_backed());
         }
-        if rec.spill == NO_SPILL {
-            self.frames.free_pages(rec.page, &rec.runs[..usize::from(rec.n)])?;
-        } else {
-            let k = rec.spill;
-            let runs = core::mem::take(&mut self.spill[k as usize]);
-            if let Err(e) = self.frames.free_pages(rec.page, &runs) {
-                self.spill[k as usize] = runs;
-                return Err(e.into());
-            }
-            self.spill_free.push(k);
-        }
+        self.drop_frames(i)?;
         self.ranges.remove_at(at);
-        self.free_recs.push(i);
+        Ok(())
+    }
+
+    #[inline]
+    fn back_token(&mut self, range: VaRange, page: PageSize, _attrs: MemAttr) -> Result<u32, hal::Error> {
+        let i = self.take_frames(range, page, false)?;
+        self.tokened += 1;
+        Ok(i)
+    }
+
+    #[inline]
+    fn unback_token(&mut self, range: VaRange, token: u32) -> Result<(), hal::Error> {
+        match self.recs.get(token as usize) {
+            Some(r) if !r.indexed && r.len != 0 && r.start == range.start().as_u64() => {
+                if r.len != range.len_bytes() {
+                    return Err(hal::Error::new(ErrorKind::InvalidHandle, "range was not backed"));
+                }
+            }
+            // Not a token of this backer: the range may have been backed without one.
+            _ => return self.unback(range),
+        }
+        self.drop_frames(token)?;
+        self.tokened -= 1;
         Ok(())
     }
 
@@ -333,6 +433,8 @@ struct Pieces {
     va: VaRange,
     first: (VaRange, PageSize),
     tail: Option<VaRange>,
+    /// The backer's tokens of `first` and `tail` ([`Backer::back_token`]).
+    tokens: [u32; 2],
 }
 
 impl Pieces {
@@ -555,10 +657,11 @@ impl DeviceAllocator {
         // CAST: a window of at most 2 TiB has at most 2^20 chunk slots.
         let nslots = (window.len_bytes() / CHUNK_BYTES) as usize;
         Self {
-            va: VaAllocator::new(window),
+            // Each live block and the free gap beside it.
+            va: VaAllocator::with_capacity(window, 2 * PRESIZED_RANGES),
             window,
-            blocks: Vec::new(),
-            free_block_ids: Vec::new(),
+            blocks: Vec::with_capacity(PRESIZED_RANGES),
+            free_block_ids: Vec::with_capacity(PRESIZED_RANGES),
             fine: Vec::new(),
             free_fine: Vec::new(),
             chunks: Vec::new(),
@@ -1003,53 +1106,55 @@ impl DeviceAllocator {
                 let tail_len = normal_len - whole;
                 let huge = if whole > 0 {
                     let r = mk(0, whole).map_err(bad)?;
-                    backer.back(r, PageSize::Huge, req.attrs).map(|()| Some(r))
+                    backer.back_token(r, PageSize::Huge, req.attrs).map(|t| Some((r, t)))
                 } else {
                     Ok(None)
                 };
+                let normal = |backer: &mut B| -> Result<Pieces, hal::Error> {
+                    let r = mk(0, normal_len)
+                        .map_err(|_| hal::Error::new(ErrorKind::InvalidArgument, "size overflows"))?;
+                    backer.back_token(r, PageSize::Normal, req.attrs).map(|t| Pieces {
+                        va,
+                        first: (r, PageSize::Normal),
+                        tail: None,
+                        tokens: [t, NO_TOKEN],
+                    })
+                };
                 match huge {
-                    Ok(Some(r)) => {
+                    Ok(Some((r, rt))) => {
                         if tail_len == 0 {
-                            Ok(Pieces { va, first: (r, PageSize::Huge), tail: None })
+                            Ok(Pieces { va, first: (r, PageSize::Huge), tail: None, tokens: [rt, NO_TOKEN] })
                         } else {
                             let t = mk(whole, tail_len).map_err(bad)?;
-                            match backer.back(t, PageSize::Normal, req.attrs) {
-                                Ok(()) => Ok(Pieces { va, first: (r, PageSize::Huge), tail: Some(t) }),
+                            match backer.back_token(t, PageSize::Normal, req.attrs) {
+                                Ok(tt) => Ok(Pieces {
+                                    va,
+                                    first: (r, PageSize::Huge),
+                                    tail: Some(t),
+                                    tokens: [rt, tt],
+                                }),
                                 Err(e) => {
-                                    let _ = backer.unback(r);
+                                    let _ = backer.unback_token(r, rt);
                                     Err(e)
                                 }
                             }
                         }
                     }
                     // No whole 2 MiB (a request between 64 KiB and 2 MiB): 4 KiB pages.
-                    Ok(None) => {
-                        let r = mk(0, normal_len).map_err(bad)?;
-                        backer.back(r, PageSize::Normal, req.attrs).map(|()| Pieces {
-                            va,
-                            first: (r, PageSize::Normal),
-                            tail: None,
-                        })
-                    }
+                    Ok(None) => normal(backer),
                     // Out of 2 MiB pages: fall back to 4 KiB pages for everything.
-                    Err(e) if e.kind() == ErrorKind::OutOfMemory => {
-                        let r = mk(0, normal_len).map_err(bad)?;
-                        backer.back(r, PageSize::Normal, req.attrs).map(|()| Pieces {
-                            va,
-                            first: (r, PageSize::Normal),
-                            tail: None,
-                        })
-                    }
+                    Err(e) if e.kind() == ErrorKind::OutOfMemory => normal(backer),
                     Err(e) => Err(e),
                 }
             }
             _ => {
                 let len = first_page.round_up(req.usable_bytes).ok_or(AllocError::OutOfVa)?;
                 let r = mk(0, len).map_err(bad)?;
-                backer.back(r, first_page, req.attrs).map(|()| Pieces {
+                backer.back_token(r, first_page, req.attrs).map(|t| Pieces {
                     va,
                     first: (r, first_page),
                     tail: None,
+                    tokens: [t, NO_TOKEN],
                 })
             }
         };
@@ -1265,13 +1370,18 @@ impl DeviceAllocator {
                 self.not_live(base)
             }));
         }
+        let [first_token, tail_token] = b.pieces.tokens;
         if let Some(t) = b.pieces.tail {
-            backer.unback(t).map_err(FreeError::Backing)?;
+            backer.unback_token(t, tail_token).map_err(FreeError::Backing)?;
         }
-        if let Err(e) = backer.unback(b.pieces.first.0) {
+        if let Err(e) = backer.unback_token(b.pieces.first.0, first_token) {
             // Put the tail back so that nothing changed.
             if let Some(t) = b.pieces.tail {
-                let _ = backer.back(t, PageSize::Normal, b.attrs);
+                if let (Ok(tt), Some(rec)) =
+                    (backer.back_token(t, PageSize::Normal, b.attrs), self.blocks[id as usize].as_mut())
+                {
+                    rec.pieces.tokens[1] = tt;
+                }
             }
             return Err(FreeError::Backing(e));
         }
@@ -1670,7 +1780,8 @@ pub struct Detached {
 }
 
 impl Detached {
-    /// The ranges to unback, in order (each exactly as one [`Backer::back`] backed it).
+    /// The ranges to unback, in order (each exactly as one backing call backed it; unback them
+    /// with [`Backer::unback`]: a [`FrameBacker`] finds a range backed by token without it).
     pub fn backed_ranges(&self) -> impl Iterator<Item = VaRange> + '_ {
         self.ranges.iter().flatten().copied()
     }
@@ -1754,6 +1865,53 @@ mod tests {
 
     fn req(size: u64, policy: u32) -> Request {
         request(Api::Malloc, SocProfile::A2, size, policy).unwrap()
+    }
+
+    #[test]
+    fn frame_backer_tokens_find_their_record_and_fall_back_to_the_index() {
+        let (_, mut b) = setup(64 * MIB, 32 * MIB, 0);
+        let attrs = MemAttr::empty();
+        let r = |off: u64, len: u64| VaRange::try_new(DeviceAddr(BASE + off), len).unwrap();
+        let used = |b: &FrameBacker| b.frames.info().total_bytes - b.frames.info().free_bytes;
+        let t1 = b.back_token(r(0, 4 * MIB), PageSize::Huge, attrs).unwrap();
+        let t2 = b.back_token(r(4 * MIB, 64 << 10), PageSize::Normal, attrs).unwrap();
+        b.back(r(8 * MIB, 2 * MIB), PageSize::Huge, attrs).unwrap();
+        assert_ne!(t1, NO_TOKEN);
+        assert_eq!((b.backed_ranges(), used(&b)), (3, 6 * MIB + (64 << 10)));
+        // A wrong length is refused whatever the path; nothing changes.
+        let kind = |e: hal::Error| e.kind();
+        assert_eq!(b.unback_token(r(0, 2 * MIB), t1).map_err(kind), Err(ErrorKind::InvalidHandle));
+        assert_eq!(b.unback(r(0, 2 * MIB)).map_err(kind), Err(ErrorKind::InvalidHandle));
+        assert_eq!(b.backed_ranges(), 3);
+        // A token-backed range unbacked without its token is found by the walk of the records.
+        b.unback(r(4 * MIB, 64 << 10)).unwrap();
+        assert_eq!(b.unback_token(r(4 * MIB, 64 << 10), t2).map_err(kind), Err(ErrorKind::InvalidHandle));
+        // An indexed range unbacked with a token that is not its own falls back to the index.
+        b.unback_token(r(8 * MIB, 2 * MIB), t1).unwrap();
+        assert_eq!(b.backed_ranges(), 1);
+        b.unback_token(r(0, 4 * MIB), t1).unwrap();
+        assert_eq!((b.backed_ranges(), used(&b)), (0, 0));
+        // The default methods of a backer without tokens are its back and unback.
+        struct Plain(Vec<VaRange>);
+        impl Backer for Plain {
+            fn back(&mut self, range: VaRange, _: PageSize, _: MemAttr) -> Result<(), hal::Error> {
+                self.0.push(range);
+                Ok(())
+            }
+            fn unback(&mut self, range: VaRange) -> Result<(), hal::Error> {
+                let i = self
+                    .0
+                    .iter()
+                    .position(|x| *x == range)
+                    .ok_or(hal::Error::new(ErrorKind::InvalidHandle, "no"))?;
+                self.0.remove(i);
+                Ok(())
+            }
+        }
+        let mut p = Plain(Vec::new());
+        assert_eq!(p.back_token(r(0, 4 * MIB), PageSize::Huge, attrs).unwrap(), NO_TOKEN);
+        p.unback_token(r(0, 4 * MIB), NO_TOKEN).unwrap();
+        assert!(p.0.is_empty());
     }
 
     #[test]

@@ -46,6 +46,8 @@ pub const SL_COUNT: usize = 1 << SL_LOG;
 const FL_COUNT: usize = 64 - SL_LOG as usize + 1;
 /// Blocks looked at per class before settling for the best seen.
 pub const SCAN: usize = 8;
+/// Nodes a fresh allocator holds before its tables first grow (a few hundred ranges).
+const PRESIZED_NODES: usize = 512;
 /// No node.
 const NIL: u32 = u32::MAX;
 
@@ -121,10 +123,16 @@ impl Eq for VaAllocator {}
 impl VaAllocator {
     /// Creates an allocator with all of `window` free.
     pub fn new(window: VaRange) -> Self {
+        Self::with_capacity(window, PRESIZED_NODES)
+    }
+
+    /// Creates an allocator with all of `window` free whose node storage holds `nodes` ranges
+    /// (free and allocated) before it first grows.
+    pub fn with_capacity(window: VaRange, nodes: usize) -> Self {
         let mut this = Self {
             window,
-            nodes: Vec::with_capacity(16),
-            spare: Vec::new(),
+            nodes: Vec::with_capacity(nodes.max(1)),
+            spare: Vec::with_capacity(nodes),
             heads: vec![NIL; FL_COUNT * SL_COUNT],
             fl_bitmap: 0,
             sl_bitmap: [0; FL_COUNT],
