@@ -150,6 +150,8 @@ pub struct Executor<T> {
     free: Vec<u32>,
     live: usize,
     slot_bits: u32,
+    /// `(1 << slot_bits) - 1`: the slot index bits of a [`StreamId`].
+    slot_mask: u32,
     ready: VecDeque<u32>,
     gated: Vec<u32>,
     parked_waits: usize,
@@ -182,6 +184,7 @@ impl<T> Executor<T> {
             free: Vec::new(),
             live: 0,
             slot_bits,
+            slot_mask: (1u32 << slot_bits) - 1,
             ready: VecDeque::new(),
             gated: Vec::new(),
             parked_waits: 0,
@@ -202,7 +205,7 @@ impl<T> Executor<T> {
     /// The slot index of `id` if it names a live stream.
     #[inline]
     fn slot_of(&self, id: StreamId) -> Option<usize> {
-        let slot = id.0 & ((1u32 << self.slot_bits) - 1);
+        let slot = id.0 & self.slot_mask;
         let generation = id.0 >> self.slot_bits;
         // CAST: a u32 slot index fits in usize on every target sched builds for.
         let s = self.slots.get(slot as usize)?;
@@ -393,15 +396,19 @@ impl<T> Executor<T> {
 
     #[inline]
     fn push_item(&mut self, id: StreamId, item: Item<T>) -> Result<u64> {
-        let slot = self.slot_of(id).ok_or(Error::NoSuchStream)?;
-        let Some(stream) = self.slots[slot].stream.as_mut() else { return Err(Error::NoSuchStream) };
-        let was_ready = stream.is_ready();
+        let slot = id.0 & self.slot_mask;
+        // CAST: a u32 slot index fits in usize on every target sched builds for.
+        let s = self.slots.get_mut(slot as usize).ok_or(Error::NoSuchStream)?;
+        if s.generation != id.0 >> self.slot_bits {
+            return Err(Error::NoSuchStream);
+        }
+        let stream = s.stream.as_mut().ok_or(Error::NoSuchStream)?;
+        let was_empty = stream.is_empty();
         let seq = stream.push(item)?;
         self.unfinished += 1;
-        if !was_ready && stream.is_ready() {
-            // INVARIANT: the stream just became ready.
-            // CAST: slot indices are below 2^31.
-            self.ready.push_back(slot as u32);
+        if was_empty && !stream.is_running() {
+            // INVARIANT: the stream just became ready (nothing was queued, nothing runs).
+            self.ready.push_back(slot);
         }
         Ok(seq)
     }
@@ -668,16 +675,86 @@ impl<T> Executor<T> {
     pub fn run_once<R: TaskRunner<T>>(&mut self, runner: &mut R) -> usize {
         let mut ran = 0;
         while let Some((slot, id, seq, task)) = self.take_slot_if(|_| true) {
+            ran += self.run_burst(runner, slot, id, seq, task);
+        }
+        ran
+    }
+
+    /// Runs the task `seq` just taken from the stream in `slot` and finishes it; returns how
+    /// many tasks ran.
+    ///
+    /// While that stream is *alone* (no other stream is ready or gated, none waits on it),
+    /// finishing one of its tasks would put it back in the empty ready queue and the next
+    /// [`take_ready`](Self::take_ready) would pop it again and start its head. So while the
+    /// tasks succeed and the head is a task, the burst starts it directly and defers the
+    /// bookkeeping (progress word, counters, the ready queue) to the end of the burst: one
+    /// [`Progress`] store per burst, the order exactly that of a finish per task. Nothing else
+    /// can change the executor meanwhile (`&mut self`), so the stream stays alone.
+    #[inline]
+    fn run_burst<R: TaskRunner<T>>(
+        &mut self,
+        runner: &mut R,
+        slot: usize,
+        id: StreamId,
+        mut seq: u64,
+        mut task: T,
+    ) -> usize {
+        let alone = self.ready.is_empty() && self.gated.is_empty() && self.slots[slot].waiters.is_empty();
+        // Tasks finished in the burst whose bookkeeping is deferred.
+        let mut done = 0;
+        let status = loop {
             let status = match runner.run(id, seq, &task) {
                 Ok(()) => TaskStatus::Ok,
                 Err(kind) => TaskStatus::Failed(kind),
             };
-            // The task was just taken, so finishing it cannot fail.
-            let finished = self.finish_slot(slot, id, seq, status, false);
-            debug_assert_eq!(finished, Ok(()));
-            ran += 1;
+            drop(task);
+            if !alone || !matches!(status, TaskStatus::Ok) {
+                break status;
+            }
+            let Some(stream) = self.slots[slot].stream.as_mut() else { break status };
+            // The task was just taken, so finishing it cannot fail; with nothing dropped behind
+            // it, the stream's completed sequence is now `seq`.
+            if stream.finish(seq, TaskStatus::Ok).is_err() {
+                break status;
+            }
+            done += 1;
+            let next = match stream.head() {
+                Some(Item::Task(_)) => stream.start(),
+                _ => None,
+            };
+            match next {
+                Some((next_seq, Item::Task(next_task))) => (seq, task) = (next_seq, next_task),
+                _ => {
+                    self.end_burst(slot, done);
+                    return done;
+                }
+            }
+        };
+        // The last task ran but is not finished: account for the burst, then finish it.
+        if done > 0 {
+            self.end_burst(slot, done);
         }
-        ran
+        let finished = self.finish_slot(slot, id, seq, status, false);
+        debug_assert_eq!(finished, Ok(()));
+        done + 1
+    }
+
+    /// The deferred bookkeeping of `done` tasks finished in a burst of the stream in `slot`:
+    /// publish its progress, count them, and queue the stream if it has more (internal items).
+    #[cold]
+    fn end_burst(&mut self, slot: usize, done: usize) {
+        let s = &mut self.slots[slot];
+        let Some(stream) = s.stream.as_ref() else { return };
+        s.progress.advance(stream.completed());
+        let ready = stream.is_ready();
+        self.unfinished -= done;
+        // CAST: a task count fits in u64.
+        self.finished_items = self.finished_items.wrapping_add(done as u64);
+        if ready {
+            // INVARIANT: the stream was running (alone), so it was neither ready nor parked.
+            // CAST: slot indices are below 2^31.
+            self.ready.push_back(slot as u32);
+        }
     }
 
     /// The highest sequence number of stream `id` that has finished (0 before any).

@@ -4,7 +4,8 @@
 //! and its pending error. It must not decide which stream runs next (that is the executor's
 //! job) and must not run tasks.
 
-use alloc::collections::VecDeque;
+use alloc::boxed::Box;
+use alloc::vec::Vec;
 
 use hal::{ErrorKind, TaskStatus};
 
@@ -26,33 +27,51 @@ pub enum FailureMode {
 
 /// The state of one stream.
 ///
+/// The ring is a boxed slice of exactly `capacity` slots, filled from `tail_pos` and drained
+/// from `head_pos` (both wrap by one comparison, no division); a slot holds `Some` exactly
+/// while its item is queued. Sequence numbers are counted separately: `started` is the highest
+/// one started or dropped, so the queued items are numbered `started + 1 ..= submitted`.
+///
 /// # Invariants
 ///
-/// - `running` is `Some(completed + 1)` or `None`; the task at `queued[i]` has sequence number
-///   `completed + 1 + i`, plus one if a task is running.
-/// - `queued.len()` plus one if a task is running is at most `capacity`, and
-///   `completed + that sum == submitted`, except while `discarded_behind_running` is set: then
-///   the discarded tasks are counted as finished although `completed` only reaches them when the
-///   running task finishes.
+/// - `completed <= started <= submitted`; the queued items are the `submitted - started`
+///   slots from `head_pos` on, and `tail_pos` is `head_pos` plus that many, modulo `capacity`.
+/// - With nothing running, `completed == started`. With task `r` running, `completed == r - 1`
+///   and `r <= started`: `r < started` only when the items behind it were dropped while it ran
+///   ([`discard_queued`](Self::discard_queued)); they count as finished already, and
+///   `completed` reaches `started` when `r` finishes.
+/// - `submitted - started` plus one if a task is running is at most `capacity`.
 #[derive(Debug)]
 pub(crate) struct Stream<T> {
-    /// Tasks submitted but not started, oldest first.
-    queued: VecDeque<T>,
-    /// Sequence number of the task taken for running, if any.
-    running: Option<u64>,
-    /// Most unfinished (queued or running) tasks the ring holds.
-    capacity: usize,
+    /// The ring; `Some` marks a queued item.
+    ring: Box<[Option<T>]>,
+    /// Slot of the oldest queued item (or of the next push, when nothing is queued).
+    head_pos: usize,
+    /// Slot of the next push.
+    tail_pos: usize,
     /// Highest sequence number handed out.
     submitted: u64,
+    /// Highest sequence number started (taken for running) or dropped.
+    started: u64,
+    /// Sequence number of the task taken for running, if any.
+    running: Option<u64>,
     /// Highest sequence number finished (successfully, failed or skipped).
     completed: u64,
     /// What a failure does to the queued tasks.
     mode: FailureMode,
     /// The first failure since the error was last taken.
     error: Option<ErrorKind>,
-    /// Queued tasks were discarded while a task ran: when it finishes, `completed` jumps to
-    /// `submitted`.
-    discarded_behind_running: bool,
+}
+
+/// The slot after `pos` in a ring of `len` slots.
+#[inline]
+fn next_pos(pos: usize, len: usize) -> usize {
+    let next = pos + 1;
+    if next == len {
+        0
+    } else {
+        next
+    }
 }
 
 impl<T> Stream<T> {
@@ -65,35 +84,56 @@ impl<T> Stream<T> {
         if capacity == 0 {
             return Err(Error::InvalidArgument);
         }
-        let mut queued = VecDeque::new();
-        queued.try_reserve_exact(capacity).map_err(|_| Error::InvalidArgument)?;
+        let mut ring = Vec::new();
+        ring.try_reserve_exact(capacity).map_err(|_| Error::InvalidArgument)?;
+        ring.resize_with(capacity, || None);
         Ok(Self {
-            queued,
-            running: None,
-            capacity,
+            ring: ring.into_boxed_slice(),
+            head_pos: 0,
+            tail_pos: 0,
             submitted: 0,
+            started: 0,
+            running: None,
             completed: 0,
             mode: FailureMode::Continue,
             error: None,
-            discarded_behind_running: false,
         })
+    }
+
+    /// Items queued (submitted, not started).
+    #[inline]
+    fn queued_len(&self) -> usize {
+        // CAST: at most `capacity` items are queued, a usize.
+        (self.submitted - self.started) as usize
     }
 
     /// Tasks queued or running.
     #[inline]
     pub(crate) fn unfinished(&self) -> usize {
-        self.queued.len() + usize::from(self.running.is_some())
+        self.queued_len() + usize::from(self.running.is_some())
+    }
+
+    /// Whether nothing is queued.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.started == self.submitted
     }
 
     /// Whether the oldest queued task may start now (nothing of this stream is running).
     #[inline]
     pub(crate) fn is_ready(&self) -> bool {
-        self.running.is_none() && !self.queued.is_empty()
+        self.running.is_none() && !self.is_empty()
+    }
+
+    /// Whether a task of this stream is running.
+    #[inline]
+    pub(crate) fn is_running(&self) -> bool {
+        self.running.is_some()
     }
 
     /// Whether [`Self::push`] would take one more task now.
     pub(crate) fn has_room(&self) -> bool {
-        self.unfinished() < self.capacity
+        self.unfinished() < self.ring.len()
     }
 
     /// Appends `task` and returns its sequence number.
@@ -104,12 +144,17 @@ impl<T> Stream<T> {
     /// the sequence numbers are exhausted.
     #[inline]
     pub(crate) fn push(&mut self, task: T) -> Result<u64> {
-        if self.unfinished() >= self.capacity {
+        if self.unfinished() >= self.ring.len() {
             return Err(Error::Full);
         }
         let seq = self.submitted.checked_add(1).ok_or(Error::InvalidArgument)?;
-        // INVARIANT: the new task is last in the ring and numbered one past the previous one.
-        self.queued.push_back(task);
+        let pos = self.tail_pos;
+        let len = self.ring.len();
+        // INVARIANT: the slot is free (fewer than `capacity` items are queued), and the new
+        // item is numbered one past the previous one.
+        let slot = self.ring.get_mut(pos).ok_or(Error::InvalidArgument)?;
+        *slot = Some(task);
+        self.tail_pos = next_pos(pos, len);
         self.submitted = seq;
         Ok(seq)
     }
@@ -120,9 +165,13 @@ impl<T> Stream<T> {
         if self.running.is_some() {
             return None;
         }
-        let task = self.queued.pop_front()?;
-        // No overflow: completed < submitted because a task was queued.
-        let seq = self.completed + 1;
+        let pos = self.head_pos;
+        // `None` only when nothing is queued.
+        let task = self.ring.get_mut(pos)?.take()?;
+        self.head_pos = next_pos(pos, self.ring.len());
+        // No overflow: started < submitted because a task was queued.
+        let seq = self.started + 1;
+        self.started = seq;
         self.running = Some(seq);
         Some((seq, task))
     }
@@ -139,35 +188,45 @@ impl<T> Stream<T> {
             return Err(Error::InvalidArgument);
         }
         self.running = None;
-        self.completed = seq;
-        if !self.discarded_behind_running && matches!(status, TaskStatus::Ok) {
+        // INVARIANT: everything up to `started` is finished or dropped now (`started` is `seq`
+        // unless the items behind it were dropped while it ran).
+        self.completed = self.started;
+        if matches!(status, TaskStatus::Ok) {
             return Ok(1);
         }
-        Ok(self.finish_slow(status))
+        Ok(self.finish_failed(status))
     }
 
-    /// The rest of [`Self::finish`] after a discard or a failure.
+    /// The rest of [`Self::finish`] after a failure.
     #[cold]
-    fn finish_slow(&mut self, status: TaskStatus) -> usize {
-        if core::mem::take(&mut self.discarded_behind_running) {
-            // The tasks queued behind this one were discarded: everything handed out before
-            // the discard is finished; tasks submitted since then are still queued.
-            // CAST: a ring length always fits in u64.
-            self.completed = self.submitted - self.queued.len() as u64;
-        }
+    fn finish_failed(&mut self, status: TaskStatus) -> usize {
         let mut finished = 1;
         if let TaskStatus::Failed(kind) = status {
             self.error.get_or_insert(kind);
             if self.mode == FailureMode::StopOnFailure {
-                let skipped = self.queued.len();
-                self.queued.clear();
-                // CAST: a ring length always fits in u64. No overflow: the skipped tasks had
-                // sequence numbers up to `submitted`.
-                self.completed += skipped as u64;
+                let skipped = self.clear_queued();
+                self.completed = self.submitted;
                 finished += skipped;
             }
         }
         finished
+    }
+
+    /// Drops every queued item; `started` moves to `submitted`. Returns how many were dropped.
+    fn clear_queued(&mut self) -> usize {
+        let dropped = self.queued_len();
+        let len = self.ring.len();
+        let mut pos = self.head_pos;
+        for _ in 0..dropped {
+            if let Some(slot) = self.ring.get_mut(pos) {
+                *slot = None;
+            }
+            pos = next_pos(pos, len);
+        }
+        // INVARIANT: nothing is queued; the ring is empty at `tail_pos`.
+        self.head_pos = self.tail_pos;
+        self.started = self.submitted;
+        dropped
     }
 
     /// Sets the failure mode for failures from now on.
@@ -195,27 +254,22 @@ impl<T> Stream<T> {
     /// The oldest queued (not started) task, if any.
     #[inline]
     pub(crate) fn head(&self) -> Option<&T> {
-        self.queued.front()
+        self.ring.get(self.head_pos)?.as_ref()
     }
 
     /// The queued (not started) tasks, oldest first.
     pub(crate) fn queued(&self) -> impl Iterator<Item = &T> {
-        self.queued.iter()
+        let (front, back) = self.ring.split_at(self.head_pos);
+        back.iter().chain(front).take(self.queued_len()).filter_map(Option::as_ref)
     }
 
     /// Drops every queued (not started) task, counting them as finished, and returns how many
     /// were dropped. A running task is left to finish.
     pub(crate) fn discard_queued(&mut self) -> usize {
-        let dropped = self.queued.len();
-        self.queued.clear();
+        let dropped = self.clear_queued();
         if self.running.is_none() {
-            // CAST: a ring length always fits in u64. No overflow: the dropped tasks had
-            // sequence numbers up to `submitted`.
-            self.completed += dropped as u64;
-        }
-        if self.running.is_some() && dropped > 0 {
-            // INVARIANT: with a task running, `completed` catches up when it finishes.
-            self.discarded_behind_running = true;
+            // INVARIANT: with nothing running, `completed` follows `started`.
+            self.completed = self.started;
         }
         dropped
     }
