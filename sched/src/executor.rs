@@ -162,6 +162,8 @@ pub struct Executor<T> {
     graph: DepGraph,
     clock: Clock,
     finished_items: u64,
+    /// Scratch list of [`run_rounds`](Self::run_rounds) (kept to reuse its memory).
+    round: Vec<u32>,
 }
 
 /// The most events an executor holds by default (the per-device limit of CANN's A2/A3/950).
@@ -195,6 +197,7 @@ impl<T> Executor<T> {
             graph: DepGraph::new(),
             clock,
             finished_items: 0,
+            round: Vec::new(),
         }
     }
 
@@ -674,8 +677,102 @@ impl<T> Executor<T> {
     /// Tasks skipped because of [`FailureMode::StopOnFailure`] and internal items do not count.
     pub fn run_once<R: TaskRunner<T>>(&mut self, runner: &mut R) -> usize {
         let mut ran = 0;
-        while let Some((slot, id, seq, task)) = self.take_slot_if(|_| true) {
+        loop {
+            if self.ready.len() > 1 && self.gated.is_empty() {
+                ran += self.run_rounds(runner);
+            }
+            let Some((slot, id, seq, task)) = self.take_slot_if(|_| true) else { break };
             ran += self.run_burst(runner, slot, id, seq, task);
+        }
+        ran
+    }
+
+    /// Runs the ready streams round-robin, one task each per round, while every ready stream
+    /// heads a task, the tasks succeed and nobody waits on these streams; returns how many
+    /// tasks ran. Stops (leaving the rest to [`take_ready`](Self::take_ready)'s path) when a
+    /// head is an internal item, a task fails, or one stream is left ([`run_burst`](Self::run_burst)
+    /// serves a lone stream better).
+    ///
+    /// Taking the front of the ready queue and putting it back at the end after each task is
+    /// the same as walking the queue's streams in order, round after round, dropping those that
+    /// run dry: that walk is what this does, on a scratch list, without touching the queue per
+    /// task. Progress words and counters are brought up to date when a stream leaves the round
+    /// and when the rounds stop. Nothing else can change the executor meanwhile (`&mut self`).
+    fn run_rounds<R: TaskRunner<T>>(&mut self, runner: &mut R) -> usize {
+        // A stream others wait on may wake them when it finishes: the queue would change.
+        // CAST: slot indices are below 2^31.
+        if self.ready.iter().any(|&s| self.slots.get(s as usize).is_none_or(|s| !s.waiters.is_empty())) {
+            return 0;
+        }
+        let mut round = core::mem::take(&mut self.round);
+        round.clear();
+        round.extend(self.ready.drain(..));
+        let mut ran = 0;
+        let mut finished = 0;
+        // The queue as a finish per task would leave it is `round[r..n]`, then `round[..kept]`
+        // (the streams of this round that are still ready, written over the visited entries).
+        let (from, n, kept, failed) = 'rounds: loop {
+            let n = round.len();
+            if n <= 1 {
+                break (0, n, 0, None);
+            }
+            let mut kept = 0;
+            for r in 0..n {
+                let slot = round[r];
+                // CAST: slot indices are below 2^31.
+                let at = slot as usize;
+                let s = &mut self.slots[at];
+                let generation = s.generation;
+                let Some(stream) = s.stream.as_mut() else { continue };
+                if !stream.is_ready() {
+                    // The queue would drop it too.
+                    continue;
+                }
+                let next = match stream.head() {
+                    Some(Item::Task(_)) => stream.start(),
+                    _ => None,
+                };
+                let Some((seq, Item::Task(task))) = next else {
+                    // An internal item heads the stream: the general path takes it from here.
+                    break 'rounds (r, n, kept, None);
+                };
+                let id = self.id_of(slot, generation);
+                let result = runner.run(id, seq, &task);
+                drop(task);
+                ran += 1;
+                if let Err(kind) = result {
+                    break 'rounds (r + 1, n, kept, Some((at, id, seq, kind)));
+                }
+                let s = &mut self.slots[at];
+                let Some(stream) = s.stream.as_mut() else { continue };
+                // The task was just taken and nothing was dropped behind it: finishing cannot
+                // fail, and the stream's completed sequence is now `seq`.
+                let Ok(one) = stream.finish(seq, TaskStatus::Ok) else { continue };
+                finished += one;
+                if stream.is_ready() {
+                    round[kept] = slot;
+                    kept += 1;
+                } else {
+                    s.progress.advance(seq);
+                }
+            }
+            round.truncate(kept);
+        };
+        // INVARIANT: the ready queue gets the order a finish per task would have left.
+        self.ready.extend(round[from..n].iter().chain(&round[..kept]).copied());
+        for &slot in round[from..n].iter().chain(&round[..kept]) {
+            let s = &self.slots[slot as usize];
+            if let Some(stream) = s.stream.as_ref() {
+                s.progress.advance(stream.completed());
+            }
+        }
+        self.round = round;
+        self.unfinished -= finished;
+        // CAST: a task count fits in u64.
+        self.finished_items = self.finished_items.wrapping_add(finished as u64);
+        if let Some((at, id, seq, kind)) = failed {
+            let done = self.finish_slot(at, id, seq, TaskStatus::Failed(kind), false);
+            debug_assert_eq!(done, Ok(()));
         }
         ran
     }
