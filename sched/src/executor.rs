@@ -108,6 +108,9 @@ fn no_clock() -> u64 {
 struct Slot<T> {
     /// Generation of the stream in the slot (or of the last one, when empty).
     generation: u32,
+    /// The id of the stream in the slot (or of the last one): the slot index and the
+    /// generation, kept whole so that checking an id is one compare.
+    id: StreamId,
     /// The stream, while it exists.
     stream: Option<Stream<Item<T>>>,
     /// The stream's published completed sequence.
@@ -209,10 +212,9 @@ impl<T> Executor<T> {
     #[inline]
     fn slot_of(&self, id: StreamId) -> Option<usize> {
         let slot = id.0 & self.slot_mask;
-        let generation = id.0 >> self.slot_bits;
         // CAST: a u32 slot index fits in usize on every target sched builds for.
         let s = self.slots.get(slot as usize)?;
-        (s.generation == generation && s.stream.is_some()).then_some(slot as usize)
+        (s.id == id && s.stream.is_some()).then_some(slot as usize)
     }
 
     /// Creates a stream whose ring holds `capacity` unfinished items.
@@ -239,7 +241,9 @@ impl<T> Executor<T> {
             s.stream = Some(stream);
             s.progress = progress;
             let generation = s.generation;
-            self.id_of(slot, generation)
+            let id = self.id_of(slot, generation);
+            self.slots[slot as usize].id = id;
+            id
         } else {
             let slot = u32::try_from(self.slots.len()).map_err(|_| Error::TooManyStreams)?;
             if slot >> self.slot_bits != 0 {
@@ -248,6 +252,7 @@ impl<T> Executor<T> {
             self.slots.try_reserve(1).map_err(|_| Error::TooManyStreams)?;
             self.slots.push(Slot {
                 generation: 0,
+                id: self.id_of(slot, 0),
                 stream: Some(stream),
                 progress,
                 waiters: Vec::new(),
@@ -402,7 +407,7 @@ impl<T> Executor<T> {
         let slot = id.0 & self.slot_mask;
         // CAST: a u32 slot index fits in usize on every target sched builds for.
         let s = self.slots.get_mut(slot as usize).ok_or(Error::NoSuchStream)?;
-        if s.generation != id.0 >> self.slot_bits {
+        if s.id != id {
             return Err(Error::NoSuchStream);
         }
         let stream = s.stream.as_mut().ok_or(Error::NoSuchStream)?;
@@ -520,9 +525,8 @@ impl<T> Executor<T> {
                 Some(Head::Run) => {}
             }
             let s = &mut self.slots[at];
-            let generation = s.generation;
+            let id = s.id;
             let (seq, item) = s.stream.as_mut()?.start()?;
-            let id = self.id_of(slot, generation);
             if let Item::Task(task) = item {
                 return Some((at, id, seq, task));
             }
@@ -722,7 +726,7 @@ impl<T> Executor<T> {
                 // CAST: slot indices are below 2^31.
                 let at = slot as usize;
                 let s = &mut self.slots[at];
-                let generation = s.generation;
+                let id = s.id;
                 let Some(stream) = s.stream.as_mut() else { continue };
                 if !stream.is_ready() {
                     // The queue would drop it too.
@@ -736,7 +740,6 @@ impl<T> Executor<T> {
                     // An internal item heads the stream: the general path takes it from here.
                     break 'rounds (r, n, kept, None);
                 };
-                let id = self.id_of(slot, generation);
                 let result = runner.run(id, seq, &task);
                 drop(task);
                 ran += 1;
