@@ -38,11 +38,20 @@
 //! caller's gate ([`Executor::take_ready_if`]) is parked in a separate list that goes back to
 //! the ready queue on the next finish or [`Executor::recheck`].
 //!
+//! [`Executor::run_once`] gives the same order with less work per task: a lone ready stream
+//! runs its tasks in a *burst* (started one after another without going through the ready
+//! queue), and several ready streams run in *rounds* (the queue walked in order, one task per
+//! stream per round, which is what popping the front and pushing it back does), as long as
+//! every head is a task, the tasks succeed and no stream waits on them; anything else goes
+//! back to the queue, in the order a finish per task would have left it.
+//!
 //! # Progress
 //!
 //! Every stream publishes its completed sequence in a [`Progress`] word each time it changes,
 //! so other threads can wait for a point without the owner's lock
-//! ([`Executor::progress`]).
+//! ([`Executor::progress`]). Inside [`Executor::run_once`] a burst or a round publishes when a
+//! stream leaves it and when it ends, not per task: the word may lag the executor's own count
+//! while `run_once` runs, never lead it.
 //!
 //! # The dependency graph
 //!
@@ -678,7 +687,10 @@ impl<T> Executor<T> {
 
     /// Runs ready tasks with `runner` until no stream is ready, and returns how many ran.
     ///
-    /// Tasks skipped because of [`FailureMode::StopOnFailure`] and internal items do not count.
+    /// Tasks run in exactly the order of a [`take_ready`](Self::take_ready) and
+    /// [`finish`](Self::finish) loop (see the module docs for the bursts and rounds that make
+    /// it cheaper). Tasks skipped because of [`FailureMode::StopOnFailure`] and internal items
+    /// do not count.
     pub fn run_once<R: TaskRunner<T>>(&mut self, runner: &mut R) -> usize {
         let mut ran = 0;
         loop {
@@ -724,19 +736,14 @@ impl<T> Executor<T> {
             for r in 0..n {
                 let slot = round[r];
                 // CAST: slot indices are below 2^31.
-                let at = slot as usize;
-                let s = &mut self.slots[at];
+                let s = &mut self.slots[slot as usize];
                 let id = s.id;
                 let Some(stream) = s.stream.as_mut() else { continue };
                 if !stream.is_ready() {
                     // The queue would drop it too.
                     continue;
                 }
-                let next = match stream.head() {
-                    Some(Item::Task(_)) => stream.start(),
-                    _ => None,
-                };
-                let Some((seq, Item::Task(task))) = next else {
+                let Some((seq, Item::Task(task))) = stream.start_if(|item| matches!(item, Item::Task(_))) else {
                     // An internal item heads the stream: the general path takes it from here.
                     break 'rounds (r, n, kept, None);
                 };
@@ -744,10 +751,8 @@ impl<T> Executor<T> {
                 drop(task);
                 ran += 1;
                 if let Err(kind) = result {
-                    break 'rounds (r + 1, n, kept, Some((at, id, seq, kind)));
+                    break 'rounds (r + 1, n, kept, Some((slot as usize, id, seq, kind)));
                 }
-                let s = &mut self.slots[at];
-                let Some(stream) = s.stream.as_mut() else { continue };
                 // The task was just taken and nothing was dropped behind it: finishing cannot
                 // fail, and the stream's completed sequence is now `seq`.
                 let Ok(one) = stream.finish(seq, TaskStatus::Ok) else { continue };
@@ -818,10 +823,7 @@ impl<T> Executor<T> {
                 break status;
             }
             done += 1;
-            let next = match stream.head() {
-                Some(Item::Task(_)) => stream.start(),
-                _ => None,
-            };
+            let next = stream.start_if(|item| matches!(item, Item::Task(_)));
             match next {
                 Some((next_seq, Item::Task(next_task))) => (seq, task) = (next_seq, next_task),
                 _ => {

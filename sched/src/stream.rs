@@ -176,6 +176,28 @@ impl<T> Stream<T> {
         Some((seq, task))
     }
 
+    /// Starts the oldest queued item if nothing runs and `accept` takes it, returning its
+    /// sequence number and the item ([`Self::head`], then [`Self::start`], in one look).
+    #[inline]
+    pub(crate) fn start_if(&mut self, accept: impl FnOnce(&T) -> bool) -> Option<(u64, T)> {
+        if self.running.is_some() {
+            return None;
+        }
+        let pos = self.head_pos;
+        let slot = self.ring.get_mut(pos)?;
+        // `None` only when nothing is queued.
+        if !slot.as_ref().is_some_and(accept) {
+            return None;
+        }
+        let task = slot.take()?;
+        self.head_pos = next_pos(pos, self.ring.len());
+        // No overflow: started < submitted because a task was queued.
+        let seq = self.started + 1;
+        self.started = seq;
+        self.running = Some(seq);
+        Some((seq, task))
+    }
+
     /// Completes the running task `seq` and returns how many tasks finished (it plus any
     /// skipped because of a failure).
     ///
