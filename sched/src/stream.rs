@@ -27,28 +27,28 @@ pub enum FailureMode {
 
 /// The state of one stream.
 ///
-/// The ring is a boxed slice of exactly `capacity` slots, filled from `tail_pos` and drained
-/// from `head_pos` (both wrap by one comparison, no division); a slot holds `Some` exactly
-/// while its item is queued. Sequence numbers are counted separately: `started` is the highest
-/// one started or dropped, so the queued items are numbered `started + 1 ..= submitted`.
+/// The ring is a boxed slice of a power of two of slots, at least `capacity`: the item
+/// numbered `s` lives in slot `s & (len - 1)` while it is queued (no cursor of its own, no
+/// division), and a slot holds `Some` exactly while its item is queued. `started` is the
+/// highest sequence number started or dropped, so the queued items are numbered
+/// `started + 1 ..= submitted`.
 ///
 /// # Invariants
 ///
-/// - `completed <= started <= submitted`; the queued items are the `submitted - started`
-///   slots from `head_pos` on, and `tail_pos` is `head_pos` plus that many, modulo `capacity`.
+/// - `completed <= started <= submitted`; the slots of `started + 1 ..= submitted` hold `Some`,
+///   every other slot `None`.
 /// - With nothing running, `completed == started`. With task `r` running, `completed == r - 1`
 ///   and `r <= started`: `r < started` only when the items behind it were dropped while it ran
 ///   ([`discard_queued`](Self::discard_queued)); they count as finished already, and
 ///   `completed` reaches `started` when `r` finishes.
-/// - `submitted - started` plus one if a task is running is at most `capacity`.
+/// - `submitted - started` plus one if a task is running is at most `capacity`, which is at
+///   most the ring's length.
 #[derive(Debug)]
 pub(crate) struct Stream<T> {
     /// The ring; `Some` marks a queued item.
     ring: Box<[Option<T>]>,
-    /// Slot of the oldest queued item (or of the next push, when nothing is queued).
-    head_pos: usize,
-    /// Slot of the next push.
-    tail_pos: usize,
+    /// Most unfinished (queued or running) items the stream holds.
+    capacity: usize,
     /// Highest sequence number handed out.
     submitted: u64,
     /// Highest sequence number started (taken for running) or dropped.
@@ -63,17 +63,6 @@ pub(crate) struct Stream<T> {
     error: Option<ErrorKind>,
 }
 
-/// The slot after `pos` in a ring of `len` slots.
-#[inline]
-fn next_pos(pos: usize, len: usize) -> usize {
-    let next = pos + 1;
-    if next == len {
-        0
-    } else {
-        next
-    }
-}
-
 impl<T> Stream<T> {
     /// Creates an empty stream whose ring holds `capacity` (≥ 1) unfinished tasks.
     ///
@@ -84,13 +73,13 @@ impl<T> Stream<T> {
         if capacity == 0 {
             return Err(Error::InvalidArgument);
         }
+        let len = capacity.checked_next_power_of_two().ok_or(Error::InvalidArgument)?;
         let mut ring = Vec::new();
-        ring.try_reserve_exact(capacity).map_err(|_| Error::InvalidArgument)?;
-        ring.resize_with(capacity, || None);
+        ring.try_reserve_exact(len).map_err(|_| Error::InvalidArgument)?;
+        ring.resize_with(len, || None);
         Ok(Self {
             ring: ring.into_boxed_slice(),
-            head_pos: 0,
-            tail_pos: 0,
+            capacity,
             submitted: 0,
             started: 0,
             running: None,
@@ -98,6 +87,14 @@ impl<T> Stream<T> {
             mode: FailureMode::Continue,
             error: None,
         })
+    }
+
+    /// The slot index of the item numbered `seq`.
+    #[inline]
+    fn pos(&self, seq: u64) -> usize {
+        // CAST: truncating is the point: the ring's length is a power of two, so the low bits
+        // of `seq` select the slot.
+        (seq as usize) & (self.ring.len() - 1)
     }
 
     /// Items queued (submitted, not started).
@@ -133,7 +130,7 @@ impl<T> Stream<T> {
 
     /// Whether [`Self::push`] would take one more task now.
     pub(crate) fn has_room(&self) -> bool {
-        self.unfinished() < self.ring.len()
+        self.unfinished() < self.capacity
     }
 
     /// Appends `task` and returns its sequence number.
@@ -144,17 +141,15 @@ impl<T> Stream<T> {
     /// the sequence numbers are exhausted.
     #[inline]
     pub(crate) fn push(&mut self, task: T) -> Result<u64> {
-        if self.unfinished() >= self.ring.len() {
+        if self.unfinished() >= self.capacity {
             return Err(Error::Full);
         }
         let seq = self.submitted.checked_add(1).ok_or(Error::InvalidArgument)?;
-        let pos = self.tail_pos;
-        let len = self.ring.len();
+        let pos = self.pos(seq);
         // INVARIANT: the slot is free (fewer than `capacity` items are queued), and the new
         // item is numbered one past the previous one.
         let slot = self.ring.get_mut(pos).ok_or(Error::InvalidArgument)?;
         *slot = Some(task);
-        self.tail_pos = next_pos(pos, len);
         self.submitted = seq;
         Ok(seq)
     }
@@ -162,18 +157,7 @@ impl<T> Stream<T> {
     /// Starts the oldest queued task, returning its sequence number and the task.
     #[inline]
     pub(crate) fn start(&mut self) -> Option<(u64, T)> {
-        if self.running.is_some() {
-            return None;
-        }
-        let pos = self.head_pos;
-        // `None` only when nothing is queued.
-        let task = self.ring.get_mut(pos)?.take()?;
-        self.head_pos = next_pos(pos, self.ring.len());
-        // No overflow: started < submitted because a task was queued.
-        let seq = self.started + 1;
-        self.started = seq;
-        self.running = Some(seq);
-        Some((seq, task))
+        self.start_if(|_| true)
     }
 
     /// Starts the oldest queued item if nothing runs and `accept` takes it, returning its
@@ -183,16 +167,16 @@ impl<T> Stream<T> {
         if self.running.is_some() {
             return None;
         }
-        let pos = self.head_pos;
+        // No overflow: `started < submitted` when an item is queued, and otherwise the slot
+        // is `None` and nothing is started.
+        let seq = self.started.wrapping_add(1);
+        let pos = self.pos(seq);
         let slot = self.ring.get_mut(pos)?;
         // `None` only when nothing is queued.
         if !slot.as_ref().is_some_and(accept) {
             return None;
         }
         let task = slot.take()?;
-        self.head_pos = next_pos(pos, self.ring.len());
-        // No overflow: started < submitted because a task was queued.
-        let seq = self.started + 1;
         self.started = seq;
         self.running = Some(seq);
         Some((seq, task))
@@ -237,16 +221,13 @@ impl<T> Stream<T> {
     /// Drops every queued item; `started` moves to `submitted`. Returns how many were dropped.
     fn clear_queued(&mut self) -> usize {
         let dropped = self.queued_len();
-        let len = self.ring.len();
-        let mut pos = self.head_pos;
-        for _ in 0..dropped {
+        for seq in self.started + 1..=self.submitted {
+            let pos = self.pos(seq);
             if let Some(slot) = self.ring.get_mut(pos) {
                 *slot = None;
             }
-            pos = next_pos(pos, len);
         }
-        // INVARIANT: nothing is queued; the ring is empty at `tail_pos`.
-        self.head_pos = self.tail_pos;
+        // INVARIANT: nothing is queued; every slot is `None`.
         self.started = self.submitted;
         dropped
     }
@@ -276,13 +257,12 @@ impl<T> Stream<T> {
     /// The oldest queued (not started) task, if any.
     #[inline]
     pub(crate) fn head(&self) -> Option<&T> {
-        self.ring.get(self.head_pos)?.as_ref()
+        self.ring.get(self.pos(self.started.wrapping_add(1)))?.as_ref()
     }
 
     /// The queued (not started) tasks, oldest first.
     pub(crate) fn queued(&self) -> impl Iterator<Item = &T> {
-        let (front, back) = self.ring.split_at(self.head_pos);
-        back.iter().chain(front).take(self.queued_len()).filter_map(Option::as_ref)
+        (self.started + 1..=self.submitted).filter_map(|seq| self.ring.get(self.pos(seq))?.as_ref())
     }
 
     /// Drops every queued (not started) task, counting them as finished, and returns how many
