@@ -743,7 +743,8 @@ impl<T> Executor<T> {
                     // The queue would drop it too.
                     continue;
                 }
-                let Some((seq, Item::Task(task))) = stream.start_if(|item| matches!(item, Item::Task(_))) else {
+                let Some((seq, Item::Task(task))) = stream.start_if(|item| matches!(item, Item::Task(_)))
+                else {
                     // An internal item heads the stream: the general path takes it from here.
                     break 'rounds (r, n, kept, None);
                 };

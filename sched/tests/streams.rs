@@ -189,13 +189,15 @@ mod run_once_matches_take_ready {
             match *op {
                 Op::Task(s, fails) => format!("{:?}", ex.submit(self.ids[s], next * 2 + u32::from(fails))),
                 Op::Wait(a, b) => {
-                    let target = StreamPoint { stream: self.ids[b].0, seq: ex.submitted_seq(self.ids[b]).unwrap() };
+                    let target =
+                        StreamPoint { stream: self.ids[b].0, seq: ex.submitted_seq(self.ids[b]).unwrap() };
                     format!("{:?}", ex.submit_wait(self.ids[a], target))
                 }
                 Op::Record(s, e) => format!("{:?}", ex.record_event(self.events[e], self.ids[s])),
                 Op::WaitEvent(s, e) => format!("{:?}", ex.wait_event(self.ids[s], self.events[e])),
                 Op::Drain => {
-                    let ran = if by_hand { drain_by_hand(ex, &mut self.log) } else { ex.run_once(&mut self.log) };
+                    let ran =
+                        if by_hand { drain_by_hand(ex, &mut self.log) } else { ex.run_once(&mut self.log) };
                     format!("ran {ran}")
                 }
                 Op::TakeOne => match ex.take_ready() {
