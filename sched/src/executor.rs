@@ -724,7 +724,8 @@ impl<T> Executor<T> {
         round.clear();
         round.extend(self.ready.drain(..));
         let mut ran = 0;
-        let mut finished = 0;
+        // Tasks that ran but could not be finished here (none: each was just taken).
+        let mut lost = 0;
         // The queue as a finish per task would leave it is `round[r..n]`, then `round[..kept]`
         // (the streams of this round that are still ready, written over the visited entries).
         let (from, n, kept, failed) = 'rounds: loop {
@@ -733,18 +734,19 @@ impl<T> Executor<T> {
                 break (0, n, 0, None);
             }
             let mut kept = 0;
+            let list = &mut round[..n];
             for r in 0..n {
-                let slot = round[r];
+                let slot = list[r];
                 // CAST: slot indices are below 2^31.
                 let s = &mut self.slots[slot as usize];
                 let id = s.id;
                 let Some(stream) = s.stream.as_mut() else { continue };
-                if !stream.is_ready() {
-                    // The queue would drop it too.
-                    continue;
-                }
                 let Some((seq, Item::Task(task))) = stream.start_if(|item| matches!(item, Item::Task(_)))
                 else {
+                    if !stream.is_ready() {
+                        // Nothing queued: the queue would drop it too.
+                        continue;
+                    }
                     // An internal item heads the stream: the general path takes it from here.
                     break 'rounds (r, n, kept, None);
                 };
@@ -756,10 +758,12 @@ impl<T> Executor<T> {
                 }
                 // The task was just taken and nothing was dropped behind it: finishing cannot
                 // fail, and the stream's completed sequence is now `seq`.
-                let Ok(one) = stream.finish(seq, TaskStatus::Ok) else { continue };
-                finished += one;
+                if stream.finish(seq, TaskStatus::Ok).is_err() {
+                    lost += 1;
+                    continue;
+                }
                 if stream.is_ready() {
-                    round[kept] = slot;
+                    list[kept] = slot;
                     kept += 1;
                 } else {
                     s.progress.advance(seq);
@@ -776,6 +780,8 @@ impl<T> Executor<T> {
             }
         }
         self.round = round;
+        // Every task that ran finished once, but the failed one (finished below).
+        let finished = ran - usize::from(failed.is_some()) - lost;
         self.unfinished -= finished;
         // CAST: a task count fits in u64.
         self.finished_items = self.finished_items.wrapping_add(finished as u64);
