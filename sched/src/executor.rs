@@ -814,35 +814,36 @@ impl<T> Executor<T> {
         let alone = self.ready.is_empty() && self.gated.is_empty() && self.slots[slot].waiters.is_empty();
         // Tasks finished in the burst whose bookkeeping is deferred.
         let mut done = 0;
-        let status = loop {
-            let status = match runner.run(id, seq, &task) {
-                Ok(()) => TaskStatus::Ok,
-                Err(kind) => TaskStatus::Failed(kind),
+        let status = 'burst: {
+            let Some(stream) = self.slots[slot].stream.as_mut() else {
+                break 'burst Some(run_task(runner, id, seq, task));
             };
-            drop(task);
-            if !alone || !matches!(status, TaskStatus::Ok) {
-                break status;
-            }
-            let Some(stream) = self.slots[slot].stream.as_mut() else { break status };
-            // The task was just taken, so finishing it cannot fail; with nothing dropped behind
-            // it, the stream's completed sequence is now `seq`.
-            if stream.finish(seq, TaskStatus::Ok).is_err() {
-                break status;
-            }
-            done += 1;
-            let next = stream.start_if(|item| matches!(item, Item::Task(_)));
-            match next {
-                Some((next_seq, Item::Task(next_task))) => (seq, task) = (next_seq, next_task),
-                _ => {
-                    self.end_burst(slot, done);
-                    return done;
+            loop {
+                let status = run_task(runner, id, seq, task);
+                if !alone || !matches!(status, TaskStatus::Ok) {
+                    break 'burst Some(status);
+                }
+                // The task was just taken, so finishing it cannot fail; with nothing dropped
+                // behind it, the stream's completed sequence is now `seq`.
+                match stream.finish_ok_then_start_if(seq, |item| matches!(item, Item::Task(_))) {
+                    Ok(Some((next_seq, Item::Task(next_task)))) => {
+                        done += 1;
+                        (seq, task) = (next_seq, next_task);
+                    }
+                    Ok(None) => {
+                        done += 1;
+                        break 'burst None;
+                    }
+                    // Not reached: `accept` took only a task, and `seq` was running.
+                    Ok(Some(_)) | Err(_) => break 'burst Some(status),
                 }
             }
         };
-        // The last task ran but is not finished: account for the burst, then finish it.
         if done > 0 {
             self.end_burst(slot, done);
         }
+        let Some(status) = status else { return done };
+        // The last task ran but is not finished: finish it.
         let finished = self.finish_slot(slot, id, seq, status, false);
         debug_assert_eq!(finished, Ok(()));
         done + 1
@@ -1025,6 +1026,15 @@ impl<T> Executor<T> {
     fn stream_mut(&mut self, id: StreamId) -> Result<&mut Stream<Item<T>>> {
         let slot = self.slot_of(id).ok_or(Error::NoSuchStream)?;
         self.slots[slot].stream.as_mut().ok_or(Error::NoSuchStream)
+    }
+}
+
+/// Runs `task` with `runner` and drops it, answering the status to finish it with.
+#[inline]
+fn run_task<T, R: TaskRunner<T>>(runner: &mut R, id: StreamId, seq: u64, task: T) -> TaskStatus {
+    match runner.run(id, seq, &task) {
+        Ok(()) => TaskStatus::Ok,
+        Err(kind) => TaskStatus::Failed(kind),
     }
 }
 

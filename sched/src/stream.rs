@@ -182,6 +182,39 @@ impl<T> Stream<T> {
         Some((seq, task))
     }
 
+    /// Completes the running task `seq` successfully, then starts the next queued item if
+    /// `accept` takes it ([`Self::finish`] with [`TaskStatus::Ok`], then [`Self::start_if`],
+    /// without marking the stream idle in between).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `seq` is not the running task; nothing changes.
+    #[inline]
+    pub(crate) fn finish_ok_then_start_if(
+        &mut self,
+        seq: u64,
+        accept: impl FnOnce(&T) -> bool,
+    ) -> Result<Option<(u64, T)>> {
+        if self.running != Some(seq) {
+            return Err(Error::InvalidArgument);
+        }
+        // INVARIANT: as in `finish`: everything up to `started` is finished or dropped now.
+        self.completed = self.started;
+        let next = self.started.wrapping_add(1);
+        let pos = self.pos(next);
+        if let Some(slot) = self.ring.get_mut(pos) {
+            if slot.as_ref().is_some_and(accept) {
+                if let Some(task) = slot.take() {
+                    self.started = next;
+                    self.running = Some(next);
+                    return Ok(Some((next, task)));
+                }
+            }
+        }
+        self.running = None;
+        Ok(None)
+    }
+
     /// Completes the running task `seq` and returns how many tasks finished (it plus any
     /// skipped because of a failure).
     ///
