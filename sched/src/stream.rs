@@ -4,7 +4,8 @@
 //! and its pending error. It must not decide which stream runs next (that is the executor's
 //! job) and must not run tasks.
 
-use alloc::collections::VecDeque;
+use alloc::boxed::Box;
+use alloc::vec::Vec;
 
 use hal::{ErrorKind, TaskStatus};
 
@@ -26,33 +27,40 @@ pub enum FailureMode {
 
 /// The state of one stream.
 ///
+/// The ring is a boxed slice of a power of two of slots, at least `capacity`: the item
+/// numbered `s` lives in slot `s & (len - 1)` while it is queued (no cursor of its own, no
+/// division), and a slot holds `Some` exactly while its item is queued. `started` is the
+/// highest sequence number started or dropped, so the queued items are numbered
+/// `started + 1 ..= submitted`.
+///
 /// # Invariants
 ///
-/// - `running` is `Some(completed + 1)` or `None`; the task at `queued[i]` has sequence number
-///   `completed + 1 + i`, plus one if a task is running.
-/// - `queued.len()` plus one if a task is running is at most `capacity`, and
-///   `completed + that sum == submitted`, except while `discarded_behind_running` is set: then
-///   the discarded tasks are counted as finished although `completed` only reaches them when the
-///   running task finishes.
+/// - `completed <= started <= submitted`; the slots of `started + 1 ..= submitted` hold `Some`,
+///   every other slot `None`.
+/// - With nothing running, `completed == started`. With task `r` running, `completed == r - 1`
+///   and `r <= started`: `r < started` only when the items behind it were dropped while it ran
+///   ([`discard_queued`](Self::discard_queued)); they count as finished already, and
+///   `completed` reaches `started` when `r` finishes.
+/// - `submitted - started` plus one if a task is running is at most `capacity`, which is at
+///   most the ring's length.
 #[derive(Debug)]
 pub(crate) struct Stream<T> {
-    /// Tasks submitted but not started, oldest first.
-    queued: VecDeque<T>,
-    /// Sequence number of the task taken for running, if any.
-    running: Option<u64>,
-    /// Most unfinished (queued or running) tasks the ring holds.
+    /// The ring; `Some` marks a queued item.
+    ring: Box<[Option<T>]>,
+    /// Most unfinished (queued or running) items the stream holds.
     capacity: usize,
     /// Highest sequence number handed out.
     submitted: u64,
+    /// Highest sequence number started (taken for running) or dropped.
+    started: u64,
+    /// Sequence number of the task taken for running, if any.
+    running: Option<u64>,
     /// Highest sequence number finished (successfully, failed or skipped).
     completed: u64,
     /// What a failure does to the queued tasks.
     mode: FailureMode,
     /// The first failure since the error was last taken.
     error: Option<ErrorKind>,
-    /// Queued tasks were discarded while a task ran: when it finishes, `completed` jumps to
-    /// `submitted`.
-    discarded_behind_running: bool,
 }
 
 impl<T> Stream<T> {
@@ -65,30 +73,59 @@ impl<T> Stream<T> {
         if capacity == 0 {
             return Err(Error::InvalidArgument);
         }
-        let mut queued = VecDeque::new();
-        queued.try_reserve_exact(capacity).map_err(|_| Error::InvalidArgument)?;
+        let len = capacity.checked_next_power_of_two().ok_or(Error::InvalidArgument)?;
+        let mut ring = Vec::new();
+        ring.try_reserve_exact(len).map_err(|_| Error::InvalidArgument)?;
+        ring.resize_with(len, || None);
         Ok(Self {
-            queued,
-            running: None,
+            ring: ring.into_boxed_slice(),
             capacity,
             submitted: 0,
+            started: 0,
+            running: None,
             completed: 0,
             mode: FailureMode::Continue,
             error: None,
-            discarded_behind_running: false,
         })
+    }
+
+    /// The slot index of the item numbered `seq`.
+    #[inline]
+    fn pos(&self, seq: u64) -> usize {
+        // CAST: truncating is the point: the ring's length is a power of two, so the low bits
+        // of `seq` select the slot.
+        (seq as usize) & (self.ring.len() - 1)
+    }
+
+    /// Items queued (submitted, not started).
+    #[inline]
+    fn queued_len(&self) -> usize {
+        // CAST: at most `capacity` items are queued, a usize.
+        (self.submitted - self.started) as usize
     }
 
     /// Tasks queued or running.
     #[inline]
     pub(crate) fn unfinished(&self) -> usize {
-        self.queued.len() + usize::from(self.running.is_some())
+        self.queued_len() + usize::from(self.running.is_some())
+    }
+
+    /// Whether nothing is queued.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.started == self.submitted
     }
 
     /// Whether the oldest queued task may start now (nothing of this stream is running).
     #[inline]
     pub(crate) fn is_ready(&self) -> bool {
-        self.running.is_none() && !self.queued.is_empty()
+        self.running.is_none() && !self.is_empty()
+    }
+
+    /// Whether a task of this stream is running.
+    #[inline]
+    pub(crate) fn is_running(&self) -> bool {
+        self.running.is_some()
     }
 
     /// Whether [`Self::push`] would take one more task now.
@@ -108,8 +145,11 @@ impl<T> Stream<T> {
             return Err(Error::Full);
         }
         let seq = self.submitted.checked_add(1).ok_or(Error::InvalidArgument)?;
-        // INVARIANT: the new task is last in the ring and numbered one past the previous one.
-        self.queued.push_back(task);
+        let pos = self.pos(seq);
+        // INVARIANT: the slot is free (fewer than `capacity` items are queued), and the new
+        // item is numbered one past the previous one.
+        let slot = self.ring.get_mut(pos).ok_or(Error::InvalidArgument)?;
+        *slot = Some(task);
         self.submitted = seq;
         Ok(seq)
     }
@@ -117,14 +157,62 @@ impl<T> Stream<T> {
     /// Starts the oldest queued task, returning its sequence number and the task.
     #[inline]
     pub(crate) fn start(&mut self) -> Option<(u64, T)> {
+        self.start_if(|_| true)
+    }
+
+    /// Starts the oldest queued item if nothing runs and `accept` takes it, returning its
+    /// sequence number and the item ([`Self::head`], then [`Self::start`], in one look).
+    #[inline]
+    pub(crate) fn start_if(&mut self, accept: impl FnOnce(&T) -> bool) -> Option<(u64, T)> {
         if self.running.is_some() {
             return None;
         }
-        let task = self.queued.pop_front()?;
-        // No overflow: completed < submitted because a task was queued.
-        let seq = self.completed + 1;
+        // No overflow: `started < submitted` when an item is queued, and otherwise the slot
+        // is `None` and nothing is started.
+        let seq = self.started.wrapping_add(1);
+        let pos = self.pos(seq);
+        let slot = self.ring.get_mut(pos)?;
+        // `None` only when nothing is queued.
+        if !slot.as_ref().is_some_and(accept) {
+            return None;
+        }
+        let task = slot.take()?;
+        self.started = seq;
         self.running = Some(seq);
         Some((seq, task))
+    }
+
+    /// Completes the running task `seq` successfully, then starts the next queued item if
+    /// `accept` takes it ([`Self::finish`] with [`TaskStatus::Ok`], then [`Self::start_if`],
+    /// without marking the stream idle in between).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `seq` is not the running task; nothing changes.
+    #[inline]
+    pub(crate) fn finish_ok_then_start_if(
+        &mut self,
+        seq: u64,
+        accept: impl FnOnce(&T) -> bool,
+    ) -> Result<Option<(u64, T)>> {
+        if self.running != Some(seq) {
+            return Err(Error::InvalidArgument);
+        }
+        // INVARIANT: as in `finish`: everything up to `started` is finished or dropped now.
+        self.completed = self.started;
+        let next = self.started.wrapping_add(1);
+        let pos = self.pos(next);
+        if let Some(slot) = self.ring.get_mut(pos) {
+            if slot.as_ref().is_some_and(accept) {
+                if let Some(task) = slot.take() {
+                    self.started = next;
+                    self.running = Some(next);
+                    return Ok(Some((next, task)));
+                }
+            }
+        }
+        self.running = None;
+        Ok(None)
     }
 
     /// Completes the running task `seq` and returns how many tasks finished (it plus any
@@ -139,35 +227,42 @@ impl<T> Stream<T> {
             return Err(Error::InvalidArgument);
         }
         self.running = None;
-        self.completed = seq;
-        if !self.discarded_behind_running && matches!(status, TaskStatus::Ok) {
+        // INVARIANT: everything up to `started` is finished or dropped now (`started` is `seq`
+        // unless the items behind it were dropped while it ran).
+        self.completed = self.started;
+        if matches!(status, TaskStatus::Ok) {
             return Ok(1);
         }
-        Ok(self.finish_slow(status))
+        Ok(self.finish_failed(status))
     }
 
-    /// The rest of [`Self::finish`] after a discard or a failure.
+    /// The rest of [`Self::finish`] after a failure.
     #[cold]
-    fn finish_slow(&mut self, status: TaskStatus) -> usize {
-        if core::mem::take(&mut self.discarded_behind_running) {
-            // The tasks queued behind this one were discarded: everything handed out before
-            // the discard is finished; tasks submitted since then are still queued.
-            // CAST: a ring length always fits in u64.
-            self.completed = self.submitted - self.queued.len() as u64;
-        }
+    fn finish_failed(&mut self, status: TaskStatus) -> usize {
         let mut finished = 1;
         if let TaskStatus::Failed(kind) = status {
             self.error.get_or_insert(kind);
             if self.mode == FailureMode::StopOnFailure {
-                let skipped = self.queued.len();
-                self.queued.clear();
-                // CAST: a ring length always fits in u64. No overflow: the skipped tasks had
-                // sequence numbers up to `submitted`.
-                self.completed += skipped as u64;
+                let skipped = self.clear_queued();
+                self.completed = self.submitted;
                 finished += skipped;
             }
         }
         finished
+    }
+
+    /// Drops every queued item; `started` moves to `submitted`. Returns how many were dropped.
+    fn clear_queued(&mut self) -> usize {
+        let dropped = self.queued_len();
+        for seq in self.started + 1..=self.submitted {
+            let pos = self.pos(seq);
+            if let Some(slot) = self.ring.get_mut(pos) {
+                *slot = None;
+            }
+        }
+        // INVARIANT: nothing is queued; every slot is `None`.
+        self.started = self.submitted;
+        dropped
     }
 
     /// Sets the failure mode for failures from now on.
@@ -195,27 +290,21 @@ impl<T> Stream<T> {
     /// The oldest queued (not started) task, if any.
     #[inline]
     pub(crate) fn head(&self) -> Option<&T> {
-        self.queued.front()
+        self.ring.get(self.pos(self.started.wrapping_add(1)))?.as_ref()
     }
 
     /// The queued (not started) tasks, oldest first.
     pub(crate) fn queued(&self) -> impl Iterator<Item = &T> {
-        self.queued.iter()
+        (self.started + 1..=self.submitted).filter_map(|seq| self.ring.get(self.pos(seq))?.as_ref())
     }
 
     /// Drops every queued (not started) task, counting them as finished, and returns how many
     /// were dropped. A running task is left to finish.
     pub(crate) fn discard_queued(&mut self) -> usize {
-        let dropped = self.queued.len();
-        self.queued.clear();
+        let dropped = self.clear_queued();
         if self.running.is_none() {
-            // CAST: a ring length always fits in u64. No overflow: the dropped tasks had
-            // sequence numbers up to `submitted`.
-            self.completed += dropped as u64;
-        }
-        if self.running.is_some() && dropped > 0 {
-            // INVARIANT: with a task running, `completed` catches up when it finishes.
-            self.discarded_behind_running = true;
+            // INVARIANT: with nothing running, `completed` follows `started`.
+            self.completed = self.started;
         }
         dropped
     }

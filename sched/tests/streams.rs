@@ -94,3 +94,169 @@ fn round_robin_is_fair_under_load() {
         assert_eq!(c, ids);
     }
 }
+
+mod run_once_matches_take_ready {
+    //! `run_once` runs lone streams in bursts and several streams in rounds, deferring the
+    //! bookkeeping; whatever it defers, it must run exactly what a take/finish loop runs, in
+    //! the same order, and leave the same state behind.
+
+    use proptest::prelude::*;
+    use sched::{EventId, EventStatus, StreamPoint};
+
+    use super::*;
+
+    const STREAMS: usize = 4;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// A task on a stream; it fails when the flag is set.
+        Task(usize, bool),
+        /// Stream `.0` waits for the latest item submitted so far to stream `.1`.
+        Wait(usize, usize),
+        /// Record event `.1` on stream `.0`.
+        Record(usize, usize),
+        /// Stream `.0` waits on event `.1`.
+        WaitEvent(usize, usize),
+        /// Drain the executor (the two ways being compared).
+        Drain,
+        /// Run a single task by hand (take, finish), in both executors alike.
+        TakeOne,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            8 => (0..STREAMS, proptest::bool::weighted(0.1)).prop_map(|(s, f)| Op::Task(s, f)),
+            1 => (0..STREAMS, 0..STREAMS).prop_map(|(a, b)| Op::Wait(a, b)),
+            1 => (0..STREAMS, 0..2usize).prop_map(|(s, e)| Op::Record(s, e)),
+            1 => (0..STREAMS, 0..2usize).prop_map(|(s, e)| Op::WaitEvent(s, e)),
+            1 => Just(Op::Drain),
+            1 => Just(Op::TakeOne),
+        ]
+    }
+
+    /// Fails the tasks whose value is odd; records what ran.
+    struct Log(Vec<(StreamId, u64, u32)>);
+
+    impl TaskRunner<u32> for Log {
+        fn run(&mut self, stream: StreamId, seq: u64, task: &u32) -> Result<(), ErrorKind> {
+            self.0.push((stream, seq, *task));
+            if task % 2 == 1 {
+                Err(ErrorKind::DeviceFault)
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    fn status(task: u32) -> TaskStatus {
+        if task % 2 == 1 {
+            TaskStatus::Failed(ErrorKind::DeviceFault)
+        } else {
+            TaskStatus::Ok
+        }
+    }
+
+    /// The reference drain: one take and one finish per task.
+    fn drain_by_hand(ex: &mut Executor<u32>, log: &mut Log) -> usize {
+        let mut ran = 0;
+        while let Some((id, seq, task)) = ex.take_ready() {
+            log.0.push((id, seq, task));
+            ex.finish(id, seq, status(task)).unwrap();
+            ran += 1;
+        }
+        ran
+    }
+
+    struct Side {
+        ex: Executor<u32>,
+        ids: Vec<StreamId>,
+        events: Vec<EventId>,
+        log: Log,
+    }
+
+    impl Side {
+        fn new() -> Self {
+            let mut ex = Executor::new(STREAMS);
+            let ids: Vec<StreamId> = (0..STREAMS).map(|_| ex.create_stream(6).unwrap()).collect();
+            ex.set_failure_mode(ids[3], FailureMode::StopOnFailure).unwrap();
+            let events = (0..2).map(|_| ex.create_event().unwrap()).collect();
+            Self { ex, ids, events, log: Log(Vec::new()) }
+        }
+
+        /// Applies `op`; answers what the executor answered, to compare.
+        fn apply(&mut self, op: &Op, next: u32, by_hand: bool) -> String {
+            let ex = &mut self.ex;
+            match *op {
+                Op::Task(s, fails) => format!("{:?}", ex.submit(self.ids[s], next * 2 + u32::from(fails))),
+                Op::Wait(a, b) => {
+                    let target =
+                        StreamPoint { stream: self.ids[b].0, seq: ex.submitted_seq(self.ids[b]).unwrap() };
+                    format!("{:?}", ex.submit_wait(self.ids[a], target))
+                }
+                Op::Record(s, e) => format!("{:?}", ex.record_event(self.events[e], self.ids[s])),
+                Op::WaitEvent(s, e) => format!("{:?}", ex.wait_event(self.ids[s], self.events[e])),
+                Op::Drain => {
+                    let ran =
+                        if by_hand { drain_by_hand(ex, &mut self.log) } else { ex.run_once(&mut self.log) };
+                    format!("ran {ran}")
+                }
+                Op::TakeOne => match ex.take_ready() {
+                    Some((id, seq, task)) => {
+                        self.log.0.push((id, seq, task));
+                        format!("{:?}", ex.finish(id, seq, status(task)))
+                    }
+                    None => "none".to_owned(),
+                },
+            }
+        }
+
+        /// Everything observable about the streams and events.
+        fn state(&mut self) -> Vec<String> {
+            let mut out = Vec::new();
+            for &id in &self.ids {
+                out.push(format!(
+                    "{id:?}: done {:?} published {} submitted {:?} room {:?} error {:?}",
+                    self.ex.completed_seq(id),
+                    self.ex.progress(id).unwrap().completed(),
+                    self.ex.submitted_seq(id),
+                    self.ex.has_room(id),
+                    self.ex.take_error(id),
+                ));
+            }
+            for &ev in &self.events {
+                let st: Result<EventStatus, _> = self.ex.event_status(ev);
+                out.push(format!("{ev:?}: {st:?}"));
+            }
+            out.push(format!(
+                "idle {} ready {} parked {} finished {}",
+                self.ex.is_idle(),
+                self.ex.has_ready(),
+                self.ex.has_parked(),
+                self.ex.finished_items()
+            ));
+            out
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: if cfg!(miri) { 4 } else { 512 },
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn same_runs_same_order_same_state(ops in proptest::collection::vec(op(), 1..80)) {
+            let (mut fast, mut slow) = (Side::new(), Side::new());
+            for (i, op) in ops.iter().chain(core::iter::once(&Op::Drain)).enumerate() {
+                // CAST: fewer than 2^31 ops.
+                let next = i as u32;
+                let a = fast.apply(op, next, false);
+                let b = slow.apply(op, next, true);
+                prop_assert_eq!(a, b, "answer to {:?}", op);
+                prop_assert_eq!(&fast.log.0, &slow.log.0, "after {:?}", op);
+                prop_assert_eq!(fast.state(), slow.state(), "after {:?}", op);
+            }
+        }
+    }
+}
