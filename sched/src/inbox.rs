@@ -85,9 +85,14 @@ impl Inbox {
     }
 
     /// The consumer: calls `f` once with each posted lane, clearing it; returns how many.
+    ///
+    /// Its look at the summary is a read-modify-write even when nothing is posted, so a
+    /// consumer that published something before calling it (a finished task's completion) and
+    /// a producer that posts and then reads that publication cannot both miss the other: the
+    /// one whose read-modify-write comes second in the summary's order sees the first's.
     pub fn take(&self, mut f: impl FnMut(usize)) -> usize {
         let mut n = 0;
-        if self.looks_empty() {
+        if self.is_empty() {
             return 0;
         }
         let mut summary = self.summary.swap(0, Ordering::AcqRel);

@@ -104,11 +104,18 @@ impl WorkWord {
         self.seen() != seen
     }
 
-    /// Moves the word. Only under the owner's lock (one writer at a time), so a load and a
-    /// store do, without a read-modify-write.
+    /// Moves the word (a read-modify-write, so any thread may, with or without the owner's
+    /// lock).
     fn bump(&self) {
-        let w = self.word.load(Ordering::Relaxed);
-        self.word.store(w.wrapping_add(1), Ordering::Release);
+        self.word.fetch_add(1, Ordering::Release);
+    }
+
+    /// Moves the word without the owner's lock: a submitter that published work a spinning
+    /// worker must see (a lane post that made an idle queue busy), so that the spinner stops
+    /// spinning and looks under the lock.
+    #[inline]
+    pub fn kick(&self) {
+        self.bump();
     }
 }
 

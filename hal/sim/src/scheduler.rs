@@ -139,6 +139,10 @@ struct State {
     idle: Idle,
     /// Host threads asleep on `done`.
     waiters: usize,
+    /// Those of `waiters` that wait for no particular completion (stop, a locked submission's
+    /// back-pressure): every finish notifies `done` while there is one. The others set their
+    /// queue's [`Lane::wake_me_at`], and a finish notifies only when it reaches that.
+    blind: usize,
     /// Every live queue's lane, by slot (the workers' view; submitters use [`Shared::lanes`]).
     lanes: Vec<Option<Arc<Lane>>>,
     /// Lanes whose descriptors the executor had no room for, by slot.
@@ -206,6 +210,7 @@ impl Scheduler {
                 next_ticket: 1,
                 idle: Idle::new(),
                 waiters: 0,
+                blind: 0,
                 lanes: (0..MAX_QUEUES).map(|_| None).collect(),
                 backlog: vec![false; MAX_QUEUES],
                 started: Vec::new(),
@@ -376,8 +381,10 @@ impl Scheduler {
                     st = self.lock();
                     if !moved && word.completed() == seen {
                         st.waiters += 1;
+                        st.blind += 1;
                         st = self.shared.done.wait(st).unwrap_or_else(|p| p.into_inner());
                         st.waiters -= 1;
+                        st.blind -= 1;
                     }
                 }
                 Err(e) => return Err(sched_err(e)),
@@ -440,11 +447,21 @@ impl Scheduler {
             let seq = p.submitted + 1;
             lane.note_submitted(&mut p, seq);
             drop(p);
-            (seq, lane.armed.after_publish().then_some(lane.index))
+            if !lane.armed.after_publish() {
+                // Posted already: whoever takes the post drains this descriptor too.
+                return (seq, false);
+            }
+            self.shared.inbox.post(lane.index);
+            // Read after the post (a read-modify-write; see `Inbox::take`): a queue with an
+            // earlier task unfinished needs no wake-up, since the worker that finishes that
+            // task looks at the inbox afterwards and drains this post (or this read sees the
+            // finish, and the queue counts as idle).
+            (seq, lane.progress.completed() + 1 >= seq)
         });
-        let Some((seq, posted)) = posted else { return Err(sched_err(sched::Error::NoSuchStream)) };
-        if let Some(index) = posted {
-            self.shared.inbox.post(index);
+        let Some((seq, was_idle)) = posted else { return Err(sched_err(sched::Error::NoSuchStream)) };
+        if was_idle {
+            // An idle queue became busy: stop a spinning worker's spin, and wake a parked one.
+            self.shared.work_word.kick();
             if self.shared.sleepers.should_notify() {
                 // The lock orders this notify after a parking worker's last look (see
                 // `Sleepers`); the notify itself comes after the unlock so the woken worker
@@ -456,11 +473,15 @@ impl Scheduler {
         Ok(seq)
     }
 
-    /// Waits until `lane` may have room for the task after `submitted` (the submitter holds
-    /// the lane's submit lock).
+    /// Waits until `lane`'s queue has half its depth free after `submitted` (its
+    /// [`room_target`](Lane::room_target)), or something else woke waiters (an abort): spins on
+    /// the queue's progress word without any lock, then parks on `done` with the target set,
+    /// so that the workers notify once per half a depth of tasks. The submitter holds the
+    /// lane's submit lock; the lane is posted (its descriptors reach the executor through the
+    /// worker that finishes the queue's tasks).
     fn wait_for_room(&self, lane: &Lane, submitted: u64) {
-        let seen = lane.progress.completed();
-        if spin_until(|| lane.has_room(submitted) || lane.progress.completed() != seen) {
+        let target = lane.room_target(submitted);
+        if spin_until(|| lane.progress.completed() >= target) {
             return;
         }
         // Lock order: the lane's submit lock (held), then state.
@@ -469,9 +490,10 @@ impl Scheduler {
         let had_ready = st.exec.has_ready();
         drain_lane(&mut st, lane);
         self.wake_if_newly_ready(&st, had_ready);
-        if lane.has_room(submitted) || lane.progress.completed() != seen {
+        if lane.progress.completed() >= target {
             return;
         }
+        lane.wake_me_at(target);
         st.waiters += 1;
         st = self.shared.done.wait(st).unwrap_or_else(|p| p.into_inner());
         st.waiters -= 1;
@@ -564,9 +586,8 @@ impl Scheduler {
     pub(crate) fn wait(&self, q: QueueId, seq: u64, timeout_ms: Option<u32>) -> Result<()> {
         // TIMEOUT: `timeout_ms` bounds the wait; `None` waits for the device forever.
         let deadline = timeout_ms.map(|ms| Instant::now() + Duration::from_millis(u64::from(ms)));
-        let word = self
-            .with_lane(q, |l| Arc::clone(&l.progress))
-            .ok_or_else(|| sched_err(sched::Error::NoSuchStream))?;
+        let lane = self.lane_arc(q).ok_or_else(|| sched_err(sched::Error::NoSuchStream))?;
+        let word = &lane.progress;
         // Not for a poll: a zero timeout answers at once.
         if word.is_complete(seq) || (timeout_ms != Some(0) && spin_until(|| word.is_complete(seq))) {
             return Ok(());
@@ -577,6 +598,8 @@ impl Scheduler {
             if word.is_complete(seq) {
                 return Ok(());
             }
+            // A finish notifies `done` once the queue reaches `seq` (or an abort does).
+            lane.wake_me_at(seq);
             st.waiters += 1;
             st = match deadline {
                 None => self.shared.done.wait(st).unwrap_or_else(|p| p.into_inner()),
@@ -666,9 +689,11 @@ impl Scheduler {
                 }
                 self.wake_worker(&st);
                 st.waiters += 1;
+                st.blind += 1;
                 // TIMEOUT: re-check now and then, in case the last finish raced the count.
                 st = self.shared.done.wait_timeout(st, POLL).unwrap_or_else(|p| p.into_inner()).0;
                 st.waiters -= 1;
+                st.blind -= 1;
             }
             st.stop = true;
         }
@@ -748,6 +773,8 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
     // Whether this worker spun since it last found work (then it parks instead).
     let mut spun = false;
     loop {
+        // Taken before this look, so that a kick after it ends the spin below.
+        let seen = shared.work_word.seen();
         drain_posted(shared, &mut st);
         let before = st.exec.finished_items();
         let taken = match st.started.pop() {
@@ -766,8 +793,10 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
                 }
                 _ => None,
             };
-            if st.exec.has_ready() || !st.started.is_empty() || !shared.inbox.looks_empty() {
-                // More work: let another worker take some.
+            if st.exec.has_ready() || !st.started.is_empty() {
+                // More work: let another worker take some. (Posted lanes need no wake-up: a
+                // post to an idle queue woke a worker itself, and one to a busy queue is
+                // drained by the worker that finishes that queue's task.)
                 signal_work(shared, &st);
             }
             drop(st);
@@ -797,7 +826,11 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
                     drain_lane(&mut st, &lane);
                 }
             }
-            if st.waiters > 0 {
+            // Host threads waiting for this queue's completions wake only once it reached
+            // what they wait for (one wake-up per synchronisation, per half a depth of a
+            // flooding submitter), blind waiters on every finish.
+            let due = st.lanes[index].as_ref().is_some_and(|l| l.take_due());
+            if st.waiters > 0 && (st.blind > 0 || due) {
                 shared.done.notify_all();
             }
             continue;
@@ -806,11 +839,11 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
             return;
         }
         if !spun && st.idle.try_spin() {
-            // Spin without the lock until a lane is posted or the work word moves (or the spin
-            // runs out), then look again under the lock before deciding to park.
-            let seen = shared.work_word.seen();
+            // Spin without the lock until the work word moves (a signal under the lock, or a
+            // submitter's kick for a queue that was idle; or the spin runs out), then look
+            // again under the lock before deciding to park.
             drop(st);
-            spun = !spin_until(|| !shared.inbox.looks_empty() || shared.work_word.moved(seen));
+            spun = !spin_until(|| shared.work_word.moved(seen));
             // Lock order: state (leaf).
             st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
             st.idle.end_spin();
