@@ -91,17 +91,29 @@ const SPIN_PAUSES: u32 = 96;
 
 /// Spins until `done` holds (true) or the spin runs out (false): pauses, then yields.
 fn spin_until(mut done: impl FnMut() -> bool) -> bool {
-    for round in 0..SPIN_ROUNDS {
+    spin_pausing(&mut done) || spin_yielding(&mut done)
+}
+
+/// The first part of [`spin_until`]: [`SPIN_PAUSES`] rounds that pause the core.
+fn spin_pausing(done: &mut impl FnMut() -> bool) -> bool {
+    for round in 0..SPIN_PAUSES {
         if done() {
             return true;
         }
-        if round < SPIN_PAUSES {
-            for _ in 0..(1u32 << (round / 16)) {
-                std::hint::spin_loop();
-            }
-        } else {
-            std::thread::yield_now();
+        for _ in 0..(1u32 << (round / 16)) {
+            std::hint::spin_loop();
         }
+    }
+    done()
+}
+
+/// The rest of [`spin_until`]: rounds that yield the core.
+fn spin_yielding(done: &mut impl FnMut() -> bool) -> bool {
+    for _ in SPIN_PAUSES..SPIN_ROUNDS {
+        if done() {
+            return true;
+        }
+        std::thread::yield_now();
     }
     done()
 }
@@ -262,7 +274,7 @@ impl Scheduler {
     /// Like [`Self::wake_worker`], but only when the ready queue just went from empty to
     /// non-empty (`had_ready` is whether it was non-empty before the change): otherwise a
     /// worker is already on its way to it.
-    fn wake_if_newly_ready(&self, st: &State, had_ready: bool) {
+    fn wake_if_newly_ready(&self, st: &mut State, had_ready: bool) {
         if !had_ready && st.exec.has_ready() {
             signal_work(&self.shared, st);
         }
@@ -270,7 +282,7 @@ impl Scheduler {
 
     /// Tells the workers that work may have appeared (after `st` changed under the lock):
     /// wakes the spinner, or one parked worker when none spins.
-    fn wake_worker(&self, st: &State) {
+    fn wake_worker(&self, st: &mut State) {
         signal_work(&self.shared, st);
     }
 
@@ -305,7 +317,7 @@ impl Scheduler {
         self.shared.lanes[index].store(None);
         st.faults.remove(&q.0);
         // Waits on the destroyed queue are satisfied now.
-        self.wake_worker(&st);
+        self.wake_worker(&mut st);
         Ok(())
     }
 
@@ -345,7 +357,7 @@ impl Scheduler {
         if st.waiters > 0 {
             self.shared.done.notify_all();
         }
-        self.wake_worker(&st);
+        self.wake_worker(&mut st);
         Ok(dropped)
     }
 
@@ -366,13 +378,13 @@ impl Scheduler {
                         l.note_submitted(p, seq);
                     }
                     then(&mut st, seq);
-                    self.wake_if_newly_ready(&st, had_ready);
+                    self.wake_if_newly_ready(&mut st, had_ready);
                     return Ok(seq);
                 }
                 // Back-pressure: wait for the device to finish something, then retry. Spin on
                 // the queue's progress word without the lock first, then park.
                 Err(sched::Error::Full) => {
-                    self.wake_if_newly_ready(&st, had_ready);
+                    self.wake_if_newly_ready(&mut st, had_ready);
                     let word = st.exec.progress(StreamId(q.0)).map_err(sched_err)?;
                     let seen = word.completed();
                     drop(st);
@@ -403,7 +415,7 @@ impl Scheduler {
         let had_ready = st.exec.has_ready();
         if let Some(l) = &lane {
             if !drain_lane(&mut st, l) {
-                self.wake_if_newly_ready(&st, had_ready);
+                self.wake_if_newly_ready(&mut st, had_ready);
                 return Err(sched_err(sched::Error::Full));
             }
         }
@@ -413,7 +425,7 @@ impl Scheduler {
                 l.note_submitted(p, seq);
             }
         }
-        self.wake_if_newly_ready(&st, had_ready);
+        self.wake_if_newly_ready(&mut st, had_ready);
         r
     }
 
@@ -466,8 +478,12 @@ impl Scheduler {
                 // The lock orders this notify after a parking worker's last look (see
                 // `Sleepers`); the notify itself comes after the unlock so the woken worker
                 // does not block on the lock we hold.
-                drop(self.lock());
-                self.shared.work.notify_one();
+                // Every parked worker notified already looks after this section (see
+                // `Idle::claim_wake`), and sees the post.
+                let wake = self.lock().idle.claim_wake();
+                if wake {
+                    self.shared.work.notify_one();
+                }
             }
         }
         Ok(seq)
@@ -489,7 +505,7 @@ impl Scheduler {
         // Under the lock this thread is the ring's consumer too: move what fits.
         let had_ready = st.exec.has_ready();
         drain_lane(&mut st, lane);
-        self.wake_if_newly_ready(&st, had_ready);
+        self.wake_if_newly_ready(&mut st, had_ready);
         if lane.progress.completed() >= target {
             return;
         }
@@ -687,7 +703,7 @@ impl Scheduler {
                 if rings_empty && st.exec.is_idle() {
                     break;
                 }
-                self.wake_worker(&st);
+                self.wake_worker(&mut st);
                 st.waiters += 1;
                 st.blind += 1;
                 // TIMEOUT: re-check now and then, in case the last finish raced the count.
@@ -759,8 +775,12 @@ fn gate(fabric: &Weak<Fabric>, task: &TaskDesc) -> bool {
 
 /// Moves the work word a spinning worker watches, and wakes one parked worker when none
 /// spins ([`sched::wake`]'s rules). Called under the lock (`st`).
-fn signal_work(shared: &Shared, st: &State) {
-    if wake::signal(&st.idle, &shared.work_word) {
+fn signal_work(shared: &Shared, st: &mut State) {
+    // A looking worker takes the lock and looks after this (it left looking only under the
+    // lock), so it takes the work: no need to wake a parked one.
+    if shared.sleepers.someone_looks() {
+        shared.work_word.kick();
+    } else if wake::signal(&mut st.idle, &shared.work_word) {
         shared.work.notify_one();
     }
 }
@@ -769,6 +789,8 @@ fn signal_work(shared: &Shared, st: &State) {
 /// without the lock, finish it; when there is nothing to take, spin briefly (one worker at a
 /// time), then announce itself, look once more and park.
 fn run(shared: &Shared, fabric: &Weak<Fabric>) {
+    // Looking (see `Sleepers`) from its first look on.
+    shared.sleepers.looks();
     let mut st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
     // Whether this worker spun since it last found work (then it parks instead).
     let mut spun = false;
@@ -793,11 +815,16 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
                 }
                 _ => None,
             };
+            // No longer looking: look once more (`Sleepers`), since a submitter that saw this
+            // worker looking left its post to it.
+            shared.sleepers.executes();
+            drain_posted(shared, &mut st);
             if st.exec.has_ready() || !st.started.is_empty() {
-                // More work: let another worker take some. (Posted lanes need no wake-up: a
-                // post to an idle queue woke a worker itself, and one to a busy queue is
-                // drained by the worker that finishes that queue's task.)
-                signal_work(shared, &st);
+                // More work: let another worker take some. (Posted lanes need no wake-up of
+                // their own: a post to a busy queue is drained by the worker that finishes
+                // that queue's task, and one to an idle queue woke a worker itself, or left
+                // it to a looking one, which passes it on here.)
+                signal_work(shared, &mut st);
             }
             drop(st);
             crate::fault::set_queue(stream.0);
@@ -805,6 +832,7 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
                 Some(f) => f.execute(&task, ticket),
                 None => TaskStatus::Failed(ErrorKind::NoDevice),
             };
+            shared.sleepers.looks();
             // Lock order: state (leaf).
             st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
             if let TaskStatus::Fault(code) = status {
@@ -843,7 +871,16 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
             // submitter's kick for a queue that was idle; or the spin runs out), then look
             // again under the lock before deciding to park.
             drop(st);
-            spun = !spin_until(|| shared.work_word.moved(seen));
+            // While it pauses on its core, submitters leave the wake-up to it (`Sleepers`);
+            // once it yields the core, they wake a parked worker again (on a loaded machine a
+            // yielding thread may wait long for a core). It looks under the lock afterwards,
+            // as `Sleepers::spin_ends` requires.
+            let mut moved = || shared.work_word.moved(seen);
+            shared.sleepers.spin_begins();
+            let found = spin_pausing(&mut moved);
+            shared.sleepers.spin_ends();
+            spun = !(found || spin_yielding(&mut moved));
+            shared.sleepers.looks();
             // Lock order: state (leaf).
             st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
             st.idle.end_spin();
