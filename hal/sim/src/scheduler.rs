@@ -490,16 +490,15 @@ impl Scheduler {
     }
 
     /// Waits until `lane`'s queue has half its depth free after `submitted` (its
-    /// [`room_target`](Lane::room_target)), or something else woke waiters (an abort): spins on
-    /// the queue's progress word without any lock, then parks on `done` with the target set,
+    /// [`room_target`](Lane::room_target)), or something else woke waiters (an abort): parks
+    /// on `done` with the target set,
     /// so that the workers notify once per half a depth of tasks. The submitter holds the
     /// lane's submit lock; the lane is posted (its descriptors reach the executor through the
     /// worker that finishes the queue's tasks).
     fn wait_for_room(&self, lane: &Lane, submitted: u64) {
         let target = lane.room_target(submitted);
-        if spin_until(|| lane.progress.completed() >= target) {
-            return;
-        }
+        // No spin: half a depth of tasks takes longer than a spin lasts, and a spinning
+        // submitter takes a core from the workers it waits for.
         // Lock order: the lane's submit lock (held), then state.
         let mut st = self.lock();
         // Under the lock this thread is the ring's consumer too: move what fits.
