@@ -11,9 +11,14 @@
 //! A plain task (no ticket) takes no device-wide lock: the submitter takes its queue's submit
 //! lock (one submitter of a queue at a time), publishes the encoded descriptor in the queue's
 //! [`sched::Ring`], and posts the lane in the device's [`Inbox`] only when it was not posted
-//! ([`Armed`](sched::inbox::Armed)); it takes the device lock only to notify a parked worker,
-//! and only when it posted and a worker is parked ([`Sleepers`]; a spinning worker does not
-//! count: on a loaded machine it may be descheduled, and the launch would wait for it). Workers
+//! ([`Armed`](sched::inbox::Armed)). A post wakes anyone only when the queue was idle (the
+//! completed word, read after the post, shows no earlier task unfinished: otherwise the worker
+//! that finishes that task looks at the inbox afterwards). Then the submitter kicks the work
+//! word (ending a spinner's spin), and takes the device lock to notify a parked worker only
+//! when one is parked and none is looking or spinning on its core ([`Sleepers`]; a worker
+//! spinning by yielding its core does not count: on a loaded machine it may wait long for a
+//! core, and the launch with it), and only when a parked worker is not notified already
+//! ([`Idle::claim_wake`]). Workers
 //! move posted lanes' descriptors into the executor under the device lock (the rings' one
 //! consumer), in order; a lane the executor has no room for stays in a backlog until its
 //! queue finishes something. Items that need the executor at once (event records and waits,
@@ -38,22 +43,29 @@
 //!
 //! The rules are [`sched::wake`]'s (model-checked there with loom):
 //!
+//! - A worker is *looking* in [`Sleepers`] while it is awake between tasks; it leaves that
+//!   state (to run a task, spin or park) with a read-modify-write and then looks at the inbox
+//!   once more, so a submitter that saw it looking and did not notify is covered.
 //! - An idle worker first *spins* (at most one per device, counted in the state's `idle`)
-//!   watching the inbox and the work word, which every locked submission that may create work moves;
-//!   only when the spin runs out does it *park* on the `work` condition variable (counted in
-//!   [`Sleepers`] and in the state's `idle`), after announcing itself and looking once more.
+//!   watching the work word, which every locked submission that may create work moves and a
+//!   lane submitter kicks for an idle queue; only when the spin runs out does it *park* on the
+//!   `work` condition variable (counted in [`Sleepers`] and in the state's `idle`), after
+//!   announcing itself and looking once more.
 //! - A lane submitter notifies as said above; a locked submitter follows [`sched::wake`]'s
-//!   `signal` under the lock.
+//!   `signal` under the lock, and leaves the wake-up to a looking worker when there is one.
 //! - A locked submitter notifies a parked worker only when the executor's ready queue goes
 //!   from empty to non-empty; a worker that takes a task while more streams are
 //!   ready passes the wake-up on the same way. A ready queue that is already non-empty always
 //!   has an awake worker on its way to it, so no wake-up is lost and none is wasted. Every such
 //!   decision is taken under the lock, and a worker parks only right after finding nothing to
 //!   take under that same lock.
-//! - Host threads waiting for a queue (synchronisation, back-pressure on a full ring) first
-//!   spin on the queue's [`Progress`](sched::Progress) word (published by the executor on
-//!   every finish, read without any lock), then park on `done` (counted in `waiters`); a
-//!   finishing worker notifies `done` only when someone is parked there.
+//! - Host threads waiting for a queue's synchronisation first spin on the queue's
+//!   [`Progress`](sched::Progress) word (published by the executor on every finish, read
+//!   without any lock), then park on `done` (counted in `waiters`) with their target set on
+//!   the lane ([`Lane::wake_me_at`]); a submitter out of room parks at once until half the
+//!   depth is free ([`Lane::room_target`], a low watermark). A finishing worker notifies
+//!   `done` only when its queue reached a parked waiter's target, or on every finish while a
+//!   waiter without a target (stop, a locked submission's back-pressure) is parked.
 //!
 //! Lock order: a lane's submit lock, then the scheduler's `state` lock, which is a leaf (no
 //! other lock is taken under it, and no task runs under it).
