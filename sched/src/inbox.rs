@@ -85,9 +85,14 @@ impl Inbox {
     }
 
     /// The consumer: calls `f` once with each posted lane, clearing it; returns how many.
+    ///
+    /// Its look at the summary is a read-modify-write even when nothing is posted, so a
+    /// consumer that published something before calling it (a finished task's completion) and
+    /// a producer that posts and then reads that publication cannot both miss the other: the
+    /// one whose read-modify-write comes second in the summary's order sees the first's.
     pub fn take(&self, mut f: impl FnMut(usize)) -> usize {
         let mut n = 0;
-        if self.looks_empty() {
+        if self.is_empty() {
             return 0;
         }
         let mut summary = self.summary.swap(0, Ordering::AcqRel);
@@ -205,28 +210,42 @@ mod loom_models {
         }
     }
 
-    /// The worker's loop, as in the sim: under the lock, take posted lanes and drain them;
-    /// with nothing to do, spin once (when `spin`: one look at the inbox without the lock),
-    /// then announce, look once more, and park. Returns the values it
-    /// took.
+    /// The worker's loop, as in the sim: looking from the start; under the lock, take posted
+    /// lanes and drain them; after taking something, leave looking to "run" it, look once
+    /// more and come back; with nothing to do, spin once (when `spin`: one look at the inbox
+    /// without the lock, counted as spinning), then announce, look once more, and park.
+    /// Returns the values it took.
     fn worker(d: &Device, want: u64, spin: bool) -> std::vec::Vec<u64> {
         let mut took = std::vec::Vec::new();
         let mut spun = !spin;
+        d.sleepers.looks();
         let mut g = d.lock.lock().unwrap();
-        loop {
+        let mut drain = |took: &mut std::vec::Vec<u64>| {
             d.inbox.take(|_| {
                 d.armed.before_drain();
                 while let Some((_, [v])) = d.ring.try_pop() {
                     took.push(v);
                 }
-            });
+            })
+        };
+        loop {
+            if drain(&mut took) > 0 {
+                d.sleepers.executes();
+                drain(&mut took);
+                drop(g);
+                d.sleepers.looks();
+                g = d.lock.lock().unwrap();
+            }
             // CAST: a short test vector.
             if took.len() as u64 == want {
                 return took;
             }
             if !spun {
                 drop(g);
+                d.sleepers.spin_begins();
                 spun = d.inbox.looks_empty();
+                d.sleepers.spin_ends();
+                d.sleepers.looks();
                 g = d.lock.lock().unwrap();
                 continue;
             }

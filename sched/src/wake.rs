@@ -27,51 +27,115 @@
 
 use crate::sync::{AtomicU64, Ordering};
 
-/// The workers parked (or about to park), where submitters that take no lock can see them.
+/// The idle workers (parked or about to park, spinning, or about to look for work), where
+/// submitters that take no lock can see them.
 ///
 /// The lock-free half of the protocol, for submitters that publish work without the owner's
-/// lock (through a [`Ring`](crate::Ring) and an [`Inbox`](crate::inbox::Inbox)):
+/// lock (through a [`Ring`](crate::Ring) and an [`Inbox`](crate::inbox::Inbox)). One word
+/// counts the workers in three states: *looking* (awake and about to look at the inbox: every
+/// worker starts so, and returns to it after a task, a spin or a park), *spinning* (pausing on
+/// its core, at most one), and *parked* (announced, about to wait or waiting); a worker that
+/// runs a task, or spins yielding its core, is in none.
 ///
-/// - a worker about to park calls [`announce`](Self::announce) under the owner's lock, then
-///   looks for work once more ([`Inbox::is_empty`](crate::inbox::Inbox::is_empty), still under
-///   the lock) and either takes it ([`withdraw`](Self::withdraw)) or waits on the condition
-///   variable, withdrawing when it has the lock back;
-/// - a submitter that posted a lane asks [`should_notify`](Self::should_notify); only when it
-///   answers true (someone is parked) does it take the owner's lock (and notify once it has
-///   released it). A spinning worker does not count: it may be descheduled on a loaded machine,
-///   and waiting for it would cost the launch its latency.
+/// - A worker leaves *looking* with a read-modify-write of the word ([`executes`](Self::executes),
+///   [`spin_begins`](Self::spin_begins), [`announce`](Self::announce)) and then looks at the
+///   inbox once more with a read-modify-write ([`Inbox::take`](crate::inbox::Inbox::take) or
+///   [`Inbox::is_empty`](crate::inbox::Inbox::is_empty)); a spinner does so when its spin ends
+///   ([`spin_ends`](Self::spin_ends), then [`looks`](Self::looks) and a look). A worker about
+///   to park calls [`announce`](Self::announce) under the owner's lock, looks once more (still
+///   under the lock) and either takes the work ([`withdraw`](Self::withdraw)) or waits on the
+///   condition variable, withdrawing when it has the lock back.
+/// - A submitter that posted a lane asks [`should_notify`](Self::should_notify): it answers
+///   true only when a worker is parked and none is looking or spinning on its core (those take
+///   the work themselves). Then it takes the owner's lock (and notifies once it has released
+///   it). A worker that spins yielding its core does not count: it may wait long for a core on
+///   a loaded machine, and the launch would wait for it.
 ///
-/// The count's accesses and the inbox's post and last look are read-modify-writes, so for each
-/// pair the second in the word's order reads the first (acquire-release): either the worker's
-/// last look sees the post, or its announce happens before the submitter's
-/// [`should_notify`](Self::should_notify). Taking the lock before notifying orders the notify
-/// after a worker's look and its wait (which releases the lock atomically).
+/// The word's accesses and the inbox's post and looks are read-modify-writes, so for each pair
+/// the second in the word's order reads the first (acquire-release): either the worker's look
+/// after it left *looking* or *spinning* sees the post, or that transition happens before the
+/// submitter's [`should_notify`](Self::should_notify), which then sees it (a parked worker, or
+/// nobody looking). Taking the lock before notifying orders the notify after a worker's last
+/// look and its wait (which releases the lock atomically).
 #[derive(Debug, Default)]
 pub struct Sleepers {
-    parked: AtomicU64,
+    /// Parked workers times [`PARKED`], plus looking workers times [`LOOKING`], plus
+    /// [`SPINNING`] while one spins on its core.
+    word: AtomicU64,
 }
 
+/// One parked worker in [`Sleepers`]' word.
+const PARKED: u64 = 1;
+/// One looking worker in [`Sleepers`]' word.
+const LOOKING: u64 = 1 << 21;
+/// The spinner in [`Sleepers`]' word.
+const SPINNING: u64 = 1 << 42;
+/// The bits of one count.
+const COUNT: u64 = LOOKING - 1;
+
 impl Sleepers {
-    /// Nobody parked.
+    /// No worker counted (each worker calls [`looks`](Self::looks) when it starts).
     pub fn new() -> Self {
-        Self { parked: AtomicU64::new(0) }
+        Self { word: AtomicU64::new(0) }
     }
 
-    /// A worker is about to park (call under the owner's lock, before the last look for work).
+    /// Moves the word by `delta` (wrapping: a count that goes down is added as its two's
+    /// complement).
+    #[inline]
+    fn add(&self, delta: u64) {
+        self.word.fetch_add(delta, Ordering::AcqRel);
+    }
+
+    /// A worker starts, or is back from a task or a spin: it is about to look for work.
+    #[inline]
+    pub fn looks(&self) {
+        self.add(LOOKING);
+    }
+
+    /// A looking worker took a task and will run it: it looks at the inbox once more
+    /// afterwards (and passes on what it finds there).
+    #[inline]
+    pub fn executes(&self) {
+        self.add(LOOKING.wrapping_neg());
+    }
+
+    /// A looking worker is about to park (call under the owner's lock, before the last look
+    /// for work).
     pub fn announce(&self) {
-        self.parked.fetch_add(1, Ordering::AcqRel);
+        self.add(PARKED.wrapping_sub(LOOKING));
     }
 
-    /// The worker has the lock back, or found work on its last look.
+    /// The worker has the lock back, or found work on its last look: it looks again.
     pub fn withdraw(&self) {
-        self.parked.fetch_sub(1, Ordering::AcqRel);
+        self.add(LOOKING.wrapping_sub(PARKED));
+    }
+
+    /// A looking worker starts spinning on its core (one at a time).
+    pub fn spin_begins(&self) {
+        self.add(SPINNING.wrapping_sub(LOOKING));
+    }
+
+    /// The spinner stops spinning on its core (it yields it from here on, or looks for work:
+    /// then it calls [`looks`](Self::looks) before its look).
+    pub fn spin_ends(&self) {
+        self.add(SPINNING.wrapping_neg());
+    }
+
+    /// Whether a worker is looking (a load: for a signaller under the owner's lock, where every
+    /// transition out of looking happens under the same lock, so a stale answer can only be a
+    /// stale "nobody", which costs a needless wake-up, never a lost one).
+    #[inline]
+    pub fn someone_looks(&self) -> bool {
+        self.word.load(Ordering::Acquire) & (SPINNING - 1) >= LOOKING
     }
 
     /// Whether a submitter that just posted work must wake a worker: one is parked (or about
-    /// to park). A read-modify-write, so it reads the latest count.
+    /// to park) and none looks or spins on its core. A read-modify-write, so it reads the
+    /// latest word.
     #[inline]
     pub fn should_notify(&self) -> bool {
-        self.parked.fetch_add(0, Ordering::AcqRel) != 0
+        let w = self.word.fetch_add(0, Ordering::AcqRel);
+        w & COUNT != 0 && w & !COUNT == 0
     }
 }
 
@@ -104,11 +168,18 @@ impl WorkWord {
         self.seen() != seen
     }
 
-    /// Moves the word. Only under the owner's lock (one writer at a time), so a load and a
-    /// store do, without a read-modify-write.
+    /// Moves the word (a read-modify-write, so any thread may, with or without the owner's
+    /// lock).
     fn bump(&self) {
-        let w = self.word.load(Ordering::Relaxed);
-        self.word.store(w.wrapping_add(1), Ordering::Release);
+        self.word.fetch_add(1, Ordering::Release);
+    }
+
+    /// Moves the word without the owner's lock: a submitter that published work a spinning
+    /// worker must see (a lane post that made an idle queue busy), so that the spinner stops
+    /// spinning and looks under the lock.
+    #[inline]
+    pub fn kick(&self) {
+        self.bump();
     }
 }
 
@@ -117,18 +188,33 @@ impl WorkWord {
 /// # Invariants
 ///
 /// `sleeping` counts workers between [`park`](Self::park) and [`unpark`](Self::unpark);
-/// `spinning` is set between a successful [`try_spin`](Self::try_spin) and
+/// `notified` (at most `sleeping`) counts the notifications given to them that no worker has
+/// woken up for yet; `spinning` is set between a successful [`try_spin`](Self::try_spin) and
 /// [`end_spin`](Self::end_spin).
 #[derive(Debug, Default)]
 pub struct Idle {
     sleeping: usize,
+    notified: usize,
     spinning: bool,
 }
 
 impl Idle {
     /// No worker idle.
     pub const fn new() -> Self {
-        Self { sleeping: 0, spinning: false }
+        Self { sleeping: 0, notified: 0, spinning: false }
+    }
+
+    /// Claims the notification of one parked worker that nobody notified yet (true: the
+    /// caller notifies one now, after releasing the lock or under it). False when every
+    /// parked worker was notified already: those look for work once they have the lock
+    /// back, after the caller's change, so one more notification would wake a worker for
+    /// nothing.
+    pub fn claim_wake(&mut self) -> bool {
+        if self.sleeping > self.notified {
+            self.notified += 1;
+            return true;
+        }
+        false
     }
 
     /// Whether the calling worker may spin (nobody else does); if so it is now the spinner.
@@ -150,9 +236,11 @@ impl Idle {
         self.sleeping += 1;
     }
 
-    /// The calling worker has the lock back after waiting.
+    /// The calling worker has the lock back after waiting (notified or not: either way it
+    /// looks for work now, so it answers for one notification).
     pub fn unpark(&mut self) {
         self.sleeping -= 1;
+        self.notified = self.notified.saturating_sub(1).min(self.sleeping);
     }
 
     /// Workers parked now.
@@ -162,10 +250,12 @@ impl Idle {
 }
 
 /// Work may have appeared (called under the owner's lock, after queueing it): moves `word`
-/// and answers whether the owner must notify one parked worker.
-pub fn signal(idle: &Idle, word: &WorkWord) -> bool {
+/// and answers whether the owner must notify one parked worker (someone is parked and not
+/// notified yet, and nobody spins; the notification is then claimed, see
+/// [`Idle::claim_wake`]).
+pub fn signal(idle: &mut Idle, word: &WorkWord) -> bool {
     word.bump();
-    idle.sleeping > 0 && !idle.spinning
+    !idle.spinning && idle.claim_wake()
 }
 
 #[cfg(all(test, not(loom)))]
@@ -176,16 +266,22 @@ mod tests {
     fn one_spinner_and_wakes_only_for_parked_workers() {
         let (mut idle, word) = (Idle::new(), WorkWord::new());
         let seen = word.seen();
-        assert!(!signal(&idle, &word), "nobody idle: no wake-up");
+        assert!(!signal(&mut idle, &word), "nobody idle: no wake-up");
         assert!(word.moved(seen));
         assert!(idle.try_spin());
         assert!(!idle.try_spin(), "one spinner at a time");
         idle.park();
-        assert!(!signal(&idle, &word), "the spinner will look again");
+        assert!(!signal(&mut idle, &word), "the spinner will look again");
         idle.end_spin();
-        assert!(signal(&idle, &word), "a parked worker and no spinner");
+        assert!(signal(&mut idle, &word), "a parked worker and no spinner");
+        assert!(!signal(&mut idle, &word), "the parked worker was notified already");
+        idle.park();
+        assert!(signal(&mut idle, &word), "a second parked worker nobody notified");
+        idle.unpark();
         idle.unpark();
         assert_eq!(idle.sleeping(), 0);
+        idle.park();
+        assert!(signal(&mut idle, &word), "notifications were answered by the wake-ups");
     }
 }
 
@@ -248,7 +344,7 @@ mod loom_models {
         let mut st = o.state.lock().unwrap();
         let was_empty = st.queued == 0;
         st.queued += 1;
-        if was_empty && signal(&st.idle, &o.word) {
+        if was_empty && signal(&mut st.idle, &o.word) {
             o.work.notify_one();
         }
     }

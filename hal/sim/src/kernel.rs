@@ -9,7 +9,9 @@ use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use arc_swap::ArcSwapOption;
 use std::time::Instant;
 
 use hal::{DeviceId, Error, ErrorKind, HostCall, Loader, QueueId, Result, TaskDesc, TaskStatus};
@@ -49,7 +51,7 @@ fn registry() -> std::sync::MutexGuard<'static, Registry> {
 /// Runs a host call for the runtime: receives the task's ticket, returns 0 or an error code.
 pub use hal::HostHook;
 
-static HOST_HOOK: RwLock<Option<HostHook>> = RwLock::new(None);
+static HOST_HOOK: ArcSwapOption<HostHook> = ArcSwapOption::const_empty();
 
 thread_local! {
     /// The fault the kernel running on this thread reported, if any.
@@ -154,8 +156,9 @@ pub(crate) fn run(func: u64, blocks: u32, args: Option<Ticket>, timeout_us: u64)
 
 /// Runs a host call through the runtime's hook.
 pub(crate) fn host_call(call: HostCall) -> TaskStatus {
-    let hook = HOST_HOOK.read().unwrap_or_else(|p| p.into_inner()).clone();
-    match hook {
+    // A load without a lock or a reference count taken (a task's hot path).
+    let hook = HOST_HOOK.load();
+    match hook.as_deref() {
         None => TaskStatus::Failed(ErrorKind::NotSupported),
         Some(h) => match h(call) {
             0 => TaskStatus::Ok,
@@ -220,7 +223,7 @@ impl Sim {
 
     /// Installs the hook that runs host functions and callbacks ([`TaskDesc::HostFunc`]).
     pub fn set_host_hook(&self, hook: HostHook) {
-        *HOST_HOOK.write().unwrap_or_else(|p| p.into_inner()) = Some(hook);
+        HOST_HOOK.store(Some(Arc::new(hook)));
     }
 
     /// Queues a kernel launch of `func` over `blocks` blocks with its own copy of `args`.

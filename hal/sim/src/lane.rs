@@ -129,6 +129,11 @@ pub(crate) struct Lane {
     /// The queue's depth: at most this many of its tasks are unfinished (queued in the ring,
     /// queued in the executor, or running) when a submit returns.
     depth: u64,
+    /// The lowest completed sequence a host thread parked on the scheduler's `done` waits
+    /// for on this queue (`u64::MAX`: nobody): a worker that finishes a task of the queue
+    /// notifies `done` only once the queue reaches it. Read and written only under the
+    /// scheduler's lock (an atomic only because the lane is shared).
+    wake_at: AtomicU64,
 }
 
 impl Lane {
@@ -150,7 +155,33 @@ impl Lane {
             submitted: AtomicU64::new(0),
             // CAST: usize fits in u64.
             depth: depth as u64,
+            wake_at: AtomicU64::new(u64::MAX),
         })
+    }
+
+    /// The completed sequence a submitter that found no room after `submitted` waits for: half
+    /// the depth free (a low watermark, so that a flooding submitter is woken once per half a
+    /// depth of tasks, not once per task).
+    pub(crate) fn room_target(&self, submitted: u64) -> u64 {
+        submitted.saturating_sub(self.depth / 2)
+    }
+
+    /// A host thread is about to park until the queue completed `seq` (under the scheduler's
+    /// lock).
+    pub(crate) fn wake_me_at(&self, seq: u64) {
+        self.wake_at.fetch_min(seq, Ordering::Relaxed);
+    }
+
+    /// Whether a parked host thread waits for what the queue completed now, forgetting the
+    /// target if so (under the scheduler's lock, after a finish): then `done` must be
+    /// notified; the woken threads that still wait set their targets again.
+    pub(crate) fn take_due(&self) -> bool {
+        let at = self.wake_at.load(Ordering::Relaxed);
+        if at != u64::MAX && at <= self.progress.completed() {
+            self.wake_at.store(u64::MAX, Ordering::Relaxed);
+            return true;
+        }
+        false
     }
 
     /// Whether one more task fits: fewer than `depth` unfinished after `submitted`, and a free

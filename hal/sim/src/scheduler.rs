@@ -11,9 +11,14 @@
 //! A plain task (no ticket) takes no device-wide lock: the submitter takes its queue's submit
 //! lock (one submitter of a queue at a time), publishes the encoded descriptor in the queue's
 //! [`sched::Ring`], and posts the lane in the device's [`Inbox`] only when it was not posted
-//! ([`Armed`](sched::inbox::Armed)); it takes the device lock only to notify a parked worker,
-//! and only when it posted and a worker is parked ([`Sleepers`]; a spinning worker does not
-//! count: on a loaded machine it may be descheduled, and the launch would wait for it). Workers
+//! ([`Armed`](sched::inbox::Armed)). A post wakes anyone only when the queue was idle (the
+//! completed word, read after the post, shows no earlier task unfinished: otherwise the worker
+//! that finishes that task looks at the inbox afterwards). Then the submitter kicks the work
+//! word (ending a spinner's spin), and takes the device lock to notify a parked worker only
+//! when one is parked and none is looking or spinning on its core ([`Sleepers`]; a worker
+//! spinning by yielding its core does not count: on a loaded machine it may wait long for a
+//! core, and the launch with it), and only when a parked worker is not notified already
+//! ([`Idle::claim_wake`]). Workers
 //! move posted lanes' descriptors into the executor under the device lock (the rings' one
 //! consumer), in order; a lane the executor has no room for stays in a backlog until its
 //! queue finishes something. Items that need the executor at once (event records and waits,
@@ -38,22 +43,29 @@
 //!
 //! The rules are [`sched::wake`]'s (model-checked there with loom):
 //!
+//! - A worker is *looking* in [`Sleepers`] while it is awake between tasks; it leaves that
+//!   state (to run a task, spin or park) with a read-modify-write and then looks at the inbox
+//!   once more, so a submitter that saw it looking and did not notify is covered.
 //! - An idle worker first *spins* (at most one per device, counted in the state's `idle`)
-//!   watching the inbox and the work word, which every locked submission that may create work moves;
-//!   only when the spin runs out does it *park* on the `work` condition variable (counted in
-//!   [`Sleepers`] and in the state's `idle`), after announcing itself and looking once more.
+//!   watching the work word, which every locked submission that may create work moves and a
+//!   lane submitter kicks for an idle queue; only when the spin runs out does it *park* on the
+//!   `work` condition variable (counted in [`Sleepers`] and in the state's `idle`), after
+//!   announcing itself and looking once more.
 //! - A lane submitter notifies as said above; a locked submitter follows [`sched::wake`]'s
-//!   `signal` under the lock.
+//!   `signal` under the lock, and leaves the wake-up to a looking worker when there is one.
 //! - A locked submitter notifies a parked worker only when the executor's ready queue goes
 //!   from empty to non-empty; a worker that takes a task while more streams are
 //!   ready passes the wake-up on the same way. A ready queue that is already non-empty always
 //!   has an awake worker on its way to it, so no wake-up is lost and none is wasted. Every such
 //!   decision is taken under the lock, and a worker parks only right after finding nothing to
 //!   take under that same lock.
-//! - Host threads waiting for a queue (synchronisation, back-pressure on a full ring) first
-//!   spin on the queue's [`Progress`](sched::Progress) word (published by the executor on
-//!   every finish, read without any lock), then park on `done` (counted in `waiters`); a
-//!   finishing worker notifies `done` only when someone is parked there.
+//! - Host threads waiting for a queue's synchronisation first spin on the queue's
+//!   [`Progress`](sched::Progress) word (published by the executor on every finish, read
+//!   without any lock), then park on `done` (counted in `waiters`) with their target set on
+//!   the lane ([`Lane::wake_me_at`]); a submitter out of room parks at once until half the
+//!   depth is free ([`Lane::room_target`], a low watermark). A finishing worker notifies
+//!   `done` only when its queue reached a parked waiter's target, or on every finish while a
+//!   waiter without a target (stop, a locked submission's back-pressure) is parked.
 //!
 //! Lock order: a lane's submit lock, then the scheduler's `state` lock, which is a leaf (no
 //! other lock is taken under it, and no task runs under it).
@@ -91,17 +103,29 @@ const SPIN_PAUSES: u32 = 96;
 
 /// Spins until `done` holds (true) or the spin runs out (false): pauses, then yields.
 fn spin_until(mut done: impl FnMut() -> bool) -> bool {
-    for round in 0..SPIN_ROUNDS {
+    spin_pausing(&mut done) || spin_yielding(&mut done)
+}
+
+/// The first part of [`spin_until`]: [`SPIN_PAUSES`] rounds that pause the core.
+fn spin_pausing(done: &mut impl FnMut() -> bool) -> bool {
+    for round in 0..SPIN_PAUSES {
         if done() {
             return true;
         }
-        if round < SPIN_PAUSES {
-            for _ in 0..(1u32 << (round / 16)) {
-                std::hint::spin_loop();
-            }
-        } else {
-            std::thread::yield_now();
+        for _ in 0..(1u32 << (round / 16)) {
+            std::hint::spin_loop();
         }
+    }
+    done()
+}
+
+/// The rest of [`spin_until`]: rounds that yield the core.
+fn spin_yielding(done: &mut impl FnMut() -> bool) -> bool {
+    for _ in SPIN_PAUSES..SPIN_ROUNDS {
+        if done() {
+            return true;
+        }
+        std::thread::yield_now();
     }
     done()
 }
@@ -139,6 +163,10 @@ struct State {
     idle: Idle,
     /// Host threads asleep on `done`.
     waiters: usize,
+    /// Those of `waiters` that wait for no particular completion (stop, a locked submission's
+    /// back-pressure): every finish notifies `done` while there is one. The others set their
+    /// queue's [`Lane::wake_me_at`], and a finish notifies only when it reaches that.
+    blind: usize,
     /// Every live queue's lane, by slot (the workers' view; submitters use [`Shared::lanes`]).
     lanes: Vec<Option<Arc<Lane>>>,
     /// Lanes whose descriptors the executor had no room for, by slot.
@@ -206,6 +234,7 @@ impl Scheduler {
                 next_ticket: 1,
                 idle: Idle::new(),
                 waiters: 0,
+                blind: 0,
                 lanes: (0..MAX_QUEUES).map(|_| None).collect(),
                 backlog: vec![false; MAX_QUEUES],
                 started: Vec::new(),
@@ -257,7 +286,7 @@ impl Scheduler {
     /// Like [`Self::wake_worker`], but only when the ready queue just went from empty to
     /// non-empty (`had_ready` is whether it was non-empty before the change): otherwise a
     /// worker is already on its way to it.
-    fn wake_if_newly_ready(&self, st: &State, had_ready: bool) {
+    fn wake_if_newly_ready(&self, st: &mut State, had_ready: bool) {
         if !had_ready && st.exec.has_ready() {
             signal_work(&self.shared, st);
         }
@@ -265,7 +294,7 @@ impl Scheduler {
 
     /// Tells the workers that work may have appeared (after `st` changed under the lock):
     /// wakes the spinner, or one parked worker when none spins.
-    fn wake_worker(&self, st: &State) {
+    fn wake_worker(&self, st: &mut State) {
         signal_work(&self.shared, st);
     }
 
@@ -300,7 +329,7 @@ impl Scheduler {
         self.shared.lanes[index].store(None);
         st.faults.remove(&q.0);
         // Waits on the destroyed queue are satisfied now.
-        self.wake_worker(&st);
+        self.wake_worker(&mut st);
         Ok(())
     }
 
@@ -340,7 +369,7 @@ impl Scheduler {
         if st.waiters > 0 {
             self.shared.done.notify_all();
         }
-        self.wake_worker(&st);
+        self.wake_worker(&mut st);
         Ok(dropped)
     }
 
@@ -361,13 +390,13 @@ impl Scheduler {
                         l.note_submitted(p, seq);
                     }
                     then(&mut st, seq);
-                    self.wake_if_newly_ready(&st, had_ready);
+                    self.wake_if_newly_ready(&mut st, had_ready);
                     return Ok(seq);
                 }
                 // Back-pressure: wait for the device to finish something, then retry. Spin on
                 // the queue's progress word without the lock first, then park.
                 Err(sched::Error::Full) => {
-                    self.wake_if_newly_ready(&st, had_ready);
+                    self.wake_if_newly_ready(&mut st, had_ready);
                     let word = st.exec.progress(StreamId(q.0)).map_err(sched_err)?;
                     let seen = word.completed();
                     drop(st);
@@ -376,8 +405,10 @@ impl Scheduler {
                     st = self.lock();
                     if !moved && word.completed() == seen {
                         st.waiters += 1;
+                        st.blind += 1;
                         st = self.shared.done.wait(st).unwrap_or_else(|p| p.into_inner());
                         st.waiters -= 1;
+                        st.blind -= 1;
                     }
                 }
                 Err(e) => return Err(sched_err(e)),
@@ -396,7 +427,7 @@ impl Scheduler {
         let had_ready = st.exec.has_ready();
         if let Some(l) = &lane {
             if !drain_lane(&mut st, l) {
-                self.wake_if_newly_ready(&st, had_ready);
+                self.wake_if_newly_ready(&mut st, had_ready);
                 return Err(sched_err(sched::Error::Full));
             }
         }
@@ -406,7 +437,7 @@ impl Scheduler {
                 l.note_submitted(p, seq);
             }
         }
-        self.wake_if_newly_ready(&st, had_ready);
+        self.wake_if_newly_ready(&mut st, had_ready);
         r
     }
 
@@ -440,38 +471,56 @@ impl Scheduler {
             let seq = p.submitted + 1;
             lane.note_submitted(&mut p, seq);
             drop(p);
-            (seq, lane.armed.after_publish().then_some(lane.index))
+            if !lane.armed.after_publish() {
+                // Posted already: whoever takes the post drains this descriptor too.
+                return (seq, false);
+            }
+            self.shared.inbox.post(lane.index);
+            // Read after the post (a read-modify-write; see `Inbox::take`): a queue with an
+            // earlier task unfinished needs no wake-up, since the worker that finishes that
+            // task looks at the inbox afterwards and drains this post (or this read sees the
+            // finish, and the queue counts as idle).
+            (seq, lane.progress.completed() + 1 >= seq)
         });
-        let Some((seq, posted)) = posted else { return Err(sched_err(sched::Error::NoSuchStream)) };
-        if let Some(index) = posted {
-            self.shared.inbox.post(index);
+        let Some((seq, was_idle)) = posted else { return Err(sched_err(sched::Error::NoSuchStream)) };
+        if was_idle {
+            // An idle queue became busy: stop a spinning worker's spin, and wake a parked one.
+            self.shared.work_word.kick();
             if self.shared.sleepers.should_notify() {
                 // The lock orders this notify after a parking worker's last look (see
                 // `Sleepers`); the notify itself comes after the unlock so the woken worker
                 // does not block on the lock we hold.
-                drop(self.lock());
-                self.shared.work.notify_one();
+                // Every parked worker notified already looks after this section (see
+                // `Idle::claim_wake`), and sees the post.
+                let wake = self.lock().idle.claim_wake();
+                if wake {
+                    self.shared.work.notify_one();
+                }
             }
         }
         Ok(seq)
     }
 
-    /// Waits until `lane` may have room for the task after `submitted` (the submitter holds
-    /// the lane's submit lock).
+    /// Waits until `lane`'s queue has half its depth free after `submitted` (its
+    /// [`room_target`](Lane::room_target)), or something else woke waiters (an abort): parks
+    /// on `done` with the target set,
+    /// so that the workers notify once per half a depth of tasks. The submitter holds the
+    /// lane's submit lock; the lane is posted (its descriptors reach the executor through the
+    /// worker that finishes the queue's tasks).
     fn wait_for_room(&self, lane: &Lane, submitted: u64) {
-        let seen = lane.progress.completed();
-        if spin_until(|| lane.has_room(submitted) || lane.progress.completed() != seen) {
-            return;
-        }
+        let target = lane.room_target(submitted);
+        // No spin: half a depth of tasks takes longer than a spin lasts, and a spinning
+        // submitter takes a core from the workers it waits for.
         // Lock order: the lane's submit lock (held), then state.
         let mut st = self.lock();
         // Under the lock this thread is the ring's consumer too: move what fits.
         let had_ready = st.exec.has_ready();
         drain_lane(&mut st, lane);
-        self.wake_if_newly_ready(&st, had_ready);
-        if lane.has_room(submitted) || lane.progress.completed() != seen {
+        self.wake_if_newly_ready(&mut st, had_ready);
+        if lane.progress.completed() >= target {
             return;
         }
+        lane.wake_me_at(target);
         st.waiters += 1;
         st = self.shared.done.wait(st).unwrap_or_else(|p| p.into_inner());
         st.waiters -= 1;
@@ -564,9 +613,8 @@ impl Scheduler {
     pub(crate) fn wait(&self, q: QueueId, seq: u64, timeout_ms: Option<u32>) -> Result<()> {
         // TIMEOUT: `timeout_ms` bounds the wait; `None` waits for the device forever.
         let deadline = timeout_ms.map(|ms| Instant::now() + Duration::from_millis(u64::from(ms)));
-        let word = self
-            .with_lane(q, |l| Arc::clone(&l.progress))
-            .ok_or_else(|| sched_err(sched::Error::NoSuchStream))?;
+        let lane = self.lane_arc(q).ok_or_else(|| sched_err(sched::Error::NoSuchStream))?;
+        let word = &lane.progress;
         // Not for a poll: a zero timeout answers at once.
         if word.is_complete(seq) || (timeout_ms != Some(0) && spin_until(|| word.is_complete(seq))) {
             return Ok(());
@@ -577,6 +625,8 @@ impl Scheduler {
             if word.is_complete(seq) {
                 return Ok(());
             }
+            // A finish notifies `done` once the queue reaches `seq` (or an abort does).
+            lane.wake_me_at(seq);
             st.waiters += 1;
             st = match deadline {
                 None => self.shared.done.wait(st).unwrap_or_else(|p| p.into_inner()),
@@ -664,11 +714,13 @@ impl Scheduler {
                 if rings_empty && st.exec.is_idle() {
                     break;
                 }
-                self.wake_worker(&st);
+                self.wake_worker(&mut st);
                 st.waiters += 1;
+                st.blind += 1;
                 // TIMEOUT: re-check now and then, in case the last finish raced the count.
                 st = self.shared.done.wait_timeout(st, POLL).unwrap_or_else(|p| p.into_inner()).0;
                 st.waiters -= 1;
+                st.blind -= 1;
             }
             st.stop = true;
         }
@@ -734,8 +786,12 @@ fn gate(fabric: &Weak<Fabric>, task: &TaskDesc) -> bool {
 
 /// Moves the work word a spinning worker watches, and wakes one parked worker when none
 /// spins ([`sched::wake`]'s rules). Called under the lock (`st`).
-fn signal_work(shared: &Shared, st: &State) {
-    if wake::signal(&st.idle, &shared.work_word) {
+fn signal_work(shared: &Shared, st: &mut State) {
+    // A looking worker takes the lock and looks after this (it left looking only under the
+    // lock), so it takes the work: no need to wake a parked one.
+    if shared.sleepers.someone_looks() {
+        shared.work_word.kick();
+    } else if wake::signal(&mut st.idle, &shared.work_word) {
         shared.work.notify_one();
     }
 }
@@ -744,10 +800,14 @@ fn signal_work(shared: &Shared, st: &State) {
 /// without the lock, finish it; when there is nothing to take, spin briefly (one worker at a
 /// time), then announce itself, look once more and park.
 fn run(shared: &Shared, fabric: &Weak<Fabric>) {
+    // Looking (see `Sleepers`) from its first look on.
+    shared.sleepers.looks();
     let mut st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
     // Whether this worker spun since it last found work (then it parks instead).
     let mut spun = false;
     loop {
+        // Taken before this look, so that a kick after it ends the spin below.
+        let seen = shared.work_word.seen();
         drain_posted(shared, &mut st);
         let before = st.exec.finished_items();
         let taken = match st.started.pop() {
@@ -766,9 +826,16 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
                 }
                 _ => None,
             };
-            if st.exec.has_ready() || !st.started.is_empty() || !shared.inbox.looks_empty() {
-                // More work: let another worker take some.
-                signal_work(shared, &st);
+            // No longer looking: look once more (`Sleepers`), since a submitter that saw this
+            // worker looking left its post to it.
+            shared.sleepers.executes();
+            drain_posted(shared, &mut st);
+            if st.exec.has_ready() || !st.started.is_empty() {
+                // More work: let another worker take some. (Posted lanes need no wake-up of
+                // their own: a post to a busy queue is drained by the worker that finishes
+                // that queue's task, and one to an idle queue woke a worker itself, or left
+                // it to a looking one, which passes it on here.)
+                signal_work(shared, &mut st);
             }
             drop(st);
             crate::fault::set_queue(stream.0);
@@ -776,6 +843,7 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
                 Some(f) => f.execute(&task, ticket),
                 None => TaskStatus::Failed(ErrorKind::NoDevice),
             };
+            shared.sleepers.looks();
             // Lock order: state (leaf).
             st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
             if let TaskStatus::Fault(code) = status {
@@ -797,7 +865,11 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
                     drain_lane(&mut st, &lane);
                 }
             }
-            if st.waiters > 0 {
+            // Host threads waiting for this queue's completions wake only once it reached
+            // what they wait for (one wake-up per synchronisation, per half a depth of a
+            // flooding submitter), blind waiters on every finish.
+            let due = st.lanes[index].as_ref().is_some_and(|l| l.take_due());
+            if st.waiters > 0 && (st.blind > 0 || due) {
                 shared.done.notify_all();
             }
             continue;
@@ -806,11 +878,20 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
             return;
         }
         if !spun && st.idle.try_spin() {
-            // Spin without the lock until a lane is posted or the work word moves (or the spin
-            // runs out), then look again under the lock before deciding to park.
-            let seen = shared.work_word.seen();
+            // Spin without the lock until the work word moves (a signal under the lock, or a
+            // submitter's kick for a queue that was idle; or the spin runs out), then look
+            // again under the lock before deciding to park.
             drop(st);
-            spun = !spin_until(|| !shared.inbox.looks_empty() || shared.work_word.moved(seen));
+            // While it pauses on its core, submitters leave the wake-up to it (`Sleepers`);
+            // once it yields the core, they wake a parked worker again (on a loaded machine a
+            // yielding thread may wait long for a core). It looks under the lock afterwards,
+            // as `Sleepers::spin_ends` requires.
+            let mut moved = || shared.work_word.moved(seen);
+            shared.sleepers.spin_begins();
+            let found = spin_pausing(&mut moved);
+            shared.sleepers.spin_ends();
+            spun = !(found || spin_yielding(&mut moved));
+            shared.sleepers.looks();
             // Lock order: state (leaf).
             st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
             st.idle.end_spin();
