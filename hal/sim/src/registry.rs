@@ -1048,6 +1048,42 @@ impl Registry {
         }
     }
 
+    /// Allocates several pieces (page size, page count, preferred HBM offset: as
+    /// [`Self::alloc`]) on `device` for this process in one change of the registry (one lock,
+    /// one commit); all or nothing. Returns each piece's allocation id and frames.
+    pub(crate) fn alloc_many(
+        &self,
+        device: u32,
+        pieces: &[(PageSize, u64, Option<u64>)],
+    ) -> Result<Vec<(u64, Vec<PhysRun>)>> {
+        let attempt = |tx: &mut Tx<'_>, me: u32| {
+            let mut out: Vec<(u64, Vec<PhysRun>)> = Vec::with_capacity(pieces.len());
+            for &(page, count, prefer) in pieces {
+                // A later piece failing after earlier ones were applied: `with` commits none of
+                // them and reloads the cache from the file (nothing changed for the machine).
+                let frames = self.frames(tx.cache, device)?;
+                let wanted = prefer.and_then(|offset| {
+                    let len_bytes = count.checked_mul(page.bytes())?;
+                    let run = PhysRun { offset, len_bytes };
+                    (offset.checked_add(len_bytes)? <= self.config.hbm_bytes).then_some(run)
+                });
+                let runs = match wanted {
+                    Some(run) if frames.claim_pages(page, &[run]).is_ok() => vec![run],
+                    _ => frames.alloc_pages(page, count).map_err(Error::from)?,
+                };
+                let id = tx.cache.state.next_id + 1;
+                tx.apply(Record::Alloc { id, device, page, runs: runs.clone(), holder: me }, true)?;
+                out.push((id, runs));
+            }
+            Ok(out)
+        };
+        match self.with(false, attempt) {
+            // Out of memory: a dead process may still hold frames; reap and try once more.
+            Err(e) if e.kind() == ErrorKind::OutOfMemory => self.with(true, attempt),
+            other => other,
+        }
+    }
+
     /// Drops one reference of this process to each of `ids`; frames no one holds are freed.
     pub(crate) fn release(&self, ids: &[u64]) -> Result<()> {
         self.with(false, |tx, me| tx.apply(Record::Release { pid: me, ids: ids.to_vec() }, false))

@@ -467,19 +467,17 @@ impl Window {
         let at = self.page_range(offset, len_bytes)?;
         let end = offset + len_bytes;
         let mut map = self.mapped.write().unwrap_or_else(|p| p.into_inner());
-        // Check exact coverage before changing anything.
-        let mut cursor = offset;
-        let mut all_identity = true;
-        for (&o, e) in map.range(offset..end) {
-            if o != cursor || o + e.len_bytes > end {
-                return Err(io::ErrorKind::NotFound.into());
+        // Check exact coverage before changing anything. Adjacent backings made accessible
+        // together are one entry on the identity mapping; unmapping one of them splits it
+        // (bookkeeping only: the pages' state is uniform).
+        let all_identity = match Self::exactly_covered(&map, offset, end) {
+            Some(all) => all,
+            None => {
+                Self::split_identity_at(&mut map, offset);
+                Self::split_identity_at(&mut map, end);
+                Self::exactly_covered(&map, offset, end).ok_or(io::ErrorKind::NotFound)?
             }
-            cursor = o + e.len_bytes;
-            all_identity &= e.identity;
-        }
-        if cursor != end {
-            return Err(io::ErrorKind::NotFound.into());
-        }
+        };
         if all_identity {
             // CAST: checked by `page_range` to fit the window, hence usize.
             Self::protect(at, len_bytes as usize, libc::PROT_NONE)?;
@@ -569,6 +567,36 @@ impl Window {
             }
         }
         true
+    }
+
+    /// How many mappings the window records (tests).
+    #[cfg(test)]
+    pub(crate) fn entry_count(&self) -> usize {
+        self.mapped.read().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Whether whole entries cover `[offset, end)` exactly, and then whether all of them are
+    /// identity entries.
+    fn exactly_covered(map: &BTreeMap<u64, Entry>, offset: u64, end: u64) -> Option<bool> {
+        let mut cursor = offset;
+        let mut all_identity = true;
+        for (&o, e) in map.range(offset..end) {
+            if o != cursor || o + e.len_bytes > end {
+                return None;
+            }
+            cursor = o + e.len_bytes;
+            all_identity &= e.identity;
+        }
+        (cursor == end).then_some(all_identity)
+    }
+
+    /// Splits the identity entry that straddles `at` (if one does) into two at `at`.
+    fn split_identity_at(map: &mut BTreeMap<u64, Entry>, at: u64) {
+        if let Some((&o, e)) = map.range(..at).next_back() {
+            if e.identity && o + e.len_bytes > at {
+                Self::split_at(map, at);
+            }
+        }
     }
 
     /// Splits the entry that straddles `at` (if one does) into two at `at`.
