@@ -222,6 +222,44 @@ pub trait MemoryBacking {
     /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) when `range` is not such
     /// a range.
     fn unback(&self, dev: DeviceId, range: VaRange) -> Result<()>;
+
+    /// Backs each of `reqs` (the pieces of one allocation, in address order: say 2 MiB pages
+    /// and a 4 KiB-page tail), all or nothing. A backend may do it in one step (one mapping
+    /// for adjacent pieces); the default backs them one by one and undoes on error.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::back`]; nothing stays backed on error.
+    fn back_many(&self, dev: DeviceId, reqs: &[BackRequest]) -> Result<()> {
+        for (i, r) in reqs.iter().enumerate() {
+            if let Err(e) = self.back(dev, r) {
+                for done in reqs[..i].iter().rev() {
+                    let _ = self.unback(dev, done.range);
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Releases each of `ranges`, each backed by one [`Self::back`] or together by one
+    /// [`Self::back_many`]. A backend may do it in one step; the default unbacks them one by
+    /// one and reports the first error after trying all.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::unback`].
+    fn unback_many(&self, dev: DeviceId, ranges: &[VaRange]) -> Result<()> {
+        let mut out = Ok(());
+        for &r in ranges {
+            if let Err(e) = self.unback(dev, r) {
+                if out.is_ok() {
+                    out = Err(e);
+                }
+            }
+        }
+        out
+    }
 }
 
 /// Physical allocations that exist apart from any VA (virtual memory management, VMM).

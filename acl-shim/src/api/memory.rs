@@ -39,7 +39,7 @@
 //! and unbacked with no lock held (reserve under the lock, back, re-lock to commit or undo; a
 //! free marks the range as being freed, unbacks, then removes it).
 
-use hal::{DeviceAddr, DeviceId, MemAttr, MemoryInfo, PageSize};
+use hal::{DeviceAddr, DeviceId, MemAttr, MemoryInfo, PageSize, VaRange};
 use mm::device::{DeviceAllocator, FreeError, Info as DeviceInfo, NotLive};
 use mm::heap::Allocation;
 
@@ -214,14 +214,9 @@ impl Runtime {
             }
         };
         let mut hal = HalBacker::new(drv, d);
-        let backed =
-            plan.backs.iter().take_while(|&&(r, page, attrs)| hal.back(r, page, attrs).is_ok()).count();
-        let ok = backed == plan.backs.len();
-        if !ok {
-            for &(r, _, _) in plan.backs[..backed].iter().rev() {
-                let _ = hal.unback(r);
-            }
-        }
+        // All pieces in one call: the backend may back adjacent pieces as one mapping. All or
+        // nothing.
+        let ok = hal.back_many(&plan.backs).is_ok();
         // Lock order: `mem` alone.
         let mut st = self.device(d).mem(api)?;
         if st.epoch != epoch {
@@ -359,16 +354,12 @@ impl Runtime {
                 map.remove(ptr);
                 managed.remove(&ptr);
                 drop(st);
-                let mut hal = HalBacker::new(self.backend.driver(), d);
-                let mut unbacked = Ok(());
-                let mut shrunk = 0;
-                for r in det.backed_ranges() {
-                    use mm::device::Backer as _;
-                    match hal.unback(r) {
-                        Ok(()) => shrunk += r.len_bytes(),
-                        Err(e) => unbacked = Err(e),
-                    }
-                }
+                // All pieces in one call, in address order: the backend may unback adjacent
+                // pieces as one mapping.
+                let mut ranges: Vec<VaRange> = det.backed_ranges().collect();
+                ranges.sort_unstable_by_key(|r| r.start().as_u64());
+                let unbacked = self.backend.driver().unback_many(DeviceId(d), &ranges);
+                let shrunk = if unbacked.is_ok() { ranges.iter().map(|r| r.len_bytes()).sum() } else { 0 };
                 let info = det.info();
                 if let Err(e) = unbacked {
                     // A bug below: the VA stays taken (never reused over a live backing).

@@ -313,6 +313,27 @@ impl<'a> HalBacker<'a> {
     }
 }
 
+impl HalBacker<'_> {
+    /// Backs the planned pieces `backs` of one allocation in one driver call
+    /// ([`hal::MemoryBacking::back_many`]: adjacent pieces may become one mapping); all or
+    /// nothing.
+    pub(crate) fn back_many(
+        &self,
+        backs: &[(VaRange, PageSize, MemAttr)],
+    ) -> std::result::Result<(), hal::Error> {
+        // As in `back`: the backing itself stays writable.
+        let reqs: Vec<BackRequest> = backs
+            .iter()
+            .map(|&(range, page_size, attrs)| BackRequest {
+                range,
+                page_size,
+                attrs: attrs - MemAttr::READONLY,
+            })
+            .collect();
+        self.drv.back_many(self.dev, &reqs)
+    }
+}
+
 impl mm::device::Backer for HalBacker<'_> {
     fn back(
         &mut self,

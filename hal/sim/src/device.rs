@@ -23,7 +23,7 @@ use hal::{
 use hal::{ShareInfo, ShareKind, ShareName};
 use mm::phys::PhysRun;
 
-use crate::registry::Registry;
+use crate::registry::{IntMap, Registry};
 use crate::sys::{ShmObject, Window};
 
 /// A range backed by [`hal::MemoryBacking::back`]: it owns its frames.
@@ -65,7 +65,9 @@ struct HandleMap {
 
 #[derive(Debug)]
 struct MemState {
-    backed: BTreeMap<u64, Backing>,
+    /// By start address; a hash map, so that backing and unbacking cost the same however many
+    /// ranges are backed.
+    backed: IntMap<u64, Backing>,
     handles: BTreeMap<u64, PhysAlloc>,
     handle_maps: BTreeMap<u64, HandleMap>,
     next_handle: u64,
@@ -130,6 +132,19 @@ fn slice_runs(runs: &[PhysRun], mut offset: u64, mut len: u64) -> Vec<PhysRun> {
     out
 }
 
+/// Backs `reqs` one by one, undoing on error.
+fn hal_back_each(d: &Device, reqs: &[BackRequest]) -> Result<()> {
+    for (i, r) in reqs.iter().enumerate() {
+        if let Err(e) = d.back(r) {
+            for done in reqs[..i].iter().rev() {
+                let _ = d.unback(done.range);
+            }
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
 impl Device {
     /// Opens physical device `physical` for this process: maps its (shared) HBM object and
     /// reserves its window at `window_base` and its pool-window slice at `pool_base`.
@@ -154,7 +169,7 @@ impl Device {
             window,
             pool,
             mem: Mutex::new(MemState {
-                backed: BTreeMap::new(),
+                backed: IntMap::default(),
                 handles: BTreeMap::new(),
                 handle_maps: BTreeMap::new(),
                 next_handle: 1,
@@ -275,6 +290,96 @@ impl Device {
         Ok(())
     }
 
+    /// Backs the adjacent pieces `reqs` of one allocation (2 MiB pages and a 4 KiB-page tail,
+    /// say) in one step: one registry change for all their frames, and one mapping (one
+    /// `mprotect` on the identity mapping) when the frames are contiguous, as they are when the
+    /// window's identity frames are free. Each piece stays a backing of its own (unbacked alone
+    /// or with [`Self::unback_many`]). Pieces that are not adjacent in one window are backed
+    /// one by one. All or nothing.
+    pub(crate) fn back_many(&self, reqs: &[BackRequest]) -> Result<()> {
+        let [first, rest @ ..] = reqs else { return Ok(()) };
+        if rest.is_empty() {
+            return self.back(first);
+        }
+        let adjacent = reqs.windows(2).all(|p| p[0].range.end() == p[1].range.start().as_u64())
+            && reqs
+                .iter()
+                .all(|r| r.attrs.contains(MemAttr::READONLY) == first.attrs.contains(MemAttr::READONLY));
+        let mut placed = Vec::with_capacity(reqs.len());
+        for r in reqs {
+            placed.push(self.offset_of(&r.range, r.page_size)?);
+        }
+        let (w, offset) = placed[0];
+        if !adjacent || placed.iter().any(|&(pw, _)| !core::ptr::eq(pw, w)) {
+            return hal_back_each(self, reqs);
+        }
+        let mut st = self.lock();
+        if reqs.iter().any(|r| st.backed.contains_key(&r.range.start().as_u64())) {
+            return Err(err(ErrorKind::InvalidArgument, "range already backed or mapped"));
+        }
+        let mut pieces: Vec<(PageSize, u64, Option<u64>)> = Vec::with_capacity(reqs.len());
+        for (r, &(_, o)) in reqs.iter().zip(&placed) {
+            let len = r.range.len_bytes();
+            pieces.push((r.page_size, len / r.page_size.bytes(), w.identity_offset(o, len)));
+        }
+        let got = self.registry.alloc_many(self.physical, &pieces)?;
+        let runs: Vec<PhysRun> = got.iter().flat_map(|(_, r)| r.iter().copied()).collect();
+        let writable = !first.attrs.contains(MemAttr::READONLY);
+        if let Err(e) = self.map_runs(w, offset, &runs, writable) {
+            // INVARIANT: all or nothing — give the frames back.
+            let ids: Vec<u64> = got.iter().map(|(id, _)| *id).collect();
+            self.registry.release(&ids)?;
+            return Err(e);
+        }
+        for (r, (id, runs)) in reqs.iter().zip(got) {
+            st.backed.insert(
+                r.range.start().as_u64(),
+                Backing { len_bytes: r.range.len_bytes(), page_size: r.page_size, runs, id },
+            );
+        }
+        Ok(())
+    }
+
+    /// Unbacks `ranges`, each backed by one [`Self::back`] or piece of a [`Self::back_many`]:
+    /// adjacent ones in one step (one `mprotect` on the identity mapping, one registry change).
+    pub(crate) fn unback_many(&self, ranges: &[VaRange]) -> Result<()> {
+        let [first, rest @ ..] = ranges else { return Ok(()) };
+        if rest.is_empty() {
+            return self.unback(*first);
+        }
+        let mut st = self.lock();
+        let adjacent = ranges.windows(2).all(|p| p[0].end() == p[1].start().as_u64())
+            && core::ptr::eq(
+                self.window_at(first.start().as_u64()),
+                self.window_at(ranges[ranges.len() - 1].start().as_u64()),
+            );
+        let exact = ranges
+            .iter()
+            .all(|r| st.backed.get(&r.start().as_u64()).is_some_and(|b| b.len_bytes == r.len_bytes()));
+        if !adjacent || !exact {
+            drop(st);
+            let mut out = Ok(());
+            for &r in ranges {
+                if let Err(e) = self.unback(r) {
+                    if out.is_ok() {
+                        out = Err(e);
+                    }
+                }
+            }
+            return out;
+        }
+        let start = first.start().as_u64();
+        let total = ranges[ranges.len() - 1].end() - start;
+        self.unmap_range(start, total)?;
+        let mut ids = Vec::with_capacity(ranges.len());
+        for r in ranges {
+            if let Some(b) = st.backed.remove(&r.start().as_u64()) {
+                ids.push(b.id);
+            }
+        }
+        self.registry.release(&ids)
+    }
+
     pub(crate) fn unback(&self, range: VaRange) -> Result<()> {
         let mut st = self.lock();
         let start = range.start().as_u64();
@@ -385,8 +490,17 @@ impl Device {
         let (start, end) = (range.start().as_u64(), range.end());
         let mut cursor = start;
         let (mut ids, mut runs, mut page) = (Vec::new(), Vec::new(), PageSize::Normal);
-        let first = st.backed.range(..=start).next_back().map_or(start, |(&s, _)| s);
-        for (&s, b) in st.backed.range(first..end) {
+        // The backing holding `start`: the one starting there, else (an export from inside a
+        // backing, rare) the one found by a scan.
+        let first = if st.backed.contains_key(&start) {
+            start
+        } else {
+            st.backed.iter().find(|(&s, b)| s <= start && start < s + b.len_bytes).map_or(start, |(&s, _)| s)
+        };
+        let mut next = first;
+        while let Some(b) = st.backed.get(&next) {
+            let s = next;
+            next = s + b.len_bytes;
             if s > cursor || s + b.len_bytes <= cursor {
                 break;
             }
@@ -524,6 +638,93 @@ mod tests {
         assert_eq!(d, vec![0, 8 * g, 4 * g, 12 * g, 2 * g]);
         assert_eq!(displacement(1, 256 << 20), 128 << 20);
         assert_eq!(displacement(3, 1 << 30) % (2 << 20), 0);
+    }
+
+    /// Backing the two pieces of a HUGE_FIRST allocation (2 MiB pages and a 4 KiB-page tail)
+    /// together makes one mapping; each piece can still be unbacked alone, and accounting is
+    /// exact throughout.
+    #[test]
+    fn adjacent_pieces_are_backed_as_one_mapping() {
+        use hal::{DeviceControl, DeviceId, MemoryBacking};
+        const MIB: u64 = 1 << 20;
+        let sim = crate::Sim::new(crate::SimConfig {
+            instance: format!("devtest-{}-pieces", std::process::id()),
+            hbm_bytes: 256 * MIB,
+            huge_budget_bytes: 64 * MIB,
+            giant_budget_bytes: 0,
+            ..crate::SimConfig::default()
+        })
+        .expect("start the software NPU");
+        let d0 = DeviceId(0);
+        sim.open_device(d0).expect("open device");
+        let dev = sim.device(d0).expect("device 0");
+        let total = sim.memory_info(d0).unwrap().total_bytes;
+        let base = hal::layout::device_window_base(0) + 64 * MIB;
+        let range = |off: u64, len: u64| VaRange::try_new(DeviceAddr(base + off), len).unwrap();
+        let huge =
+            BackRequest { range: range(0, 4 * MIB), page_size: PageSize::Huge, attrs: MemAttr::empty() };
+        let tail =
+            BackRequest { range: range(4 * MIB, 4096), page_size: PageSize::Normal, attrs: MemAttr::empty() };
+        let free = |used: u64| total - used;
+        let window = dev.window_at(base);
+        let entries = || window.entry_count();
+        let before = entries();
+
+        sim.back_many(d0, &[huge, tail]).unwrap();
+        assert_eq!(entries(), before + 1, "one mapping for both pieces");
+        assert_eq!(sim.memory_info(d0).unwrap().free_bytes, free(4 * MIB + 4096));
+        // Bytes across the boundary of the pieces are device memory.
+        window.write(base + 4 * MIB - 2, &[1, 2, 3, 4]).unwrap();
+        let mut got = [0u8; 4];
+        window.read(base + 4 * MIB - 2, &mut got).unwrap();
+        assert_eq!(got, [1, 2, 3, 4]);
+        // Backing either piece again is refused and changes nothing.
+        assert_eq!(sim.back_many(d0, &[tail]).unwrap_err().kind(), ErrorKind::InvalidArgument);
+        assert_eq!(sim.memory_info(d0).unwrap().free_bytes, free(4 * MIB + 4096));
+
+        // The tail alone: the mapping is split, the huge piece stays accessible.
+        sim.unback(d0, tail.range).unwrap();
+        assert!(window.read(base + 4 * MIB, &mut got).is_err(), "the tail is unbacked");
+        window.read(base + 4 * MIB - 4, &mut got).unwrap();
+        assert_eq!(sim.memory_info(d0).unwrap().free_bytes, free(4 * MIB));
+        sim.unback(d0, huge.range).unwrap();
+        assert_eq!(entries(), before);
+        assert_eq!(sim.memory_info(d0).unwrap().free_bytes, free(0));
+
+        // Both together again, then unbacked together.
+        sim.back_many(d0, &[huge, tail]).unwrap();
+        sim.unback_many(d0, &[huge.range, tail.range]).unwrap();
+        assert_eq!(entries(), before);
+        assert_eq!(sim.memory_info(d0).unwrap().free_bytes, free(0));
+        assert_eq!(
+            sim.unback_many(d0, &[huge.range, tail.range]).unwrap_err().kind(),
+            ErrorKind::InvalidHandle
+        );
+
+        // Backed one at a time, adjacent backings are one entry of the window's table too; each
+        // is still unbacked alone.
+        sim.back(d0, &huge).unwrap();
+        sim.back(d0, &tail).unwrap();
+        assert_eq!(entries(), before + 1);
+        sim.unback(d0, huge.range).unwrap();
+        assert!(window.read(base, &mut got).is_err(), "the huge piece is unbacked");
+        window.read(base + 4 * MIB, &mut got).unwrap();
+        assert_eq!(sim.memory_info(d0).unwrap().free_bytes, free(4096));
+        assert_eq!(sim.unback(d0, huge.range).unwrap_err().kind(), ErrorKind::InvalidHandle);
+        sim.unback(d0, tail.range).unwrap();
+        assert_eq!(entries(), before);
+
+        // Not adjacent: backed one by one, still all or nothing.
+        let far = BackRequest { range: range(8 * MIB, 4096), ..tail };
+        sim.back_many(d0, &[huge, far]).unwrap();
+        assert_eq!(sim.memory_info(d0).unwrap().free_bytes, free(4 * MIB + 4096));
+        sim.unback_many(d0, &[huge.range, far.range]).unwrap();
+        // A piece that cannot be backed (more 2 MiB pages than the budget) undoes the others.
+        let too_big = BackRequest { range: range(16 * MIB, 128 * MIB), page_size: PageSize::Huge, ..huge };
+        let e = sim.back_many(d0, &[BackRequest { range: range(12 * MIB, 4096), ..tail }, too_big]);
+        assert!(e.is_err());
+        assert_eq!(sim.memory_info(d0).unwrap().free_bytes, free(0));
+        assert_eq!(entries(), before);
     }
 
     #[test]

@@ -347,6 +347,14 @@ impl MemoryBacking for Sim {
     fn unback(&self, dev: DeviceId, range: VaRange) -> Result<()> {
         self.device(dev)?.unback(range)
     }
+
+    fn back_many(&self, dev: DeviceId, reqs: &[BackRequest]) -> Result<()> {
+        self.device(dev)?.back_many(reqs)
+    }
+
+    fn unback_many(&self, dev: DeviceId, ranges: &[VaRange]) -> Result<()> {
+        self.device(dev)?.unback_many(ranges)
+    }
 }
 
 impl PhysicalMemory for Sim {

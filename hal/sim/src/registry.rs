@@ -54,7 +54,8 @@
 //! privilege boundary between processes of one user: they could all write the files directly,
 //! as any user-space stand-in for a driver allows.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
@@ -95,6 +96,36 @@ pub(crate) const REAP_EVERY: u32 = 256;
 #[path = "registry_view.rs"]
 pub mod view;
 
+/// A hasher for keys that are already well spread integers (allocation ids, page-aligned
+/// addresses): one multiply, no random seed (so the same operations give the same table in
+/// every process). Not for keys an adversary picks.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct IntHasher(u64);
+
+impl Hasher for IntHasher {
+    fn finish(&self) -> u64 {
+        // Fibonacci hashing: the high bits, which the table uses, mix every bit of the key.
+        self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(26)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | u64::from(b)) ^ (self.0 >> 56);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 ^= n;
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 ^= u64::from(n);
+    }
+}
+
+/// A hash map keyed by integers, with [`IntHasher`]: O(1) however many entries it holds.
+pub(crate) type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
+
 /// One allocation of frames on one device.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Alloc {
@@ -114,7 +145,8 @@ struct State {
     /// Devices whose HBM object was initialised since the machine started.
     devices_up: BTreeSet<u32>,
     next_id: u64,
-    allocs: BTreeMap<u64, Alloc>,
+    /// By id; a hash map, so that an allocation or free costs the same however many are live.
+    allocs: IntMap<u64, Alloc>,
     shares: ExportTable,
     /// Free frames not cleared since their last owner had them: (device, offset) → (length,
     /// owner; 0 when unknown or several). Adjacent ranges of one owner are merged.
@@ -318,7 +350,9 @@ impl State {
         self.devices_up.iter().for_each(|&d| w.u32(d));
         w.u64(self.next_id);
         w.u64(self.allocs.len() as u64);
-        for (&id, a) in &self.allocs {
+        let mut ids: Vec<u64> = self.allocs.keys().copied().collect();
+        ids.sort_unstable();
+        for (id, a) in ids.iter().filter_map(|&id| Some((id, self.allocs.get(&id)?))) {
             w.u64(id);
             w.u32(a.device);
             w.u32(a.page.shift());
@@ -343,7 +377,7 @@ impl State {
         let procs = (0..r.u64()?).map(|_| r.u32()).collect::<std::result::Result<_, _>>()?;
         let devices_up = (0..r.u64()?).map(|_| r.u32()).collect::<std::result::Result<_, _>>()?;
         let next_id = r.u64()?;
-        let mut allocs = BTreeMap::new();
+        let mut allocs = IntMap::default();
         for _ in 0..r.u64()? {
             let id = r.u64()?;
             let device = r.u32()?;
@@ -367,16 +401,18 @@ impl State {
         self.procs.remove(&pid);
         self.shares.reap(pid);
         let mut gone = Vec::new();
-        self.allocs.retain(|_, a| {
+        self.allocs.retain(|&id, a| {
             a.holders.retain(|&h| h != pid);
             if a.holders.is_empty() {
-                gone.push((a.device, a.page, std::mem::take(&mut a.runs), a.owner));
+                gone.push((id, a.device, a.page, std::mem::take(&mut a.runs), a.owner));
                 false
             } else {
                 true
             }
         });
-        for (device, page, runs, owner) in gone {
+        // In id order, as every process does it (the table's order is its own history).
+        gone.sort_unstable_by_key(|g| g.0);
+        for (_, device, page, runs, owner) in gone {
             self.free_to_dirty(device, &runs, owner);
             freed.push((device, page, runs));
         }
@@ -1040,6 +1076,42 @@ impl Registry {
             let id = tx.cache.state.next_id + 1;
             tx.apply(Record::Alloc { id, device, page, runs: runs.clone(), holder: me }, true)?;
             Ok((id, runs))
+        };
+        match self.with(false, attempt) {
+            // Out of memory: a dead process may still hold frames; reap and try once more.
+            Err(e) if e.kind() == ErrorKind::OutOfMemory => self.with(true, attempt),
+            other => other,
+        }
+    }
+
+    /// Allocates several pieces (page size, page count, preferred HBM offset: as
+    /// [`Self::alloc`]) on `device` for this process in one change of the registry (one lock,
+    /// one commit); all or nothing. Returns each piece's allocation id and frames.
+    pub(crate) fn alloc_many(
+        &self,
+        device: u32,
+        pieces: &[(PageSize, u64, Option<u64>)],
+    ) -> Result<Vec<(u64, Vec<PhysRun>)>> {
+        let attempt = |tx: &mut Tx<'_>, me: u32| {
+            let mut out: Vec<(u64, Vec<PhysRun>)> = Vec::with_capacity(pieces.len());
+            for &(page, count, prefer) in pieces {
+                // A later piece failing after earlier ones were applied: `with` commits none of
+                // them and reloads the cache from the file (nothing changed for the machine).
+                let frames = self.frames(tx.cache, device)?;
+                let wanted = prefer.and_then(|offset| {
+                    let len_bytes = count.checked_mul(page.bytes())?;
+                    let run = PhysRun { offset, len_bytes };
+                    (offset.checked_add(len_bytes)? <= self.config.hbm_bytes).then_some(run)
+                });
+                let runs = match wanted {
+                    Some(run) if frames.claim_pages(page, &[run]).is_ok() => vec![run],
+                    _ => frames.alloc_pages(page, count).map_err(Error::from)?,
+                };
+                let id = tx.cache.state.next_id + 1;
+                tx.apply(Record::Alloc { id, device, page, runs: runs.clone(), holder: me }, true)?;
+                out.push((id, runs));
+            }
+            Ok(out)
         };
         match self.with(false, attempt) {
             // Out of memory: a dead process may still hold frames; reap and try once more.

@@ -234,7 +234,10 @@ impl Identity {
 /// - Every entry of `mapped` (offset → length, writable, identity, hidden) is mapped in the
 ///   process, accessible unless hidden, and nothing else inside the window is accessible. Entries never overlap. Entries are added
 ///   and removed only under the write lock, and bytes are moved only under a read lock after
-///   checking coverage, so no byte is unmapped while it is being accessed.
+///   checking coverage, so no byte is unmapped while it is being accessed. Adjacent entries on
+///   the identity mapping with the same protection are joined into one, and split again when
+///   part of one is unmapped or hidden: an entry is a run of accessible pages, not a backing
+///   (which ranges were backed together is the caller's record).
 #[derive(Debug)]
 pub(crate) struct Window {
     base: u64,
@@ -408,7 +411,11 @@ impl Window {
         let off =
             libc::off_t::try_from(object_offset).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
         let mut map = self.mapped.write().unwrap_or_else(|p| p.into_inner());
-        if Self::overlaps(&map, offset, len_bytes) {
+        // The neighbours: one lookup each, for the overlap check and for joining them below.
+        let end = offset + len_bytes;
+        let before = map.range(..=offset).next_back().map(|(&o, &e)| (o, e));
+        let after = map.range(offset..).next().map(|(&o, &e)| (o, e));
+        if before.is_some_and(|(o, e)| o + e.len_bytes > offset) || after.is_some_and(|(o, _)| o < end) {
             return Err(io::ErrorKind::AlreadyExists.into());
         }
         let prot = if writable { libc::PROT_READ | libc::PROT_WRITE } else { libc::PROT_READ };
@@ -428,8 +435,23 @@ impl Window {
                 return Err(io::Error::last_os_error());
             }
         }
-        // INVARIANT: the range is now mapped accessible; record it.
-        map.insert(offset, Entry { len_bytes, writable, identity, hidden: false });
+        // INVARIANT: the range is now mapped accessible; record it. On the identity mapping it
+        // joins the neighbouring entries of the same protection (bookkeeping only; `unmap`
+        // splits them again), so that the table holds one entry per run of adjacent backed
+        // ranges, not one per allocation, and its operations do not slow down as they grow.
+        let (mut start, mut len) = (offset, len_bytes);
+        if identity {
+            let joins = |e: &Entry| e.identity && !e.hidden && e.writable == writable;
+            if let Some((o, e)) = before.filter(|(o, e)| o + e.len_bytes == offset && joins(e)) {
+                (start, len) = (o, len + e.len_bytes);
+            }
+            if let Some((o, e)) = after.filter(|(o, e)| *o == end && joins(e)) {
+                map.remove(&o);
+                len += e.len_bytes;
+            }
+        }
+        // Joining a predecessor overwrites its entry in place.
+        map.insert(start, Entry { len_bytes: len, writable, identity, hidden: false });
         Ok(())
     }
 
@@ -467,19 +489,17 @@ impl Window {
         let at = self.page_range(offset, len_bytes)?;
         let end = offset + len_bytes;
         let mut map = self.mapped.write().unwrap_or_else(|p| p.into_inner());
-        // Check exact coverage before changing anything.
-        let mut cursor = offset;
-        let mut all_identity = true;
-        for (&o, e) in map.range(offset..end) {
-            if o != cursor || o + e.len_bytes > end {
-                return Err(io::ErrorKind::NotFound.into());
+        // Check exact coverage before changing anything. Adjacent backings made accessible
+        // together are one entry on the identity mapping; unmapping one of them splits it
+        // (bookkeeping only: the pages' state is uniform).
+        let all_identity = match Self::exactly_covered(&map, offset, end) {
+            Some(all) => all,
+            None => {
+                Self::split_identity_at(&mut map, offset);
+                Self::split_identity_at(&mut map, end);
+                Self::exactly_covered(&map, offset, end).ok_or(io::ErrorKind::NotFound)?
             }
-            cursor = o + e.len_bytes;
-            all_identity &= e.identity;
-        }
-        if cursor != end {
-            return Err(io::ErrorKind::NotFound.into());
-        }
+        };
         if all_identity {
             // CAST: checked by `page_range` to fit the window, hence usize.
             Self::protect(at, len_bytes as usize, libc::PROT_NONE)?;
@@ -569,6 +589,36 @@ impl Window {
             }
         }
         true
+    }
+
+    /// How many mappings the window records (tests).
+    #[cfg(test)]
+    pub(crate) fn entry_count(&self) -> usize {
+        self.mapped.read().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Whether whole entries cover `[offset, end)` exactly, and then whether all of them are
+    /// identity entries.
+    fn exactly_covered(map: &BTreeMap<u64, Entry>, offset: u64, end: u64) -> Option<bool> {
+        let mut cursor = offset;
+        let mut all_identity = true;
+        for (&o, e) in map.range(offset..end) {
+            if o != cursor || o + e.len_bytes > end {
+                return None;
+            }
+            cursor = o + e.len_bytes;
+            all_identity &= e.identity;
+        }
+        (cursor == end).then_some(all_identity)
+    }
+
+    /// Splits the identity entry that straddles `at` (if one does) into two at `at`.
+    fn split_identity_at(map: &mut BTreeMap<u64, Entry>, at: u64) {
+        if let Some((&o, e)) = map.range(..at).next_back() {
+            if e.identity && o + e.len_bytes > at {
+                Self::split_at(map, at);
+            }
+        }
     }
 
     /// Splits the entry that straddles `at` (if one does) into two at `at`.
