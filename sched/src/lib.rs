@@ -44,5 +44,5 @@ pub use executor::{Clock, Executor, TaskRunner};
 pub use graph::DepGraph;
 pub use mm::order::{StreamOrder, StreamPoint};
 pub use progress::Progress;
-pub use ring::{Full, Ring, SlotStorage, WordSlots};
+pub use ring::{CachePadded, Full, Ring, SlotStorage, WordSlots};
 pub use stream::{FailureMode, StreamId};

@@ -39,6 +39,16 @@
 //! tail are plain sequence words that only grow, any thread may read them to ask how far the
 //! ring has got ([`Ring::published`], [`Ring::released`]).
 //!
+//! # Cache lines
+//!
+//! Each side's words sit on a cache line of their own ([`CachePadded`]), and each side keeps
+//! the last value it read of the other side's word: a push reads the consumer's `head` only
+//! when the ring looks full by that copy, a peek reads the producer's `tail` only when the ring
+//! looks empty by its copy. A stale copy is always on the safe side (the other side's word
+//! only grows), and the acquire load that produced it already ordered the accesses it covers.
+//! In a flood the two threads therefore share a line only when one of them runs out of
+//! known room or work, not on every descriptor.
+//!
 //! The loom models at the bottom check the protocol with the real [`Ring`] over [`WordSlots`].
 
 use alloc::boxed::Box;
@@ -118,6 +128,37 @@ impl<const W: usize> SlotStorage for WordSlots<W> {
     }
 }
 
+/// `T` alone on its cache line(s): 128 bytes, the unit in which x86 prefetches pairs of lines
+/// and the line size of many aarch64 cores, so that words written by different threads never
+/// share a line.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub struct CachePadded<T>(pub T);
+
+impl<T> core::ops::Deref for CachePadded<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// The producer's words: its `tail` and its copy of the consumer's `head`.
+#[derive(Debug)]
+struct ProducerSide {
+    tail: AtomicU64,
+    /// The last `head` the producer read (written by the producer only).
+    head_seen: AtomicU64,
+}
+
+/// The consumer's words: its `head` and its copy of the producer's `tail`.
+#[derive(Debug)]
+struct ConsumerSide {
+    head: AtomicU64,
+    /// The last `tail` the consumer read (written by the consumer only).
+    tail_seen: AtomicU64,
+}
+
 /// The ring had no room: `capacity` descriptors are published and not released.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Full;
@@ -131,10 +172,10 @@ pub struct Full;
 /// two and `mask == capacity - 1`.
 #[derive(Debug)]
 pub struct Ring<S> {
-    /// Descriptors published (the producer's word).
-    tail: AtomicU64,
-    /// Descriptors released (the consumer's word).
-    head: AtomicU64,
+    /// Descriptors published (the producer's word), with the producer's copy of `head`.
+    prod: CachePadded<ProducerSide>,
+    /// Descriptors released (the consumer's word), with the consumer's copy of `tail`.
+    cons: CachePadded<ConsumerSide>,
     mask: u64,
     slots: S,
 }
@@ -151,7 +192,12 @@ impl<S: SlotStorage> Ring<S> {
             return Err(Error::InvalidArgument);
         }
         // CAST: a power-of-two usize fits in u64 on every target.
-        Ok(Self { tail: AtomicU64::new(0), head: AtomicU64::new(0), mask: cap as u64 - 1, slots })
+        Ok(Self {
+            prod: CachePadded(ProducerSide { tail: AtomicU64::new(0), head_seen: AtomicU64::new(0) }),
+            cons: CachePadded(ConsumerSide { head: AtomicU64::new(0), tail_seen: AtomicU64::new(0) }),
+            mask: cap as u64 - 1,
+            slots,
+        })
     }
 
     /// Slots in the ring.
@@ -179,16 +225,21 @@ impl<S: SlotStorage> Ring<S> {
     /// [`Full`] when `capacity` descriptors are published and not released; nothing changes.
     #[inline]
     pub fn try_push(&self, desc: &S::Desc) -> core::result::Result<u64, Full> {
-        // Relaxed: only this (the producing) thread stores the tail.
-        let tail = self.tail.load(Ordering::Relaxed);
-        // Acquire: the consumer's reads of the slot we may reuse happen before our write.
-        let head = self.head.load(Ordering::Acquire);
+        // Relaxed: only this (the producing) thread stores the tail and its copy of the head.
+        let tail = self.prod.tail.load(Ordering::Relaxed);
+        let mut head = self.prod.head_seen.load(Ordering::Relaxed);
         if tail - head > self.mask {
-            return Err(Full);
+            // Acquire: the consumer's reads of the slot we may reuse happen before our write.
+            // (A copy read earlier was read with acquire too, which still orders them.)
+            head = self.cons.head.load(Ordering::Acquire);
+            self.prod.head_seen.store(head, Ordering::Relaxed);
+            if tail - head > self.mask {
+                return Err(Full);
+            }
         }
         self.slots.write(self.index(tail), desc);
         // Release: the descriptor's words happen before the new tail.
-        self.tail.store(tail + 1, Ordering::Release);
+        self.prod.tail.store(tail + 1, Ordering::Release);
         Ok(tail + 1)
     }
 
@@ -196,31 +247,44 @@ impl<S: SlotStorage> Ring<S> {
     /// number, or `None` when the ring is empty. The descriptor stays in its slot.
     #[inline]
     pub fn peek(&self) -> Option<(u64, S::Desc)> {
-        // Relaxed: only this (the consuming) thread stores the head.
-        let head = self.head.load(Ordering::Relaxed);
-        // Acquire: pairs with the push's release; the slot's words are visible.
-        let tail = self.tail.load(Ordering::Acquire);
-        (head != tail).then(|| (head + 1, self.slots.read(self.index(head))))
+        // Relaxed: only this (the consuming) thread stores the head and its copy of the tail.
+        let head = self.cons.head.load(Ordering::Relaxed);
+        if head == self.cons.tail_seen.load(Ordering::Relaxed) {
+            // Acquire: pairs with the push's release; the slot's words are visible. (A copy
+            // read earlier was read with acquire too, which still makes them visible.)
+            let tail = self.prod.tail.load(Ordering::Acquire);
+            self.cons.tail_seen.store(tail, Ordering::Relaxed);
+            if head == tail {
+                return None;
+            }
+        }
+        Some((head + 1, self.slots.read(self.index(head))))
     }
 
     /// Consumer only: releases the oldest published descriptor (the one [`peek`](Self::peek)
     /// showed), handing its slot back to the producer; `false` when the ring is empty.
     #[inline]
     pub fn release(&self) -> bool {
-        self.release_to(self.head.load(Ordering::Relaxed) + 1)
+        self.release_to(self.cons.head.load(Ordering::Relaxed) + 1)
     }
 
     /// Consumer only: releases every descriptor up to sequence `seq` (clamped to what is
     /// published); returns whether the head moved. Used to drop descriptors without running
     /// them.
     pub fn release_to(&self, seq: u64) -> bool {
-        let head = self.head.load(Ordering::Relaxed);
-        let target = seq.min(self.tail.load(Ordering::Acquire));
+        let head = self.cons.head.load(Ordering::Relaxed);
+        let mut tail = self.cons.tail_seen.load(Ordering::Relaxed);
+        if seq > tail {
+            // Acquire: as in `peek`.
+            tail = self.prod.tail.load(Ordering::Acquire);
+            self.cons.tail_seen.store(tail, Ordering::Relaxed);
+        }
+        let target = seq.min(tail);
         if target <= head {
             return false;
         }
         // Release: our reads of the released slots happen before the producer reuses them.
-        self.head.store(target, Ordering::Release);
+        self.cons.head.store(target, Ordering::Release);
         true
     }
 
@@ -229,20 +293,20 @@ impl<S: SlotStorage> Ring<S> {
     pub fn try_pop(&self) -> Option<(u64, S::Desc)> {
         let got = self.peek()?;
         // Release: the read above happens before the slot is reused.
-        self.head.store(got.0, Ordering::Release);
+        self.cons.head.store(got.0, Ordering::Release);
         Some(got)
     }
 
     /// The number of descriptors published so far (the tail); any thread.
     #[inline]
     pub fn published(&self) -> u64 {
-        self.tail.load(Ordering::Acquire)
+        self.prod.tail.load(Ordering::Acquire)
     }
 
     /// The number of descriptors released so far (the head); any thread.
     #[inline]
     pub fn released(&self) -> u64 {
-        self.head.load(Ordering::Acquire)
+        self.cons.head.load(Ordering::Acquire)
     }
 
     /// Descriptors published and not released (a snapshot when read from a third thread).

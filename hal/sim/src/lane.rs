@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use hal::{DeviceAddr, HostCall, QueueId, TaskDesc, WaitCompare};
 use sched::inbox::Armed;
-use sched::{Progress, Ring, WordSlots};
+use sched::{CachePadded, Progress, Ring, WordSlots};
 
 /// Words of one encoded descriptor (a tag and the largest variant's six fields).
 pub(crate) const WORDS: usize = 7;
@@ -103,6 +103,19 @@ pub(crate) struct Producer {
     /// The highest sequence number handed out on the queue (ring pushes and items the
     /// scheduler queued under its lock alike).
     pub(crate) submitted: u64,
+    /// The last completed sequence this side read from the queue's progress word: room is
+    /// judged by it first, so a flooding submitter reads the word (a line the workers write)
+    /// only when the copy says the queue is full. Completion only grows, so a stale copy
+    /// never shows room that is not there.
+    completed_seen: u64,
+}
+
+/// The words a submitter writes on every submit, on a cache line of their own.
+#[derive(Debug)]
+struct ProducerWords {
+    lock: Mutex<Producer>,
+    /// The highest sequence number handed out, readable without any lock.
+    submitted: AtomicU64,
 }
 
 /// One queue's lane.
@@ -110,22 +123,23 @@ pub(crate) struct Producer {
 /// # Invariants
 ///
 /// Only a holder of `producer` pushes into `ring`; only the holder of the device's scheduler
-/// lock pops from it. `submitted` mirrors `producer.submitted` for lock-free readers.
+/// lock pops from it. `prod.submitted` mirrors the producer's `submitted` for lock-free
+/// readers.
 #[derive(Debug)]
 pub(crate) struct Lane {
     /// The queue the lane feeds.
     pub(crate) queue: QueueId,
     /// The lane's index in the device's inbox (the queue's slot).
     pub(crate) index: usize,
-    producer: Mutex<Producer>,
+    /// The submit lock and the submitted word (the producer's line).
+    prod: CachePadded<ProducerWords>,
     /// Encoded descriptors submitted and not yet moved into the executor.
     pub(crate) ring: Ring<WordSlots<WORDS>>,
-    /// Whether the lane is posted in the device's inbox.
-    pub(crate) armed: Armed,
+    /// Whether the lane is posted in the device's inbox (written by submitters and workers
+    /// alike, so on a line of its own).
+    pub(crate) armed: CachePadded<Armed>,
     /// The queue's published completed sequence (the executor's word).
     pub(crate) progress: Arc<Progress>,
-    /// The highest sequence number handed out, readable without any lock.
-    submitted: AtomicU64,
     /// The queue's depth: at most this many of its tasks are unfinished (queued in the ring,
     /// queued in the executor, or running) when a submit returns.
     depth: u64,
@@ -148,11 +162,13 @@ impl Lane {
         Ok(Self {
             queue,
             index,
-            producer: Mutex::new(Producer { submitted: 0 }),
+            prod: CachePadded(ProducerWords {
+                lock: Mutex::new(Producer { submitted: 0, completed_seen: 0 }),
+                submitted: AtomicU64::new(0),
+            }),
             ring: Ring::new(WordSlots::new(depth.next_power_of_two())?)?,
-            armed: Armed::new(),
+            armed: CachePadded(Armed::new()),
             progress,
-            submitted: AtomicU64::new(0),
             // CAST: usize fits in u64.
             depth: depth as u64,
             wake_at: AtomicU64::new(u64::MAX),
@@ -191,21 +207,35 @@ impl Lane {
             && self.ring.len() < self.ring.capacity()
     }
 
+    /// [`has_room`](Self::has_room) for the holder of the submit lock, judged by its copy of
+    /// the completed word first (read again only when the copy shows no room).
+    pub(crate) fn has_room_for(&self, p: &mut Producer) -> bool {
+        if p.submitted.saturating_sub(p.completed_seen) >= self.depth {
+            p.completed_seen = self.progress.completed();
+            if p.submitted.saturating_sub(p.completed_seen) >= self.depth {
+                return false;
+            }
+        }
+        // The ring holds only unfinished tasks, fewer than `depth` (at most its capacity), so
+        // it has a slot too; a push that finds none answers `Full` anyway.
+        true
+    }
+
     /// Takes the lane's submit lock (one submitter of this queue at a time).
     pub(crate) fn producer(&self) -> MutexGuard<'_, Producer> {
-        self.producer.lock().unwrap_or_else(|p| p.into_inner())
+        self.prod.lock.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Records `seq` as handed out (under the submit lock).
     pub(crate) fn note_submitted(&self, p: &mut Producer, seq: u64) {
         p.submitted = seq;
         // Release: a reader that sees `seq` sees the descriptor's publication.
-        self.submitted.store(seq, Ordering::Release);
+        self.prod.submitted.store(seq, Ordering::Release);
     }
 
     /// The highest sequence number handed out (any thread).
     pub(crate) fn submitted(&self) -> u64 {
-        self.submitted.load(Ordering::Acquire)
+        self.prod.submitted.load(Ordering::Acquire)
     }
 }
 

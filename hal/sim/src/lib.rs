@@ -146,7 +146,15 @@ pub(crate) struct Fabric {
 
 impl Fabric {
     pub(crate) fn device(&self, index: u32) -> Option<Arc<Device>> {
-        self.slot(index).map(|s| Arc::clone(&s.device))
+        self.with_slot(index, |s| Arc::clone(&s.device))
+    }
+
+    /// Runs `f` on the open slot `index` without taking a reference on it: an `arc_swap`
+    /// guard, so that threads using one device (its submitters and its workers) do not bounce
+    /// the slot's reference count between their cores on every task.
+    fn with_slot<R>(&self, index: u32, f: impl FnOnce(&Slot) -> R) -> Option<R> {
+        let slot = self.slots.get(index as usize)?.load();
+        slot.as_deref().map(f)
     }
 
     fn slot(&self, index: u32) -> Option<Arc<Slot>> {
@@ -594,7 +602,15 @@ impl Queues for Sim {
     }
 
     fn submit(&self, dev: DeviceId, queue: QueueId, task: TaskDesc) -> Result<u64> {
-        self.slot(dev)?.scheduler.submit(queue, task)
+        if dev.index() >= self.config.visible.len() {
+            return Err(Error::new(ErrorKind::NoDevice, "no such device"));
+        }
+        // A guard, not a clone: no reference-count write per task (see `Fabric::with_slot`).
+        // A submit that waits for room holds it; a device closed meanwhile stays alive until
+        // the submit returns, as with a clone.
+        self.fabric
+            .with_slot(dev.0, |s| s.scheduler.submit(queue, task))
+            .unwrap_or(Err(Error::new(ErrorKind::NoDevice, "device not open")))
     }
 
     fn wait_point(&self, dev: DeviceId, queue: QueueId, target: QueueId, target_seq: u64) -> Result<u64> {

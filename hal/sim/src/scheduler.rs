@@ -465,7 +465,7 @@ impl Scheduler {
             let mut p = lane.producer();
             // Back pressure: the queue's depth bounds its unfinished tasks, ring and executor
             // together (the ring alone could hold another `depth` behind a full executor).
-            while !(lane.has_room(p.submitted) && lane.ring.try_push(&words).is_ok()) {
+            while !(lane.has_room_for(&mut p) && lane.ring.try_push(&words).is_ok()) {
                 self.wait_for_room(lane, p.submitted);
             }
             let seq = p.submitted + 1;
@@ -761,9 +761,12 @@ fn drain_lane(st: &mut State, lane: &Lane) -> bool {
 /// Drains every lane posted since the last look (a worker, under the lock).
 fn drain_posted(shared: &Shared, st: &mut State) {
     shared.inbox.take(|index| {
-        if let Some(lane) = st.lanes[index].clone() {
+        // Moved out and back, not cloned: no reference-count write on the lane (a line its
+        // submitter reads) per drain. `drain_lane` touches only the executor and the backlog.
+        if let Some(lane) = st.lanes[index].take() {
             lane.armed.before_drain();
             drain_lane(st, &lane);
+            st.lanes[index] = Some(lane);
         }
     });
 }
@@ -861,8 +864,9 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
             let index = lane_index(QueueId(stream.0));
             if st.backlog[index] {
                 // The queue has room again: move what its lane still holds.
-                if let Some(lane) = st.lanes[index].clone() {
+                if let Some(lane) = st.lanes[index].take() {
                     drain_lane(&mut st, &lane);
+                    st.lanes[index] = Some(lane);
                 }
             }
             // Host threads waiting for this queue's completions wake only once it reached
