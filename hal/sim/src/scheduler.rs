@@ -833,11 +833,15 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
             // worker looking left its post to it.
             shared.sleepers.executes();
             drain_posted(shared, &mut st);
-            if st.exec.has_ready() || !st.started.is_empty() {
+            if st.exec.has_ready() || !st.started.is_empty() || st.exec.has_gated() {
                 // More work: let another worker take some. (Posted lanes need no wake-up of
                 // their own: a post to a busy queue is drained by the worker that finishes
                 // that queue's task, and one to an idle queue woke a worker itself, or left
-                // it to a looking one, which passes it on here.)
+                // it to a looking one, which passes it on here.) A stream refused by its gate
+                // needs a worker that re-checks it every `POLL`: the others may have parked
+                // before it was refused (without a timeout), and this task may run for long
+                // (a timed wait on that very stream), so wake one, which parks with the poll
+                // timeout.
                 signal_work(shared, &mut st);
             }
             drop(st);
