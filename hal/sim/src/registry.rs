@@ -1062,26 +1062,39 @@ impl Registry {
         count: u64,
         prefer: Option<u64>,
     ) -> Result<(u64, Vec<PhysRun>)> {
-        let attempt = |tx: &mut Tx<'_>, me: u32| {
-            let frames = self.frames(tx.cache, device)?;
-            let wanted = prefer.and_then(|offset| {
-                let len_bytes = count.checked_mul(page.bytes())?;
-                let run = PhysRun { offset, len_bytes };
-                (offset.checked_add(len_bytes)? <= self.config.hbm_bytes).then_some(run)
-            });
-            let runs = match wanted {
-                Some(run) if frames.claim_pages(page, &[run]).is_ok() => vec![run],
-                _ => frames.alloc_pages(page, count).map_err(Error::from)?,
-            };
-            let id = tx.cache.state.next_id + 1;
-            tx.apply(Record::Alloc { id, device, page, runs: runs.clone(), holder: me }, true)?;
-            Ok((id, runs))
-        };
+        let attempt = |tx: &mut Tx<'_>, me: u32| self.alloc_in(tx, me, device, page, count, prefer);
         match self.with(false, attempt) {
             // Out of memory: a dead process may still hold frames; reap and try once more.
             Err(e) if e.kind() == ErrorKind::OutOfMemory => self.with(true, attempt),
             other => other,
         }
+    }
+
+    /// One allocation inside a registry change (`tx`, for process `me`): the frames at HBM
+    /// offset `prefer` when they are free, anywhere otherwise; records it and returns its id
+    /// and frames.
+    fn alloc_in(
+        &self,
+        tx: &mut Tx<'_>,
+        me: u32,
+        device: u32,
+        page: PageSize,
+        count: u64,
+        prefer: Option<u64>,
+    ) -> Result<(u64, Vec<PhysRun>)> {
+        let frames = self.frames(tx.cache, device)?;
+        let wanted = prefer.and_then(|offset| {
+            let len_bytes = count.checked_mul(page.bytes())?;
+            let run = PhysRun { offset, len_bytes };
+            (offset.checked_add(len_bytes)? <= self.config.hbm_bytes).then_some(run)
+        });
+        let runs = match wanted {
+            Some(run) if frames.claim_pages(page, &[run]).is_ok() => vec![run],
+            _ => frames.alloc_pages(page, count).map_err(Error::from)?,
+        };
+        let id = tx.cache.state.next_id + 1;
+        tx.apply(Record::Alloc { id, device, page, runs: runs.clone(), holder: me }, true)?;
+        Ok((id, runs))
     }
 
     /// Allocates several pieces (page size, page count, preferred HBM offset: as
@@ -1097,19 +1110,7 @@ impl Registry {
             for &(page, count, prefer) in pieces {
                 // A later piece failing after earlier ones were applied: `with` commits none of
                 // them and reloads the cache from the file (nothing changed for the machine).
-                let frames = self.frames(tx.cache, device)?;
-                let wanted = prefer.and_then(|offset| {
-                    let len_bytes = count.checked_mul(page.bytes())?;
-                    let run = PhysRun { offset, len_bytes };
-                    (offset.checked_add(len_bytes)? <= self.config.hbm_bytes).then_some(run)
-                });
-                let runs = match wanted {
-                    Some(run) if frames.claim_pages(page, &[run]).is_ok() => vec![run],
-                    _ => frames.alloc_pages(page, count).map_err(Error::from)?,
-                };
-                let id = tx.cache.state.next_id + 1;
-                tx.apply(Record::Alloc { id, device, page, runs: runs.clone(), holder: me }, true)?;
-                out.push((id, runs));
+                out.push(self.alloc_in(tx, me, device, page, count, prefer)?);
             }
             Ok(out)
         };
