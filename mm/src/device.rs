@@ -407,14 +407,14 @@ impl Accounting {
         &mut self.components[i].1
     }
 
-    #[inline]
+    #[inline(always)]
     fn charge(&mut self, c: Component, class: PolicyClass, bytes: u64) {
         self.live.add(bytes);
         self.component(c).add(bytes);
         self.policies[class.index()].add(bytes);
     }
 
-    #[inline]
+    #[inline(always)]
     fn refund(&mut self, c: Component, class: PolicyClass, bytes: u64) {
         self.live.sub(bytes);
         self.component(c).sub(bytes);
@@ -1405,34 +1405,6 @@ impl DeviceAllocator {
         top > 1 && rec.chunk.free_empties_segment_from(slot, top - 2)
     }
 
-    /// [`Accounting::charge`] inlined for the slab fast path: the component's entry is
-    /// searched in place (it is usually the first), and added when new.
-    #[inline(always)]
-    fn charge_slab(acct: &mut Accounting, c: Component, class: PolicyClass, bytes: u64) {
-        acct.live.add(bytes);
-        match acct.components.iter_mut().find(|(k, _)| *k == c) {
-            Some((_, u)) => u.add(bytes),
-            None => acct.component(c).add(bytes),
-        }
-        if let Some(u) = acct.policies.get_mut(class.index()) {
-            u.add(bytes);
-        }
-    }
-
-    /// [`Accounting::refund`] inlined for the slab fast path (every object's component has an
-    /// entry: entries are never removed).
-    #[inline(always)]
-    fn refund_slab(acct: &mut Accounting, c: Component, class: PolicyClass, bytes: u64) {
-        acct.live.sub(bytes);
-        match acct.components.iter_mut().find(|(k, _)| *k == c) {
-            Some((_, u)) => u.sub(bytes),
-            None => acct.component(c).sub(bytes),
-        }
-        if let Some(u) = acct.policies.get_mut(class.index()) {
-            u.sub(bytes);
-        }
-    }
-
     /// The slab fast path of [`Self::allocate`]: a chunk of the class with a free slot whose
     /// bytes are backed already. `None` (nothing changed) when there is none or `req` is not a
     /// slab request; [`Self::alloc_slab`] handles the rest.
@@ -1462,7 +1434,7 @@ impl DeviceAllocator {
             }
         }
         self.live_objects += 1;
-        Self::charge_slab(&mut self.acct, component, req.class, req.usable_bytes);
+        self.acct.charge(component, req.class, req.usable_bytes);
         Some(DeviceAddr(addr))
     }
 
@@ -1489,7 +1461,7 @@ impl DeviceAllocator {
             self.list_push(k, class, e & !SLAB_FLAG);
         }
         self.live_objects -= 1;
-        Self::refund_slab(&mut self.acct, kind.component, kind.class, usable);
+        self.acct.refund(kind.component, kind.class, usable);
         Some(Info {
             base,
             usable_bytes: usable,
