@@ -274,9 +274,10 @@ pub fn quiet_log(cmd: &mut Command) {
         .env_remove("ASCEND_WORK_PATH");
 }
 
-/// The log root of the C programs this test process runs (a folder under the temp dir).
+/// The log root of the C programs the tests run: a [`scratch_dir`], so that nothing is left in
+/// the system's temporary directory (each program's file is named by its pid and start time).
 pub fn log_root() -> PathBuf {
-    std::env::temp_dir().join(format!("aclrs-logs-{}", std::process::id()))
+    scratch_dir("logs")
 }
 
 /// The backend the C programs run on: `ACLRS_TEST_BACKEND` (set by `cargo xtask hwtest`), or

@@ -70,7 +70,7 @@ fn demo_prints_its_table() {
 #[test]
 fn headers_compile_as_cpp() {
     let ws = aclrs_tests::workspace();
-    let src = std::env::temp_dir().join(format!("aclrs-hdr-{}.cpp", std::process::id()));
+    let src = aclrs_tests::scratch_dir("ctests").join(format!("headers-{}.cpp", std::process::id()));
     std::fs::write(
         &src,
         "#include \"acl/acl.h\"\n#include \"acl/acl_sim.h\"\nint main() { aclrtMemMallocPolicy p = ACL_MEM_MALLOC_HUGE_FIRST; return (int)p; }\n",
@@ -82,6 +82,7 @@ fn headers_compile_as_cpp() {
         .arg(&src)
         .output()
         .expect("run c++");
+    let _ = std::fs::remove_file(&src);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 

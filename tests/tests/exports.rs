@@ -46,8 +46,7 @@ fn declared_name(line: &str, include: &str) -> Option<String> {
 /// The functions the public headers declare.
 fn declared() -> BTreeSet<String> {
     let include = aclrs_tests::workspace().join("acl-shim/include");
-    let dir = std::env::temp_dir().join(format!("aclrs-exports-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("create a temp dir");
+    let dir = aclrs_tests::scratch_dir("exports");
     let src = dir.join("all_headers.c");
     let aux = dir.join("aux-info.txt");
     let mut text = String::new();
@@ -106,8 +105,7 @@ fn the_library_exports_exactly_what_the_headers_declare() {
 #[test]
 fn every_header_compiles_on_its_own_as_c_and_cpp() {
     let include = aclrs_tests::workspace().join("acl-shim/include");
-    let dir = std::env::temp_dir().join(format!("aclrs-exports-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("create a temp dir");
+    let dir = aclrs_tests::scratch_dir("exports");
     let mut failures = Vec::new();
     for h in headers(&include.join("acl")) {
         let rel = h.strip_prefix(&include).expect("a header under include").display().to_string();
