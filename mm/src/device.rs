@@ -473,12 +473,16 @@ struct SlabKind {
 
 /// What the slab fast paths need of a kind, in one small record: its [`kind_key`], the index
 /// of its component in [`Accounting::components`] (`NIL` until its first object is charged:
-/// entries there are only ever appended, so an index stays valid) and its policy's index.
+/// entries there are only ever appended, so an index stays valid), its policy's index, and
+/// the kind's fields that a free reports.
 #[derive(Clone, Copy, Debug)]
 struct KindFast {
     key: u64,
     comp: u32,
     policy: u8,
+    page: PageSize,
+    attrs: MemAttr,
+    component: Component,
 }
 
 /// A [`SlabKind`] packed into one word, so that finding a request's kind compares words:
@@ -1071,7 +1075,14 @@ impl DeviceAllocator {
                 self.kinds.push(kind);
                 let key = kind_key(kind.page, kind.attrs, kind.component, kind.class);
                 // CAST: policy indices are below PolicyClass::COUNT.
-                self.kind_fast.push(KindFast { key, comp: NIL, policy: kind.class.index() as u8 });
+                self.kind_fast.push(KindFast {
+                    key,
+                    comp: NIL,
+                    policy: kind.class.index() as u8,
+                    page: kind.page,
+                    attrs: kind.attrs,
+                    component: kind.component,
+                });
                 self.heads.push([ClassHeads::default(); CLASSES]);
                 self.kinds.len() - 1
             }
@@ -1494,14 +1505,13 @@ impl DeviceAllocator {
         let rec = self.chunks.get_mut(id as usize)?.as_mut()?;
         let slot = rec.chunk.slot_of(base.as_u64()).ok()?;
         let k = usize::from(rec.kind);
-        let kind = *self.kinds.get(k)?;
         let fast = *self.kind_fast.get(k)?;
         let comp = usize::try_from(fast.comp).ok().filter(|&c| c < self.acct.components.len())?;
         // Only a free emptying one of the top two backed segments of a 4 KiB-page chunk may let
         // its top go (after the previous free the chunk was shrunk as far as it goes, and
         // allocations only add objects).
         // CAST: at most SEGMENTS.
-        let from = if kind.page == PageSize::Normal {
+        let from = if fast.page == PageSize::Normal {
             ((rec.backed / SEGMENT_BYTES) as usize).wrapping_sub(2)
         } else {
             usize::MAX
@@ -1519,9 +1529,9 @@ impl DeviceAllocator {
         Some(Info {
             base,
             usable_bytes: usable,
-            page_size: kind.page,
-            attrs: kind.attrs,
-            component: kind.component,
+            page_size: fast.page,
+            attrs: fast.attrs,
+            component: fast.component,
             is_slab: true,
         })
     }
