@@ -471,6 +471,35 @@ struct SlabKind {
     class: PolicyClass,
 }
 
+/// What the slab fast paths need of a kind, in one small record: its [`kind_key`], the index
+/// of its component in [`Accounting::components`] (`NIL` until its first object is charged:
+/// entries there are only ever appended, so an index stays valid), its policy's index, and
+/// the kind's fields that a free reports.
+#[derive(Clone, Copy, Debug)]
+struct KindFast {
+    key: u64,
+    comp: u32,
+    policy: u8,
+    page: PageSize,
+    attrs: MemAttr,
+    component: Component,
+}
+
+/// A [`SlabKind`] packed into one word, so that finding a request's kind compares words:
+/// distinct kinds have distinct keys (the page bit, the 32 attribute bits, the 16 component
+/// bits and nine bits of policy, with [`PolicyClass::Default`] as 256).
+#[inline(always)]
+fn kind_key(page: PageSize, attrs: MemAttr, component: Component, class: PolicyClass) -> u64 {
+    let policy = match class {
+        PolicyClass::Base(b) => u64::from(b),
+        PolicyClass::Default => 256,
+    };
+    u64::from(page == PageSize::Huge)
+        | u64::from(attrs.bits()) << 1
+        | u64::from(component) << 33
+        | policy << 49
+}
+
 /// No chunk.
 const NIL: u32 = u32::MAX;
 
@@ -634,6 +663,8 @@ pub struct DeviceAllocator {
     /// One chunk's slot storage per class, kept from a released chunk for the next one.
     chunk_cache: Vec<Option<Chunk>>,
     kinds: Vec<SlabKind>,
+    /// Entry `k` is what the fast paths need of `kinds[k]`.
+    kind_fast: Vec<KindFast>,
     heads: Vec<[ClassHeads; CLASSES]>,
     slots: Vec<u32>,
     acct: Accounting,
@@ -668,6 +699,7 @@ impl DeviceAllocator {
             free_chunk_ids: Vec::new(),
             chunk_cache: (0..CLASSES).map(|_| None).collect(),
             kinds: Vec::new(),
+            kind_fast: Vec::new(),
             heads: Vec::new(),
             slots: vec![0; nslots],
             acct: Accounting::default(),
@@ -985,6 +1017,12 @@ impl DeviceAllocator {
         }
         self.live_objects += 1;
         self.acct.charge(kind.component, kind.class, usable);
+        if self.kind_fast[k].comp == NIL {
+            // The charge made sure the component has its entry.
+            let comp = self.acct.components.iter().position(|(c, _)| *c == kind.component);
+            // CAST: a handful of components.
+            self.kind_fast[k].comp = comp.map_or(NIL, |i| i as u32);
+        }
         Ok(DeviceAddr(addr))
     }
 
@@ -1035,6 +1073,16 @@ impl DeviceAllocator {
             Some(i) => i,
             None => {
                 self.kinds.push(kind);
+                let key = kind_key(kind.page, kind.attrs, kind.component, kind.class);
+                // CAST: policy indices are below PolicyClass::COUNT.
+                self.kind_fast.push(KindFast {
+                    key,
+                    comp: NIL,
+                    policy: kind.class.index() as u8,
+                    page: kind.page,
+                    attrs: kind.attrs,
+                    component: kind.component,
+                });
                 self.heads.push([ClassHeads::default(); CLASSES]);
                 self.kinds.len() - 1
             }
@@ -1405,9 +1453,11 @@ impl DeviceAllocator {
         top > 1 && rec.chunk.free_empties_segment_from(slot, top - 2)
     }
 
-    /// The slab fast path of [`Self::allocate`]: a chunk of the class with a free slot whose
-    /// bytes are backed already. `None` (nothing changed) when there is none or `req` is not a
-    /// slab request; [`Self::alloc_slab`] handles the rest.
+    /// The slab fast path of [`Self::allocate`]: the head chunk of the class's list has a free
+    /// slot whose bytes are backed already. `None` (nothing changed) when it has not or `req` is
+    /// not a slab request (or its kind has no object charged yet); [`Self::alloc_slab`] handles
+    /// the rest. A few loads and stores: the kind by its key, the chunk from the class's list,
+    /// the slot from the chunk's kept lowest free slot, the counters through the kind's indices.
     #[inline]
     fn alloc_slab_fast(&mut self, req: &Request, component: Component) -> Option<DeviceAddr> {
         if req.plan == PagePlan::Giant {
@@ -1415,15 +1465,14 @@ impl DeviceAllocator {
         }
         let class = class_of(req.usable_bytes)?;
         let page = if req.plan == PagePlan::HugeOnly { PageSize::Huge } else { PageSize::Normal };
-        let kind = SlabKind { page, attrs: req.attrs, component, class: req.class };
-        let k = self.kinds.iter().position(|x| *x == kind)?;
-        let id = self.heads[k][class].partial;
+        let key = kind_key(page, req.attrs, component, req.class);
+        let k = self.kind_fast.iter().position(|f| f.key == key)?;
+        let fast = self.kind_fast[k];
+        let comp = usize::try_from(fast.comp).ok().filter(|&c| c < self.acct.components.len())?;
+        let id = self.heads.get(k)?[class].partial;
         let rec = self.chunks.get_mut(id as usize)?.as_mut()?;
-        if rec.chunk.next_end()? > rec.backed {
-            return None;
-        }
         // CAST: usable <= 64 KiB.
-        let addr = rec.chunk.alloc(req.usable_bytes as u32)?;
+        let addr = rec.chunk.alloc_within(req.usable_bytes as u32, rec.backed)?;
         if rec.chunk.is_full() {
             // It is the list's head: pop it.
             let next = rec.next;
@@ -1434,40 +1483,55 @@ impl DeviceAllocator {
             }
         }
         self.live_objects += 1;
-        self.acct.charge(component, req.class, req.usable_bytes);
+        let bytes = req.usable_bytes;
+        self.acct.live.add(bytes);
+        self.acct.components[comp].1.add(bytes);
+        self.acct.policies[usize::from(fast.policy)].add(bytes);
         Some(DeviceAddr(addr))
     }
 
     /// The slab fast path of [`Self::free`]: a live object at `base` whose free neither empties
     /// its chunk nor lets its top segments go. `None` (nothing changed) otherwise;
-    /// [`Self::free_slab`] handles the rest.
+    /// [`Self::free_slab`] handles the rest (and tells the errors apart). The chunk is the
+    /// slot table's entry for the address's 2 MiB slot, the object's slot a multiply, the double
+    /// free check its live size.
     #[inline]
     fn free_slab_fast(&mut self, base: DeviceAddr) -> Option<Info> {
         let e = *self.slots.get(self.slot_index(base.as_u64())?)?;
         if e & SLAB_FLAG == 0 {
             return None;
         }
-        let rec = self.chunks.get_mut((e & !SLAB_FLAG) as usize)?.as_mut()?;
+        let id = e & !SLAB_FLAG;
+        let rec = self.chunks.get_mut(id as usize)?.as_mut()?;
         let slot = rec.chunk.slot_of(base.as_u64()).ok()?;
         let k = usize::from(rec.kind);
-        let kind = self.kinds[k];
-        if rec.chunk.used() == 1 || (kind.page == PageSize::Normal && Self::free_may_shrink(rec, slot)) {
-            return None;
-        }
+        let fast = *self.kind_fast.get(k)?;
+        let comp = usize::try_from(fast.comp).ok().filter(|&c| c < self.acct.components.len())?;
+        // Only a free emptying one of the top two backed segments of a 4 KiB-page chunk may let
+        // its top go (after the previous free the chunk was shrunk as far as it goes, and
+        // allocations only add objects).
+        // CAST: at most SEGMENTS.
+        let from = if fast.page == PageSize::Normal {
+            ((rec.backed / SEGMENT_BYTES) as usize).wrapping_sub(2)
+        } else {
+            usize::MAX
+        };
         let was_full = rec.chunk.is_full();
         let class = usize::from(rec.chunk.class);
-        let usable = rec.chunk.free(slot);
+        let usable = rec.chunk.free_unless_emptying(slot, from)?;
         if was_full {
-            self.list_push(k, class, e & !SLAB_FLAG);
+            self.list_push(k, class, id);
         }
         self.live_objects -= 1;
-        self.acct.refund(kind.component, kind.class, usable);
+        self.acct.live.sub(usable);
+        self.acct.components[comp].1.sub(usable);
+        self.acct.policies[usize::from(fast.policy)].sub(usable);
         Some(Info {
             base,
             usable_bytes: usable,
-            page_size: kind.page,
-            attrs: kind.attrs,
-            component: kind.component,
+            page_size: fast.page,
+            attrs: fast.attrs,
+            component: fast.component,
             is_slab: true,
         })
     }

@@ -79,6 +79,8 @@ const fn class_table() -> [u8; STEPS + 1] {
 
 /// Words of the slot bitmap (32768 slots at most).
 const MAP_WORDS: usize = (CHUNK_BYTES / 64 / 64) as usize;
+/// Words of the summary of full bitmap words.
+const FULL_WORDS: usize = MAP_WORDS.div_ceil(64);
 
 /// One 2 MiB chunk of equal-size objects.
 ///
@@ -106,7 +108,7 @@ pub struct Chunk {
     span: u32,
     recip: u64,
     lowest: u32,
-    full: [u64; MAP_WORDS.div_ceil(64)],
+    full: [u64; FULL_WORDS],
     live: Vec<u64>,
     sizes: Vec<u32>,
     seg_live: [u16; SEGMENTS],
@@ -133,7 +135,7 @@ impl Chunk {
             span: capacity * object,
             recip: (1u64 << RECIP_SHIFT).div_ceil(u64::from(object)),
             lowest: 0,
-            full: [0; MAP_WORDS.div_ceil(64)],
+            full: [0; FULL_WORDS],
             live: vec![0; capacity.div_ceil(64) as usize],
             sizes: vec![0; capacity as usize],
             seg_live: [0; SEGMENTS],
@@ -166,7 +168,7 @@ impl Chunk {
         self.seg_live = [0; SEGMENTS];
         // Words past the last live word count as full, and so do the bits past the capacity in
         // the last word.
-        self.full = [u64::MAX; MAP_WORDS.div_ceil(64)];
+        self.full = [u64::MAX; FULL_WORDS];
         for w in 0..self.live.len() {
             self.full[w / 64] &= !(1 << (w % 64));
         }
@@ -262,6 +264,27 @@ impl Chunk {
             return None;
         }
         let slot = self.lowest_free()?;
+        Some(self.take(slot, usable))
+    }
+
+    /// [`Self::alloc`] when the slot it would take ends within the first `backed` bytes of the
+    /// chunk (at most [`CHUNK_BYTES`]); `None` (nothing changed) when it does not, when the
+    /// chunk is full or when `usable` is 0. One compare covers all three: a full chunk's
+    /// `lowest` is its capacity, and `(capacity + 1) · object` exceeds the chunk.
+    #[inline(always)]
+    pub fn alloc_within(&mut self, usable: u32, backed: u64) -> Option<u64> {
+        let slot = self.lowest;
+        if u64::from(slot + 1) * u64::from(self.object) > backed || usable == 0 {
+            return None;
+        }
+        Some(self.take(slot, usable))
+    }
+
+    /// Makes free `slot` (the lowest free one) live with `usable` (non-zero) bytes; returns its
+    /// address.
+    #[inline(always)]
+    fn take(&mut self, slot: u32, usable: u32) -> u64 {
+        debug_assert!(slot == self.lowest && slot < self.capacity && usable != 0);
         let w = (slot / 64) as usize;
         let word = self.live[w] | 1 << (slot % 64);
         self.live[w] = word;
@@ -276,13 +299,13 @@ impl Chunk {
         // next free slot is that bit; only a word turning full needs the summary scan.
         self.used += 1;
         if word == u64::MAX {
-            self.full[w / 64] |= 1 << (w % 64);
+            self.full[(w / 64) % FULL_WORDS] |= 1 << (w % 64);
             self.lowest = if self.used == self.capacity { self.capacity } else { self.scan_lowest() };
         } else {
             // CAST: w < 512.
             self.lowest = w as u32 * 64 + word.trailing_ones();
         }
-        Some(self.base + u64::from(slot) * self.object_bytes())
+        self.base + u64::from(slot) * self.object_bytes()
     }
 
     /// The slot holding an object that starts exactly at `addr`, if it is live.
@@ -339,12 +362,33 @@ impl Chunk {
     /// Frees the object in `slot` (from [`Self::slot_of`]); returns its usable bytes.
     #[inline(always)]
     pub fn free(&mut self, slot: u32) -> u64 {
+        let (first, last) = self.segments(slot);
+        self.release(slot, first, last)
+    }
+
+    /// [`Self::free`] unless it would empty the chunk or leave a segment at index `from` or
+    /// above with no live object (what lets the top of a chunk shrink): `None` then, and
+    /// nothing changed.
+    #[inline(always)]
+    pub fn free_unless_emptying(&mut self, slot: u32, from: usize) -> Option<u64> {
+        let (first, last) = self.segments(slot);
+        if self.used == 1
+            || (last >= from && self.seg_live[last] == 1)
+            || (first >= from && self.seg_live[first] == 1)
+        {
+            return None;
+        }
+        Some(self.release(slot, first, last))
+    }
+
+    /// Frees live `slot`, which overlaps segments `first` to `last`.
+    #[inline(always)]
+    fn release(&mut self, slot: u32, first: usize, last: usize) -> u64 {
         debug_assert!(self.is_live(slot));
         let usable = core::mem::take(&mut self.sizes[slot as usize]);
         let w = (slot / 64) as usize;
         self.live[w] &= !(1 << (slot % 64));
-        self.full[w / 64] &= !(1 << (w % 64));
-        let (first, last) = self.segments(slot);
+        self.full[(w / 64) % FULL_WORDS] &= !(1 << (w % 64));
         self.seg_live[first] -= 1;
         if last != first {
             self.seg_live[last] -= 1;
@@ -469,6 +513,33 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn fast_alloc_and_free_refuse_what_needs_the_slow_path() {
+        // 5120-byte objects: slot 12 straddles the first two segments.
+        let mut c = Chunk::new(0, class_of(5000).unwrap(), 0);
+        assert_eq!(c.alloc_within(0, CHUNK_BYTES), None, "a zero size");
+        let xs: Vec<u64> = (0..12).map(|_| c.alloc_within(5000, SEGMENT_BYTES).unwrap()).collect();
+        assert_eq!(xs[11], 11 * 5120);
+        assert_eq!(c.alloc_within(5000, SEGMENT_BYTES), None, "slot 12 ends past the backed bytes");
+        assert_eq!(c.used(), 12, "nothing changed");
+        assert_eq!(c.alloc_within(5000, 2 * SEGMENT_BYTES), Some(12 * 5120));
+        // Freeing slot 12 would empty segment 1: refused from segment 1 on, done below it.
+        assert_eq!(c.free_unless_emptying(12, 1), None);
+        assert_eq!((c.used(), c.segment_live(1)), (13, 1), "nothing changed");
+        assert_eq!(c.free_unless_emptying(12, 2), Some(5000));
+        assert_eq!(c.segment_live(1), 0);
+        assert_eq!(c.next_end(), Some(13 * 5120));
+        for slot in 1..12 {
+            assert_eq!(c.free_unless_emptying(slot, usize::MAX), Some(5000));
+        }
+        assert_eq!(c.free_unless_emptying(0, usize::MAX), None, "the last object empties the chunk");
+        assert_eq!(c.free(0), 5000);
+        assert!(c.is_empty());
+        // A full chunk refuses whatever is backed.
+        while c.alloc(1).is_some() {}
+        assert_eq!(c.alloc_within(1, CHUNK_BYTES), None);
     }
 
     #[test]

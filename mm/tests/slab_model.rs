@@ -10,7 +10,8 @@
 //! object), a 2 MiB-page chunk is backed whole; the accounting (live bytes in total, per
 //! component and per policy) equals the model, and the bytes backed equal the chunks' backed
 //! bytes plus the spares' (which are 64 KiB or 2 MiB each, and none after a trim) and the
-//! frames in use; a rejected free changes nothing.
+//! frames in use; a rejected free changes nothing; a chunk holds objects of one kind only
+//! (component, policy, page size).
 
 use hal::{DeviceAddr, PageSize, SocProfile, VaRange};
 use mm::device::{DeviceAllocator, FrameBacker, FreeError, NotLive, APP};
@@ -54,6 +55,8 @@ struct Live {
     usable: u64,
     component: u16,
     policy: usize,
+    /// Asked for 2 MiB pages only (served from a 2 MiB-page chunk).
+    huge: bool,
 }
 
 fn object_bytes(usable: u64) -> u64 {
@@ -79,6 +82,18 @@ fn check(a: &DeviceAllocator, b: &FrameBacker, model: &BTreeMap<u64, Live>, free
         let base = s.base.as_u64();
         let reach = |(b, u): &(u64, u64)| b - base + object_bytes(*u);
         let top = s.blocks.iter().map(reach).max().unwrap_or(0);
+        // A chunk holds objects of one kind only (the fast paths find a request's kind by a
+        // packed key): one component, one policy, the chunk's page size.
+        let first = model[&s.blocks[0].0];
+        for (b, _) in &s.blocks {
+            let l = model[b];
+            assert_eq!(
+                (l.component, l.policy),
+                (s.component, first.policy),
+                "object {b:#x} in chunk {base:#x}"
+            );
+        }
+        assert_eq!(s.page_size == PageSize::Huge, first.huge, "chunk {base:#x}: page size of its kind");
         assert!(top <= s.backed_bytes, "every object lies in backed bytes");
         if s.page_size == PageSize::Huge {
             assert_eq!(s.backed_bytes, CHUNK_BYTES);
@@ -146,7 +161,12 @@ proptest! {
                     prop_assert!(DeviceAllocator::is_slab_request(&req));
                     let p = a.allocate(&mut b, &req, component).unwrap().as_u64();
                     prop_assert_eq!(p % 64, 0);
-                    let prev = model.insert(p, Live { usable: req.usable_bytes, component, policy: req.class.index() });
+                    let prev = model.insert(p, Live {
+                        usable: req.usable_bytes,
+                        component,
+                        policy: req.class.index(),
+                        huge: policy == HUGE_ONLY,
+                    });
                     prop_assert!(prev.is_none(), "{:#x} handed out twice", p);
                     // Objects never overlap.
                     let end = p + req.usable_bytes;
