@@ -238,17 +238,30 @@ impl FrameBacker {
             return Err(hal::Error::new(ErrorKind::InvalidArgument, "range not aligned to its page size"));
         }
         let count = range.len_bytes() / page.bytes();
-        let fresh = Backed {
-            start: range.start().as_u64(),
-            len: range.len_bytes(),
-            indexed,
-            page,
-            n: 0,
-            runs: [PhysRun::default(); INLINE_RUNS],
-            spill: NO_SPILL,
+        let (start, len) = (range.start().as_u64(), range.len_bytes());
+        // The runs are written straight into the record's slot; a reused record's old runs
+        // need no clearing (only the first `n` are read).
+        let i = match self.free_recs.pop() {
+            Some(i) => {
+                let rec = &mut self.recs[i as usize];
+                (rec.start, rec.len, rec.indexed, rec.page, rec.n, rec.spill) =
+                    (start, len, indexed, page, 0, NO_SPILL);
+                i
+            }
+            None => put_slot(
+                &mut self.recs,
+                &mut self.free_recs,
+                Backed {
+                    start,
+                    len,
+                    indexed,
+                    page,
+                    n: 0,
+                    runs: [PhysRun::default(); INLINE_RUNS],
+                    spill: NO_SPILL,
+                },
+            ),
         };
-        // The runs are written straight into the record's slot.
-        let i = put_slot(&mut self.recs, &mut self.free_recs, fresh);
         let rec = &mut self.recs[i as usize];
         match self.frames.alloc_pages_into(page, count, &mut rec.runs) {
             // CAST: at most INLINE_RUNS.
@@ -842,11 +855,21 @@ impl DeviceAllocator {
         let f = if e & FINE_FLAG != 0 {
             e & ID_MASK
         } else if add {
-            let f = put_slot(
-                &mut self.fine,
-                &mut self.free_fine,
-                Fine { head: 0, mask: 0, starts: [0; GRANULES] },
-            );
+            let f = match self.free_fine.pop() {
+                // A reused table: only `head` and `mask` say anything (a start is read only
+                // where `mask` has its bit), so the stale `starts` need no clearing.
+                Some(f) => {
+                    let g = &mut self.fine[f as usize];
+                    g.head = 0;
+                    g.mask = 0;
+                    f
+                }
+                None => put_slot(
+                    &mut self.fine,
+                    &mut self.free_fine,
+                    Fine { head: 0, mask: 0, starts: [0; GRANULES] },
+                ),
+            };
             self.slots[s] = f | FINE_FLAG;
             f
         } else {

@@ -434,6 +434,9 @@ fn reset_pool(pool: &mut [QuickRun]) {
     }
 }
 
+/// Words of the bitmap of non-empty quick-reuse buckets.
+const QUICK_MASK_WORDS: usize = QUICK_BUCKETS / 64;
+
 /// The bucket of runs of `frames` frames of page order `order`.
 #[inline]
 fn quick_slot(order: u32, frames: u64) -> usize {
@@ -462,9 +465,12 @@ fn quick_slot(order: u32, frames: u64) -> usize {
 ///   free bitmaps nor allocated (their frames count as free); `quick_runs` counts them, each
 ///   bucket's `len` its own, and the pool entries not in a bucket are on the `quick_free`
 ///   list. Free blocks, allocated pages and cached runs partition the frames; with quick reuse
-///   off no run is cached. `quick_touched` is false only while the cache is as
-///   [`FrameAllocator::new`] made it (pool linked in index order), so two allocators with the
-///   same free frames and an empty, untouched cache compare equal.
+///   off no run is cached. A bucket with no run is [`QuickBucket::EMPTY`], and bit `q` of
+///   `quick_nonempty` is set exactly when bucket `q` holds a run. Pool entries from
+///   `quick_high` on have never been handed out (still linked in index order as `new` left
+///   them). `quick_touched` is false only while the cache is as [`FrameAllocator::new`] made
+///   it (pool linked in index order), so two allocators with the same free frames and an
+///   empty, untouched cache compare equal.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FrameAllocator {
     total_frames: u64,
@@ -480,6 +486,8 @@ pub struct FrameAllocator {
     quick_runs: usize,
     quick_touched: bool,
     quick_free: u16,
+    quick_high: u16,
+    quick_nonempty: [u64; QUICK_MASK_WORDS],
     /// The cache's buckets and run pool, sized once by `new` (on the heap, so that the
     /// allocator itself stays small enough to live on a firmware stack).
     quick: Box<[QuickBucket; QUICK_BUCKETS]>,
@@ -532,6 +540,8 @@ impl FrameAllocator {
             quick_runs: 0,
             quick_touched: false,
             quick_free: 0,
+            quick_high: 0,
+            quick_nonempty: [0; QUICK_MASK_WORDS],
             quick: boxed_array(QuickBucket::EMPTY),
             quick_pool: boxed_array(QuickRun { frame: 0, next: QNIL }),
         };
@@ -568,18 +578,33 @@ impl FrameAllocator {
             return 0;
         }
         let mut bytes = 0;
-        for b in 0..QUICK_BUCKETS {
-            let QuickBucket { frames, mut head, .. } = self.quick[b];
-            while head != QNIL {
-                let QuickRun { frame, next } = self.quick_pool[usize::from(head)];
-                self.release_range(frame, frames);
-                bytes += frames << FRAME_SHIFT;
-                head = next;
+        // Only the non-empty buckets: the others are EMPTY already.
+        for w in 0..QUICK_MASK_WORDS {
+            let mut m = self.quick_nonempty[w];
+            while m != 0 {
+                // CAST: a bit index below 64.
+                let b = w * 64 + m.trailing_zeros() as usize;
+                m &= m - 1;
+                let QuickBucket { frames, mut head, .. } = self.quick[b];
+                while head != QNIL {
+                    let QuickRun { frame, next } = self.quick_pool[usize::from(head)];
+                    self.release_run(frame, frames);
+                    bytes += frames << FRAME_SHIFT;
+                    head = next;
+                }
+                self.quick[b] = QuickBucket::EMPTY;
             }
         }
-        // INVARIANT: the cache is as new again.
-        self.quick.fill(QuickBucket::EMPTY);
-        reset_pool(&mut self.quick_pool[..]);
+        // INVARIANT: the cache is as new again (the entries from `quick_high` on never left
+        // their initial links).
+        self.quick_nonempty = [0; QUICK_MASK_WORDS];
+        let high = usize::from(self.quick_high);
+        reset_pool(&mut self.quick_pool[..high]);
+        if high > 0 {
+            // CAST: `high` is at most QUICK_RUNS, below u16::MAX.
+            self.quick_pool[high - 1].next = if high < QUICK_RUNS { high as u16 } else { QNIL };
+        }
+        self.quick_high = 0;
         self.quick_free = 0;
         self.quick_runs = 0;
         self.quick_touched = false;
@@ -653,8 +678,14 @@ impl FrameAllocator {
                 if !sink.push(frame, frames) {
                     return Err(Error::InvalidArgument);
                 }
-                self.quick[q].head = next;
-                self.quick[q].len -= 1;
+                if next == QNIL {
+                    // INVARIANT: an empty bucket is EMPTY and has no bit.
+                    self.quick[q] = QuickBucket::EMPTY;
+                    self.quick_nonempty[q / 64] &= !(1 << (q % 64));
+                } else {
+                    self.quick[q].head = next;
+                    self.quick[q].len -= 1;
+                }
                 self.quick_pool[i].next = self.quick_free;
                 self.quick_free = bucket.head;
                 self.quick_runs -= 1;
@@ -956,13 +987,19 @@ impl FrameAllocator {
         }
         // The aligned blocks of `order` inside each cached run.
         let mut cached = 0;
-        for b in self.quick.iter() {
-            let mut head = b.head;
-            while head != QNIL {
-                let q = self.quick_pool[usize::from(head)];
-                cached +=
-                    ((q.frame + b.frames) >> order).saturating_sub(q.frame.div_ceil(order_frames(order)));
-                head = q.next;
+        for (w, &word) in self.quick_nonempty.iter().enumerate() {
+            let mut m = word;
+            while m != 0 {
+                // CAST: a bit index below 64.
+                let b = &self.quick[w * 64 + m.trailing_zeros() as usize];
+                m &= m - 1;
+                let mut head = b.head;
+                while head != QNIL {
+                    let q = self.quick_pool[usize::from(head)];
+                    cached +=
+                        ((q.frame + b.frames) >> order).saturating_sub(q.frame.div_ceil(order_frames(order)));
+                    head = q.next;
+                }
             }
         }
         free + cached
@@ -983,9 +1020,11 @@ impl FrameAllocator {
         }
         let i = self.quick_free;
         self.quick_free = self.quick_pool[usize::from(i)].next;
+        self.quick_high = self.quick_high.max(i + 1);
         self.quick_pool[usize::from(i)] = QuickRun { frame, next: self.quick[q].head };
         let len = self.quick[q].len + 1;
         self.quick[q] = QuickBucket { frames, order, head: i, len };
+        self.quick_nonempty[q / 64] |= 1 << (q % 64);
         self.quick_runs += 1;
         self.quick_touched = true;
     }
@@ -1003,6 +1042,7 @@ impl FrameAllocator {
         }
         self.quick_runs -= usize::from(len);
         self.quick[q] = QuickBucket::EMPTY;
+        self.quick_nonempty[q / 64] &= !(1 << (q % 64));
     }
 
     /// Takes the lowest free block of `order` (which must have one); returns its first frame.
