@@ -42,6 +42,13 @@
 //!   step) runs without touching the buddy bitmaps. Cached frames are free memory (counted free, exactly); an
 //!   allocation that finds no free block large enough gives them all back first.
 //!
+//! - Huge-first allocations with a tail ([`FrameAllocator::alloc_huge_with_tail`]): whole
+//!   2 MiB pages and a 4 KiB-page tail of under 2 MiB as one run from one block (each part
+//!   marked with its own page size), freed as one ([`FrameAllocator::free_huge_with_tail`]) and
+//!   cached whole by quick reuse. Refused (the caller takes the parts one by one, which also
+//!   works on fragmented memory) when no single free block holds the run, or when the cache
+//!   holds the huge pages alone (taking those back is cheaper than splitting a block).
+//!
 //! # Complexity
 //!
 //! With `L` = log64 of the frame count (at most 6) and 19 orders: an allocation that fits one
@@ -468,7 +475,7 @@ fn quick_slot(order: u32, frames: u64) -> usize {
 ///   free bitmaps nor allocated (their frames count as free); `quick_runs` counts them, each
 ///   bucket's `len` its own, and the pool entries not in a bucket are on the `quick_free`
 ///   list. Free blocks, allocated pages and cached runs partition the frames; with quick reuse
-///   off no run is cached. A bucket with no run is [`QuickBucket::EMPTY`], and bit `q` of
+///   off no run is cached. A bucket with no run is `QuickBucket::EMPTY`, and bit `q` of
 ///   `quick_nonempty` is set exactly when bucket `q` holds a run. Pool entries from
 ///   `quick_high` on have never been handed out (still linked in index order as `new` left
 ///   them). `quick_touched` is false only while the cache is as [`FrameAllocator::new`] made
