@@ -127,6 +127,28 @@ pub trait Backer {
         let _ = token;
         self.unback(range)
     }
+
+    /// Backs `huge` with 2 MiB pages and `tail`, which starts where `huge` ends and is shorter
+    /// than 2 MiB, with 4 KiB pages, in one step, and returns one token for both: the pair is
+    /// then one range to [`Self::unback_token`] (from `huge`'s start to `tail`'s end). The same
+    /// guarantees as for [`Self::back_token`] hold.
+    ///
+    /// `Ok(None)`, with nothing backed, when the backer has no such step (the default) or
+    /// cannot take the pages in one piece: the caller backs the two parts one by one then.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Self::back`]; nothing is backed then.
+    #[inline]
+    fn back_huge_with_tail(
+        &mut self,
+        huge: VaRange,
+        tail: VaRange,
+        attrs: MemAttr,
+    ) -> Result<Option<u32>, hal::Error> {
+        let _ = (huge, tail, attrs);
+        Ok(None)
+    }
 }
 
 /// The token of a range backed without one (see [`Backer::back_token`]).
@@ -154,6 +176,16 @@ impl<B: Backer + ?Sized> Backer for &mut B {
     fn unback_token(&mut self, range: VaRange, token: u32) -> Result<(), hal::Error> {
         (**self).unback_token(range, token)
     }
+
+    #[inline]
+    fn back_huge_with_tail(
+        &mut self,
+        huge: VaRange,
+        tail: VaRange,
+        attrs: MemAttr,
+    ) -> Result<Option<u32>, hal::Error> {
+        (**self).back_huge_with_tail(huge, tail, attrs)
+    }
 }
 
 /// Runs a [`FrameBacker`] keeps inline per range; more (fragmented frames) go to a side table.
@@ -178,6 +210,9 @@ struct Backed {
     len: u64,
     /// Whether `ranges` indexes it (backed by [`Backer::back`], not by a token).
     indexed: bool,
+    /// Whether it is 2 MiB pages and a 4 KiB-page tail in one run
+    /// ([`Backer::back_huge_with_tail`]; `page` is then [`PageSize::Huge`]).
+    joint: bool,
     page: PageSize,
     n: u8,
     runs: [PhysRun; INLINE_RUNS],
@@ -238,17 +273,31 @@ impl FrameBacker {
             return Err(hal::Error::new(ErrorKind::InvalidArgument, "range not aligned to its page size"));
         }
         let count = range.len_bytes() / page.bytes();
-        let fresh = Backed {
-            start: range.start().as_u64(),
-            len: range.len_bytes(),
-            indexed,
-            page,
-            n: 0,
-            runs: [PhysRun::default(); INLINE_RUNS],
-            spill: NO_SPILL,
+        let (start, len) = (range.start().as_u64(), range.len_bytes());
+        // The runs are written straight into the record's slot; a reused record's old runs
+        // need no clearing (only the first `n` are read).
+        let i = match self.free_recs.pop() {
+            Some(i) => {
+                let rec = &mut self.recs[i as usize];
+                (rec.start, rec.len, rec.indexed, rec.joint, rec.page, rec.n, rec.spill) =
+                    (start, len, indexed, false, page, 0, NO_SPILL);
+                i
+            }
+            None => put_slot(
+                &mut self.recs,
+                &mut self.free_recs,
+                Backed {
+                    start,
+                    len,
+                    indexed,
+                    joint: false,
+                    page,
+                    n: 0,
+                    runs: [PhysRun::default(); INLINE_RUNS],
+                    spill: NO_SPILL,
+                },
+            ),
         };
-        // The runs are written straight into the record's slot.
-        let i = put_slot(&mut self.recs, &mut self.free_recs, fresh);
         let rec = &mut self.recs[i as usize];
         match self.frames.alloc_pages_into(page, count, &mut rec.runs) {
             // CAST: at most INLINE_RUNS.
@@ -275,7 +324,9 @@ impl FrameBacker {
     #[inline]
     fn drop_frames(&mut self, i: u32) -> Result<(), hal::Error> {
         let rec = &self.recs[i as usize];
-        if rec.spill == NO_SPILL {
+        if rec.joint {
+            self.frames.free_huge_with_tail(rec.runs[0])?;
+        } else if rec.spill == NO_SPILL {
             self.frames.free_pages(rec.page, &rec.runs[..usize::from(rec.n)])?;
         } else {
             let k = rec.spill;
@@ -350,6 +401,41 @@ impl Backer for FrameBacker {
 
     fn trim(&mut self) {
         self.frames.flush_quick();
+    }
+
+    fn back_huge_with_tail(
+        &mut self,
+        huge: VaRange,
+        tail: VaRange,
+        _attrs: MemAttr,
+    ) -> Result<Option<u32>, hal::Error> {
+        let (h, n) = (PageSize::Huge.bytes(), PageSize::Normal.bytes());
+        if !huge.start().is_aligned(h)
+            || huge.len_bytes() % h != 0
+            || tail.start().as_u64() != huge.end()
+            || tail.len_bytes() % n != 0
+            || tail.len_bytes() >= h
+        {
+            return Err(hal::Error::new(ErrorKind::InvalidArgument, "not 2 MiB pages and a 4 KiB-page tail"));
+        }
+        let Some(run) = self.frames.alloc_huge_with_tail(huge.len_bytes() / h, tail.len_bytes() / n)? else {
+            return Ok(None);
+        };
+        let mut runs = [PhysRun::default(); INLINE_RUNS];
+        runs[0] = run;
+        let rec = Backed {
+            start: huge.start().as_u64(),
+            len: huge.len_bytes() + tail.len_bytes(),
+            indexed: false,
+            joint: true,
+            page: PageSize::Huge,
+            n: 1,
+            runs,
+            spill: NO_SPILL,
+        };
+        let i = put_slot(&mut self.recs, &mut self.free_recs, rec);
+        self.tokened += 1;
+        Ok(Some(i))
     }
 }
 
@@ -435,11 +521,20 @@ struct Pieces {
     tail: Option<VaRange>,
     /// The backer's tokens of `first` and `tail` ([`Backer::back_token`]).
     tokens: [u32; 2],
+    /// Whether `first` and `tail` were backed in one step ([`Backer::back_huge_with_tail`]):
+    /// `tokens[0]` is then the token of the two as one range.
+    joint: bool,
 }
 
 impl Pieces {
     fn backed_bytes(&self) -> u64 {
         self.first.0.len_bytes() + self.tail.map_or(0, |t| t.len_bytes())
+    }
+
+    /// `first` and `tail` as one range (what a joint backing covers).
+    fn joint_range(&self) -> VaRange {
+        // The two are adjacent and were each valid, so the union is valid.
+        VaRange::try_new(self.first.0.start(), self.backed_bytes()).unwrap_or(self.first.0)
     }
 }
 
@@ -841,6 +936,7 @@ impl DeviceAllocator {
     /// Records block `id` over `va` in the slot table (and shared-slot tables), or with `add` false
     /// takes it out. The slots it covers whole are filled in one pass; only its first and last
     /// slots may be covered in part.
+    #[inline]
     fn record_block(&mut self, va: VaRange, id: u32, add: bool) {
         let (Some(first), Some(last)) = (self.slot_index(va.start().as_u64()), self.slot_index(va.end() - 1))
         else {
@@ -869,16 +965,27 @@ impl DeviceAllocator {
     /// Records (or with `add` false takes out) block `id` in the shared-slot table of slot `s`:
     /// as the block starting at `start` inside the slot, or (`None`) as the slot's head, the
     /// block from an earlier slot that covers its first byte. O(1).
+    #[inline]
     fn record_partial(&mut self, s: usize, start: Option<u64>, id: u32, add: bool) {
         let e = self.slots[s];
         let f = if e & FINE_FLAG != 0 {
             e & ID_MASK
         } else if add {
-            let f = put_slot(
-                &mut self.fine,
-                &mut self.free_fine,
-                Fine { head: 0, mask: 0, starts: [0; GRANULES] },
-            );
+            let f = match self.free_fine.pop() {
+                // A reused table: only `head` and `mask` say anything (a start is read only
+                // where `mask` has its bit), so the stale `starts` need no clearing.
+                Some(f) => {
+                    let g = &mut self.fine[f as usize];
+                    g.head = 0;
+                    g.mask = 0;
+                    f
+                }
+                None => put_slot(
+                    &mut self.fine,
+                    &mut self.free_fine,
+                    Fine { head: 0, mask: 0, starts: [0; GRANULES] },
+                ),
+            };
             self.slots[s] = f | FINE_FLAG;
             f
         } else {
@@ -1127,6 +1234,7 @@ impl DeviceAllocator {
         put_slot(&mut self.blocks, &mut self.free_block_ids, None)
     }
 
+    #[inline]
     fn alloc_direct<B: Backer>(
         &mut self,
         backer: &mut B,
@@ -1145,13 +1253,27 @@ impl DeviceAllocator {
         let mk = |off: u64, len: u64| VaRange::try_new(DeviceAddr(start.as_u64() + off), len);
         let normal_len = PageSize::Normal.round_up(req.usable_bytes).ok_or(AllocError::OutOfVa)?;
         let result: Result<Pieces, hal::Error> = match req.plan {
-            PagePlan::HugeFirst => {
+            PagePlan::HugeFirst => 'huge_first: {
                 let mut whole = req.usable_bytes / PageSize::Huge.bytes() * PageSize::Huge.bytes();
                 // A tail that needs a whole 2 MiB of 4 KiB pages anyway takes a 2 MiB page.
                 if normal_len - whole == PageSize::Huge.bytes() {
                     whole = normal_len;
                 }
                 let tail_len = normal_len - whole;
+                if whole > 0 && tail_len > 0 {
+                    // 2 MiB pages and a tail in one step where the backer has one (and finds
+                    // the frames in one piece); otherwise, or on any error, one by one below.
+                    let (r, t) = (mk(0, whole).map_err(bad)?, mk(whole, tail_len).map_err(bad)?);
+                    if let Ok(Some(token)) = backer.back_huge_with_tail(r, t, req.attrs) {
+                        break 'huge_first Ok(Pieces {
+                            va,
+                            first: (r, PageSize::Huge),
+                            tail: Some(t),
+                            tokens: [token, NO_TOKEN],
+                            joint: true,
+                        });
+                    }
+                }
                 let huge = if whole > 0 {
                     let r = mk(0, whole).map_err(bad)?;
                     backer.back_token(r, PageSize::Huge, req.attrs).map(|t| Some((r, t)))
@@ -1166,12 +1288,19 @@ impl DeviceAllocator {
                         first: (r, PageSize::Normal),
                         tail: None,
                         tokens: [t, NO_TOKEN],
+                        joint: false,
                     })
                 };
                 match huge {
                     Ok(Some((r, rt))) => {
                         if tail_len == 0 {
-                            Ok(Pieces { va, first: (r, PageSize::Huge), tail: None, tokens: [rt, NO_TOKEN] })
+                            Ok(Pieces {
+                                va,
+                                first: (r, PageSize::Huge),
+                                tail: None,
+                                tokens: [rt, NO_TOKEN],
+                                joint: false,
+                            })
                         } else {
                             let t = mk(whole, tail_len).map_err(bad)?;
                             match backer.back_token(t, PageSize::Normal, req.attrs) {
@@ -1180,6 +1309,7 @@ impl DeviceAllocator {
                                     first: (r, PageSize::Huge),
                                     tail: Some(t),
                                     tokens: [rt, tt],
+                                    joint: false,
                                 }),
                                 Err(e) => {
                                     let _ = backer.unback_token(r, rt);
@@ -1203,6 +1333,7 @@ impl DeviceAllocator {
                     first: (r, first_page),
                     tail: None,
                     tokens: [t, NO_TOKEN],
+                    joint: false,
                 })
             }
         };
@@ -1392,7 +1523,11 @@ impl DeviceAllocator {
         Ok(Some(Detached {
             va: b.pieces.va,
             va_node: b.va_node,
-            ranges: [b.pieces.tail, Some(b.pieces.first.0)],
+            ranges: if b.pieces.joint {
+                [None, Some(b.pieces.joint_range())]
+            } else {
+                [b.pieces.tail, Some(b.pieces.first.0)]
+            },
             info: Self::block_info(&b),
         }))
     }
@@ -1402,6 +1537,7 @@ impl DeviceAllocator {
         let _ = self.va.free_handle(d.va, d.va_node);
     }
 
+    #[inline]
     fn free_block<B: Backer>(
         &mut self,
         backer: &mut B,
@@ -1419,19 +1555,24 @@ impl DeviceAllocator {
             }));
         }
         let [first_token, tail_token] = b.pieces.tokens;
-        if let Some(t) = b.pieces.tail {
-            backer.unback_token(t, tail_token).map_err(FreeError::Backing)?;
-        }
-        if let Err(e) = backer.unback_token(b.pieces.first.0, first_token) {
-            // Put the tail back so that nothing changed.
+        if b.pieces.joint {
+            // One range, one step: all or nothing.
+            backer.unback_token(b.pieces.joint_range(), first_token).map_err(FreeError::Backing)?;
+        } else {
             if let Some(t) = b.pieces.tail {
-                if let (Ok(tt), Some(rec)) =
-                    (backer.back_token(t, PageSize::Normal, b.attrs), self.blocks[id as usize].as_mut())
-                {
-                    rec.pieces.tokens[1] = tt;
-                }
+                backer.unback_token(t, tail_token).map_err(FreeError::Backing)?;
             }
-            return Err(FreeError::Backing(e));
+            if let Err(e) = backer.unback_token(b.pieces.first.0, first_token) {
+                // Put the tail back so that nothing changed.
+                if let Some(t) = b.pieces.tail {
+                    if let (Ok(tt), Some(rec)) =
+                        (backer.back_token(t, PageSize::Normal, b.attrs), self.blocks[id as usize].as_mut())
+                    {
+                        rec.pieces.tokens[1] = tt;
+                    }
+                }
+                return Err(FreeError::Backing(e));
+            }
         }
         let _ = self.va.free_handle(b.pieces.va, b.va_node);
         self.record_block(b.pieces.va, id, false);
@@ -1978,7 +2119,8 @@ mod tests {
         let q = a.allocate(&mut b, &r, APP).unwrap();
         assert!(q.as_u64() >= p.as_u64() + r.usable_bytes || q.as_u64() + r.usable_bytes <= p.as_u64());
         let ranges: Vec<VaRange> = d.backed_ranges().collect();
-        assert_eq!(ranges.len(), 2, "a 2 MiB piece and a 4 KiB-page tail");
+        // A 2 MiB piece and a 4 KiB-page tail, backed in one step by the frame backer: one range.
+        assert_eq!(ranges, [VaRange::try_new(p, 3 * MIB + 4096).unwrap()]);
         for range in ranges {
             b.unback(range).unwrap();
         }
@@ -1988,6 +2130,46 @@ mod tests {
         a.trim(&mut b);
         assert_eq!(b.frames.info().free_bytes, total);
         assert_eq!(a.live_count(), 0);
+    }
+
+    #[test]
+    fn huge_pages_and_tail_are_backed_in_one_step_where_the_backer_can() {
+        /// A backer with no joint step (only the defaults): the two parts one by one.
+        struct Plain<'a>(&'a mut FrameBacker);
+        impl Backer for Plain<'_> {
+            fn back(&mut self, range: VaRange, page: PageSize, attrs: MemAttr) -> Result<(), hal::Error> {
+                self.0.back(range, page, attrs)
+            }
+            fn unback(&mut self, range: VaRange) -> Result<(), hal::Error> {
+                self.0.unback(range)
+            }
+        }
+        let (mut a, mut b) = setup(64 * MIB, 32 * MIB, 0);
+        let r = req(4 * MIB + 32, HUGE_FIRST);
+        let p = a.allocate(&mut b, &r, APP).unwrap();
+        assert_eq!(b.backed_ranges(), 1, "2 MiB pages and the tail: one record");
+        let info = b.frames.info();
+        assert_eq!(info.total_bytes - info.free_bytes, 4 * MIB + 4096);
+        assert_eq!(info.huge_total_bytes - info.huge_free_bytes, 4 * MIB, "two 2 MiB pages in use");
+        assert_eq!(a.find(p).unwrap().page_size, PageSize::Huge);
+        assert_eq!(a.accounting().backed.current, 4 * MIB + 4096);
+        // A block backed by a backer without the step frees through it too, and the other way.
+        let q = a.allocate(&mut Plain(&mut b), &r, APP).unwrap();
+        assert_eq!(b.backed_ranges(), 3, "without the step: two more records");
+        a.free(&mut b, q).unwrap();
+        a.free(&mut Plain(&mut b), p).unwrap();
+        assert_eq!(b.backed_ranges(), 0);
+        assert_eq!(a.accounting().backed.current, 0);
+        b.trim();
+        assert_eq!(b.frames.info().free_bytes, 64 * MIB);
+        assert_eq!(b.frames.info().huge_free_bytes, 32 * MIB);
+        // The joint step itself: misaligned or non-adjacent pieces are refused, nothing backed.
+        let huge = VaRange::try_new(DeviceAddr(BASE), 2 * MIB).unwrap();
+        let far = VaRange::try_new(DeviceAddr(BASE + 4 * MIB), 4096).unwrap();
+        assert!(b.back_huge_with_tail(huge, far, MemAttr::CACHED).is_err());
+        let big_tail = VaRange::try_new(DeviceAddr(BASE + 2 * MIB), 2 * MIB).unwrap();
+        assert!(b.back_huge_with_tail(huge, big_tail, MemAttr::CACHED).is_err());
+        assert_eq!(b.frames.info().free_bytes, 64 * MIB);
     }
 
     #[test]

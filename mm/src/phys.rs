@@ -42,6 +42,13 @@
 //!   step) runs without touching the buddy bitmaps. Cached frames are free memory (counted free, exactly); an
 //!   allocation that finds no free block large enough gives them all back first.
 //!
+//! - Huge-first allocations with a tail ([`FrameAllocator::alloc_huge_with_tail`]): whole
+//!   2 MiB pages and a 4 KiB-page tail of under 2 MiB as one run from one block (each part
+//!   marked with its own page size), freed as one ([`FrameAllocator::free_huge_with_tail`]) and
+//!   cached whole by quick reuse. Refused (the caller takes the parts one by one, which also
+//!   works on fragmented memory) when no single free block holds the run, or when the cache
+//!   holds the huge pages alone (taking those back is cheaper than splitting a block).
+//!
 //! # Complexity
 //!
 //! With `L` = log64 of the frame count (at most 6) and 19 orders: an allocation that fits one
@@ -170,7 +177,7 @@ impl Bits {
     }
 
     /// Clears bits `[lo, hi)` when every one of them is set; `false` (and no change) otherwise.
-    #[inline]
+    #[inline(always)]
     fn take_range(&mut self, lo: u64, hi: u64) -> bool {
         if lo >= hi {
             return true;
@@ -393,6 +400,9 @@ const _: () = assert!(QUICK_RUNS < QNIL as usize);
 const QUICK_PER_BUCKET: u16 = 32;
 /// No cached run.
 const QNIL: u16 = u16::MAX;
+/// The quick-reuse tag (in place of a page order) of a joint run: whole 2 MiB pages followed
+/// by a 4 KiB-page tail of fewer than 512 frames ([`FrameAllocator::alloc_huge_with_tail`]).
+const JOINT_TAG: u32 = 31;
 
 /// One bucket of the quick-reuse cache: a stack (last freed, first reused) of runs of `frames`
 /// frames freed as pages of `order`, linked through [`QuickRun::next`] from `head`.
@@ -434,6 +444,9 @@ fn reset_pool(pool: &mut [QuickRun]) {
     }
 }
 
+/// Words of the bitmap of non-empty quick-reuse buckets.
+const QUICK_MASK_WORDS: usize = QUICK_BUCKETS / 64;
+
 /// The bucket of runs of `frames` frames of page order `order`.
 #[inline]
 fn quick_slot(order: u32, frames: u64) -> usize {
@@ -462,9 +475,12 @@ fn quick_slot(order: u32, frames: u64) -> usize {
 ///   free bitmaps nor allocated (their frames count as free); `quick_runs` counts them, each
 ///   bucket's `len` its own, and the pool entries not in a bucket are on the `quick_free`
 ///   list. Free blocks, allocated pages and cached runs partition the frames; with quick reuse
-///   off no run is cached. `quick_touched` is false only while the cache is as
-///   [`FrameAllocator::new`] made it (pool linked in index order), so two allocators with the
-///   same free frames and an empty, untouched cache compare equal.
+///   off no run is cached. A bucket with no run is `QuickBucket::EMPTY`, and bit `q` of
+///   `quick_nonempty` is set exactly when bucket `q` holds a run. Pool entries from
+///   `quick_high` on have never been handed out (still linked in index order as `new` left
+///   them). `quick_touched` is false only while the cache is as [`FrameAllocator::new`] made
+///   it (pool linked in index order), so two allocators with the same free frames and an
+///   empty, untouched cache compare equal.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FrameAllocator {
     total_frames: u64,
@@ -480,6 +496,8 @@ pub struct FrameAllocator {
     quick_runs: usize,
     quick_touched: bool,
     quick_free: u16,
+    quick_high: u16,
+    quick_nonempty: [u64; QUICK_MASK_WORDS],
     /// The cache's buckets and run pool, sized once by `new` (on the heap, so that the
     /// allocator itself stays small enough to live on a firmware stack).
     quick: Box<[QuickBucket; QUICK_BUCKETS]>,
@@ -532,6 +550,8 @@ impl FrameAllocator {
             quick_runs: 0,
             quick_touched: false,
             quick_free: 0,
+            quick_high: 0,
+            quick_nonempty: [0; QUICK_MASK_WORDS],
             quick: boxed_array(QuickBucket::EMPTY),
             quick_pool: boxed_array(QuickRun { frame: 0, next: QNIL }),
         };
@@ -568,18 +588,33 @@ impl FrameAllocator {
             return 0;
         }
         let mut bytes = 0;
-        for b in 0..QUICK_BUCKETS {
-            let QuickBucket { frames, mut head, .. } = self.quick[b];
-            while head != QNIL {
-                let QuickRun { frame, next } = self.quick_pool[usize::from(head)];
-                self.release_range(frame, frames);
-                bytes += frames << FRAME_SHIFT;
-                head = next;
+        // Only the non-empty buckets: the others are EMPTY already.
+        for w in 0..QUICK_MASK_WORDS {
+            let mut m = self.quick_nonempty[w];
+            while m != 0 {
+                // CAST: a bit index below 64.
+                let b = w * 64 + m.trailing_zeros() as usize;
+                m &= m - 1;
+                let QuickBucket { frames, mut head, .. } = self.quick[b];
+                while head != QNIL {
+                    let QuickRun { frame, next } = self.quick_pool[usize::from(head)];
+                    self.release_run(frame, frames);
+                    bytes += frames << FRAME_SHIFT;
+                    head = next;
+                }
+                self.quick[b] = QuickBucket::EMPTY;
             }
         }
-        // INVARIANT: the cache is as new again.
-        self.quick.fill(QuickBucket::EMPTY);
-        reset_pool(&mut self.quick_pool[..]);
+        // INVARIANT: the cache is as new again (the entries from `quick_high` on never left
+        // their initial links).
+        self.quick_nonempty = [0; QUICK_MASK_WORDS];
+        let high = usize::from(self.quick_high);
+        reset_pool(&mut self.quick_pool[..high]);
+        if high > 0 {
+            // CAST: `high` is at most QUICK_RUNS, below u16::MAX.
+            self.quick_pool[high - 1].next = if high < QUICK_RUNS { high as u16 } else { QNIL };
+        }
+        self.quick_high = 0;
         self.quick_free = 0;
         self.quick_runs = 0;
         self.quick_touched = false;
@@ -627,6 +662,135 @@ impl FrameAllocator {
         Ok(sink.n)
     }
 
+    /// Allocates `huge` 2 MiB pages directly followed by `tail` 4 KiB pages (`1..512` of
+    /// them) as one physically contiguous run, 2 MiB-aligned: the pages of a huge-first
+    /// allocation with its tail in one operation (one block taken, one record to free). The
+    /// huge pages count against the huge budget as with [`Self::alloc_pages`].
+    ///
+    /// `Ok(None)`, with nothing changed, when no single free block holds the run, or when
+    /// `huge` is a power of two (the run would need a block twice the size the huge pages
+    /// alone take): the caller allocates the two parts on their own then, which succeeds on
+    /// fragmented memory too; likewise when the quick-reuse cache holds no such joint run but
+    /// holds `huge` 2 MiB pages freed alone. The cache is never given back here.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::InvalidArgument`] when `huge` is zero, `tail` is not in `1..512`, or the
+    ///   size overflows.
+    /// - [`Error::BudgetExhausted`] when the huge pages would exceed the huge budget.
+    pub fn alloc_huge_with_tail(&mut self, huge: u64, tail: u64) -> Result<Option<PhysRun>> {
+        let huge_order = page_order(PageSize::Huge);
+        if huge == 0 || tail == 0 || tail >= order_frames(huge_order) || huge > self.total_frames {
+            return Err(Error::InvalidArgument);
+        }
+        let wanted = self.huge_in_use.checked_add(huge).and_then(|p| p.checked_mul(PageSize::Huge.bytes()));
+        if wanted.is_none_or(|bytes| bytes > self.huge_budget_bytes) {
+            return Err(Error::BudgetExhausted);
+        }
+        let frames = (huge << huge_order) + tail;
+        let frame = 'found: {
+            if self.quick_runs > 0 {
+                if let Some(frame) = self.take_quick(JOINT_TAG, frames) {
+                    break 'found frame;
+                }
+                // The huge pages alone are cached: taking them and a tail one by one is cheaper
+                // than splitting a block for the two.
+                let q = quick_slot(huge_order, huge << huge_order);
+                let b = self.quick[q];
+                if b.head != QNIL && b.frames == huge << huge_order && b.order == huge_order {
+                    return Ok(None);
+                }
+            }
+            // Only where the huge pages alone would take a block this large (`huge` not a
+            // power of two): the tail then costs no larger block.
+            let want = frames.next_power_of_two().ilog2();
+            if want > MAX_ORDER {
+                return Ok(None);
+            }
+            // No flush of the cache here: the caller's one-by-one allocations do that.
+            let Some(o) = (want..=MAX_ORDER).find(|&o| self.free_count[slot(o)] > 0) else {
+                return Ok(None);
+            };
+            let frame = self.pop_block(o);
+            self.release_split(frame + frames, order_frames(o) - frames);
+            frame
+        };
+        // A block of order >= 9 and the cache's joint runs start on a 2 MiB boundary.
+        let huge_end = frame + (huge << huge_order);
+        self.used[used_index(PageSize::Huge)].set_range(frame >> huge_order, huge_end >> huge_order);
+        self.used[used_index(PageSize::Normal)].set_range(huge_end, huge_end + tail);
+        self.allocated_frames += frames;
+        self.huge_in_use += huge;
+        Ok(Some(PhysRun { offset: frame << FRAME_SHIFT, len_bytes: frames << FRAME_SHIFT }))
+    }
+
+    /// Frees a run [`Self::alloc_huge_with_tail`] returned (whole), all or nothing.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::InvalidArgument`] when `run` is not 2 MiB-aligned, holds no whole 2 MiB page,
+    ///   or its tail is not a whole number of 4 KiB pages.
+    /// - [`Error::NotAllocated`] when its huge part is not allocated as 2 MiB pages or its tail
+    ///   not as 4 KiB pages.
+    pub fn free_huge_with_tail(&mut self, run: PhysRun) -> Result<()> {
+        let huge_order = page_order(PageSize::Huge);
+        let end = run.checked_end().ok_or(Error::InvalidArgument)?;
+        let tail_bytes = run.len_bytes % PageSize::Huge.bytes();
+        if run.offset % PageSize::Huge.bytes() != 0
+            || run.len_bytes < PageSize::Huge.bytes()
+            || tail_bytes == 0
+            || tail_bytes % FRAME_BYTES != 0
+        {
+            return Err(Error::InvalidArgument);
+        }
+        let (start, end) = (run.offset >> FRAME_SHIFT, end >> FRAME_SHIFT);
+        let huge_end = end - (tail_bytes >> FRAME_SHIFT);
+        if end > self.total_frames
+            || !self.used[used_index(PageSize::Huge)].take_range(start >> huge_order, huge_end >> huge_order)
+        {
+            return Err(Error::NotAllocated);
+        }
+        if !self.used[used_index(PageSize::Normal)].take_range(huge_end, end) {
+            // Put the huge part back: nothing changes.
+            self.used[used_index(PageSize::Huge)].set_range(start >> huge_order, huge_end >> huge_order);
+            return Err(Error::NotAllocated);
+        }
+        let frames = end - start;
+        if self.quick_on {
+            self.keep_quick(start, frames, JOINT_TAG);
+        } else {
+            self.release_run(start, frames);
+        }
+        self.allocated_frames -= frames;
+        self.huge_in_use -= (huge_end - start) >> huge_order;
+        Ok(())
+    }
+
+    /// Takes the run of `frames` frames tagged `order` freed last from the quick-reuse cache,
+    /// if it holds one; its first frame.
+    #[inline]
+    fn take_quick(&mut self, order: u32, frames: u64) -> Option<u64> {
+        let q = quick_slot(order, frames);
+        let bucket = self.quick[q];
+        if bucket.head == QNIL || bucket.frames != frames || bucket.order != order {
+            return None;
+        }
+        let i = usize::from(bucket.head);
+        let QuickRun { frame, next } = self.quick_pool[i];
+        if next == QNIL {
+            // INVARIANT: an empty bucket is EMPTY and has no bit.
+            self.quick[q] = QuickBucket::EMPTY;
+            self.quick_nonempty[q / 64] &= !(1 << (q % 64));
+        } else {
+            self.quick[q].head = next;
+            self.quick[q].len -= 1;
+        }
+        self.quick_pool[i].next = self.quick_free;
+        self.quick_free = bucket.head;
+        self.quick_runs -= 1;
+        Some(frame)
+    }
+
     fn alloc_core(&mut self, page: PageSize, count: u64, sink: &mut impl Sink) -> Result<()> {
         if count == 0 || count.checked_mul(page.bytes()).is_none() {
             return Err(Error::InvalidArgument);
@@ -645,19 +809,12 @@ impl FrameAllocator {
         let order = page_order(page);
         let frames = count << order;
         if self.quick_runs > 0 {
-            let q = quick_slot(order, frames);
-            let bucket = self.quick[q];
-            if bucket.head != QNIL && bucket.frames == frames && bucket.order == order {
-                let i = usize::from(bucket.head);
-                let QuickRun { frame, next } = self.quick_pool[i];
+            if let Some(frame) = self.take_quick(order, frames) {
                 if !sink.push(frame, frames) {
+                    // Back where it was: a sink always holds one run, so this is unreachable.
+                    self.keep_quick(frame, frames, order);
                     return Err(Error::InvalidArgument);
                 }
-                self.quick[q].head = next;
-                self.quick[q].len -= 1;
-                self.quick_pool[i].next = self.quick_free;
-                self.quick_free = bucket.head;
-                self.quick_runs -= 1;
                 self.commit(page, count, frames, sink);
                 return Ok(());
             }
@@ -956,13 +1113,19 @@ impl FrameAllocator {
         }
         // The aligned blocks of `order` inside each cached run.
         let mut cached = 0;
-        for b in self.quick.iter() {
-            let mut head = b.head;
-            while head != QNIL {
-                let q = self.quick_pool[usize::from(head)];
-                cached +=
-                    ((q.frame + b.frames) >> order).saturating_sub(q.frame.div_ceil(order_frames(order)));
-                head = q.next;
+        for (w, &word) in self.quick_nonempty.iter().enumerate() {
+            let mut m = word;
+            while m != 0 {
+                // CAST: a bit index below 64.
+                let b = &self.quick[w * 64 + m.trailing_zeros() as usize];
+                m &= m - 1;
+                let mut head = b.head;
+                while head != QNIL {
+                    let q = self.quick_pool[usize::from(head)];
+                    cached +=
+                        ((q.frame + b.frames) >> order).saturating_sub(q.frame.div_ceil(order_frames(order)));
+                    head = q.next;
+                }
             }
         }
         free + cached
@@ -971,7 +1134,7 @@ impl FrameAllocator {
     /// Keeps the run of `frames` frames from `frame`, just freed as pages of `order`, in the
     /// quick-reuse cache. A bucket holding another size gives its runs back first; a full
     /// bucket or pool gives this run back instead.
-    #[inline]
+    #[inline(always)]
     fn keep_quick(&mut self, frame: u64, frames: u64, order: u32) {
         let q = quick_slot(order, frames);
         let bucket = self.quick[q];
@@ -983,9 +1146,11 @@ impl FrameAllocator {
         }
         let i = self.quick_free;
         self.quick_free = self.quick_pool[usize::from(i)].next;
+        self.quick_high = self.quick_high.max(i + 1);
         self.quick_pool[usize::from(i)] = QuickRun { frame, next: self.quick[q].head };
         let len = self.quick[q].len + 1;
         self.quick[q] = QuickBucket { frames, order, head: i, len };
+        self.quick_nonempty[q / 64] |= 1 << (q % 64);
         self.quick_runs += 1;
         self.quick_touched = true;
     }
@@ -1003,6 +1168,7 @@ impl FrameAllocator {
         }
         self.quick_runs -= usize::from(len);
         self.quick[q] = QuickBucket::EMPTY;
+        self.quick_nonempty[q / 64] &= !(1 << (q % 64));
     }
 
     /// Takes the lowest free block of `order` (which must have one); returns its first frame.

@@ -174,6 +174,7 @@ impl VaAllocator {
     }
 
     /// Puts free node `n` at the head of its class's list.
+    #[inline]
     fn link_free(&mut self, n: u32) {
         let c = class_of(self.nodes[n as usize].len);
         let head = self.heads[c];
@@ -193,6 +194,7 @@ impl VaAllocator {
     }
 
     /// Takes free node `n` off its class's list.
+    #[inline]
     fn unlink_free(&mut self, n: u32) {
         let Node { len, prev_free, next_free, .. } = self.nodes[n as usize];
         let c = class_of(len);
@@ -330,6 +332,7 @@ impl VaAllocator {
 
     /// Carves `[aligned, aligned + len)` out of free node `n`; the head and the tail stay free.
     /// Returns the node of the carved range.
+    #[inline]
     fn take(&mut self, n: u32, aligned: u64, len: u64) -> u32 {
         self.unlink_free(n);
         let Node { start, len: block_len, next_phys, .. } = self.nodes[n as usize];
@@ -401,6 +404,7 @@ impl VaAllocator {
     }
 
     /// Merges the address neighbour after `n` into `n` and recycles its node.
+    #[inline]
     fn absorb_next(&mut self, n: u32) {
         let next = self.nodes[n as usize].next_phys;
         let Node { len, next_phys: after, .. } = self.nodes[next as usize];

@@ -36,6 +36,11 @@ enum PhysOp {
     FreeWrongSize(usize, PageSize),
     /// Free an arbitrary page-aligned run.
     FreeArbitrary(PageSize, u64, u64),
+    /// Allocate 2 MiB pages and a 4 KiB-page tail as one run (`alloc_huge_with_tail`): one of
+    /// a few page counts and tails, so that joint runs are cached and reused too.
+    AllocJoint(u64, u64),
+    /// Free the live joint run at this index (modulo the number live), then again (rejected).
+    FreeJoint(usize),
 }
 
 fn page_size() -> impl Strategy<Value = PageSize> {
@@ -55,6 +60,9 @@ fn phys_op() -> impl Strategy<Value = PhysOp> {
         1 => (any::<usize>(), page_size()).prop_map(|(i, p)| PhysOp::FreeWrongSize(i, p)),
         1 => (page_size(), any::<u64>(), 1..4u64)
             .prop_map(|(p, at, n)| PhysOp::FreeArbitrary(p, at, n)),
+        2 => (1..4u64, prop_oneof![Just(1u64), Just(7), Just(511)])
+            .prop_map(|(h, t)| PhysOp::AllocJoint(h, t)),
+        1 => any::<usize>().prop_map(PhysOp::FreeJoint),
     ]
 }
 
@@ -155,6 +163,21 @@ fn has_free_block(live: &Live, total: u64, bytes: u64) -> bool {
     false
 }
 
+/// The live allocations with each live joint run as its two parts: 2 MiB pages and a
+/// 4 KiB-page tail (how the allocator records them).
+fn with_joints(live: &Live, joints: &[PhysRun]) -> Live {
+    let mut all = live.clone();
+    for j in joints {
+        let huge = j.len_bytes / (2 * MIB) * (2 * MIB);
+        all.push((PageSize::Huge, vec![PhysRun { offset: j.offset, len_bytes: huge }]));
+        all.push((
+            PageSize::Normal,
+            vec![PhysRun { offset: j.offset + huge, len_bytes: j.len_bytes - huge }],
+        ));
+    }
+    all
+}
+
 /// `a` with its quick-reuse cache given back: the canonical state, equal for equal free frames.
 fn norm(a: &FrameAllocator) -> FrameAllocator {
     let mut c = a.clone();
@@ -166,9 +189,49 @@ fn run_phys(cfg: PhysConfig, ops: Vec<PhysOp>, quick: bool) -> Result<(), TestCa
     let mut a = FrameAllocator::new(cfg).unwrap();
     a.set_quick_reuse(quick);
     let mut live: Live = Vec::new();
+    let mut joints: Vec<PhysRun> = Vec::new();
     let total_frames = (cfg.total_bytes & !(4 * KIB - 1)) / (4 * KIB);
     for op in ops {
+        let all = with_joints(&live, &joints);
         match op {
+            PhysOp::AllocJoint(huge, tail) => {
+                let bytes = huge * 2 * MIB + tail * 4 * KIB;
+                let in_use = live_bytes(&all, Some(PageSize::Huge));
+                let budget = a.info().huge_total_bytes;
+                let before = a.clone();
+                match a.alloc_huge_with_tail(huge, tail) {
+                    Ok(Some(run)) => {
+                        prop_assert!(in_use + huge * 2 * MIB <= budget);
+                        prop_assert_eq!(run.offset % (2 * MIB), 0);
+                        prop_assert_eq!(run.len_bytes, bytes);
+                        joints.push(run);
+                    }
+                    Ok(None) => prop_assert_eq!(norm(&a), norm(&before), "a refusal changes nothing"),
+                    Err(e) => {
+                        prop_assert_eq!(e, Error::BudgetExhausted);
+                        prop_assert!(in_use + huge * 2 * MIB > budget);
+                        prop_assert_eq!(norm(&a), norm(&before));
+                    }
+                }
+                // A tail of 512 frames or none is refused.
+                prop_assert_eq!(a.alloc_huge_with_tail(huge, 512), Err(Error::InvalidArgument));
+                prop_assert_eq!(a.alloc_huge_with_tail(huge, 0), Err(Error::InvalidArgument));
+            }
+            PhysOp::FreeJoint(i) if !joints.is_empty() => {
+                let run = joints.swap_remove(i % joints.len());
+                // Freed as 4 KiB pages (its huge part is not), or as a bare huge run: rejected.
+                let before = a.clone();
+                prop_assert!(a.free_pages(PageSize::Normal, &[run]).is_err());
+                prop_assert_eq!(
+                    a.free_huge_with_tail(PhysRun { offset: run.offset, len_bytes: 2 * MIB }),
+                    Err(Error::InvalidArgument)
+                );
+                prop_assert_eq!(norm(&a), norm(&before));
+                a.free_huge_with_tail(run).unwrap();
+                let before = a.clone();
+                prop_assert_eq!(a.free_huge_with_tail(run), Err(Error::NotAllocated));
+                prop_assert_eq!(norm(&a), norm(&before));
+            }
             PhysOp::Alloc(..) | PhysOp::AllocFew(..) => {
                 let (page, raw, count) = match op {
                     PhysOp::Alloc(page, raw) => {
@@ -183,7 +246,7 @@ fn run_phys(cfg: PhysConfig, ops: Vec<PhysOp>, quick: bool) -> Result<(), TestCa
                 };
                 let bytes = count * page.bytes();
                 let free_before = a.info().free_bytes;
-                let in_use = live_bytes(&live, Some(page));
+                let in_use = live_bytes(&all, Some(page));
                 let budget = match page {
                     PageSize::Normal => u64::MAX,
                     PageSize::Huge => a.info().huge_total_bytes,
@@ -191,7 +254,7 @@ fn run_phys(cfg: PhysConfig, ops: Vec<PhysOp>, quick: bool) -> Result<(), TestCa
                 };
                 let before = a.clone();
                 let block = bytes.next_power_of_two();
-                let one_block = block <= GIB && has_free_block(&live, total_frames * 4 * KIB, block);
+                let one_block = block <= GIB && has_free_block(&all, total_frames * 4 * KIB, block);
                 // Every other allocation goes through a two-run buffer first.
                 let mut buf = [PhysRun::default(); 2];
                 let into = (raw % 2 == 0).then(|| a.alloc_pages_into(page, count, &mut buf));
@@ -270,7 +333,7 @@ fn run_phys(cfg: PhysConfig, ops: Vec<PhysOp>, quick: bool) -> Result<(), TestCa
             PhysOp::FreeArbitrary(page, at, n) => {
                 let slots = (total_frames * 4 * KIB / page.bytes()).max(1);
                 let run = PhysRun { offset: (at % slots) * page.bytes(), len_bytes: n * page.bytes() };
-                if !covered(&live, page, run) {
+                if !covered(&all, page, run) {
                     let before = a.clone();
                     prop_assert!(a.free_pages(page, &[run]).is_err());
                     prop_assert_eq!(norm(&a), norm(&before));
@@ -278,11 +341,14 @@ fn run_phys(cfg: PhysConfig, ops: Vec<PhysOp>, quick: bool) -> Result<(), TestCa
             }
             _ => {}
         }
-        check_phys(&a, &cfg, &live)?;
+        check_phys(&a, &cfg, &with_joints(&live, &joints))?;
     }
     // Everything freed: the allocator is as new.
     for (page, runs) in live.drain(..) {
         a.free_pages(page, &runs).unwrap();
+    }
+    for run in joints.drain(..) {
+        a.free_huge_with_tail(run).unwrap();
     }
     prop_assert_eq!(norm(&a), FrameAllocator::new(cfg).unwrap());
     Ok(())
