@@ -117,11 +117,12 @@ fn no_clock() -> u64 {
 struct Slot<T> {
     /// Generation of the stream in the slot (or of the last one, when empty).
     generation: u32,
-    /// The id of the stream in the slot (or of the last one): the slot index and the
-    /// generation, kept whole so that checking an id is one compare.
+    /// The id of the stream in the slot (the slot index and the generation, kept whole so
+    /// that checking an id is one compare); once the stream is destroyed, that id with its
+    /// lowest bit flipped, whose slot bits name another slot, so that no id matches.
     id: StreamId,
-    /// The stream, while it exists.
-    stream: Option<Stream<Item<T>>>,
+    /// The stream ([`Stream::retired`] once destroyed, with no ring).
+    stream: Stream<Item<T>>,
     /// The stream's published completed sequence.
     progress: Arc<Progress>,
     /// Slots of streams parked because their oldest item waits on this stream.
@@ -223,7 +224,7 @@ impl<T> Executor<T> {
         let slot = id.0 & self.slot_mask;
         // CAST: a u32 slot index fits in usize on every target sched builds for.
         let s = self.slots.get(slot as usize)?;
-        (s.id == id && s.stream.is_some()).then_some(slot as usize)
+        (s.id == id).then_some(slot as usize)
     }
 
     /// Creates a stream whose ring holds `capacity` unfinished items.
@@ -247,7 +248,7 @@ impl<T> Executor<T> {
             let s = &mut self.slots[slot as usize];
             // No overflow: a slot goes to `free` only while its generation can grow.
             s.generation += 1;
-            s.stream = Some(stream);
+            s.stream = stream;
             s.progress = progress;
             let generation = s.generation;
             let id = self.id_of(slot, generation);
@@ -262,7 +263,7 @@ impl<T> Executor<T> {
             self.slots.push(Slot {
                 generation: 0,
                 id: self.id_of(slot, 0),
-                stream: Some(stream),
+                stream,
                 progress,
                 waiters: Vec::new(),
                 parked_on: None,
@@ -286,11 +287,14 @@ impl<T> Executor<T> {
     /// unfinished tasks.
     pub fn destroy_stream(&mut self, id: StreamId) -> Result<()> {
         let slot = self.slot_of(id).ok_or(Error::NoSuchStream)?;
-        if self.slots[slot].stream.as_ref().is_some_and(|s| s.unfinished() > 0) {
+        if self.slots[slot].stream.unfinished() > 0 {
             return Err(Error::InvalidArgument);
         }
         let s = &mut self.slots[slot];
-        s.stream = None;
+        s.stream = Stream::retired();
+        // INVARIANT: the slot bits of an id start at bit 0 and there is at least one, so the
+        // flipped id names another slot: no id matches this slot until it is reused.
+        s.id = StreamId(s.id.0 ^ 1);
         let reusable = (s.generation + 1) >> (u32::BITS - self.slot_bits) == 0;
         // Waits on the destroyed stream are satisfied now.
         let mut waiters = core::mem::take(&mut s.waiters);
@@ -351,7 +355,7 @@ impl<T> Executor<T> {
             if !matches!(self.examine(slot, &mut may_start), Some(Head::Run)) {
                 break;
             }
-            let Some((seq, item)) = self.slots[slot].stream.as_mut().and_then(Stream::start) else { break };
+            let Some((seq, item)) = self.slots[slot].stream.start() else { break };
             if let Item::Task(task) = item {
                 started = Some((seq, task));
                 break;
@@ -381,7 +385,7 @@ impl<T> Executor<T> {
     /// Drops the queued items of the detached stream in `slot` (see [`abort`](Self::abort)).
     fn drop_queued(&mut self, slot: usize, id: StreamId) -> usize {
         let s = &mut self.slots[slot];
-        let Some(stream) = s.stream.as_mut() else { return 0 };
+        let stream = &mut s.stream;
         // Events whose records are dropped never complete.
         for item in stream.queued() {
             if let Item::Record(ev, generation) = *item {
@@ -419,7 +423,7 @@ impl<T> Executor<T> {
         if s.id != id {
             return Err(Error::NoSuchStream);
         }
-        let stream = s.stream.as_mut().ok_or(Error::NoSuchStream)?;
+        let stream = &mut s.stream;
         let was_empty = stream.is_empty();
         let seq = stream.push(item)?;
         self.unfinished += 1;
@@ -461,7 +465,7 @@ impl<T> Executor<T> {
     /// What to do with the head of the ready stream in `slot`.
     #[inline]
     fn examine(&self, slot: usize, may_start: &mut impl FnMut(&T) -> bool) -> Option<Head> {
-        let stream = self.slots[slot].stream.as_ref()?;
+        let stream = &self.slots[slot].stream;
         if !stream.is_ready() {
             return None;
         }
@@ -474,11 +478,10 @@ impl<T> Executor<T> {
                 }
             }
             Item::Wait(p) => {
-                // CAST: slot indices are below 2^31.
-                let own = self.id_of(slot as u32, self.slots[slot].generation);
+                let own = self.slots[slot].id;
                 match self.slot_of(StreamId(p.stream)) {
                     Some(t) if p.stream != own.0 => {
-                        let done = self.slots[t].stream.as_ref().map_or(u64::MAX, Stream::completed);
+                        let done = self.slots[t].stream.completed();
                         // CAST: slot indices are below 2^31.
                         if done >= p.seq {
                             Head::Run
@@ -535,7 +538,7 @@ impl<T> Executor<T> {
             }
             let s = &mut self.slots[at];
             let id = s.id;
-            let (seq, item) = s.stream.as_mut()?.start()?;
+            let (seq, item) = s.stream.start()?;
             if let Item::Task(task) = item {
                 return Some((at, id, seq, task));
             }
@@ -621,7 +624,7 @@ impl<T> Executor<T> {
         let before = waiters.len();
         waiters.retain(|&w| {
             let w_at = w as usize;
-            let needs = match self.slots[w_at].stream.as_ref().and_then(Stream::head) {
+            let needs = match self.slots[w_at].stream.head() {
                 Some(Item::Wait(p)) => p.seq,
                 _ => 0,
             };
@@ -647,7 +650,7 @@ impl<T> Executor<T> {
         prune: bool,
     ) -> Result<()> {
         let s = &mut self.slots[slot];
-        let Some(stream) = s.stream.as_mut() else { return Err(Error::NoSuchStream) };
+        let stream = &mut s.stream;
         let finished = stream.finish(seq, status)?;
         let completed = stream.completed();
         let ready = stream.is_ready();
@@ -723,65 +726,63 @@ impl<T> Executor<T> {
         let mut round = core::mem::take(&mut self.round);
         round.clear();
         round.extend(self.ready.drain(..));
+        let slots = &mut self.slots;
         let mut ran = 0;
-        // Tasks that ran but could not be finished here (none: each was just taken).
-        let mut lost = 0;
-        // The queue as a finish per task would leave it is `round[r..n]`, then `round[..kept]`
-        // (the streams of this round that are still ready, written over the visited entries).
-        let (from, n, kept, failed) = 'rounds: loop {
-            let n = round.len();
-            if n <= 1 {
-                break (0, n, 0, None);
-            }
-            let mut kept = 0;
-            let list = &mut round[..n];
-            for r in 0..n {
-                let slot = list[r];
+        // Why the rounds stopped early: `None` while they go on; `Some(None)` at an internal
+        // item; `Some(Some(..))` at a failed task (taken out of the round, to finish below).
+        let mut stop: Option<Option<(usize, StreamId, u64, ErrorKind)>> = None;
+        // Streams of the current round that stay in it, before the one being looked at.
+        let mut kept = 0;
+        while stop.is_none() && round.len() > 1 {
+            kept = 0;
+            // One round: each stream runs its head, in queue order; those that run dry
+            // leave the list, as the queue would drop them.
+            round.retain(|&slot| {
+                if stop.is_some() {
+                    return true;
+                }
                 // CAST: slot indices are below 2^31.
-                let s = &mut self.slots[slot as usize];
-                let id = s.id;
-                let Some(stream) = s.stream.as_mut() else { continue };
-                let Some((seq, Item::Task(task))) = stream.start_if(|item| matches!(item, Item::Task(_)))
-                else {
-                    if !stream.is_ready() {
+                let Some(s) = slots.get_mut(slot as usize) else { return false };
+                let Some((seq, task)) = s.stream.take_done_with(take_task) else {
+                    if s.stream.is_empty() {
                         // Nothing queued: the queue would drop it too.
-                        continue;
+                        return false;
                     }
                     // An internal item heads the stream: the general path takes it from here.
-                    break 'rounds (r, n, kept, None);
+                    stop = Some(None);
+                    return true;
                 };
-                let result = runner.run(id, seq, &task);
+                let result = runner.run(s.id, seq, &task);
                 drop(task);
                 ran += 1;
                 if let Err(kind) = result {
-                    break 'rounds (r + 1, n, kept, Some((slot as usize, id, seq, kind)));
+                    s.stream.reopen(seq);
+                    stop = Some(Some((slot as usize, s.id, seq, kind)));
+                    return false;
                 }
-                // The task was just taken and nothing was dropped behind it: finishing cannot
-                // fail, and the stream's completed sequence is now `seq`.
-                if stream.finish(seq, TaskStatus::Ok).is_err() {
-                    lost += 1;
-                    continue;
-                }
-                if stream.is_ready() {
-                    list[kept] = slot;
-                    kept += 1;
-                } else {
+                if s.stream.is_empty() {
                     s.progress.advance(seq);
+                    return false;
                 }
-            }
-            round.truncate(kept);
-        };
-        // INVARIANT: the ready queue gets the order a finish per task would have left.
-        self.ready.extend(round[from..n].iter().chain(&round[..kept]).copied());
-        for &slot in round[from..n].iter().chain(&round[..kept]) {
+                kept += 1;
+                true
+            });
+        }
+        if stop.is_some() {
+            // INVARIANT: the ready queue gets the order a finish per task would have left:
+            // the streams from where the round stopped on, then those of this round that
+            // stay ready (the stream that failed goes back when it is finished below).
+            round.rotate_left(kept);
+        }
+        self.ready.extend(round.iter().copied());
+        for &slot in &round {
             let s = &self.slots[slot as usize];
-            if let Some(stream) = s.stream.as_ref() {
-                s.progress.advance(stream.completed());
-            }
+            s.progress.advance(s.stream.completed());
         }
         self.round = round;
+        let failed = stop.flatten();
         // Every task that ran finished once, but the failed one (finished below).
-        let finished = ran - usize::from(failed.is_some()) - lost;
+        let finished = ran - usize::from(failed.is_some());
         self.unfinished -= finished;
         // CAST: a task count fits in u64.
         self.finished_items = self.finished_items.wrapping_add(finished as u64);
@@ -798,53 +799,36 @@ impl<T> Executor<T> {
     /// While that stream is *alone* (no other stream is ready or gated, none waits on it),
     /// finishing one of its tasks would put it back in the empty ready queue and the next
     /// [`take_ready`](Self::take_ready) would pop it again and start its head. So while the
-    /// tasks succeed and the head is a task, the burst starts it directly and defers the
+    /// tasks succeed and the head is a task, the burst runs it directly and defers the
     /// bookkeeping (progress word, counters, the ready queue) to the end of the burst: one
     /// [`Progress`] store per burst, the order exactly that of a finish per task. Nothing else
     /// can change the executor meanwhile (`&mut self`), so the stream stays alone.
     #[inline]
-    fn run_burst<R: TaskRunner<T>>(
-        &mut self,
-        runner: &mut R,
-        slot: usize,
-        id: StreamId,
-        mut seq: u64,
-        mut task: T,
-    ) -> usize {
+    fn run_burst<R: TaskRunner<T>>(&mut self, runner: &mut R, slot: usize, id: StreamId, seq: u64, task: T) -> usize {
         let alone = self.ready.is_empty() && self.gated.is_empty() && self.slots[slot].waiters.is_empty();
-        // Tasks finished in the burst whose bookkeeping is deferred.
-        let mut done = 0;
-        let status = 'burst: {
-            let Some(stream) = self.slots[slot].stream.as_mut() else {
-                break 'burst Some(run_task(runner, id, seq, task));
-            };
-            loop {
-                let status = run_task(runner, id, seq, task);
-                if !alone || !matches!(status, TaskStatus::Ok) {
-                    break 'burst Some(status);
-                }
-                // The task was just taken, so finishing it cannot fail; with nothing dropped
-                // behind it, the stream's completed sequence is now `seq`.
-                match stream.finish_ok_then_start_if(seq, |item| matches!(item, Item::Task(_))) {
-                    Ok(Some((next_seq, Item::Task(next_task)))) => {
-                        done += 1;
-                        (seq, task) = (next_seq, next_task);
-                    }
-                    Ok(None) => {
-                        done += 1;
-                        break 'burst None;
-                    }
-                    // Not reached: `accept` took only a task, and `seq` was running.
-                    Ok(Some(_)) | Err(_) => break 'burst Some(status),
-                }
-            }
-        };
-        if done > 0 {
-            self.end_burst(slot, done);
+        let status = run_task(runner, id, seq, task);
+        let stream = &mut self.slots[slot].stream;
+        if !alone || !matches!(status, TaskStatus::Ok) || stream.finish(seq, TaskStatus::Ok).is_err() {
+            let finished = self.finish_slot(slot, id, seq, status, false);
+            debug_assert_eq!(finished, Ok(()));
+            return 1;
         }
-        let Some(status) = status else { return done };
+        // Tasks finished in the burst whose bookkeeping is deferred (the first one is).
+        let mut done = 1;
+        let failed = loop {
+            let Some((seq, task)) = stream.take_done_with(take_task) else { break None };
+            let result = runner.run(id, seq, &task);
+            drop(task);
+            if let Err(kind) = result {
+                stream.reopen(seq);
+                break Some((seq, kind));
+            }
+            done += 1;
+        };
+        self.end_burst(slot, done);
+        let Some((seq, kind)) = failed else { return done };
         // The last task ran but is not finished: finish it.
-        let finished = self.finish_slot(slot, id, seq, status, false);
+        let finished = self.finish_slot(slot, id, seq, TaskStatus::Failed(kind), false);
         debug_assert_eq!(finished, Ok(()));
         done + 1
     }
@@ -854,9 +838,8 @@ impl<T> Executor<T> {
     #[cold]
     fn end_burst(&mut self, slot: usize, done: usize) {
         let s = &mut self.slots[slot];
-        let Some(stream) = s.stream.as_ref() else { return };
-        s.progress.advance(stream.completed());
-        let ready = stream.is_ready();
+        s.progress.advance(s.stream.completed());
+        let ready = s.stream.is_ready();
         self.unfinished -= done;
         // CAST: a task count fits in u64.
         self.finished_items = self.finished_items.wrapping_add(done as u64);
@@ -1020,12 +1003,29 @@ impl<T> Executor<T> {
 
     fn stream(&self, id: StreamId) -> Result<&Stream<Item<T>>> {
         let slot = self.slot_of(id).ok_or(Error::NoSuchStream)?;
-        self.slots[slot].stream.as_ref().ok_or(Error::NoSuchStream)
+        Ok(&self.slots[slot].stream)
     }
 
     fn stream_mut(&mut self, id: StreamId) -> Result<&mut Stream<Item<T>>> {
         let slot = self.slot_of(id).ok_or(Error::NoSuchStream)?;
-        self.slots[slot].stream.as_mut().ok_or(Error::NoSuchStream)
+        Ok(&mut self.slots[slot].stream)
+    }
+}
+
+/// Takes the task out of a ring slot that holds one (for [`Stream::take_done_with`]); leaves an
+/// internal item (or an empty slot) alone.
+#[inline]
+fn take_task<T>(slot: &mut Option<Item<T>>) -> Option<T> {
+    if !matches!(slot, Some(Item::Task(_))) {
+        return None;
+    }
+    match slot.take() {
+        Some(Item::Task(task)) => Some(task),
+        // Not reached: the slot holds a task.
+        other => {
+            *slot = other;
+            None
+        }
     }
 }
 
