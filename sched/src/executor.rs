@@ -719,8 +719,14 @@ impl<T> Executor<T> {
     /// and when the rounds stop. Nothing else can change the executor meanwhile (`&mut self`).
     fn run_rounds<R: TaskRunner<T>>(&mut self, runner: &mut R) -> usize {
         // A stream others wait on may wake them when it finishes: the queue would change.
+        // (And every stream in the queue is ready, by the executor's invariants; one that is
+        // not is left to the general path, which skips it.)
         // CAST: slot indices are below 2^31.
-        if self.ready.iter().any(|&s| self.slots.get(s as usize).is_none_or(|s| !s.waiters.is_empty())) {
+        if self
+            .ready
+            .iter()
+            .any(|&s| self.slots.get(s as usize).is_none_or(|s| !s.waiters.is_empty() || !s.stream.is_ready()))
+        {
             return 0;
         }
         let mut round = core::mem::take(&mut self.round);
@@ -730,27 +736,63 @@ impl<T> Executor<T> {
         let mut ran = 0;
         // Why the rounds stopped early: `None` while they go on; `Some(None)` at an internal
         // item; `Some(Some(..))` at a failed task (taken out of the round, to finish below).
+        // When they stop, `round` holds the queue as a finish per task would have left it.
         let mut stop: Option<Option<(usize, StreamId, u64, ErrorKind)>> = None;
-        // Streams of the current round that stay in it, before the one being looked at.
-        let mut kept = 0;
-        while stop.is_none() && round.len() > 1 {
-            kept = 0;
-            // One round: each stream runs its head, in queue order; those that run dry
-            // leave the list, as the queue would drop them.
-            round.retain(|&slot| {
-                if stop.is_some() {
-                    return true;
+        'rounds: while round.len() > 1 {
+            // No stream of the round runs dry in its first `laps - 1` rounds: run those
+            // without looking whether a stream leaves.
+            // CAST: slot indices are below 2^31.
+            let laps = round.iter().map(|&s| slots.get(s as usize).map_or(0, |s| s.stream.queued_len())).min();
+            // Where they stopped, and the failure if a task failed.
+            let mut at = None;
+            'laps: for _ in 1..laps.unwrap_or(0) {
+                for (r, &slot) in round.iter().enumerate() {
+                    // CAST: slot indices are below 2^31.
+                    let Some(s) = slots.get_mut(slot as usize) else { continue };
+                    let Some((seq, task)) = s.stream.take_done_with(take_task) else {
+                        // An internal item heads the stream.
+                        at = Some((r, None));
+                        break 'laps;
+                    };
+                    let result = runner.run(s.id, seq, &task);
+                    drop(task);
+                    ran += 1;
+                    if let Err(kind) = result {
+                        s.stream.reopen(seq);
+                        at = Some((r, Some((slot as usize, s.id, seq, kind))));
+                        break 'laps;
+                    }
                 }
+            }
+            if let Some((r, failed)) = at {
+                if failed.is_some() {
+                    // The failed stream goes back to the queue when it is finished below.
+                    round.remove(r);
+                }
+                // The general path takes it from here: the streams from where the round
+                // stopped on first, then those before it (none has run dry).
+                round.rotate_left(r);
+                stop = Some(failed);
+                break 'rounds;
+            }
+            // A round in which streams may run dry and leave. The streams that stay are
+            // written over the visited entries: `round[..kept]`.
+            let mut kept = 0;
+            for r in 0..round.len() {
+                let slot = round[r];
                 // CAST: slot indices are below 2^31.
-                let Some(s) = slots.get_mut(slot as usize) else { return false };
+                let Some(s) = slots.get_mut(slot as usize) else { continue };
                 let Some((seq, task)) = s.stream.take_done_with(take_task) else {
                     if s.stream.is_empty() {
                         // Nothing queued: the queue would drop it too.
-                        return false;
+                        continue;
                     }
-                    // An internal item heads the stream: the general path takes it from here.
+                    // An internal item heads the stream: this stream and those after it come
+                    // first, then those of this round that stayed.
+                    round.drain(kept..r);
+                    round.rotate_left(kept);
                     stop = Some(None);
-                    return true;
+                    break 'rounds;
                 };
                 let result = runner.run(s.id, seq, &task);
                 drop(task);
@@ -758,22 +800,22 @@ impl<T> Executor<T> {
                 if let Err(kind) = result {
                     s.stream.reopen(seq);
                     stop = Some(Some((slot as usize, s.id, seq, kind)));
-                    return false;
+                    round.drain(kept..=r);
+                    round.rotate_left(kept);
+                    break 'rounds;
                 }
                 if s.stream.is_empty() {
                     s.progress.advance(seq);
-                    return false;
+                    continue;
+                }
+                if let Some(k) = round.get_mut(kept) {
+                    *k = slot;
                 }
                 kept += 1;
-                true
-            });
+            }
+            round.truncate(kept);
         }
-        if stop.is_some() {
-            // INVARIANT: the ready queue gets the order a finish per task would have left:
-            // the streams from where the round stopped on, then those of this round that
-            // stay ready (the stream that failed goes back when it is finished below).
-            round.rotate_left(kept);
-        }
+        // INVARIANT: the ready queue gets the order a finish per task would have left.
         self.ready.extend(round.iter().copied());
         for &slot in &round {
             let s = &self.slots[slot as usize];

@@ -118,7 +118,7 @@ impl<T> Stream<T> {
 
     /// Items queued (submitted, not started).
     #[inline]
-    fn queued_len(&self) -> usize {
+    pub(crate) fn queued_len(&self) -> usize {
         // CAST: at most `capacity` items are queued, a usize.
         (self.submitted - self.started) as usize
     }

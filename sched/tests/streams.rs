@@ -111,6 +111,10 @@ mod run_once_matches_take_ready {
     enum Op {
         /// A task on a stream; it fails when the flag is set.
         Task(usize, bool),
+        /// A task on every stream, in order (so that several streams have several tasks
+        /// queued, as round-robin submission leaves them); the one on stream `.0` fails when
+        /// the flag is set.
+        TaskEach(usize, bool),
         /// Stream `.0` waits for the latest item submitted so far to stream `.1`.
         Wait(usize, usize),
         /// Record event `.1` on stream `.0`.
@@ -126,6 +130,7 @@ mod run_once_matches_take_ready {
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
             8 => (0..STREAMS, proptest::bool::weighted(0.1)).prop_map(|(s, f)| Op::Task(s, f)),
+            3 => (0..STREAMS, proptest::bool::weighted(0.2)).prop_map(|(s, f)| Op::TaskEach(s, f)),
             1 => (0..STREAMS, 0..STREAMS).prop_map(|(a, b)| Op::Wait(a, b)),
             1 => (0..STREAMS, 0..2usize).prop_map(|(s, e)| Op::Record(s, e)),
             1 => (0..STREAMS, 0..2usize).prop_map(|(s, e)| Op::WaitEvent(s, e)),
@@ -188,6 +193,16 @@ mod run_once_matches_take_ready {
             let ex = &mut self.ex;
             match *op {
                 Op::Task(s, fails) => format!("{:?}", ex.submit(self.ids[s], next * 2 + u32::from(fails))),
+                Op::TaskEach(s, fails) => {
+                    let answers: Vec<_> = (0..STREAMS)
+                        .map(|t| {
+                            // CAST: fewer than 2^24 ops and a handful of streams.
+                            let task = (next * STREAMS as u32 + t as u32) * 2 + u32::from(fails && s == t);
+                            ex.submit(self.ids[t], task)
+                        })
+                        .collect();
+                    format!("{answers:?}")
+                }
                 Op::Wait(a, b) => {
                     let target =
                         StreamPoint { stream: self.ids[b].0, seq: ex.submitted_seq(self.ids[b]).unwrap() };
