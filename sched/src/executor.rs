@@ -520,6 +520,28 @@ impl<T> Executor<T> {
         while let Some(slot) = self.ready.pop_front() {
             // CAST: slot indices are below 2^31.
             let at = slot as usize;
+            // The common case first, in one look: the head is a task the gate lets start.
+            let mut refused = false;
+            if let Some(s) = self.slots.get_mut(at) {
+                let taken = s.stream.start_with(|item| {
+                    let Some(Item::Task(task)) = item else { return None };
+                    if !may_start(task) {
+                        refused = true;
+                        return None;
+                    }
+                    take_task(item)
+                });
+                if let Some((seq, task)) = taken {
+                    return Some((at, s.id, seq, task));
+                }
+            }
+            if refused {
+                // INVARIANT: a ready stream that cannot start moves from `ready` to `gated`.
+                self.gated.push(slot);
+                continue;
+            }
+            // Anything else (an internal item at the head, or nothing to start) the long way;
+            // a task at the head is not asked about again (`examine` finds none).
             match self.examine(at, &mut may_start) {
                 None => continue,
                 Some(Head::Gated) => {
@@ -649,11 +671,12 @@ impl<T> Executor<T> {
         status: TaskStatus,
         prune: bool,
     ) -> Result<()> {
-        let s = &mut self.slots[slot];
+        let s = self.slots.get_mut(slot).ok_or(Error::NoSuchStream)?;
         let stream = &mut s.stream;
         let finished = stream.finish(seq, status)?;
         let completed = stream.completed();
         let ready = stream.is_ready();
+        let waited_on = !s.waiters.is_empty();
         s.progress.advance(completed);
         self.unfinished -= finished;
         self.finished_items = self.finished_items.wrapping_add(1);
@@ -667,7 +690,9 @@ impl<T> Executor<T> {
             self.graph.note_completed(id.0, completed);
         }
         // Progress on this stream may satisfy waits parked on it; a gate may open.
-        self.wake_waiters(slot, completed);
+        if waited_on {
+            self.wake_waiters_slow(slot, completed);
+        }
         self.unpark_gated();
         Ok(())
     }
@@ -746,12 +771,15 @@ impl<T> Executor<T> {
             // Where they stopped, and the failure if a task failed.
             let mut at = None;
             'laps: for _ in 1..laps.unwrap_or(0) {
-                for (r, &slot) in round.iter().enumerate() {
+                // Every stream before the one being looked at ran one task in this round: its
+                // index is the count of tasks run since the round began.
+                let lap_start = ran;
+                for &slot in &round {
                     // CAST: slot indices are below 2^31.
                     let Some(s) = slots.get_mut(slot as usize) else { continue };
                     let Some((seq, task)) = s.stream.take_done_with(take_task) else {
                         // An internal item heads the stream.
-                        at = Some((r, None));
+                        at = Some((ran - lap_start, None));
                         break 'laps;
                     };
                     let result = runner.run(s.id, seq, &task);
@@ -759,7 +787,7 @@ impl<T> Executor<T> {
                     ran += 1;
                     if let Err(kind) = result {
                         s.stream.reopen(seq);
-                        at = Some((r, Some((slot as usize, s.id, seq, kind))));
+                        at = Some((ran - lap_start - 1, Some((slot as usize, s.id, seq, kind))));
                         break 'laps;
                     }
                 }

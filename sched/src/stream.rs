@@ -223,6 +223,25 @@ impl<T> Stream<T> {
         Some((seq, task))
     }
 
+    /// Starts the oldest queued item if nothing runs and `take` takes it out of its slot,
+    /// returning its sequence number and what `take` answered ([`Self::start_if`] for an
+    /// owner that wants the item's contents). `take` is not called when something runs.
+    ///
+    /// `take` must leave the slot `None` exactly when it answers `Some`.
+    #[inline]
+    pub(crate) fn start_with<U>(&mut self, take: impl FnOnce(&mut Option<T>) -> Option<U>) -> Option<(u64, U)> {
+        if self.running {
+            return None;
+        }
+        // No overflow: as in `start_if`.
+        let seq = self.started.wrapping_add(1);
+        let pos = self.pos(seq);
+        let out = take(self.ring.get_mut(pos)?)?;
+        self.started = seq;
+        self.running = true;
+        Some((seq, out))
+    }
+
     /// Takes the oldest queued item of a stream where nothing runs, if `take` takes it out of
     /// its slot, and counts it as finished at once (successfully): for an owner that runs it
     /// to completion before anyone looks at the stream again. Returns its sequence number and
