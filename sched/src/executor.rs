@@ -884,17 +884,18 @@ impl<T> Executor<T> {
             return 1;
         }
         // Tasks finished in the burst whose bookkeeping is deferred (the first one is).
-        let mut done = 1;
-        let failed = loop {
-            let Some((seq, task)) = stream.take_done_with(take_task) else { break None };
+        let mut failed = None;
+        let done = 1 + stream.run_done_with(take_task, |seq, task| {
             let result = runner.run(id, seq, &task);
             drop(task);
-            if let Err(kind) = result {
-                stream.reopen(seq);
-                break Some((seq, kind));
+            match result {
+                Ok(()) => true,
+                Err(kind) => {
+                    failed = Some((seq, kind));
+                    false
+                }
             }
-            done += 1;
-        };
+        });
         self.end_burst(slot, done);
         let Some((seq, kind)) = failed else { return done };
         // The last task ran but is not finished: finish it.

@@ -262,6 +262,39 @@ impl<T> Stream<T> {
         Some((seq, out))
     }
 
+    /// [`Self::take_done_with`] and running what it takes with `run`, over and over while
+    /// `take` takes the head and `run` answers that it succeeded; answers how many succeeded.
+    /// A failed item (`run` answers `false`) is left running, to [`finish`](Self::finish) as
+    /// failed. The sequence numbers live in a local meanwhile, stored once at the end: the
+    /// loop carries no dependency through memory.
+    #[inline]
+    pub(crate) fn run_done_with<U>(
+        &mut self,
+        mut take: impl FnMut(&mut Option<T>) -> Option<U>,
+        mut run: impl FnMut(u64, U) -> bool,
+    ) -> usize {
+        debug_assert!(!self.running, "only a stream with nothing running");
+        let mut seq = self.started;
+        let mut done = 0;
+        let failed = loop {
+            // No overflow: as in `start_if`.
+            let next = seq.wrapping_add(1);
+            let pos = self.pos(next);
+            let Some(item) = self.ring.get_mut(pos).and_then(&mut take) else { break false };
+            seq = next;
+            if !run(seq, item) {
+                break true;
+            }
+            done += 1;
+        };
+        // INVARIANT: everything up to `seq` was taken; all of it finished but a failed last
+        // one, which runs (as after `start`).
+        self.started = seq;
+        self.completed = seq - u64::from(failed);
+        self.running = failed;
+        done
+    }
+
     /// Makes the item `seq` just taken by [`Self::take_done_with`] the running task again
     /// (it failed; the caller finishes it as such).
     #[inline]
