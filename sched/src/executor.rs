@@ -154,7 +154,7 @@ enum Head {
 /// - A ready stream's slot is exactly once in `ready`, in `gated` or in the `waiters` of the
 ///   slot its `parked_on` names; a stream that is not ready is in none of them.
 /// - `parked_waits` is the total length of the `waiters` lists.
-/// - `unfinished` is the sum of the streams' queued and running items.
+/// - `busy` is the number of streams with a queued or running item.
 /// - Each slot's `progress` holds its stream's completed sequence.
 /// - `graph` tracks every stream; its completed values may lag (only pruning depends on them).
 #[derive(Debug)]
@@ -169,7 +169,7 @@ pub struct Executor<T> {
     gated: Vec<u32>,
     parked_waits: usize,
     max_streams: usize,
-    unfinished: usize,
+    busy: usize,
     events: EventTable,
     max_events: usize,
     graph: DepGraph,
@@ -204,7 +204,7 @@ impl<T> Executor<T> {
             gated: Vec::new(),
             parked_waits: 0,
             max_streams,
-            unfinished: 0,
+            busy: 0,
             events: EventTable::default(),
             max_events: DEFAULT_MAX_EVENTS,
             graph: DepGraph::new(),
@@ -394,10 +394,13 @@ impl<T> Executor<T> {
                 }
             }
         }
+        let was_busy = stream.unfinished() > 0;
         let dropped = stream.discard_queued();
         let completed = stream.completed();
         s.progress.advance(completed);
-        self.unfinished -= dropped;
+        if was_busy && stream.unfinished() == 0 {
+            self.busy -= 1;
+        }
         // INVARIANT: the stream has no queued item now, so it belongs in no ready list.
         self.graph.note_completed(id.0, completed);
         self.wake_waiters(slot, completed);
@@ -426,10 +429,11 @@ impl<T> Executor<T> {
         let stream = &mut s.stream;
         let was_empty = stream.is_empty();
         let seq = stream.push(item)?;
-        self.unfinished += 1;
         if was_empty && !stream.is_running() {
-            // INVARIANT: the stream just became ready (nothing was queued, nothing runs).
+            // INVARIANT: the stream just became ready and busy (nothing was queued, nothing
+            // runs).
             self.ready.push_back(slot);
+            self.busy += 1;
         }
         Ok(seq)
     }
@@ -673,17 +677,19 @@ impl<T> Executor<T> {
     ) -> Result<()> {
         let s = self.slots.get_mut(slot).ok_or(Error::NoSuchStream)?;
         let stream = &mut s.stream;
-        let finished = stream.finish(seq, status)?;
+        stream.finish(seq, status)?;
         let completed = stream.completed();
         let ready = stream.is_ready();
         let waited_on = !s.waiters.is_empty();
         s.progress.advance(completed);
-        self.unfinished -= finished;
         self.finished_items = self.finished_items.wrapping_add(1);
         if ready {
             // INVARIANT: the stream was running, so it was neither ready nor parked.
             // CAST: slot indices are below 2^31.
             self.ready.push_back(slot as u32);
+        } else {
+            // INVARIANT: nothing runs after a finish: nothing queued is idle.
+            self.busy -= 1;
         }
         if prune || completed != seq {
             // A wait finished, or the sequence jumped over skipped items: edges may go.
@@ -763,6 +769,8 @@ impl<T> Executor<T> {
         // item; `Some(Some(..))` at a failed task (taken out of the round, to finish below).
         // When they stop, `round` holds the queue as a finish per task would have left it.
         let mut stop: Option<Option<(usize, StreamId, u64, ErrorKind)>> = None;
+        // Streams that ran dry.
+        let mut idle = 0;
         'rounds: while round.len() > 1 {
             // No stream of the round runs dry in its first `laps - 1` rounds: run those
             // without looking whether a stream leaves.
@@ -834,6 +842,8 @@ impl<T> Executor<T> {
                 }
                 if s.stream.is_empty() {
                     s.progress.advance(seq);
+                    // INVARIANT: nothing queued or running: idle.
+                    idle += 1;
                     continue;
                 }
                 if let Some(k) = round.get_mut(kept) {
@@ -853,7 +863,7 @@ impl<T> Executor<T> {
         let failed = stop.flatten();
         // Every task that ran finished once, but the failed one (finished below).
         let finished = ran - usize::from(failed.is_some());
-        self.unfinished -= finished;
+        self.busy -= idle;
         // CAST: a task count fits in u64.
         self.finished_items = self.finished_items.wrapping_add(finished as u64);
         if let Some((at, id, seq, kind)) = failed {
@@ -911,7 +921,9 @@ impl<T> Executor<T> {
         let s = &mut self.slots[slot];
         s.progress.advance(s.stream.completed());
         let ready = s.stream.is_ready();
-        self.unfinished -= done;
+        if s.stream.unfinished() == 0 {
+            self.busy -= 1;
+        }
         // CAST: a task count fits in u64.
         self.finished_items = self.finished_items.wrapping_add(done as u64);
         if ready {
@@ -960,7 +972,12 @@ impl<T> Executor<T> {
 
     /// Whether no item is queued or running on any stream.
     pub fn is_idle(&self) -> bool {
-        self.unfinished == 0
+        debug_assert_eq!(
+            self.busy,
+            self.slots.iter().filter(|s| s.stream.unfinished() > 0).count(),
+            "busy counts the streams with unfinished items"
+        );
+        self.busy == 0
     }
 
     /// Creates an event (not recorded yet).
