@@ -778,33 +778,66 @@ impl<T> Executor<T> {
             let laps = round.iter().map(|&s| slots.get(s as usize).map_or(0, |s| s.stream.queued_len())).min();
             // Where they stopped, and the failure if a task failed.
             let mut at = None;
-            'laps: for _ in 1..laps.unwrap_or(0) {
-                // Every stream before the one being looked at ran one task in this round: its
-                // index is the count of tasks run since the round began.
-                let lap_start = ran;
-                for &slot in &round {
+            let laps = laps.unwrap_or(0);
+            if laps > 1 && round.len() <= LAP_STREAMS {
+                // A few streams: hold them, in round order, so that a task costs no lookup.
+                let mut held: [Option<&mut Slot<T>>; LAP_STREAMS] = core::array::from_fn(|_| None);
+                for (i, s) in slots.iter_mut().enumerate() {
                     // CAST: slot indices are below 2^31.
-                    let Some(s) = slots.get_mut(slot as usize) else { continue };
-                    let Some((seq, task)) = s.stream.take_done_with(take_task) else {
-                        // An internal item heads the stream.
-                        at = Some((ran - lap_start, None));
-                        break 'laps;
-                    };
-                    let result = runner.run(s.id, seq, &task);
-                    drop(task);
-                    ran += 1;
-                    if let Err(kind) = result {
-                        s.stream.reopen(seq);
-                        at = Some((ran - lap_start - 1, Some((slot as usize, s.id, seq, kind))));
-                        break 'laps;
+                    if let Some(p) = round.iter().position(|&r| r as usize == i) {
+                        if let Some(h) = held.get_mut(p) {
+                            *h = Some(s);
+                        }
+                    }
+                }
+                let held = held.get_mut(..round.len()).unwrap_or_default();
+                'held: for _ in 1..laps {
+                    // Every stream before the one being looked at ran one task in this round:
+                    // its index is the count of tasks run since the round began.
+                    let lap_start = ran;
+                    for s in held.iter_mut().flatten() {
+                        match run_head(s, runner) {
+                            Some(Ok(())) => ran += 1,
+                            // An internal item heads the stream.
+                            None => {
+                                at = Some((ran - lap_start, None));
+                                break 'held;
+                            }
+                            Some(Err(failed)) => {
+                                at = Some((ran - lap_start, Some(failed)));
+                                ran += 1;
+                                break 'held;
+                            }
+                        }
+                    }
+                }
+            } else {
+                'laps: for _ in 1..laps {
+                    let lap_start = ran;
+                    for &slot in &round {
+                        // CAST: slot indices are below 2^31.
+                        let Some(s) = slots.get_mut(slot as usize) else { continue };
+                        match run_head(s, runner) {
+                            Some(Ok(())) => ran += 1,
+                            None => {
+                                at = Some((ran - lap_start, None));
+                                break 'laps;
+                            }
+                            Some(Err(failed)) => {
+                                at = Some((ran - lap_start, Some(failed)));
+                                ran += 1;
+                                break 'laps;
+                            }
+                        }
                     }
                 }
             }
             if let Some((r, failed)) = at {
-                if failed.is_some() {
+                let failed = failed.map(|(id, seq, kind)| {
                     // The failed stream goes back to the queue when it is finished below.
-                    round.remove(r);
-                }
+                    // CAST: slot indices are below 2^31.
+                    (round.remove(r) as usize, id, seq, kind)
+                });
                 // The general path takes it from here: the streams from where the round
                 // stopped on first, then those before it (none has run dry).
                 round.rotate_left(r);
@@ -1098,6 +1131,27 @@ impl<T> Executor<T> {
         let slot = self.slot_of(id).ok_or(Error::NoSuchStream)?;
         Ok(&mut self.slots[slot].stream)
     }
+}
+
+/// Most streams a round holds on to while it runs (see [`Executor::run_once`]); rounds of
+/// more streams look each one up per task.
+const LAP_STREAMS: usize = 8;
+
+/// Runs the head of the stream in `s` if it is a task, counting it as done at once (a stream
+/// where nothing runs): `None` when the head is not a task; the stream, sequence number and
+/// error of a task that failed, which is left running (to be finished as failed).
+#[inline]
+fn run_head<T, R: TaskRunner<T>>(
+    s: &mut Slot<T>,
+    runner: &mut R,
+) -> Option<core::result::Result<(), (StreamId, u64, ErrorKind)>> {
+    let (seq, task) = s.stream.take_done_with(take_task)?;
+    let result = runner.run(s.id, seq, &task);
+    drop(task);
+    Some(result.map_err(|kind| {
+        s.stream.reopen(seq);
+        (s.id, seq, kind)
+    }))
 }
 
 /// Takes the task out of a ring slot that holds one (for [`Stream::take_done_with`]); leaves an
