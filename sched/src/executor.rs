@@ -43,7 +43,11 @@
 //! queue), and several ready streams run in *rounds* (the queue walked in order, one task per
 //! stream per round, which is what popping the front and pushing it back does), as long as
 //! every head is a task, the tasks succeed and no stream waits on them; anything else goes
-//! back to the queue, in the order a finish per task would have left it.
+//! back to the queue, in the order a finish per task would have left it. A task run there is
+//! counted as finished the moment it is taken (nobody can look in between) and reopened if it
+//! fails; a burst keeps its sequence number in a local; rounds first run the rounds in which
+//! no stream can run dry (as many as the shortest queue, less one) without looking whether
+//! one leaves, holding on to up to [`LAP_STREAMS`] streams so that a task costs no lookup.
 //!
 //! # Progress
 //!
@@ -748,16 +752,19 @@ impl<T> Executor<T> {
     /// run dry: that walk is what this does, on a scratch list, without touching the queue per
     /// task. Progress words and counters are brought up to date when a stream leaves the round
     /// and when the rounds stop. Nothing else can change the executor meanwhile (`&mut self`).
+    ///
+    /// While every stream of the round has at least `laps` items queued, none of them runs dry
+    /// in the next `laps - 1` rounds: those run without the check (and, for a round of at most
+    /// [`LAP_STREAMS`] streams, on references to the streams held for them), then one round
+    /// with it.
     fn run_rounds<R: TaskRunner<T>>(&mut self, runner: &mut R) -> usize {
         // A stream others wait on may wake them when it finishes: the queue would change.
         // (And every stream in the queue is ready, by the executor's invariants; one that is
         // not is left to the general path, which skips it.)
         // CAST: slot indices are below 2^31.
-        if self
-            .ready
-            .iter()
-            .any(|&s| self.slots.get(s as usize).is_none_or(|s| !s.waiters.is_empty() || !s.stream.is_ready()))
-        {
+        if self.ready.iter().any(|&s| {
+            self.slots.get(s as usize).is_none_or(|s| !s.waiters.is_empty() || !s.stream.is_ready())
+        }) {
             return 0;
         }
         let mut round = core::mem::take(&mut self.round);
@@ -775,7 +782,8 @@ impl<T> Executor<T> {
             // No stream of the round runs dry in its first `laps - 1` rounds: run those
             // without looking whether a stream leaves.
             // CAST: slot indices are below 2^31.
-            let laps = round.iter().map(|&s| slots.get(s as usize).map_or(0, |s| s.stream.queued_len())).min();
+            let laps =
+                round.iter().map(|&s| slots.get(s as usize).map_or(0, |s| s.stream.queued_len())).min();
             // Where they stopped, and the failure if a task failed.
             let mut at = None;
             let laps = laps.unwrap_or(0);
@@ -917,7 +925,14 @@ impl<T> Executor<T> {
     /// [`Progress`] store per burst, the order exactly that of a finish per task. Nothing else
     /// can change the executor meanwhile (`&mut self`), so the stream stays alone.
     #[inline]
-    fn run_burst<R: TaskRunner<T>>(&mut self, runner: &mut R, slot: usize, id: StreamId, seq: u64, task: T) -> usize {
+    fn run_burst<R: TaskRunner<T>>(
+        &mut self,
+        runner: &mut R,
+        slot: usize,
+        id: StreamId,
+        seq: u64,
+        task: T,
+    ) -> usize {
         let alone = self.ready.is_empty() && self.gated.is_empty() && self.slots[slot].waiters.is_empty();
         let status = run_task(runner, id, seq, task);
         let stream = &mut self.slots[slot].stream;

@@ -229,7 +229,10 @@ impl<T> Stream<T> {
     ///
     /// `take` must leave the slot `None` exactly when it answers `Some`.
     #[inline]
-    pub(crate) fn start_with<U>(&mut self, take: impl FnOnce(&mut Option<T>) -> Option<U>) -> Option<(u64, U)> {
+    pub(crate) fn start_with<U>(
+        &mut self,
+        take: impl FnOnce(&mut Option<T>) -> Option<U>,
+    ) -> Option<(u64, U)> {
         if self.running {
             return None;
         }
@@ -250,7 +253,10 @@ impl<T> Stream<T> {
     ///
     /// `take` must leave the slot `None` exactly when it answers `Some`.
     #[inline]
-    pub(crate) fn take_done_with<U>(&mut self, take: impl FnOnce(&mut Option<T>) -> Option<U>) -> Option<(u64, U)> {
+    pub(crate) fn take_done_with<U>(
+        &mut self,
+        take: impl FnOnce(&mut Option<T>) -> Option<U>,
+    ) -> Option<(u64, U)> {
         debug_assert!(!self.running, "only a stream with nothing running");
         // No overflow: as in `start_if`.
         let seq = self.started.wrapping_add(1);

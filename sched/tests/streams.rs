@@ -195,20 +195,25 @@ mod run_once_matches_take_ready {
             let ex = &mut self.ex;
             let n = self.ids.len();
             match *op {
-                Op::Task(s, fails) => format!("{:?}", ex.submit(self.ids[s % n], next * 2 + u32::from(fails))),
+                Op::Task(s, fails) => {
+                    format!("{:?}", ex.submit(self.ids[s % n], next * 2 + u32::from(fails)))
+                }
                 Op::TaskEach(s, fails) => {
                     let answers: Vec<_> = (0..n)
                         .map(|t| {
                             // CAST: fewer than 2^24 ops and a handful of streams.
-                            let task = (next * STREAMS as u32 + t as u32) * 2 + u32::from(fails && s % n == t);
+                            let task =
+                                (next * STREAMS as u32 + t as u32) * 2 + u32::from(fails && s % n == t);
                             ex.submit(self.ids[t], task)
                         })
                         .collect();
                     format!("{answers:?}")
                 }
                 Op::Wait(a, b) => {
-                    let target =
-                        StreamPoint { stream: self.ids[b % n].0, seq: ex.submitted_seq(self.ids[b % n]).unwrap() };
+                    let target = StreamPoint {
+                        stream: self.ids[b % n].0,
+                        seq: ex.submitted_seq(self.ids[b % n]).unwrap(),
+                    };
                     format!("{:?}", ex.submit_wait(self.ids[a % n], target))
                 }
                 Op::Record(s, e) => format!("{:?}", ex.record_event(self.events[e], self.ids[s % n])),
