@@ -47,7 +47,7 @@
 //! counted as finished the moment it is taken (nobody can look in between) and reopened if it
 //! fails; a burst keeps its sequence number in a local; rounds first run the rounds in which
 //! no stream can run dry (as many as the shortest queue, less one) without looking whether
-//! one leaves, holding on to up to [`LAP_STREAMS`] streams so that a task costs no lookup.
+//! one leaves, holding on to up to eight streams so that a task costs no lookup.
 //!
 //! # Progress
 //!
