@@ -65,7 +65,6 @@
 //! or the stream's sequence jumps (skips, aborts), which is when edges can go; answers never
 //! rely on the graph's completed values (the stream table is asked first).
 
-use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
@@ -135,6 +134,108 @@ struct Slot<T> {
     parked_on: Option<u32>,
 }
 
+/// A first-in, first-out queue of slot indices (the ready queue) in a ring whose length is a
+/// power of two: a push or a pop is a mask and a bounds check. It grows (doubling) only when
+/// full, which the executor's invariants bound by the number of slots.
+///
+/// # Invariants
+///
+/// - `buf.len()` is 0 or a power of two, and `len <= buf.len()`.
+/// - The queue holds `buf[(head + i) & (buf.len() - 1)]` for `i` in `0..len`, front first.
+#[derive(Debug, Default)]
+struct SlotQueue {
+    buf: Vec<u32>,
+    head: usize,
+    len: usize,
+}
+
+impl SlotQueue {
+    /// The ring index of the `i`-th entry from the front.
+    #[inline]
+    fn at(&self, i: usize) -> usize {
+        self.head.wrapping_add(i) & self.buf.len().wrapping_sub(1)
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    fn push_back(&mut self, slot: u32) {
+        if self.len == self.buf.len() {
+            self.grow();
+        }
+        let at = self.at(self.len);
+        if let Some(entry) = self.buf.get_mut(at) {
+            *entry = slot;
+            self.len += 1;
+        }
+    }
+
+    #[inline]
+    fn pop_front(&mut self) -> Option<u32> {
+        if self.len == 0 {
+            return None;
+        }
+        let slot = *self.buf.get(self.at(0))?;
+        self.head = self.head.wrapping_add(1);
+        self.len -= 1;
+        Some(slot)
+    }
+
+    /// Doubles the ring (at least 8 entries), keeping the order.
+    #[cold]
+    fn grow(&mut self) {
+        let cap = (self.buf.len() * 2).max(8);
+        let mut buf = Vec::with_capacity(cap);
+        buf.extend(self.iter());
+        buf.resize(cap, 0);
+        // INVARIANT: the entries now start at index 0 of a ring twice as long.
+        self.buf = buf;
+        self.head = 0;
+    }
+
+    /// The entries, front first.
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.len).filter_map(|i| self.buf.get(self.at(i)).copied())
+    }
+
+    fn extend(&mut self, slots: impl IntoIterator<Item = u32>) {
+        for slot in slots {
+            self.push_back(slot);
+        }
+    }
+
+    /// Keeps the entries `keep` accepts, in order.
+    fn retain(&mut self, mut keep: impl FnMut(&u32) -> bool) {
+        let mut kept = 0;
+        for i in 0..self.len {
+            let Some(&slot) = self.buf.get(self.at(i)) else { continue };
+            if keep(&slot) {
+                let to = self.at(kept);
+                if let Some(entry) = self.buf.get_mut(to) {
+                    *entry = slot;
+                }
+                kept += 1;
+            }
+        }
+        self.len = kept;
+    }
+
+    /// Moves every entry to the end of `out`, front first.
+    fn drain_into(&mut self, out: &mut Vec<u32>) {
+        out.extend(self.iter());
+        self.head = 0;
+        self.len = 0;
+    }
+}
+
 /// What [`Executor::take_ready_if`] does with the head of a ready stream.
 enum Head {
     /// Start it.
@@ -169,7 +270,7 @@ pub struct Executor<T> {
     slot_bits: u32,
     /// `(1 << slot_bits) - 1`: the slot index bits of a [`StreamId`].
     slot_mask: u32,
-    ready: VecDeque<u32>,
+    ready: SlotQueue,
     gated: Vec<u32>,
     parked_waits: usize,
     max_streams: usize,
@@ -204,7 +305,7 @@ impl<T> Executor<T> {
             live: 0,
             slot_bits,
             slot_mask: (1u32 << slot_bits) - 1,
-            ready: VecDeque::new(),
+            ready: SlotQueue::default(),
             gated: Vec::new(),
             parked_waits: 0,
             max_streams,
@@ -762,14 +863,16 @@ impl<T> Executor<T> {
         // (And every stream in the queue is ready, by the executor's invariants; one that is
         // not is left to the general path, which skips it.)
         // CAST: slot indices are below 2^31.
-        if self.ready.iter().any(|&s| {
-            self.slots.get(s as usize).is_none_or(|s| !s.waiters.is_empty() || !s.stream.is_ready())
-        }) {
+        if self
+            .ready
+            .iter()
+            .any(|s| self.slots.get(s as usize).is_none_or(|s| !s.waiters.is_empty() || !s.stream.is_ready()))
+        {
             return 0;
         }
         let mut round = core::mem::take(&mut self.round);
         round.clear();
-        round.extend(self.ready.drain(..));
+        self.ready.drain_into(&mut round);
         let slots = &mut self.slots;
         let mut ran = 0;
         // Why the rounds stopped early: `None` while they go on; `Some(None)` at an internal
@@ -1340,6 +1443,33 @@ mod tests {
         assert_eq!(ex.submit(s, 5), Ok(5));
         assert_eq!(ex.run_once(&mut r), 1);
         assert_eq!(ex.completed_seq(s), Ok(5));
+    }
+
+    #[test]
+    fn the_slot_queue_is_first_in_first_out_across_wraps_and_growth() {
+        let mut q = SlotQueue::default();
+        assert_eq!(q.pop_front(), None);
+        let mut model = alloc::collections::VecDeque::new();
+        // Pushes and pops that wrap the ring, grow it while wrapped, and retain.
+        for round in 0..40u32 {
+            for v in 0..(round % 7) {
+                q.push_back(round * 10 + v);
+                model.push_back(round * 10 + v);
+            }
+            for _ in 0..(round % 5) {
+                assert_eq!(q.pop_front(), model.pop_front());
+            }
+            if round % 9 == 0 {
+                q.retain(|&v| v % 3 != 0);
+                model.retain(|&v| v % 3 != 0);
+            }
+            assert_eq!(q.len(), model.len());
+            assert_eq!(q.iter().collect::<Vec<_>>(), model.iter().copied().collect::<Vec<_>>());
+        }
+        let mut out = alloc::vec![1];
+        q.drain_into(&mut out);
+        assert_eq!(out[1..], model.iter().copied().collect::<Vec<_>>()[..]);
+        assert!(q.is_empty() && q.pop_front().is_none());
     }
 
     #[test]
