@@ -43,7 +43,11 @@
 //! queue), and several ready streams run in *rounds* (the queue walked in order, one task per
 //! stream per round, which is what popping the front and pushing it back does), as long as
 //! every head is a task, the tasks succeed and no stream waits on them; anything else goes
-//! back to the queue, in the order a finish per task would have left it.
+//! back to the queue, in the order a finish per task would have left it. A task run there is
+//! counted as finished the moment it is taken (nobody can look in between) and reopened if it
+//! fails; a burst keeps its sequence number in a local; rounds first run the rounds in which
+//! no stream can run dry (as many as the shortest queue, less one) without looking whether
+//! one leaves, holding on to up to eight streams so that a task costs no lookup.
 //!
 //! # Progress
 //!
@@ -61,7 +65,6 @@
 //! or the stream's sequence jumps (skips, aborts), which is when edges can go; answers never
 //! rely on the graph's completed values (the stream table is asked first).
 
-use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
@@ -117,17 +120,120 @@ fn no_clock() -> u64 {
 struct Slot<T> {
     /// Generation of the stream in the slot (or of the last one, when empty).
     generation: u32,
-    /// The id of the stream in the slot (or of the last one): the slot index and the
-    /// generation, kept whole so that checking an id is one compare.
+    /// The id of the stream in the slot (the slot index and the generation, kept whole so
+    /// that checking an id is one compare); once the stream is destroyed, that id with its
+    /// lowest bit flipped, whose slot bits name another slot, so that no id matches.
     id: StreamId,
-    /// The stream, while it exists.
-    stream: Option<Stream<Item<T>>>,
+    /// The stream ([`Stream::retired`] once destroyed, with no ring).
+    stream: Stream<Item<T>>,
     /// The stream's published completed sequence.
     progress: Arc<Progress>,
     /// Slots of streams parked because their oldest item waits on this stream.
     waiters: Vec<u32>,
     /// The slot this stream is parked on (in its `waiters`), if any.
     parked_on: Option<u32>,
+}
+
+/// A first-in, first-out queue of slot indices (the ready queue) in a ring whose length is a
+/// power of two: a push or a pop is a mask and a bounds check. It grows (doubling) only when
+/// full, which the executor's invariants bound by the number of slots.
+///
+/// # Invariants
+///
+/// - `buf.len()` is 0 or a power of two, and `len <= buf.len()`.
+/// - The queue holds `buf[(head + i) & (buf.len() - 1)]` for `i` in `0..len`, front first.
+#[derive(Debug, Default)]
+struct SlotQueue {
+    buf: Vec<u32>,
+    head: usize,
+    len: usize,
+}
+
+impl SlotQueue {
+    /// The ring index of the `i`-th entry from the front.
+    #[inline]
+    fn at(&self, i: usize) -> usize {
+        self.head.wrapping_add(i) & self.buf.len().wrapping_sub(1)
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    fn push_back(&mut self, slot: u32) {
+        if self.len == self.buf.len() {
+            self.grow();
+        }
+        let at = self.at(self.len);
+        if let Some(entry) = self.buf.get_mut(at) {
+            *entry = slot;
+            self.len += 1;
+        }
+    }
+
+    #[inline]
+    fn pop_front(&mut self) -> Option<u32> {
+        if self.len == 0 {
+            return None;
+        }
+        let slot = *self.buf.get(self.at(0))?;
+        self.head = self.head.wrapping_add(1);
+        self.len -= 1;
+        Some(slot)
+    }
+
+    /// Doubles the ring (at least 8 entries), keeping the order.
+    #[cold]
+    fn grow(&mut self) {
+        let cap = (self.buf.len() * 2).max(8);
+        let mut buf = Vec::with_capacity(cap);
+        buf.extend(self.iter());
+        buf.resize(cap, 0);
+        // INVARIANT: the entries now start at index 0 of a ring twice as long.
+        self.buf = buf;
+        self.head = 0;
+    }
+
+    /// The entries, front first.
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.len).filter_map(|i| self.buf.get(self.at(i)).copied())
+    }
+
+    fn extend(&mut self, slots: impl IntoIterator<Item = u32>) {
+        for slot in slots {
+            self.push_back(slot);
+        }
+    }
+
+    /// Keeps the entries `keep` accepts, in order.
+    fn retain(&mut self, mut keep: impl FnMut(&u32) -> bool) {
+        let mut kept = 0;
+        for i in 0..self.len {
+            let Some(&slot) = self.buf.get(self.at(i)) else { continue };
+            if keep(&slot) {
+                let to = self.at(kept);
+                if let Some(entry) = self.buf.get_mut(to) {
+                    *entry = slot;
+                }
+                kept += 1;
+            }
+        }
+        self.len = kept;
+    }
+
+    /// Moves every entry to the end of `out`, front first.
+    fn drain_into(&mut self, out: &mut Vec<u32>) {
+        out.extend(self.iter());
+        self.head = 0;
+        self.len = 0;
+    }
 }
 
 /// What [`Executor::take_ready_if`] does with the head of a ready stream.
@@ -153,7 +259,7 @@ enum Head {
 /// - A ready stream's slot is exactly once in `ready`, in `gated` or in the `waiters` of the
 ///   slot its `parked_on` names; a stream that is not ready is in none of them.
 /// - `parked_waits` is the total length of the `waiters` lists.
-/// - `unfinished` is the sum of the streams' queued and running items.
+/// - `busy` is the number of streams with a queued or running item.
 /// - Each slot's `progress` holds its stream's completed sequence.
 /// - `graph` tracks every stream; its completed values may lag (only pruning depends on them).
 #[derive(Debug)]
@@ -164,11 +270,11 @@ pub struct Executor<T> {
     slot_bits: u32,
     /// `(1 << slot_bits) - 1`: the slot index bits of a [`StreamId`].
     slot_mask: u32,
-    ready: VecDeque<u32>,
+    ready: SlotQueue,
     gated: Vec<u32>,
     parked_waits: usize,
     max_streams: usize,
-    unfinished: usize,
+    busy: usize,
     events: EventTable,
     max_events: usize,
     graph: DepGraph,
@@ -199,11 +305,11 @@ impl<T> Executor<T> {
             live: 0,
             slot_bits,
             slot_mask: (1u32 << slot_bits) - 1,
-            ready: VecDeque::new(),
+            ready: SlotQueue::default(),
             gated: Vec::new(),
             parked_waits: 0,
             max_streams,
-            unfinished: 0,
+            busy: 0,
             events: EventTable::default(),
             max_events: DEFAULT_MAX_EVENTS,
             graph: DepGraph::new(),
@@ -223,7 +329,7 @@ impl<T> Executor<T> {
         let slot = id.0 & self.slot_mask;
         // CAST: a u32 slot index fits in usize on every target sched builds for.
         let s = self.slots.get(slot as usize)?;
-        (s.id == id && s.stream.is_some()).then_some(slot as usize)
+        (s.id == id).then_some(slot as usize)
     }
 
     /// Creates a stream whose ring holds `capacity` unfinished items.
@@ -247,7 +353,7 @@ impl<T> Executor<T> {
             let s = &mut self.slots[slot as usize];
             // No overflow: a slot goes to `free` only while its generation can grow.
             s.generation += 1;
-            s.stream = Some(stream);
+            s.stream = stream;
             s.progress = progress;
             let generation = s.generation;
             let id = self.id_of(slot, generation);
@@ -262,7 +368,7 @@ impl<T> Executor<T> {
             self.slots.push(Slot {
                 generation: 0,
                 id: self.id_of(slot, 0),
-                stream: Some(stream),
+                stream,
                 progress,
                 waiters: Vec::new(),
                 parked_on: None,
@@ -286,11 +392,14 @@ impl<T> Executor<T> {
     /// unfinished tasks.
     pub fn destroy_stream(&mut self, id: StreamId) -> Result<()> {
         let slot = self.slot_of(id).ok_or(Error::NoSuchStream)?;
-        if self.slots[slot].stream.as_ref().is_some_and(|s| s.unfinished() > 0) {
+        if self.slots[slot].stream.unfinished() > 0 {
             return Err(Error::InvalidArgument);
         }
         let s = &mut self.slots[slot];
-        s.stream = None;
+        s.stream = Stream::retired();
+        // INVARIANT: the slot bits of an id start at bit 0 and there is at least one, so the
+        // flipped id names another slot: no id matches this slot until it is reused.
+        s.id = StreamId(s.id.0 ^ 1);
         let reusable = (s.generation + 1) >> (u32::BITS - self.slot_bits) == 0;
         // Waits on the destroyed stream are satisfied now.
         let mut waiters = core::mem::take(&mut s.waiters);
@@ -351,7 +460,7 @@ impl<T> Executor<T> {
             if !matches!(self.examine(slot, &mut may_start), Some(Head::Run)) {
                 break;
             }
-            let Some((seq, item)) = self.slots[slot].stream.as_mut().and_then(Stream::start) else { break };
+            let Some((seq, item)) = self.slots[slot].stream.start() else { break };
             if let Item::Task(task) = item {
                 started = Some((seq, task));
                 break;
@@ -381,7 +490,7 @@ impl<T> Executor<T> {
     /// Drops the queued items of the detached stream in `slot` (see [`abort`](Self::abort)).
     fn drop_queued(&mut self, slot: usize, id: StreamId) -> usize {
         let s = &mut self.slots[slot];
-        let Some(stream) = s.stream.as_mut() else { return 0 };
+        let stream = &mut s.stream;
         // Events whose records are dropped never complete.
         for item in stream.queued() {
             if let Item::Record(ev, generation) = *item {
@@ -390,10 +499,13 @@ impl<T> Executor<T> {
                 }
             }
         }
+        let was_busy = stream.unfinished() > 0;
         let dropped = stream.discard_queued();
         let completed = stream.completed();
         s.progress.advance(completed);
-        self.unfinished -= dropped;
+        if was_busy && stream.unfinished() == 0 {
+            self.busy -= 1;
+        }
         // INVARIANT: the stream has no queued item now, so it belongs in no ready list.
         self.graph.note_completed(id.0, completed);
         self.wake_waiters(slot, completed);
@@ -419,13 +531,14 @@ impl<T> Executor<T> {
         if s.id != id {
             return Err(Error::NoSuchStream);
         }
-        let stream = s.stream.as_mut().ok_or(Error::NoSuchStream)?;
+        let stream = &mut s.stream;
         let was_empty = stream.is_empty();
         let seq = stream.push(item)?;
-        self.unfinished += 1;
         if was_empty && !stream.is_running() {
-            // INVARIANT: the stream just became ready (nothing was queued, nothing runs).
+            // INVARIANT: the stream just became ready and busy (nothing was queued, nothing
+            // runs).
             self.ready.push_back(slot);
+            self.busy += 1;
         }
         Ok(seq)
     }
@@ -461,7 +574,7 @@ impl<T> Executor<T> {
     /// What to do with the head of the ready stream in `slot`.
     #[inline]
     fn examine(&self, slot: usize, may_start: &mut impl FnMut(&T) -> bool) -> Option<Head> {
-        let stream = self.slots[slot].stream.as_ref()?;
+        let stream = &self.slots[slot].stream;
         if !stream.is_ready() {
             return None;
         }
@@ -474,11 +587,10 @@ impl<T> Executor<T> {
                 }
             }
             Item::Wait(p) => {
-                // CAST: slot indices are below 2^31.
-                let own = self.id_of(slot as u32, self.slots[slot].generation);
+                let own = self.slots[slot].id;
                 match self.slot_of(StreamId(p.stream)) {
                     Some(t) if p.stream != own.0 => {
-                        let done = self.slots[t].stream.as_ref().map_or(u64::MAX, Stream::completed);
+                        let done = self.slots[t].stream.completed();
                         // CAST: slot indices are below 2^31.
                         if done >= p.seq {
                             Head::Run
@@ -517,6 +629,28 @@ impl<T> Executor<T> {
         while let Some(slot) = self.ready.pop_front() {
             // CAST: slot indices are below 2^31.
             let at = slot as usize;
+            // The common case first, in one look: the head is a task the gate lets start.
+            let mut refused = false;
+            if let Some(s) = self.slots.get_mut(at) {
+                let taken = s.stream.start_with(|item| {
+                    let Some(Item::Task(task)) = item else { return None };
+                    if !may_start(task) {
+                        refused = true;
+                        return None;
+                    }
+                    take_task(item)
+                });
+                if let Some((seq, task)) = taken {
+                    return Some((at, s.id, seq, task));
+                }
+            }
+            if refused {
+                // INVARIANT: a ready stream that cannot start moves from `ready` to `gated`.
+                self.gated.push(slot);
+                continue;
+            }
+            // Anything else (an internal item at the head, or nothing to start) the long way;
+            // a task at the head is not asked about again (`examine` finds none).
             match self.examine(at, &mut may_start) {
                 None => continue,
                 Some(Head::Gated) => {
@@ -535,7 +669,7 @@ impl<T> Executor<T> {
             }
             let s = &mut self.slots[at];
             let id = s.id;
-            let (seq, item) = s.stream.as_mut()?.start()?;
+            let (seq, item) = s.stream.start()?;
             if let Item::Task(task) = item {
                 return Some((at, id, seq, task));
             }
@@ -621,7 +755,7 @@ impl<T> Executor<T> {
         let before = waiters.len();
         waiters.retain(|&w| {
             let w_at = w as usize;
-            let needs = match self.slots[w_at].stream.as_ref().and_then(Stream::head) {
+            let needs = match self.slots[w_at].stream.head() {
                 Some(Item::Wait(p)) => p.seq,
                 _ => 0,
             };
@@ -646,25 +780,30 @@ impl<T> Executor<T> {
         status: TaskStatus,
         prune: bool,
     ) -> Result<()> {
-        let s = &mut self.slots[slot];
-        let Some(stream) = s.stream.as_mut() else { return Err(Error::NoSuchStream) };
-        let finished = stream.finish(seq, status)?;
+        let s = self.slots.get_mut(slot).ok_or(Error::NoSuchStream)?;
+        let stream = &mut s.stream;
+        stream.finish(seq, status)?;
         let completed = stream.completed();
         let ready = stream.is_ready();
+        let waited_on = !s.waiters.is_empty();
         s.progress.advance(completed);
-        self.unfinished -= finished;
         self.finished_items = self.finished_items.wrapping_add(1);
         if ready {
             // INVARIANT: the stream was running, so it was neither ready nor parked.
             // CAST: slot indices are below 2^31.
             self.ready.push_back(slot as u32);
+        } else {
+            // INVARIANT: nothing runs after a finish: nothing queued is idle.
+            self.busy -= 1;
         }
         if prune || completed != seq {
             // A wait finished, or the sequence jumped over skipped items: edges may go.
             self.graph.note_completed(id.0, completed);
         }
         // Progress on this stream may satisfy waits parked on it; a gate may open.
-        self.wake_waiters(slot, completed);
+        if waited_on {
+            self.wake_waiters_slow(slot, completed);
+        }
         self.unpark_gated();
         Ok(())
     }
@@ -714,75 +853,161 @@ impl<T> Executor<T> {
     /// run dry: that walk is what this does, on a scratch list, without touching the queue per
     /// task. Progress words and counters are brought up to date when a stream leaves the round
     /// and when the rounds stop. Nothing else can change the executor meanwhile (`&mut self`).
+    ///
+    /// While every stream of the round has at least `laps` items queued, none of them runs dry
+    /// in the next `laps - 1` rounds: those run without the check (and, for a round of at most
+    /// [`LAP_STREAMS`] streams, on references to the streams held for them), then one round
+    /// with it.
     fn run_rounds<R: TaskRunner<T>>(&mut self, runner: &mut R) -> usize {
         // A stream others wait on may wake them when it finishes: the queue would change.
+        // (And every stream in the queue is ready, by the executor's invariants; one that is
+        // not is left to the general path, which skips it.)
         // CAST: slot indices are below 2^31.
-        if self.ready.iter().any(|&s| self.slots.get(s as usize).is_none_or(|s| !s.waiters.is_empty())) {
+        if self
+            .ready
+            .iter()
+            .any(|s| self.slots.get(s as usize).is_none_or(|s| !s.waiters.is_empty() || !s.stream.is_ready()))
+        {
             return 0;
         }
         let mut round = core::mem::take(&mut self.round);
         round.clear();
-        round.extend(self.ready.drain(..));
+        self.ready.drain_into(&mut round);
+        let slots = &mut self.slots;
         let mut ran = 0;
-        // Tasks that ran but could not be finished here (none: each was just taken).
-        let mut lost = 0;
-        // The queue as a finish per task would leave it is `round[r..n]`, then `round[..kept]`
-        // (the streams of this round that are still ready, written over the visited entries).
-        let (from, n, kept, failed) = 'rounds: loop {
-            let n = round.len();
-            if n <= 1 {
-                break (0, n, 0, None);
+        // Why the rounds stopped early: `None` while they go on; `Some(None)` at an internal
+        // item; `Some(Some(..))` at a failed task (taken out of the round, to finish below).
+        // When they stop, `round` holds the queue as a finish per task would have left it.
+        let mut stop: Option<Option<(usize, StreamId, u64, ErrorKind)>> = None;
+        // Streams that ran dry.
+        let mut idle = 0;
+        'rounds: while round.len() > 1 {
+            // No stream of the round runs dry in its first `laps - 1` rounds: run those
+            // without looking whether a stream leaves.
+            // CAST: slot indices are below 2^31.
+            let laps =
+                round.iter().map(|&s| slots.get(s as usize).map_or(0, |s| s.stream.queued_len())).min();
+            // Where they stopped, and the failure if a task failed.
+            let mut at = None;
+            let laps = laps.unwrap_or(0);
+            if laps > 1 && round.len() <= LAP_STREAMS {
+                // A few streams: hold them, in round order, so that a task costs no lookup.
+                let mut held: [Option<&mut Slot<T>>; LAP_STREAMS] = core::array::from_fn(|_| None);
+                for (i, s) in slots.iter_mut().enumerate() {
+                    // CAST: slot indices are below 2^31.
+                    if let Some(p) = round.iter().position(|&r| r as usize == i) {
+                        if let Some(h) = held.get_mut(p) {
+                            *h = Some(s);
+                        }
+                    }
+                }
+                let held = held.get_mut(..round.len()).unwrap_or_default();
+                'held: for _ in 1..laps {
+                    // Every stream before the one being looked at ran one task in this round:
+                    // its index is the count of tasks run since the round began.
+                    let lap_start = ran;
+                    for s in held.iter_mut().flatten() {
+                        match run_head(s, runner) {
+                            Some(Ok(())) => ran += 1,
+                            // An internal item heads the stream.
+                            None => {
+                                at = Some((ran - lap_start, None));
+                                break 'held;
+                            }
+                            Some(Err(failed)) => {
+                                at = Some((ran - lap_start, Some(failed)));
+                                ran += 1;
+                                break 'held;
+                            }
+                        }
+                    }
+                }
+            } else {
+                'laps: for _ in 1..laps {
+                    let lap_start = ran;
+                    for &slot in &round {
+                        // CAST: slot indices are below 2^31.
+                        let Some(s) = slots.get_mut(slot as usize) else { continue };
+                        match run_head(s, runner) {
+                            Some(Ok(())) => ran += 1,
+                            None => {
+                                at = Some((ran - lap_start, None));
+                                break 'laps;
+                            }
+                            Some(Err(failed)) => {
+                                at = Some((ran - lap_start, Some(failed)));
+                                ran += 1;
+                                break 'laps;
+                            }
+                        }
+                    }
+                }
             }
+            if let Some((r, failed)) = at {
+                let failed = failed.map(|(id, seq, kind)| {
+                    // The failed stream goes back to the queue when it is finished below.
+                    // CAST: slot indices are below 2^31.
+                    (round.remove(r) as usize, id, seq, kind)
+                });
+                // The general path takes it from here: the streams from where the round
+                // stopped on first, then those before it (none has run dry).
+                round.rotate_left(r);
+                stop = Some(failed);
+                break 'rounds;
+            }
+            // A round in which streams may run dry and leave. The streams that stay are
+            // written over the visited entries: `round[..kept]`.
             let mut kept = 0;
-            let list = &mut round[..n];
-            for r in 0..n {
-                let slot = list[r];
+            for r in 0..round.len() {
+                let slot = round[r];
                 // CAST: slot indices are below 2^31.
-                let s = &mut self.slots[slot as usize];
-                let id = s.id;
-                let Some(stream) = s.stream.as_mut() else { continue };
-                let Some((seq, Item::Task(task))) = stream.start_if(|item| matches!(item, Item::Task(_)))
-                else {
-                    if !stream.is_ready() {
+                let Some(s) = slots.get_mut(slot as usize) else { continue };
+                let Some((seq, task)) = s.stream.take_done_with(take_task) else {
+                    if s.stream.is_empty() {
                         // Nothing queued: the queue would drop it too.
                         continue;
                     }
-                    // An internal item heads the stream: the general path takes it from here.
-                    break 'rounds (r, n, kept, None);
+                    // An internal item heads the stream: this stream and those after it come
+                    // first, then those of this round that stayed.
+                    round.drain(kept..r);
+                    round.rotate_left(kept);
+                    stop = Some(None);
+                    break 'rounds;
                 };
-                let result = runner.run(id, seq, &task);
+                let result = runner.run(s.id, seq, &task);
                 drop(task);
                 ran += 1;
                 if let Err(kind) = result {
-                    break 'rounds (r + 1, n, kept, Some((slot as usize, id, seq, kind)));
+                    s.stream.reopen(seq);
+                    stop = Some(Some((slot as usize, s.id, seq, kind)));
+                    round.drain(kept..=r);
+                    round.rotate_left(kept);
+                    break 'rounds;
                 }
-                // The task was just taken and nothing was dropped behind it: finishing cannot
-                // fail, and the stream's completed sequence is now `seq`.
-                if stream.finish(seq, TaskStatus::Ok).is_err() {
-                    lost += 1;
+                if s.stream.is_empty() {
+                    s.progress.advance(seq);
+                    // INVARIANT: nothing queued or running: idle.
+                    idle += 1;
                     continue;
                 }
-                if stream.is_ready() {
-                    list[kept] = slot;
-                    kept += 1;
-                } else {
-                    s.progress.advance(seq);
+                if let Some(k) = round.get_mut(kept) {
+                    *k = slot;
                 }
+                kept += 1;
             }
             round.truncate(kept);
-        };
+        }
         // INVARIANT: the ready queue gets the order a finish per task would have left.
-        self.ready.extend(round[from..n].iter().chain(&round[..kept]).copied());
-        for &slot in round[from..n].iter().chain(&round[..kept]) {
+        self.ready.extend(round.iter().copied());
+        for &slot in &round {
             let s = &self.slots[slot as usize];
-            if let Some(stream) = s.stream.as_ref() {
-                s.progress.advance(stream.completed());
-            }
+            s.progress.advance(s.stream.completed());
         }
         self.round = round;
+        let failed = stop.flatten();
         // Every task that ran finished once, but the failed one (finished below).
-        let finished = ran - usize::from(failed.is_some()) - lost;
-        self.unfinished -= finished;
+        let finished = ran - usize::from(failed.is_some());
+        self.busy -= idle;
         // CAST: a task count fits in u64.
         self.finished_items = self.finished_items.wrapping_add(finished as u64);
         if let Some((at, id, seq, kind)) = failed {
@@ -798,7 +1023,7 @@ impl<T> Executor<T> {
     /// While that stream is *alone* (no other stream is ready or gated, none waits on it),
     /// finishing one of its tasks would put it back in the empty ready queue and the next
     /// [`take_ready`](Self::take_ready) would pop it again and start its head. So while the
-    /// tasks succeed and the head is a task, the burst starts it directly and defers the
+    /// tasks succeed and the head is a task, the burst runs it directly and defers the
     /// bookkeeping (progress word, counters, the ready queue) to the end of the burst: one
     /// [`Progress`] store per burst, the order exactly that of a finish per task. Nothing else
     /// can change the executor meanwhile (`&mut self`), so the stream stays alone.
@@ -808,43 +1033,34 @@ impl<T> Executor<T> {
         runner: &mut R,
         slot: usize,
         id: StreamId,
-        mut seq: u64,
-        mut task: T,
+        seq: u64,
+        task: T,
     ) -> usize {
         let alone = self.ready.is_empty() && self.gated.is_empty() && self.slots[slot].waiters.is_empty();
-        // Tasks finished in the burst whose bookkeeping is deferred.
-        let mut done = 0;
-        let status = 'burst: {
-            let Some(stream) = self.slots[slot].stream.as_mut() else {
-                break 'burst Some(run_task(runner, id, seq, task));
-            };
-            loop {
-                let status = run_task(runner, id, seq, task);
-                if !alone || !matches!(status, TaskStatus::Ok) {
-                    break 'burst Some(status);
-                }
-                // The task was just taken, so finishing it cannot fail; with nothing dropped
-                // behind it, the stream's completed sequence is now `seq`.
-                match stream.finish_ok_then_start_if(seq, |item| matches!(item, Item::Task(_))) {
-                    Ok(Some((next_seq, Item::Task(next_task)))) => {
-                        done += 1;
-                        (seq, task) = (next_seq, next_task);
-                    }
-                    Ok(None) => {
-                        done += 1;
-                        break 'burst None;
-                    }
-                    // Not reached: `accept` took only a task, and `seq` was running.
-                    Ok(Some(_)) | Err(_) => break 'burst Some(status),
+        let status = run_task(runner, id, seq, task);
+        let stream = &mut self.slots[slot].stream;
+        if !alone || !matches!(status, TaskStatus::Ok) || stream.finish(seq, TaskStatus::Ok).is_err() {
+            let finished = self.finish_slot(slot, id, seq, status, false);
+            debug_assert_eq!(finished, Ok(()));
+            return 1;
+        }
+        // Tasks finished in the burst whose bookkeeping is deferred (the first one is).
+        let mut failed = None;
+        let done = 1 + stream.run_done_with(take_task, |seq, task| {
+            let result = runner.run(id, seq, &task);
+            drop(task);
+            match result {
+                Ok(()) => true,
+                Err(kind) => {
+                    failed = Some((seq, kind));
+                    false
                 }
             }
-        };
-        if done > 0 {
-            self.end_burst(slot, done);
-        }
-        let Some(status) = status else { return done };
+        });
+        self.end_burst(slot, done);
+        let Some((seq, kind)) = failed else { return done };
         // The last task ran but is not finished: finish it.
-        let finished = self.finish_slot(slot, id, seq, status, false);
+        let finished = self.finish_slot(slot, id, seq, TaskStatus::Failed(kind), false);
         debug_assert_eq!(finished, Ok(()));
         done + 1
     }
@@ -854,10 +1070,11 @@ impl<T> Executor<T> {
     #[cold]
     fn end_burst(&mut self, slot: usize, done: usize) {
         let s = &mut self.slots[slot];
-        let Some(stream) = s.stream.as_ref() else { return };
-        s.progress.advance(stream.completed());
-        let ready = stream.is_ready();
-        self.unfinished -= done;
+        s.progress.advance(s.stream.completed());
+        let ready = s.stream.is_ready();
+        if s.stream.unfinished() == 0 {
+            self.busy -= 1;
+        }
         // CAST: a task count fits in u64.
         self.finished_items = self.finished_items.wrapping_add(done as u64);
         if ready {
@@ -906,7 +1123,12 @@ impl<T> Executor<T> {
 
     /// Whether no item is queued or running on any stream.
     pub fn is_idle(&self) -> bool {
-        self.unfinished == 0
+        debug_assert_eq!(
+            self.busy,
+            self.slots.iter().filter(|s| s.stream.unfinished() > 0).count(),
+            "busy counts the streams with unfinished items"
+        );
+        self.busy == 0
     }
 
     /// Creates an event (not recorded yet).
@@ -1020,12 +1242,50 @@ impl<T> Executor<T> {
 
     fn stream(&self, id: StreamId) -> Result<&Stream<Item<T>>> {
         let slot = self.slot_of(id).ok_or(Error::NoSuchStream)?;
-        self.slots[slot].stream.as_ref().ok_or(Error::NoSuchStream)
+        Ok(&self.slots[slot].stream)
     }
 
     fn stream_mut(&mut self, id: StreamId) -> Result<&mut Stream<Item<T>>> {
         let slot = self.slot_of(id).ok_or(Error::NoSuchStream)?;
-        self.slots[slot].stream.as_mut().ok_or(Error::NoSuchStream)
+        Ok(&mut self.slots[slot].stream)
+    }
+}
+
+/// Most streams a round holds on to while it runs (see [`Executor::run_once`]); rounds of
+/// more streams look each one up per task.
+const LAP_STREAMS: usize = 8;
+
+/// Runs the head of the stream in `s` if it is a task, counting it as done at once (a stream
+/// where nothing runs): `None` when the head is not a task; the stream, sequence number and
+/// error of a task that failed, which is left running (to be finished as failed).
+#[inline]
+fn run_head<T, R: TaskRunner<T>>(
+    s: &mut Slot<T>,
+    runner: &mut R,
+) -> Option<core::result::Result<(), (StreamId, u64, ErrorKind)>> {
+    let (seq, task) = s.stream.take_done_with(take_task)?;
+    let result = runner.run(s.id, seq, &task);
+    drop(task);
+    Some(result.map_err(|kind| {
+        s.stream.reopen(seq);
+        (s.id, seq, kind)
+    }))
+}
+
+/// Takes the task out of a ring slot that holds one (for [`Stream::take_done_with`]); leaves an
+/// internal item (or an empty slot) alone.
+#[inline]
+fn take_task<T>(slot: &mut Option<Item<T>>) -> Option<T> {
+    if !matches!(slot, Some(Item::Task(_))) {
+        return None;
+    }
+    match slot.take() {
+        Some(Item::Task(task)) => Some(task),
+        // Not reached: the slot holds a task.
+        other => {
+            *slot = other;
+            None
+        }
     }
 }
 
@@ -1183,6 +1443,33 @@ mod tests {
         assert_eq!(ex.submit(s, 5), Ok(5));
         assert_eq!(ex.run_once(&mut r), 1);
         assert_eq!(ex.completed_seq(s), Ok(5));
+    }
+
+    #[test]
+    fn the_slot_queue_is_first_in_first_out_across_wraps_and_growth() {
+        let mut q = SlotQueue::default();
+        assert_eq!(q.pop_front(), None);
+        let mut model = alloc::collections::VecDeque::new();
+        // Pushes and pops that wrap the ring, grow it while wrapped, and retain.
+        for round in 0..40u32 {
+            for v in 0..(round % 7) {
+                q.push_back(round * 10 + v);
+                model.push_back(round * 10 + v);
+            }
+            for _ in 0..(round % 5) {
+                assert_eq!(q.pop_front(), model.pop_front());
+            }
+            if round % 9 == 0 {
+                q.retain(|&v| v % 3 != 0);
+                model.retain(|&v| v % 3 != 0);
+            }
+            assert_eq!(q.len(), model.len());
+            assert_eq!(q.iter().collect::<Vec<_>>(), model.iter().copied().collect::<Vec<_>>());
+        }
+        let mut out = alloc::vec![1];
+        q.drain_into(&mut out);
+        assert_eq!(out[1..], model.iter().copied().collect::<Vec<_>>()[..]);
+        assert!(q.is_empty() && q.pop_front().is_none());
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub enum FailureMode {
 /// The state of one stream.
 ///
 /// The ring is a boxed slice of a power of two of slots, at least `capacity`: the item
-/// numbered `s` lives in slot `s & (len - 1)` while it is queued (no cursor of its own, no
+/// numbered `s` lives in slot `s & mask` while it is queued (no cursor of its own, no
 /// division), and a slot holds `Some` exactly while its item is queued. `started` is the
 /// highest sequence number started or dropped, so the queued items are numbered
 /// `started + 1 ..= submitted`.
@@ -37,28 +37,34 @@ pub enum FailureMode {
 ///
 /// - `completed <= started <= submitted`; the slots of `started + 1 ..= submitted` hold `Some`,
 ///   every other slot `None`.
-/// - With nothing running, `completed == started`. With task `r` running, `completed == r - 1`
-///   and `r <= started`: `r < started` only when the items behind it were dropped while it ran
-///   ([`discard_queued`](Self::discard_queued)); they count as finished already, and
-///   `completed` reaches `started` when `r` finishes.
+/// - With nothing running, `completed == started`. With a task running, it is the task
+///   numbered `completed + 1`, and `completed + 1 <= started`: `<` only when the items behind it
+///   were dropped while it ran ([`discard_queued`](Self::discard_queued)); they count as
+///   finished already, and `completed` reaches `started` when the running task finishes.
 /// - `submitted - started` plus one if a task is running is at most `capacity`, which is at
 ///   most the ring's length.
+/// - `limit <= started - running + capacity` (saturating): a lower bound of the first sequence
+///   number that does not fit, so `submitted < limit` lets [`push`](Self::push) skip counting.
 #[derive(Debug)]
 pub(crate) struct Stream<T> {
     /// The ring; `Some` marks a queued item.
     ring: Box<[Option<T>]>,
-    /// Most unfinished (queued or running) items the stream holds.
-    capacity: usize,
+    /// `ring.len() - 1` (the ring's length is a power of two), or 0 for an empty ring.
+    mask: usize,
     /// Highest sequence number handed out.
     submitted: u64,
+    /// Submissions below this fit without counting (see the invariants).
+    limit: u64,
     /// Highest sequence number started (taken for running) or dropped.
     started: u64,
-    /// Sequence number of the task taken for running, if any.
-    running: Option<u64>,
     /// Highest sequence number finished (successfully, failed or skipped).
     completed: u64,
+    /// Whether task `completed + 1` is running.
+    running: bool,
     /// What a failure does to the queued tasks.
     mode: FailureMode,
+    /// Most unfinished (queued or running) items the stream holds.
+    capacity: usize,
     /// The first failure since the error was last taken.
     error: Option<ErrorKind>,
 }
@@ -77,16 +83,29 @@ impl<T> Stream<T> {
         let mut ring = Vec::new();
         ring.try_reserve_exact(len).map_err(|_| Error::InvalidArgument)?;
         ring.resize_with(len, || None);
-        Ok(Self {
-            ring: ring.into_boxed_slice(),
-            capacity,
+        let mut stream = Self::retired();
+        stream.ring = ring.into_boxed_slice();
+        stream.mask = len - 1;
+        stream.capacity = capacity;
+        stream.limit = u64::try_from(capacity).unwrap_or(u64::MAX);
+        Ok(stream)
+    }
+
+    /// A stream with no ring that takes nothing: what a slot of a destroyed stream holds
+    /// (allocates nothing).
+    pub(crate) fn retired() -> Self {
+        Self {
+            ring: Box::new([]),
+            mask: 0,
             submitted: 0,
+            limit: 0,
             started: 0,
-            running: None,
             completed: 0,
+            running: false,
             mode: FailureMode::Continue,
+            capacity: 0,
             error: None,
-        })
+        }
     }
 
     /// The slot index of the item numbered `seq`.
@@ -94,12 +113,12 @@ impl<T> Stream<T> {
     fn pos(&self, seq: u64) -> usize {
         // CAST: truncating is the point: the ring's length is a power of two, so the low bits
         // of `seq` select the slot.
-        (seq as usize) & (self.ring.len() - 1)
+        (seq as usize) & self.mask
     }
 
     /// Items queued (submitted, not started).
     #[inline]
-    fn queued_len(&self) -> usize {
+    pub(crate) fn queued_len(&self) -> usize {
         // CAST: at most `capacity` items are queued, a usize.
         (self.submitted - self.started) as usize
     }
@@ -107,7 +126,7 @@ impl<T> Stream<T> {
     /// Tasks queued or running.
     #[inline]
     pub(crate) fn unfinished(&self) -> usize {
-        self.queued_len() + usize::from(self.running.is_some())
+        self.queued_len() + usize::from(self.running)
     }
 
     /// Whether nothing is queued.
@@ -119,13 +138,13 @@ impl<T> Stream<T> {
     /// Whether the oldest queued task may start now (nothing of this stream is running).
     #[inline]
     pub(crate) fn is_ready(&self) -> bool {
-        self.running.is_none() && !self.is_empty()
+        !self.running && !self.is_empty()
     }
 
     /// Whether a task of this stream is running.
     #[inline]
     pub(crate) fn is_running(&self) -> bool {
-        self.running.is_some()
+        self.running
     }
 
     /// Whether [`Self::push`] would take one more task now.
@@ -141,10 +160,11 @@ impl<T> Stream<T> {
     /// the sequence numbers are exhausted.
     #[inline]
     pub(crate) fn push(&mut self, task: T) -> Result<u64> {
-        if self.unfinished() >= self.capacity {
-            return Err(Error::Full);
+        if self.submitted >= self.limit {
+            self.raise_limit()?;
         }
-        let seq = self.submitted.checked_add(1).ok_or(Error::InvalidArgument)?;
+        // No overflow: `submitted < limit`.
+        let seq = self.submitted + 1;
         let pos = self.pos(seq);
         // INVARIANT: the slot is free (fewer than `capacity` items are queued), and the new
         // item is numbered one past the previous one.
@@ -152,6 +172,27 @@ impl<T> Stream<T> {
         *slot = Some(task);
         self.submitted = seq;
         Ok(seq)
+    }
+
+    /// Counts the unfinished items and moves `limit` up to what they leave room for.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::push`]; `limit` stays valid either way.
+    #[cold]
+    fn raise_limit(&mut self) -> Result<()> {
+        if self.unfinished() >= self.capacity {
+            return Err(Error::Full);
+        }
+        // INVARIANT: `submitted - unfinished`, plus `capacity`; `started >= 1` while a task
+        // runs, so the subtraction does not wrap.
+        let base = self.started - u64::from(self.running);
+        self.limit = base.saturating_add(u64::try_from(self.capacity).unwrap_or(u64::MAX));
+        if self.submitted >= self.limit {
+            // Room, but no sequence number left.
+            return Err(Error::InvalidArgument);
+        }
+        Ok(())
     }
 
     /// Starts the oldest queued task, returning its sequence number and the task.
@@ -164,7 +205,7 @@ impl<T> Stream<T> {
     /// sequence number and the item ([`Self::head`], then [`Self::start`], in one look).
     #[inline]
     pub(crate) fn start_if(&mut self, accept: impl FnOnce(&T) -> bool) -> Option<(u64, T)> {
-        if self.running.is_some() {
+        if self.running {
             return None;
         }
         // No overflow: `started < submitted` when an item is queued, and otherwise the slot
@@ -178,41 +219,96 @@ impl<T> Stream<T> {
         }
         let task = slot.take()?;
         self.started = seq;
-        self.running = Some(seq);
+        self.running = true;
         Some((seq, task))
     }
 
-    /// Completes the running task `seq` successfully, then starts the next queued item if
-    /// `accept` takes it ([`Self::finish`] with [`TaskStatus::Ok`], then [`Self::start_if`],
-    /// without marking the stream idle in between).
+    /// Starts the oldest queued item if nothing runs and `take` takes it out of its slot,
+    /// returning its sequence number and what `take` answered ([`Self::start_if`] for an
+    /// owner that wants the item's contents). `take` is not called when something runs.
     ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] when `seq` is not the running task; nothing changes.
+    /// `take` must leave the slot `None` exactly when it answers `Some`.
     #[inline]
-    pub(crate) fn finish_ok_then_start_if(
+    pub(crate) fn start_with<U>(
         &mut self,
-        seq: u64,
-        accept: impl FnOnce(&T) -> bool,
-    ) -> Result<Option<(u64, T)>> {
-        if self.running != Some(seq) {
-            return Err(Error::InvalidArgument);
+        take: impl FnOnce(&mut Option<T>) -> Option<U>,
+    ) -> Option<(u64, U)> {
+        if self.running {
+            return None;
         }
-        // INVARIANT: as in `finish`: everything up to `started` is finished or dropped now.
-        self.completed = self.started;
-        let next = self.started.wrapping_add(1);
-        let pos = self.pos(next);
-        if let Some(slot) = self.ring.get_mut(pos) {
-            if slot.as_ref().is_some_and(accept) {
-                if let Some(task) = slot.take() {
-                    self.started = next;
-                    self.running = Some(next);
-                    return Ok(Some((next, task)));
-                }
+        // No overflow: as in `start_if`.
+        let seq = self.started.wrapping_add(1);
+        let pos = self.pos(seq);
+        let out = take(self.ring.get_mut(pos)?)?;
+        self.started = seq;
+        self.running = true;
+        Some((seq, out))
+    }
+
+    /// Takes the oldest queued item of a stream where nothing runs, if `take` takes it out of
+    /// its slot, and counts it as finished at once (successfully): for an owner that runs it
+    /// to completion before anyone looks at the stream again. Returns its sequence number and
+    /// what `take` answered. If it turns out to fail, [`Self::reopen`] makes it the running
+    /// task again, to [`finish`](Self::finish) as failed.
+    ///
+    /// `take` must leave the slot `None` exactly when it answers `Some`.
+    #[inline]
+    pub(crate) fn take_done_with<U>(
+        &mut self,
+        take: impl FnOnce(&mut Option<T>) -> Option<U>,
+    ) -> Option<(u64, U)> {
+        debug_assert!(!self.running, "only a stream with nothing running");
+        // No overflow: as in `start_if`.
+        let seq = self.started.wrapping_add(1);
+        let pos = self.pos(seq);
+        let out = take(self.ring.get_mut(pos)?)?;
+        // INVARIANT: nothing ran, so `completed == started`, and now both name the item.
+        self.started = seq;
+        self.completed = seq;
+        Some((seq, out))
+    }
+
+    /// [`Self::take_done_with`] and running what it takes with `run`, over and over while
+    /// `take` takes the head and `run` answers that it succeeded; answers how many succeeded.
+    /// A failed item (`run` answers `false`) is left running, to [`finish`](Self::finish) as
+    /// failed. The sequence numbers live in a local meanwhile, stored once at the end: the
+    /// loop carries no dependency through memory.
+    #[inline]
+    pub(crate) fn run_done_with<U>(
+        &mut self,
+        mut take: impl FnMut(&mut Option<T>) -> Option<U>,
+        mut run: impl FnMut(u64, U) -> bool,
+    ) -> usize {
+        debug_assert!(!self.running, "only a stream with nothing running");
+        let mut seq = self.started;
+        let mut done = 0;
+        let failed = loop {
+            // No overflow: as in `start_if`.
+            let next = seq.wrapping_add(1);
+            let pos = self.pos(next);
+            let Some(item) = self.ring.get_mut(pos).and_then(&mut take) else { break false };
+            seq = next;
+            if !run(seq, item) {
+                break true;
             }
-        }
-        self.running = None;
-        Ok(None)
+            done += 1;
+        };
+        // INVARIANT: everything up to `seq` was taken; all of it finished but a failed last
+        // one, which runs (as after `start`).
+        self.started = seq;
+        self.completed = seq - u64::from(failed);
+        self.running = failed;
+        done
+    }
+
+    /// Makes the item `seq` just taken by [`Self::take_done_with`] the running task again
+    /// (it failed; the caller finishes it as such).
+    #[inline]
+    pub(crate) fn reopen(&mut self, seq: u64) {
+        debug_assert!(!self.running && seq == self.started && seq == self.completed);
+        // INVARIANT: task `completed + 1 == started` runs, as after `start`.
+        self.completed = seq - 1;
+        self.running = true;
     }
 
     /// Completes the running task `seq` and returns how many tasks finished (it plus any
@@ -223,10 +319,10 @@ impl<T> Stream<T> {
     /// [`Error::InvalidArgument`] when `seq` is not the running task; nothing changes.
     #[inline]
     pub(crate) fn finish(&mut self, seq: u64, status: TaskStatus) -> Result<usize> {
-        if self.running != Some(seq) {
+        if !self.running || seq != self.completed.wrapping_add(1) {
             return Err(Error::InvalidArgument);
         }
-        self.running = None;
+        self.running = false;
         // INVARIANT: everything up to `started` is finished or dropped now (`started` is `seq`
         // unless the items behind it were dropped while it ran).
         self.completed = self.started;
@@ -302,7 +398,7 @@ impl<T> Stream<T> {
     /// were dropped. A running task is left to finish.
     pub(crate) fn discard_queued(&mut self) -> usize {
         let dropped = self.clear_queued();
-        if self.running.is_none() {
+        if !self.running {
             // INVARIANT: with nothing running, `completed` follows `started`.
             self.completed = self.started;
         }

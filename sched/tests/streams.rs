@@ -105,12 +105,18 @@ mod run_once_matches_take_ready {
 
     use super::*;
 
-    const STREAMS: usize = 4;
+    /// Streams named by the ops; a side of fewer streams takes them modulo its count. (Up to
+    /// 8 ready streams a round holds on to them, more it looks up per task: both are run.)
+    const STREAMS: usize = 10;
 
     #[derive(Clone, Debug)]
     enum Op {
         /// A task on a stream; it fails when the flag is set.
         Task(usize, bool),
+        /// A task on every stream, in order (so that several streams have several tasks
+        /// queued, as round-robin submission leaves them); the one on stream `.0` fails when
+        /// the flag is set.
+        TaskEach(usize, bool),
         /// Stream `.0` waits for the latest item submitted so far to stream `.1`.
         Wait(usize, usize),
         /// Record event `.1` on stream `.0`.
@@ -126,6 +132,7 @@ mod run_once_matches_take_ready {
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
             8 => (0..STREAMS, proptest::bool::weighted(0.1)).prop_map(|(s, f)| Op::Task(s, f)),
+            3 => (0..STREAMS, proptest::bool::weighted(0.2)).prop_map(|(s, f)| Op::TaskEach(s, f)),
             1 => (0..STREAMS, 0..STREAMS).prop_map(|(a, b)| Op::Wait(a, b)),
             1 => (0..STREAMS, 0..2usize).prop_map(|(s, e)| Op::Record(s, e)),
             1 => (0..STREAMS, 0..2usize).prop_map(|(s, e)| Op::WaitEvent(s, e)),
@@ -175,9 +182,9 @@ mod run_once_matches_take_ready {
     }
 
     impl Side {
-        fn new() -> Self {
-            let mut ex = Executor::new(STREAMS);
-            let ids: Vec<StreamId> = (0..STREAMS).map(|_| ex.create_stream(6).unwrap()).collect();
+        fn new(streams: usize) -> Self {
+            let mut ex = Executor::new(streams);
+            let ids: Vec<StreamId> = (0..streams).map(|_| ex.create_stream(6).unwrap()).collect();
             ex.set_failure_mode(ids[3], FailureMode::StopOnFailure).unwrap();
             let events = (0..2).map(|_| ex.create_event().unwrap()).collect();
             Self { ex, ids, events, log: Log(Vec::new()) }
@@ -186,15 +193,31 @@ mod run_once_matches_take_ready {
         /// Applies `op`; answers what the executor answered, to compare.
         fn apply(&mut self, op: &Op, next: u32, by_hand: bool) -> String {
             let ex = &mut self.ex;
+            let n = self.ids.len();
             match *op {
-                Op::Task(s, fails) => format!("{:?}", ex.submit(self.ids[s], next * 2 + u32::from(fails))),
-                Op::Wait(a, b) => {
-                    let target =
-                        StreamPoint { stream: self.ids[b].0, seq: ex.submitted_seq(self.ids[b]).unwrap() };
-                    format!("{:?}", ex.submit_wait(self.ids[a], target))
+                Op::Task(s, fails) => {
+                    format!("{:?}", ex.submit(self.ids[s % n], next * 2 + u32::from(fails)))
                 }
-                Op::Record(s, e) => format!("{:?}", ex.record_event(self.events[e], self.ids[s])),
-                Op::WaitEvent(s, e) => format!("{:?}", ex.wait_event(self.ids[s], self.events[e])),
+                Op::TaskEach(s, fails) => {
+                    let answers: Vec<_> = (0..n)
+                        .map(|t| {
+                            // CAST: fewer than 2^24 ops and a handful of streams.
+                            let task =
+                                (next * STREAMS as u32 + t as u32) * 2 + u32::from(fails && s % n == t);
+                            ex.submit(self.ids[t], task)
+                        })
+                        .collect();
+                    format!("{answers:?}")
+                }
+                Op::Wait(a, b) => {
+                    let target = StreamPoint {
+                        stream: self.ids[b % n].0,
+                        seq: ex.submitted_seq(self.ids[b % n]).unwrap(),
+                    };
+                    format!("{:?}", ex.submit_wait(self.ids[a % n], target))
+                }
+                Op::Record(s, e) => format!("{:?}", ex.record_event(self.events[e], self.ids[s % n])),
+                Op::WaitEvent(s, e) => format!("{:?}", ex.wait_event(self.ids[s % n], self.events[e])),
                 Op::Drain => {
                     let ran =
                         if by_hand { drain_by_hand(ex, &mut self.log) } else { ex.run_once(&mut self.log) };
@@ -247,16 +270,28 @@ mod run_once_matches_take_ready {
 
         #[test]
         fn same_runs_same_order_same_state(ops in proptest::collection::vec(op(), 1..80)) {
-            let (mut fast, mut slow) = (Side::new(), Side::new());
-            for (i, op) in ops.iter().chain(core::iter::once(&Op::Drain)).enumerate() {
-                // CAST: fewer than 2^31 ops.
-                let next = i as u32;
-                let a = fast.apply(op, next, false);
-                let b = slow.apply(op, next, true);
-                prop_assert_eq!(a, b, "answer to {:?}", op);
-                prop_assert_eq!(&fast.log.0, &slow.log.0, "after {:?}", op);
-                prop_assert_eq!(fast.state(), slow.state(), "after {:?}", op);
-            }
+            compare(4, &ops)?;
         }
+
+        #[test]
+        fn same_with_more_streams_than_a_round_holds(ops in proptest::collection::vec(op(), 1..80)) {
+            compare(STREAMS, &ops)?;
+        }
+    }
+
+    /// Applies `ops` (then a drain) to two executors of `streams` streams, draining one with
+    /// `run_once` and the other by hand, and compares every answer, the runs and the state.
+    fn compare(streams: usize, ops: &[Op]) -> Result<(), TestCaseError> {
+        let (mut fast, mut slow) = (Side::new(streams), Side::new(streams));
+        for (i, op) in ops.iter().chain(core::iter::once(&Op::Drain)).enumerate() {
+            // CAST: fewer than 2^31 ops.
+            let next = i as u32;
+            let a = fast.apply(op, next, false);
+            let b = slow.apply(op, next, true);
+            prop_assert_eq!(a, b, "answer to {:?}", op);
+            prop_assert_eq!(&fast.log.0, &slow.log.0, "after {:?}", op);
+            prop_assert_eq!(fast.state(), slow.state(), "after {:?}", op);
+        }
+        Ok(())
     }
 }
