@@ -345,11 +345,13 @@ pub struct Writer<'a>(pub &'a mut Vec<u8>);
 
 impl Writer<'_> {
     /// Appends a `u32`.
+    #[inline]
     pub fn u32(&mut self, v: u32) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
 
     /// Appends a `u64`.
+    #[inline]
     pub fn u64(&mut self, v: u64) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }

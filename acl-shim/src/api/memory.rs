@@ -202,7 +202,7 @@ impl Runtime {
         let drv = self.backend.driver();
         let no_context =
             || AclError::new(ACL_ERROR_RT_CONTEXT_NULL, format!("{api}: device {d} has no context"));
-        let mut plan = Planned { hal: HalBacker::new(drv, d), backs: Vec::new() };
+        let mut plan = Planned { hal: HalBacker::new(drv, d), backs: smallvec::SmallVec::new() };
         let (p, epoch) = {
             // Lock order: `mem` alone.
             let mut st = self.device(d).mem(api)?;
@@ -356,7 +356,7 @@ impl Runtime {
                 drop(st);
                 // All pieces in one call, in address order: the backend may unback adjacent
                 // pieces as one mapping.
-                let mut ranges: Vec<VaRange> = det.backed_ranges().collect();
+                let mut ranges: smallvec::SmallVec<[VaRange; 4]> = det.backed_ranges().collect();
                 ranges.sort_unstable_by_key(|r| r.start().as_u64());
                 let unbacked = self.backend.driver().unback_many(DeviceId(d), &ranges);
                 let shrunk = if unbacked.is_ok() { ranges.iter().map(|r| r.len_bytes()).sum() } else { 0 };

@@ -93,7 +93,8 @@ pub(crate) fn next_epoch() -> u64 {
 /// the driver at once.
 pub(crate) struct Planned<'a> {
     pub(crate) hal: HalBacker<'a>,
-    pub(crate) backs: Vec<(VaRange, PageSize, MemAttr)>,
+    /// Inline up to four pieces (2 MiB pages and a 4 KiB tail, say): no heap allocation.
+    pub(crate) backs: smallvec::SmallVec<[(VaRange, PageSize, MemAttr); 4]>,
 }
 
 impl mm::device::Backer for Planned<'_> {
@@ -322,7 +323,8 @@ impl HalBacker<'_> {
         backs: &[(VaRange, PageSize, MemAttr)],
     ) -> std::result::Result<(), hal::Error> {
         // As in `back`: the backing itself stays writable.
-        let reqs: Vec<BackRequest> = backs
+        // Inline: backing one allocation makes no heap allocation here.
+        let reqs: smallvec::SmallVec<[BackRequest; 4]> = backs
             .iter()
             .map(|&(range, page_size, attrs)| BackRequest {
                 range,

@@ -22,8 +22,9 @@ use hal::{
 };
 use hal::{ShareInfo, ShareKind, ShareName};
 use mm::phys::PhysRun;
+use smallvec::SmallVec;
 
-use crate::registry::{IntMap, Registry};
+use crate::registry::{Ids, IntMap, Registry, Runs};
 use crate::sys::{ShmObject, Window};
 
 /// A range backed by [`hal::MemoryBacking::back`]: it owns its frames.
@@ -31,7 +32,7 @@ use crate::sys::{ShmObject, Window};
 struct Backing {
     len_bytes: u64,
     page_size: PageSize,
-    runs: Vec<PhysRun>,
+    runs: Runs,
     /// The registry allocation holding the frames.
     id: u64,
 }
@@ -305,7 +306,8 @@ impl Device {
             && reqs
                 .iter()
                 .all(|r| r.attrs.contains(MemAttr::READONLY) == first.attrs.contains(MemAttr::READONLY));
-        let mut placed = Vec::with_capacity(reqs.len());
+        // Inline lists: backing one allocation makes no heap allocation here.
+        let mut placed: SmallVec<[(&Window, u64); 4]> = SmallVec::new();
         for r in reqs {
             placed.push(self.offset_of(&r.range, r.page_size)?);
         }
@@ -317,17 +319,17 @@ impl Device {
         if reqs.iter().any(|r| st.backed.contains_key(&r.range.start().as_u64())) {
             return Err(err(ErrorKind::InvalidArgument, "range already backed or mapped"));
         }
-        let mut pieces: Vec<(PageSize, u64, Option<u64>)> = Vec::with_capacity(reqs.len());
+        let mut pieces: SmallVec<[(PageSize, u64, Option<u64>); 4]> = SmallVec::new();
         for (r, &(_, o)) in reqs.iter().zip(&placed) {
             let len = r.range.len_bytes();
             pieces.push((r.page_size, len / r.page_size.bytes(), w.identity_offset(o, len)));
         }
         let got = self.registry.alloc_many(self.physical, &pieces)?;
-        let runs: Vec<PhysRun> = got.iter().flat_map(|(_, r)| r.iter().copied()).collect();
+        let runs: SmallVec<[PhysRun; 4]> = got.iter().flat_map(|(_, r)| r.iter().copied()).collect();
         let writable = !first.attrs.contains(MemAttr::READONLY);
         if let Err(e) = self.map_runs(w, offset, &runs, writable) {
             // INVARIANT: all or nothing — give the frames back.
-            let ids: Vec<u64> = got.iter().map(|(id, _)| *id).collect();
+            let ids: Ids = got.iter().map(|(id, _)| *id).collect();
             self.registry.release(&ids)?;
             return Err(e);
         }
@@ -371,7 +373,7 @@ impl Device {
         let start = first.start().as_u64();
         let total = ranges[ranges.len() - 1].end() - start;
         self.unmap_range(start, total)?;
-        let mut ids = Vec::with_capacity(ranges.len());
+        let mut ids = Ids::new();
         for r in ranges {
             if let Some(b) = st.backed.remove(&r.start().as_u64()) {
                 ids.push(b.id);
@@ -410,7 +412,7 @@ impl Device {
             PhysAlloc {
                 page_size: page,
                 len_bytes,
-                runs,
+                runs: runs.into_vec(),
                 writable: !attrs.contains(MemAttr::READONLY),
                 map_count: 0,
                 ids: vec![rid],

@@ -62,6 +62,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use hal::{Error, ErrorKind, MemoryInfo, PageSize, Result, ShareKind, ShareName};
 use mm::ipc::{page_of_shift, ExportTable, IpcError, Reader, Share, Writer};
 use mm::phys::{FrameAllocator, PhysConfig, PhysRun};
+use smallvec::{smallvec, SmallVec};
 
 use crate::config::SimConfig;
 use crate::sys::shared::{FileLocked, Locked, RegistryFile};
@@ -126,14 +127,21 @@ impl Hasher for IntHasher {
 /// A hash map keyed by integers, with [`IntHasher`]: O(1) however many entries it holds.
 pub(crate) type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
 
+/// The frame runs of one allocation: inline up to two (an unfragmented allocation is one), so
+/// that allocating and freeing one makes no heap allocation.
+pub(crate) type Runs = SmallVec<[PhysRun; 2]>;
+
+/// Allocation ids of one release (inline up to four: the pieces of one allocation).
+pub(crate) type Ids = SmallVec<[u64; 4]>;
+
 /// One allocation of frames on one device.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Alloc {
     pub(crate) device: u32,
     pub(crate) page: PageSize,
-    pub(crate) runs: Vec<PhysRun>,
+    pub(crate) runs: Runs,
     /// One entry per reference: the allocating process, and each import.
-    pub(crate) holders: Vec<u32>,
+    pub(crate) holders: SmallVec<[u32; 2]>,
     /// The one process that could write the frames (the allocating one), or 0 once another
     /// process imported them.
     pub(crate) owner: u32,
@@ -159,8 +167,8 @@ enum Record {
     Attach { pid: u32 },
     Reap { pid: u32 },
     DeviceUp { device: u32 },
-    Alloc { id: u64, device: u32, page: PageSize, runs: Vec<PhysRun>, holder: u32 },
-    Release { pid: u32, ids: Vec<u64> },
+    Alloc { id: u64, device: u32, page: PageSize, runs: Runs, holder: u32 },
+    Release { pid: u32, ids: Ids },
     Export { share: Share, no_whitelist: bool, next_id: u64 },
     DisableWhitelist { name: ShareName, pid: u32 },
     SetPids { name: ShareName, pid: u32, pids: Vec<u32> },
@@ -177,7 +185,7 @@ fn put_runs(w: &mut Writer<'_>, runs: &[PhysRun]) {
     });
 }
 
-fn get_runs(r: &mut Reader<'_>) -> std::result::Result<Vec<PhysRun>, IpcError> {
+fn get_runs(r: &mut Reader<'_>) -> std::result::Result<Runs, IpcError> {
     (0..r.u64()?).map(|_| Ok(PhysRun { offset: r.u64()?, len_bytes: r.u64()? })).collect()
 }
 
@@ -304,7 +312,7 @@ impl Record {
                 let no_whitelist = r.u32()? != 0;
                 let next_id = r.u64()?;
                 let allocs = (0..r.u64()?).map(|_| r.u64()).collect::<std::result::Result<_, _>>()?;
-                let runs = get_runs(r)?;
+                let runs = get_runs(r)?.into_vec();
                 Self::Export {
                     share: Share::new(name, exporter, device, page, allocs, runs),
                     no_whitelist,
@@ -327,7 +335,7 @@ impl Record {
 }
 
 /// Frames a record freed: their device, page size and runs.
-type Freed = (u32, PageSize, Vec<PhysRun>);
+type Freed = (u32, PageSize, Runs);
 
 /// A range of one device's HBM to clear: device, offset, length.
 type Clear = (u32, u64, u64);
@@ -336,8 +344,8 @@ type Clear = (u32, u64, u64);
 /// process other than their last owner (which the writer clears before committing).
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Effects {
-    freed: Vec<Freed>,
-    clear: Vec<Clear>,
+    freed: SmallVec<[Freed; 2]>,
+    clear: SmallVec<[Clear; 2]>,
 }
 
 impl State {
@@ -397,12 +405,12 @@ impl State {
     }
 
     /// Drops every reference `pid` holds, its exports and its imports, and `pid` itself.
-    fn reap(&mut self, pid: u32, freed: &mut Vec<Freed>) {
+    fn reap(&mut self, pid: u32, freed: &mut SmallVec<[Freed; 2]>) {
         self.procs.remove(&pid);
         self.shares.reap(pid);
         let mut gone = Vec::new();
         self.allocs.retain(|&id, a| {
-            a.holders.retain(|&h| h != pid);
+            a.holders.retain(|h| *h != pid);
             if a.holders.is_empty() {
                 gone.push((id, a.device, a.page, std::mem::take(&mut a.runs), a.owner));
                 false
@@ -441,7 +449,7 @@ impl State {
 
     /// Takes `run` of `device` out of the not-cleared ranges; the parts some process other
     /// than `to` last owned go to `clear`.
-    fn take_dirty(&mut self, device: u32, run: &PhysRun, to: u32, clear: &mut Vec<Clear>) {
+    fn take_dirty(&mut self, device: u32, run: &PhysRun, to: u32, clear: &mut SmallVec<[Clear; 2]>) {
         let end = run.offset + run.len_bytes;
         let mut from = match self.dirty.range(..=(device, run.offset)).next_back() {
             Some((&(d, s), &(l, _))) if d == device && s + l > run.offset => s,
@@ -469,8 +477,8 @@ impl State {
 
     /// Applies `rec`; all or nothing.
     fn apply(&mut self, rec: &Record) -> std::result::Result<Effects, Error> {
-        let mut freed = Vec::new();
-        let mut clear = Vec::new();
+        let mut freed = SmallVec::new();
+        let mut clear = SmallVec::new();
         match rec {
             Record::Attach { pid } => {
                 self.procs.insert(*pid);
@@ -494,7 +502,7 @@ impl State {
                         device: *device,
                         page: *page,
                         runs: runs.clone(),
-                        holders: vec![*holder],
+                        holders: smallvec![*holder],
                         owner: *holder,
                     },
                 );
@@ -1061,7 +1069,7 @@ impl Registry {
         page: PageSize,
         count: u64,
         prefer: Option<u64>,
-    ) -> Result<(u64, Vec<PhysRun>)> {
+    ) -> Result<(u64, Runs)> {
         let attempt = |tx: &mut Tx<'_>, me: u32| self.alloc_in(tx, me, device, page, count, prefer);
         match self.with(false, attempt) {
             // Out of memory: a dead process may still hold frames; reap and try once more.
@@ -1081,7 +1089,7 @@ impl Registry {
         page: PageSize,
         count: u64,
         prefer: Option<u64>,
-    ) -> Result<(u64, Vec<PhysRun>)> {
+    ) -> Result<(u64, Runs)> {
         let frames = self.frames(tx.cache, device)?;
         let wanted = prefer.and_then(|offset| {
             let len_bytes = count.checked_mul(page.bytes())?;
@@ -1089,8 +1097,8 @@ impl Registry {
             (offset.checked_add(len_bytes)? <= self.config.hbm_bytes).then_some(run)
         });
         let runs = match wanted {
-            Some(run) if frames.claim_pages(page, &[run]).is_ok() => vec![run],
-            _ => frames.alloc_pages(page, count).map_err(Error::from)?,
+            Some(run) if frames.claim_pages(page, &[run]).is_ok() => smallvec![run],
+            _ => frames.alloc_pages(page, count).map_err(Error::from)?.into(),
         };
         let id = tx.cache.state.next_id + 1;
         tx.apply(Record::Alloc { id, device, page, runs: runs.clone(), holder: me }, true)?;
@@ -1104,9 +1112,9 @@ impl Registry {
         &self,
         device: u32,
         pieces: &[(PageSize, u64, Option<u64>)],
-    ) -> Result<Vec<(u64, Vec<PhysRun>)>> {
+    ) -> Result<SmallVec<[(u64, Runs); 4]>> {
         let attempt = |tx: &mut Tx<'_>, me: u32| {
-            let mut out: Vec<(u64, Vec<PhysRun>)> = Vec::with_capacity(pieces.len());
+            let mut out: SmallVec<[(u64, Runs); 4]> = SmallVec::new();
             for &(page, count, prefer) in pieces {
                 // A later piece failing after earlier ones were applied: `with` commits none of
                 // them and reloads the cache from the file (nothing changed for the machine).
@@ -1123,7 +1131,7 @@ impl Registry {
 
     /// Drops one reference of this process to each of `ids`; frames no one holds are freed.
     pub(crate) fn release(&self, ids: &[u64]) -> Result<()> {
-        self.with(false, |tx, me| tx.apply(Record::Release { pid: me, ids: ids.to_vec() }, false))
+        self.with(false, |tx, me| tx.apply(Record::Release { pid: me, ids: Ids::from_slice(ids) }, false))
     }
 
     /// Free and total memory of `device`, across every process.
@@ -1320,20 +1328,23 @@ mod tests {
             Alloc {
                 device: 1,
                 page: PageSize::Huge,
-                runs: vec![PhysRun { offset: 0, len_bytes: 2 << 20 }],
-                holders: vec![5, 6],
+                runs: smallvec![PhysRun { offset: 0, len_bytes: 2 << 20 }],
+                holders: smallvec![5, 6],
                 owner: 0,
             },
         );
         s.dirty.insert((1, 4 << 20), (8192, 5));
         assert_eq!(State::decode(&s.encode()).unwrap(), s);
-        let mut freed = Vec::new();
+        let mut freed = SmallVec::new();
         s.reap(5, &mut freed);
-        assert_eq!(s.allocs[&3].holders, vec![6]);
+        assert_eq!(s.allocs[&3].holders.as_slice(), [6]);
         assert!(freed.is_empty());
         s.reap(6, &mut freed);
         assert!(s.allocs.is_empty());
-        assert_eq!(freed, vec![(1, PageSize::Huge, vec![PhysRun { offset: 0, len_bytes: 2 << 20 }])]);
+        assert_eq!(
+            freed.as_slice(),
+            [(1, PageSize::Huge, smallvec![PhysRun { offset: 0, len_bytes: 2 << 20 }])]
+        );
     }
 
     fn name(s: &str) -> ShareName {
@@ -1342,7 +1353,7 @@ mod tests {
 
     #[test]
     fn records_round_trip_and_replay_to_the_same_state() {
-        let run = |o: u64| vec![PhysRun { offset: o, len_bytes: 8192 }];
+        let run = |o: u64| -> Runs { smallvec![PhysRun { offset: o, len_bytes: 8192 }] };
         let records = vec![
             Record::Attach { pid: 5 },
             Record::Attach { pid: 6 },
@@ -1350,7 +1361,7 @@ mod tests {
             Record::Alloc { id: 1, device: 0, page: PageSize::Normal, runs: run(0), holder: 5 },
             Record::Alloc { id: 2, device: 0, page: PageSize::Normal, runs: run(8192), holder: 6 },
             Record::Export {
-                share: Share::new(name("k"), 5, 0, PageSize::Normal, vec![1], run(0)),
+                share: Share::new(name("k"), 5, 0, PageSize::Normal, vec![1], run(0).into_vec()),
                 no_whitelist: false,
                 next_id: 7,
             },
@@ -1358,7 +1369,7 @@ mod tests {
             Record::Import { name: name("k"), pid: 6 },
             Record::CloseImport { name: name("k"), pid: 6 },
             Record::Destroy { name: name("k"), pid: 5 },
-            Record::Release { pid: 5, ids: vec![1] },
+            Record::Release { pid: 5, ids: smallvec![1] },
             Record::Reap { pid: 6 },
             Record::DisableWhitelist { name: name("gone"), pid: 5 },
         ];
@@ -1396,10 +1407,10 @@ mod tests {
             id,
             device: 0,
             page: PageSize::Normal,
-            runs: vec![PhysRun { offset, len_bytes }],
+            runs: smallvec![PhysRun { offset, len_bytes }],
             holder,
         };
-        let free = |pid: u32, id: u64| Record::Release { pid, ids: vec![id] };
+        let free = |pid: u32, id: u64| Record::Release { pid, ids: smallvec![id] };
         for r in [Record::Attach { pid: 5 }, Record::Attach { pid: 6 }, alloc(1, 0, 16384, 5), free(5, 1)] {
             assert!(s.apply(&r).unwrap().clear.is_empty());
         }
@@ -1409,7 +1420,7 @@ mod tests {
         // Another process takes frames across two of 5's ranges and some fresh ones: only 5's
         // parts are cleared, and what it does not take stays recorded.
         let e = s.apply(&alloc(3, 12288, 8192, 6)).unwrap();
-        assert_eq!(e.clear, vec![(0, 12288, 4096)]);
+        assert_eq!(e.clear.as_slice(), [(0, 12288, 4096)]);
         assert_eq!(s.dirty, BTreeMap::from([((0, 0), (4096, 5)), ((0, 8192), (4096, 5))]));
         // Freed ranges of one owner merge with their neighbours.
         s.apply(&free(5, 2)).unwrap();
@@ -1417,7 +1428,7 @@ mod tests {
         // A new process that reuses a dead process's pid is not that process.
         s.apply(&Record::Reap { pid: 5 }).unwrap();
         s.apply(&Record::Attach { pid: 5 }).unwrap();
-        assert_eq!(s.apply(&alloc(4, 0, 4096, 5)).unwrap().clear, vec![(0, 0, 4096)]);
+        assert_eq!(s.apply(&alloc(4, 0, 4096, 5)).unwrap().clear.as_slice(), [(0, 0, 4096)]);
         assert_eq!(State::decode(&s.encode()).unwrap(), s);
     }
 

@@ -489,6 +489,14 @@ impl Window {
         let at = self.page_range(offset, len_bytes)?;
         let end = offset + len_bytes;
         let mut map = self.mapped.write().unwrap_or_else(|p| p.into_inner());
+        // The common case: one identity entry is exactly the range (one lookup, one removal).
+        if map.get(&offset).is_some_and(|e| e.identity && e.len_bytes == len_bytes) {
+            // CAST: checked by `page_range` to fit the window, hence usize.
+            Self::protect(at, len_bytes as usize, libc::PROT_NONE)?;
+            // INVARIANT: the range is inaccessible again; drop its entry.
+            map.remove(&offset);
+            return Ok(());
+        }
         // Check exact coverage before changing anything. Adjacent backings made accessible
         // together are one entry on the identity mapping; unmapping one of them splits it
         // (bookkeeping only: the pages' state is uniform).
