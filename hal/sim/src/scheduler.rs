@@ -786,13 +786,21 @@ fn drain_lane(st: &mut State, lane: &Lane) -> bool {
 /// something unfinished, and the worker that finishes it looks again; a backlogged lane is
 /// drained by the finish of its queue's next task.
 fn drain_posted(shared: &Shared, st: &mut State) {
+    take_posted(shared, st, 0);
+}
+
+/// Takes the lanes posted since the last look into the owned set and drains the owned lanes
+/// from position `from` of the set on (0: all of them; the set's length: only those just
+/// taken, for a worker's second look before it runs a task, which must see new posts but
+/// need not look at lanes whose unfinished work another finish will look after).
+fn take_posted(shared: &Shared, st: &mut State, from: usize) {
     shared.inbox.take(|index| {
         if st.lanes[index].is_some() && !st.is_owned[index] {
             st.is_owned[index] = true;
             st.owned.push(index);
         }
     });
-    let mut i = 0;
+    let mut i = from;
     while let Some(&index) = st.owned.get(i) {
         if st.backlog[index] || poll_lane(st, index) {
             i += 1;
@@ -806,18 +814,20 @@ fn drain_posted(shared: &Shared, st: &mut State) {
 /// Drains the owned lane at slot `index` and gives it back when its ring is empty and its
 /// queue idle; whether the lane stays owned.
 fn poll_lane(st: &mut State, index: usize) -> bool {
+    let Some(lane) = st.lanes[index].as_ref() else { return false };
+    let q = StreamId(lane.queue.0);
+    if lane.ring.is_empty() && !queue_idle(st, q) {
+        // Nothing to move, and the queue's unfinished work looks again when it finishes.
+        return true;
+    }
     // Moved out and back, not cloned: no reference-count write on the lane (a line its
     // submitter reads) per look. `drain_lane` touches only the executor and the backlog.
     let Some(lane) = st.lanes[index].take() else { return false };
-    let q = StreamId(lane.queue.0);
     let keep = loop {
         if !drain_lane(st, &lane) {
             break true;
         }
-        let idle = match (st.exec.submitted_seq(q), st.exec.completed_seq(q)) {
-            (Ok(s), Ok(c)) => s <= c,
-            _ => true,
-        };
+        let idle = queue_idle(st, q);
         // A busy queue stays owned; an idle one is given back unless a push came after the
         // drain (then drain again).
         if !idle || lane.ring.unpost_if_empty() {
@@ -826,6 +836,15 @@ fn poll_lane(st: &mut State, index: usize) -> bool {
     };
     st.lanes[index] = Some(lane);
     keep
+}
+
+/// Whether queue `q` has nothing unfinished in the executor (or is gone).
+#[inline]
+fn queue_idle(st: &State, q: StreamId) -> bool {
+    match (st.exec.submitted_seq(q), st.exec.completed_seq(q)) {
+        (Ok(s), Ok(c)) => s <= c,
+        _ => true,
+    }
 }
 
 /// Whether a value-wait task may start: its word holds the awaited value.
@@ -889,7 +908,8 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
             // No longer looking: look once more (`Sleepers`), since a submitter that saw this
             // worker looking left its post to it.
             shared.sleepers.executes();
-            drain_posted(shared, &mut st);
+            let owned = st.owned.len();
+            take_posted(shared, &mut st, owned);
             if st.exec.has_ready() || !st.started.is_empty() || st.exec.has_gated() {
                 // More work: let another worker take some. (Posted lanes need no wake-up of
                 // their own: a post to a busy queue is drained by the worker that finishes
