@@ -1,6 +1,6 @@
 //! Which lanes (per-stream [`Ring`](crate::Ring)s filled without the consumer's lock) have
 //! something for their consumer: a two-level bitmap that submitters post to and the consumer
-//! takes from, plus the per-lane flag that keeps a lane posted at most once.
+//! takes from.
 //!
 //! This module owns the posting protocol between many producers (one per lane at a time) and
 //! the one consumer that drains lanes (the software NPU: whichever worker holds the device's
@@ -9,25 +9,35 @@
 //!
 //! # The protocol
 //!
-//! - A producer publishes into its lane's ring, then calls [`Armed::after_publish`]; when that
-//!   answers true (the lane was not posted) it calls [`Inbox::post`] with the lane's index.
-//! - The consumer calls [`Inbox::take`], which hands it every posted lane once; for each lane
-//!   it calls [`Armed::before_drain`] and then drains the ring until it is empty.
+//! A lane is *posted* from the push that finds it not posted until its consumer finds it
+//! empty and idle; the mark is the ring's own ([`Ring::try_push_posting`](crate::Ring::try_push_posting),
+//! in the tail word the push writes anyway), so a producer to a posted lane touches nothing
+//! but the descriptor's slot and the tail.
 //!
-//! No publication is stranded: the producer marks the flag with a read-modify-write after its
-//! publication and the consumer clears it with one before its look at the ring, so whichever
-//! comes second in the flag's order sees the other: either the consumer's clear reads the
-//! producer's mark (acquire-release), and then the drain sees the descriptor, or the producer's
-//! mark reads the clear, and then the producer posts the lane again. (Read-modify-writes, not
-//! fences and plain loads, so that the argument needs no sequentially consistent order, which
-//! loom does not model.) The loom model at the bottom checks this with the
-//! real [`Ring`](crate::Ring), [`Inbox`], [`Armed`] and [`Sleepers`](crate::wake::Sleepers).
+//! - A producer publishes with [`Ring::try_push_posting`](crate::Ring::try_push_posting); when
+//!   that answers that the lane must be posted, it calls [`Inbox::post`] with the lane's index
+//!   (and then wakes a consumer if none will look, by [`wake`](crate::wake)'s rules).
+//! - The consumer calls [`Inbox::take`], which hands it every newly posted lane once, and
+//!   keeps those lanes in a set of its own (the lanes it *owns*). On every look it drains each
+//!   owned lane's ring. A lane whose ring is empty and whose stream has nothing unfinished it
+//!   gives back with [`Ring::unpost_if_empty`](crate::Ring::unpost_if_empty); when that fails
+//!   (a push came after the drain), it drains again. A lane with something unfinished it keeps:
+//!   the consumer looks again when that finishes.
+//!
+//! No publication is stranded: a push either reads the mark set by the read-modify-write that
+//! publishes it, and then the lane is owned and its consumer looks at it again (after the
+//! unfinished work it saw finishes, or because its clear fails), or it reads the mark clear,
+//! and then it posts the lane. The clear and the push are read-modify-writes of the same word,
+//! so one of them sees the other (no sequentially consistent fence, which loom does not
+//! model). The loom model at the bottom checks this with the real [`Ring`](crate::Ring),
+//! [`Inbox`] and [`Sleepers`](crate::wake::Sleepers), a consumer that owns the lane while a
+//! task of it runs, and the race of a push with the clear.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use crate::error::{Error, Result};
-use crate::sync::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 
 /// Lanes of one word of the bitmap.
 const WORD_BITS: usize = 64;
@@ -113,35 +123,6 @@ impl Inbox {
     }
 }
 
-/// Whether a lane is posted in its [`Inbox`] (so its producer need not post it again).
-#[derive(Debug, Default)]
-pub struct Armed {
-    posted: AtomicBool,
-}
-
-impl Armed {
-    /// A lane that is not posted.
-    pub fn new() -> Self {
-        Self { posted: AtomicBool::new(false) }
-    }
-
-    /// The producer, after publishing into the lane's ring: whether it must post the lane now
-    /// (it was not posted; it is marked posted from here on).
-    #[inline]
-    pub fn after_publish(&self) -> bool {
-        // AcqRel read-modify-write: see the module documentation.
-        !self.posted.swap(true, Ordering::AcqRel)
-    }
-
-    /// The consumer, after taking the lane from the inbox and before draining its ring: the
-    /// lane is no longer posted, so a publication the drain misses posts it again.
-    #[inline]
-    pub fn before_drain(&self) {
-        // AcqRel read-modify-write: see the module documentation.
-        self.posted.swap(false, Ordering::AcqRel);
-    }
-}
-
 #[cfg(all(test, not(loom)))]
 mod tests {
     use alloc::vec::Vec;
@@ -162,20 +143,13 @@ mod tests {
         assert!(inbox.is_empty());
         assert_eq!(inbox.take(|_| panic!("nothing posted")), 0);
     }
-
-    #[test]
-    fn armed_posts_once_until_drained() {
-        let a = Armed::new();
-        assert!(a.after_publish());
-        assert!(!a.after_publish(), "already posted");
-        a.before_drain();
-        assert!(a.after_publish(), "a publication after the drain started posts again");
-    }
 }
 
 #[cfg(all(test, loom))]
 mod loom_models {
     extern crate std;
+
+    use std::collections::VecDeque;
 
     use loom::sync::{Arc, Condvar, Mutex};
 
@@ -183,25 +157,36 @@ mod loom_models {
     use crate::ring::{Ring, WordSlots};
     use crate::wake::Sleepers;
 
+    /// What the device's lock guards, reduced to one lane: whether the consumer owns the lane,
+    /// the descriptors it moved out of the ring (the executor), and whether one of them runs.
+    #[derive(Default)]
+    struct State {
+        owned: bool,
+        queued: VecDeque<u64>,
+        running: bool,
+    }
+
     /// The software NPU's device, reduced to one lane: a ring its submitter fills without the
-    /// lock, the inbox, the lane's flag, the parked workers, and the lock + condition variable a
-    /// worker parks on.
+    /// lock, the inbox, the parked workers, and the lock + condition variable a worker parks
+    /// on.
     struct Device {
         ring: Ring<WordSlots<1>>,
-        armed: Armed,
         inbox: Inbox,
         sleepers: Sleepers,
-        lock: Mutex<()>,
+        lock: Mutex<State>,
         work: Condvar,
     }
 
-    /// The submitter's path, as in the sim: publish, post when the lane was not posted, and
-    /// only then, when a worker is parked, take the lock and notify after it.
+    /// The submitter's path, as in the sim: publish; when the lane was not posted, post it,
+    /// and then, when a worker is parked, take the lock and notify after it.
     fn submit(d: &Device, v: u64) {
-        while d.ring.try_push(&[v]).is_err() {
-            loom::thread::yield_now();
-        }
-        if d.armed.after_publish() {
+        let post = loop {
+            match d.ring.try_push_posting(&[v]) {
+                Ok((_, post)) => break post,
+                Err(_) => loom::thread::yield_now(),
+            }
+        };
+        if post {
             d.inbox.post(0);
             if d.sleepers.should_notify() {
                 drop(d.lock.lock().unwrap());
@@ -210,35 +195,51 @@ mod loom_models {
         }
     }
 
-    /// The worker's loop, as in the sim: looking from the start; under the lock, take posted
-    /// lanes and drain them; after taking something, leave looking to "run" it, look once
-    /// more and come back; with nothing to do, spin once (when `spin`: one look at the inbox
-    /// without the lock, counted as spinning), then announce, look once more, and park.
-    /// Returns the values it took.
-    fn worker(d: &Device, want: u64, spin: bool) -> std::vec::Vec<u64> {
-        let mut took = std::vec::Vec::new();
+    /// A worker's look under the lock, as in the sim: take newly posted lanes into the owned
+    /// set; drain each owned lane; give an empty lane whose stream is idle back (draining
+    /// again when the clear fails).
+    fn look(d: &Device, st: &mut State) {
+        d.inbox.take(|_| st.owned = true);
+        while st.owned {
+            while let Some((_, [v])) = d.ring.try_pop() {
+                st.queued.push_back(v);
+            }
+            if !st.queued.is_empty() || st.running {
+                // Busy: the finish of what is unfinished looks again.
+                break;
+            }
+            if d.ring.unpost_if_empty() {
+                st.owned = false;
+            }
+        }
+    }
+
+    /// The worker's loop, as in the sim: looking from the start; under the lock, look and
+    /// take the next descriptor; run it without the lock (looking once more first), finish it
+    /// under the lock and come back; with nothing to do, spin once (when `spin`: one look at
+    /// the inbox without the lock, counted as spinning), then announce, look once more, and
+    /// park. Returns the values it ran.
+    fn worker(d: &Device, want: usize, spin: bool) -> std::vec::Vec<u64> {
+        let mut ran = std::vec::Vec::new();
         let mut spun = !spin;
         d.sleepers.looks();
         let mut g = d.lock.lock().unwrap();
-        let mut drain = |took: &mut std::vec::Vec<u64>| {
-            d.inbox.take(|_| {
-                d.armed.before_drain();
-                while let Some((_, [v])) = d.ring.try_pop() {
-                    took.push(v);
-                }
-            })
-        };
         loop {
-            if drain(&mut took) > 0 {
+            look(d, &mut g);
+            if let Some(v) = g.queued.pop_front() {
+                g.running = true;
                 d.sleepers.executes();
-                drain(&mut took);
+                look(d, &mut g);
                 drop(g);
+                ran.push(v);
                 d.sleepers.looks();
                 g = d.lock.lock().unwrap();
+                g.running = false;
+                continue;
             }
-            // CAST: a short test vector.
-            if took.len() as u64 == want {
-                return took;
+            if ran.len() == want {
+                assert!(!g.owned && !d.ring.is_posted(), "an idle lane is given back");
+                return ran;
             }
             if !spun {
                 drop(g);
@@ -260,8 +261,10 @@ mod loom_models {
         }
     }
 
-    /// Two submissions and one worker: the worker takes both in order (a stranded descriptor
-    /// or a lost wake-up leaves it parked forever, which loom reports as a deadlock).
+    /// Two submissions and one worker: the worker runs both in order (a stranded descriptor
+    /// or a lost wake-up leaves it parked forever, which loom reports as a deadlock), whether
+    /// the second push meets the lane owned (the first still unfinished, or drained and not
+    /// yet given back) or given back.
     #[test]
     fn loom_lane_submit_wakes_a_parked_worker() {
         model(false, 3);
@@ -279,10 +282,9 @@ mod loom_models {
         b.check(move || {
             let d = Arc::new(Device {
                 ring: Ring::new(WordSlots::new(2).unwrap()).unwrap(),
-                armed: Armed::new(),
                 inbox: Inbox::new(1).unwrap(),
                 sleepers: Sleepers::new(),
-                lock: Mutex::new(()),
+                lock: Mutex::new(State::default()),
                 work: Condvar::new(),
             });
             let w = {

@@ -3,7 +3,8 @@
 //!
 //! This module owns the encoding of a [`TaskDesc`] into the ring's words, the lane's
 //! producer side (its submit lock: one submitter of a queue at a time, never a per-device
-//! lock), the lane's submitted-sequence word and its posted flag. It must not run tasks or
+//! lock) and the lane's submitted-sequence word (its posted mark is its ring's, see
+//! [`sched::Ring::try_push_posting`]). It must not run tasks or
 //! touch the executor: the scheduler drains lanes into it under the device lock (the ring's
 //! one consumer).
 
@@ -11,7 +12,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use hal::{DeviceAddr, HostCall, QueueId, TaskDesc, WaitCompare};
-use sched::inbox::Armed;
 use sched::{CachePadded, Progress, Ring, WordSlots};
 
 /// Words of one encoded descriptor (a tag and the largest variant's six fields).
@@ -133,11 +133,9 @@ pub(crate) struct Lane {
     pub(crate) index: usize,
     /// The submit lock and the submitted word (the producer's line).
     prod: CachePadded<ProducerWords>,
-    /// Encoded descriptors submitted and not yet moved into the executor.
+    /// Encoded descriptors submitted and not yet moved into the executor; its tail word
+    /// carries the lane's posted mark (pushed only with [`Ring::try_push_posting`]).
     pub(crate) ring: Ring<WordSlots<WORDS>>,
-    /// Whether the lane is posted in the device's inbox (written by submitters and workers
-    /// alike, so on a line of its own).
-    pub(crate) armed: CachePadded<Armed>,
     /// The queue's published completed sequence (the executor's word).
     pub(crate) progress: Arc<Progress>,
     /// The queue's depth: at most this many of its tasks are unfinished (queued in the ring,
@@ -167,7 +165,6 @@ impl Lane {
                 submitted: AtomicU64::new(0),
             }),
             ring: Ring::new(WordSlots::new(depth.next_power_of_two())?)?,
-            armed: CachePadded(Armed::new()),
             progress,
             // CAST: usize fits in u64.
             depth: depth as u64,

@@ -9,18 +9,25 @@
 //! # Submission
 //!
 //! A plain task (no ticket) takes no device-wide lock: the submitter takes its queue's submit
-//! lock (one submitter of a queue at a time), publishes the encoded descriptor in the queue's
-//! [`sched::Ring`], and posts the lane in the device's [`Inbox`] only when it was not posted
-//! ([`Armed`](sched::inbox::Armed)). A post wakes anyone only when the queue was idle (the
+//! lock (one submitter of a queue at a time) and publishes the encoded descriptor in the
+//! queue's [`sched::Ring`] with [`try_push_posting`](sched::Ring::try_push_posting). While a
+//! worker owns the lane (it took the lane's post and the queue still has something
+//! unfinished) that is all: the submitter touches the descriptor's slot and the ring's tail
+//! word, nothing else. Only a push that finds the lane given back posts it in the device's
+//! [`Inbox`]. A post wakes anyone only when the queue was idle (the
 //! completed word, read after the post, shows no earlier task unfinished: otherwise the worker
 //! that finishes that task looks at the inbox afterwards). Then the submitter kicks the work
 //! word (ending a spinner's spin), and takes the device lock to notify a parked worker only
 //! when one is parked and none is looking or spinning on its core ([`Sleepers`]; a worker
 //! spinning by yielding its core does not count: on a loaded machine it may wait long for a
 //! core, and the launch with it), and only when a parked worker is not notified already
-//! ([`Idle::claim_wake`]). Workers
-//! move posted lanes' descriptors into the executor under the device lock (the rings' one
-//! consumer), in order; a lane the executor has no room for stays in a backlog until its
+//! ([`Idle::claim_wake`]). Workers take posted lanes into the device's owned set and, on every
+//! look, move the owned lanes' descriptors into the executor under the device lock (the rings'
+//! one consumer), in order; a lane whose ring is empty and whose queue has nothing unfinished
+//! is given back ([`unpost_if_empty`](sched::Ring::unpost_if_empty), which fails and drains
+//! again when a push came first). A worker looks after every finish and before it spins or
+//! parks, so an owned lane is always looked at again once what it has unfinished finishes. A
+//! lane the executor has no room for stays in a backlog until its
 //! queue finishes something. Items that need the executor at once (event records and waits,
 //! cross-queue waits, ticketed tasks) take the queue's submit lock and the device lock, move
 //! the lane's descriptors first, then queue the item, so a queue's sequence numbers stay in
@@ -171,6 +178,11 @@ struct State {
     lanes: Vec<Option<Arc<Lane>>>,
     /// Lanes whose descriptors the executor had no room for, by slot.
     backlog: Vec<bool>,
+    /// The lanes the workers own (taken from the inbox and not given back: posted, so their
+    /// submitters post nothing), by slot index, and whether each slot is among them.
+    owned: Vec<usize>,
+    /// Whether each slot's lane is in `owned`.
+    is_owned: Vec<bool>,
     /// Head tasks a forced abort started ([`Scheduler::abort_queue`] with [`AbortHead::Runs`]):
     /// taken for running by the executor, waiting for a worker to run them.
     started: Vec<(StreamId, u64, TaskDesc)>,
@@ -237,6 +249,8 @@ impl Scheduler {
                 blind: 0,
                 lanes: (0..MAX_QUEUES).map(|_| None).collect(),
                 backlog: vec![false; MAX_QUEUES],
+                owned: Vec::with_capacity(MAX_QUEUES),
+                is_owned: vec![false; MAX_QUEUES],
                 started: Vec::new(),
             }),
             work_word: WorkWord::new(),
@@ -326,6 +340,9 @@ impl Scheduler {
         let index = lane_index(q);
         st.lanes[index] = None;
         st.backlog[index] = false;
+        if std::mem::take(&mut st.is_owned[index]) {
+            st.owned.retain(|&i| i != index);
+        }
         self.shared.lanes[index].store(None);
         st.faults.remove(&q.0);
         // Waits on the destroyed queue are satisfied now.
@@ -465,14 +482,19 @@ impl Scheduler {
             let mut p = lane.producer();
             // Back pressure: the queue's depth bounds its unfinished tasks, ring and executor
             // together (the ring alone could hold another `depth` behind a full executor).
-            while !(lane.has_room_for(&mut p) && lane.ring.try_push(&words).is_ok()) {
+            let must_post = loop {
+                if lane.has_room_for(&mut p) {
+                    if let Ok((_, post)) = lane.ring.try_push_posting(&words) {
+                        break post;
+                    }
+                }
                 self.wait_for_room(lane, p.submitted);
-            }
+            };
             let seq = p.submitted + 1;
             lane.note_submitted(&mut p, seq);
             drop(p);
-            if !lane.armed.after_publish() {
-                // Posted already: whoever takes the post drains this descriptor too.
+            if !must_post {
+                // Posted already (a worker owns the lane): it drains this descriptor too.
                 return (seq, false);
             }
             self.shared.inbox.post(lane.index);
@@ -758,17 +780,71 @@ fn drain_lane(st: &mut State, lane: &Lane) -> bool {
     true
 }
 
-/// Drains every lane posted since the last look (a worker, under the lock).
+/// A worker's look at the lanes (under the lock): takes the lanes posted since the last look
+/// into the owned set, drains every owned lane, and gives back (unposts) each one whose ring
+/// is empty and whose queue has nothing unfinished (see [`sched::inbox`]). A lane kept has
+/// something unfinished, and the worker that finishes it looks again; a backlogged lane is
+/// drained by the finish of its queue's next task.
 fn drain_posted(shared: &Shared, st: &mut State) {
+    take_posted(shared, st, 0);
+}
+
+/// Takes the lanes posted since the last look into the owned set and drains the owned lanes
+/// from position `from` of the set on (0: all of them; the set's length: only those just
+/// taken, for a worker's second look before it runs a task, which must see new posts but
+/// need not look at lanes whose unfinished work another finish will look after).
+fn take_posted(shared: &Shared, st: &mut State, from: usize) {
     shared.inbox.take(|index| {
-        // Moved out and back, not cloned: no reference-count write on the lane (a line its
-        // submitter reads) per drain. `drain_lane` touches only the executor and the backlog.
-        if let Some(lane) = st.lanes[index].take() {
-            lane.armed.before_drain();
-            drain_lane(st, &lane);
-            st.lanes[index] = Some(lane);
+        if st.lanes[index].is_some() && !st.is_owned[index] {
+            st.is_owned[index] = true;
+            st.owned.push(index);
         }
     });
+    let mut i = from;
+    while let Some(&index) = st.owned.get(i) {
+        if st.backlog[index] || poll_lane(st, index) {
+            i += 1;
+        } else {
+            st.owned.swap_remove(i);
+            st.is_owned[index] = false;
+        }
+    }
+}
+
+/// Drains the owned lane at slot `index` and gives it back when its ring is empty and its
+/// queue idle; whether the lane stays owned.
+fn poll_lane(st: &mut State, index: usize) -> bool {
+    let Some(lane) = st.lanes[index].as_ref() else { return false };
+    let q = StreamId(lane.queue.0);
+    if lane.ring.is_empty() && !queue_idle(st, q) {
+        // Nothing to move, and the queue's unfinished work looks again when it finishes.
+        return true;
+    }
+    // Moved out and back, not cloned: no reference-count write on the lane (a line its
+    // submitter reads) per look. `drain_lane` touches only the executor and the backlog.
+    let Some(lane) = st.lanes[index].take() else { return false };
+    let keep = loop {
+        if !drain_lane(st, &lane) {
+            break true;
+        }
+        let idle = queue_idle(st, q);
+        // A busy queue stays owned; an idle one is given back unless a push came after the
+        // drain (then drain again).
+        if !idle || lane.ring.unpost_if_empty() {
+            break !idle;
+        }
+    };
+    st.lanes[index] = Some(lane);
+    keep
+}
+
+/// Whether queue `q` has nothing unfinished in the executor (or is gone).
+#[inline]
+fn queue_idle(st: &State, q: StreamId) -> bool {
+    match (st.exec.submitted_seq(q), st.exec.completed_seq(q)) {
+        (Ok(s), Ok(c)) => s <= c,
+        _ => true,
+    }
 }
 
 /// Whether a value-wait task may start: its word holds the awaited value.
@@ -832,7 +908,8 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
             // No longer looking: look once more (`Sleepers`), since a submitter that saw this
             // worker looking left its post to it.
             shared.sleepers.executes();
-            drain_posted(shared, &mut st);
+            let owned = st.owned.len();
+            take_posted(shared, &mut st, owned);
             if st.exec.has_ready() || !st.started.is_empty() || st.exec.has_gated() {
                 // More work: let another worker take some. (Posted lanes need no wake-up of
                 // their own: a post to a busy queue is drained by the worker that finishes
@@ -880,6 +957,11 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
             if st.waiters > 0 && (st.blind > 0 || due) {
                 shared.done.notify_all();
             }
+            continue;
+        }
+        if st.exec.finished_items() != before {
+            // Internal items finished while taking: a queue may have gone idle, and its lane
+            // must be given back before this worker spins or parks (look again).
             continue;
         }
         if st.stop {
