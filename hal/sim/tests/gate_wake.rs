@@ -158,7 +158,7 @@ fn wait_parked(busy: &[String]) {
 
 #[test]
 fn a_worker_that_takes_a_task_past_a_refused_gate_wakes_a_poller() {
-    assert!(WORKERS_PER_DEVICE >= 2, "one worker to refuse the gate, one to poll it");
+    const { assert!(WORKERS_PER_DEVICE >= 2, "one worker to refuse the gate, one to poll it") };
     let sim = Arc::new(
         Sim::new(SimConfig {
             instance: format!("simgate-{}", std::process::id()),
