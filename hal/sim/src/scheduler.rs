@@ -812,7 +812,10 @@ fn claim_signal(shared: &Shared, st: &mut State) -> bool {
         shared.work_word.kick();
         false
     } else {
+        // A spinner that yields its core does not count, as for a lane submitter (`Sleepers`):
+        // on a loaded machine it may wait long for a core, and the work with it.
         wake::signal(&mut st.idle, &shared.work_word)
+            || (shared.sleepers.should_notify() && st.idle.claim_wake())
     }
 }
 
