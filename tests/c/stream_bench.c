@@ -5,11 +5,13 @@
  * plain bounded SPSC ring between two threads, and asynchronous copy bandwidth
  * (64 MiB pinned<->device, device<->device; a batch of 4096 x 4 KiB) against
  * memcpy of the same bytes, and the launch-to-start latency of a host function
- * on an idle stream against the same hand-off through a ring to a
- * futex-parked thread, all measured in the same run. Prints Markdown tables
- * (the bench harness of tests/benches/streams.rs re-prints them).
+ * and of a kernel on an idle stream against the same hand-off through a ring
+ * to a futex-parked thread, all measured in the same run. Prints Markdown
+ * tables (the bench harness of tests/benches/streams.rs re-prints them).
  *
  * usage: stream_bench [TASKS] [ROUNDS]
+ * ACLRS_TEST_KERNELS names the kernel library of the kernel row (built from
+ * tests/c/kernels/bench_kernels.c); without it the row is left out.
  */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE
@@ -151,12 +153,15 @@ static void idle_gap(void)
     nanosleep(&ts, NULL);
 }
 
-static _Atomic int64_t started_at;
+/* Where the launched function stores the CLOCK_MONOTONIC time of its first instruction: pinned
+ * host memory (aclrtMallocHost), which a kernel may write, watched by the launching thread for
+ * all three hand-offs alike. */
+static _Atomic int64_t *started_at;
 
 static void stamp(void *arg)
 {
-    (void)arg;
-    atomic_store(&started_at, now_ns());
+    int64_t t = now_ns();
+    atomic_store((_Atomic int64_t *)arg, t);
 }
 
 /* The floor: a ring of {fn, arg} items to a consumer thread that parks on a futex as soon as
@@ -202,25 +207,34 @@ static void futex_post(void (*fn)(void *), void *arg)
     }
 }
 
-/* Latencies (ns) of `n` hand-offs after an idle gap each: through the runtime when `s` is
- * set, else through the futex ring. */
-static void latencies(aclrtStream s, int n, double *out)
+/* The hand-offs measured: the floor, a host function, a kernel (the stamp_start kernel of
+ * tests/c/kernels/bench_kernels.c, one block). */
+enum { VIA_RING, VIA_HOST_FUNC, VIA_KERNEL, VIAS };
+
+/* Latencies (ns) of `n` hand-offs after an idle gap each. Every hand-off is measured alike:
+ * the time from the return of the posting call to the stamp, read by spinning on it; only then
+ * does the launching thread synchronise the stream (so that its own waiting does not compete
+ * with the start for a core). */
+static void latencies(int via, aclrtStream s, aclrtFuncHandle kernel, int n, double *out)
 {
     int i;
     for (i = 0; i < n; i++) {
         int64_t ret, start;
         idle_gap();
-        atomic_store(&started_at, 0);
-        if (s != NULL) {
-            TRY(aclrtLaunchHostFunc(s, stamp, NULL));
+        atomic_store(started_at, 0);
+        if (via == VIA_HOST_FUNC) {
+            TRY(aclrtLaunchHostFunc(s, stamp, (void *)started_at));
+        } else if (via == VIA_KERNEL) {
+            void *args[1] = { (void *)started_at };
+            TRY(aclrtLaunchKernel(kernel, 1, args, sizeof args, s));
         } else {
-            futex_post(stamp, NULL);
+            futex_post(stamp, (void *)started_at);
         }
         ret = now_ns();
-        if (s != NULL) {
-            TRY(aclrtSynchronizeStream(s));
+        while ((start = atomic_load(started_at)) == 0) {
         }
-        while ((start = atomic_load(&started_at)) == 0) {
+        if (via != VIA_RING) {
+            TRY(aclrtSynchronizeStream(s));
         }
         /* A function that started before the call returned waited 0 ns. */
         out[i] = start > ret ? (double)(start - ret) : 0.0;
@@ -233,37 +247,53 @@ static double pct(double *v, int n, int p)
     return v[(n - 1) * p / 100];
 }
 
-static void launch_latency(aclrtStream s, int n)
+/* `kernel` may be NULL (ACLRS_TEST_KERNELS not set): then the kernel row is left out. */
+static void launch_latency(aclrtStream s, aclrtFuncHandle kernel, int n)
 {
-    static double sim[LAT_MAX], flo[LAT_MAX];
+    static double lat[VIAS][LAT_MAX];
+    static const char *const what[VIAS] = {
+        "ring + futex wake to a parked thread (the floor)",
+        "aclrtLaunchHostFunc return to the function's start",
+        "aclrtLaunchKernel return to the kernel's start (1 block)",
+    };
     pthread_t c;
-    double s50, s99, f50, f99;
-    int i;
+    double p50[VIAS], p99[VIAS];
+    void *pinned = NULL;
+    int i, via;
 
+    TRY(aclrtMallocHost(&pinned, 64));
+    started_at = (_Atomic int64_t *)pinned;
     atomic_store(&fposted, 0);
     atomic_store(&fstop, 0);
     pthread_create(&c, NULL, futex_consumer, NULL);
-    /* Interleave the two in blocks so both see the same machine load. */
+    /* Interleave the hand-offs in blocks so all see the same machine load. */
     for (i = 0; i < n; i += 10) {
         int k = n - i < 10 ? n - i : 10;
-        latencies(s, k, sim + i);
-        latencies(NULL, k, flo + i);
+        for (via = 0; via < VIAS; via++) {
+            if (via != VIA_KERNEL || kernel != NULL) {
+                latencies(via, s, kernel, k, lat[via] + i);
+            }
+        }
     }
     atomic_store(&fstop, 1);
-    futex_post(stamp, NULL);
+    futex_post(stamp, (void *)started_at);
     pthread_join(c, NULL);
-    s50 = pct(sim, n, 50);
-    s99 = pct(sim, n, 99);
-    f50 = pct(flo, n, 50);
-    f99 = pct(flo, n, 99);
+    TRY(aclrtFreeHost(pinned));
+    for (via = 0; via < VIAS; via++) {
+        p50[via] = pct(lat[via], n, 50);
+        p99[via] = pct(lat[via], n, 99);
+    }
     printf("### Launch-to-start latency on an idle stream (%d launches, %d us apart)\n\n", n, LAT_IDLE_US);
     printf("| hand-off | p50 us | p99 us | floor p50 us | floor p99 us | p50 vs floor | p99 vs floor | target |\n");
     printf("|---|---|---|---|---|---|---|---|\n");
-    printf("| ring + futex wake to a parked thread (the floor) | %.1f | %.1f | %.1f | %.1f | 1.00x | 1.00x | - |\n",
-           f50 / 1e3, f99 / 1e3, f50 / 1e3, f99 / 1e3);
-    printf("| aclrtLaunchHostFunc return to the function's start | %.1f | %.1f | %.1f | %.1f | %.2fx | %.2fx | p50 <= 1.2x, "
-           "p99 <= 3x |\n",
-           s50 / 1e3, s99 / 1e3, f50 / 1e3, f99 / 1e3, s50 / f50, s99 / f99);
+    for (via = 0; via < VIAS; via++) {
+        if (via == VIA_KERNEL && kernel == NULL) {
+            continue;
+        }
+        printf("| %s | %.1f | %.1f | %.1f | %.1f | %.2fx | %.2fx | %s |\n", what[via], p50[via] / 1e3,
+               p99[via] / 1e3, p50[VIA_RING] / 1e3, p99[VIA_RING] / 1e3, p50[via] / p50[VIA_RING],
+               p99[via] / p99[VIA_RING], via == VIA_RING ? "-" : "p50 <= 1.2x, p99 <= 3x");
+    }
     printf("\n");
 }
 
@@ -320,7 +350,20 @@ int main(int argc, char **argv)
     }
     printf("\n");
 
-    launch_latency(s[0], tasks >= 100000 ? 500 : 100);
+    {
+        /* The kernel of the launch-to-start row (ACLRS_TEST_KERNELS: tests/c/kernels/bench_kernels.c). */
+        const char *lib = getenv("ACLRS_TEST_KERNELS");
+        aclrtBinHandle bin = NULL;
+        aclrtFuncHandle kernel = NULL;
+        if (lib != NULL) {
+            TRY(aclrtBinaryLoadFromFile(lib, NULL, &bin));
+            TRY(aclrtBinaryGetFunction(bin, "stamp_start", &kernel));
+        }
+        launch_latency(s[0], kernel, tasks >= 100000 ? 500 : 100);
+        if (bin != NULL) {
+            TRY(aclrtBinaryUnLoad(bin));
+        }
+    }
 
     /* ---- copy bandwidth ---- */
     h1 = malloc(big);

@@ -407,7 +407,13 @@ impl Scheduler {
                         l.note_submitted(p, seq);
                     }
                     then(&mut st, seq);
-                    self.wake_if_newly_ready(&mut st, had_ready);
+                    // Notified after the unlock (see `claim_signal`).
+                    let wake = !had_ready && st.exec.has_ready() && claim_signal(&self.shared, &mut st);
+                    drop(st);
+                    drop(producer);
+                    if wake {
+                        self.shared.work.notify_one();
+                    }
                     return Ok(seq);
                 }
                 // Back-pressure: wait for the device to finish something, then retry. Spin on
@@ -866,12 +872,26 @@ fn gate(fabric: &Weak<Fabric>, task: &TaskDesc) -> bool {
 /// Moves the work word a spinning worker watches, and wakes one parked worker when none
 /// spins ([`sched::wake`]'s rules). Called under the lock (`st`).
 fn signal_work(shared: &Shared, st: &mut State) {
+    if claim_signal(shared, st) {
+        shared.work.notify_one();
+    }
+}
+
+/// [`signal_work`]'s decision without its notify: true when the caller must notify one parked
+/// worker (claimed, see [`Idle::claim_wake`]), which it does after releasing the lock, so the
+/// woken worker does not block on the lock the caller still holds (a second hand-off, through
+/// the mutex's futex, on the way to the task). Called under the lock (`st`).
+fn claim_signal(shared: &Shared, st: &mut State) -> bool {
     // A looking worker takes the lock and looks after this (it left looking only under the
     // lock), so it takes the work: no need to wake a parked one.
     if shared.sleepers.someone_looks() {
         shared.work_word.kick();
-    } else if wake::signal(&mut st.idle, &shared.work_word) {
-        shared.work.notify_one();
+        false
+    } else {
+        // A spinner that yields its core does not count, as for a lane submitter (`Sleepers`):
+        // on a loaded machine it may wait long for a core, and the work with it.
+        wake::signal(&mut st.idle, &shared.work_word)
+            || (shared.sleepers.should_notify() && st.idle.claim_wake())
     }
 }
 
@@ -910,18 +930,21 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
             shared.sleepers.executes();
             let owned = st.owned.len();
             take_posted(shared, &mut st, owned);
-            if st.exec.has_ready() || !st.started.is_empty() || st.exec.has_gated() {
-                // More work: let another worker take some. (Posted lanes need no wake-up of
-                // their own: a post to a busy queue is drained by the worker that finishes
-                // that queue's task, and one to an idle queue woke a worker itself, or left
-                // it to a looking one, which passes it on here.) A stream refused by its gate
-                // needs a worker that re-checks it every `POLL`: the others may have parked
-                // before it was refused (without a timeout), and this task may run for long
-                // (a timed wait on that very stream), so wake one, which parks with the poll
-                // timeout.
-                signal_work(shared, &mut st);
-            }
+            // More work: let another worker take some. (Posted lanes need no wake-up of
+            // their own: a post to a busy queue is drained by the worker that finishes
+            // that queue's task, and one to an idle queue woke a worker itself, or left
+            // it to a looking one, which passes it on here.) A stream refused by its gate
+            // needs a worker that re-checks it every `POLL`: the others may have parked
+            // before it was refused (without a timeout), and this task may run for long
+            // (a timed wait on that very stream), so wake one, which parks with the poll
+            // timeout.
+            let more = st.exec.has_ready() || !st.started.is_empty() || st.exec.has_gated();
+            // Notified after the unlock (see `claim_signal`).
+            let wake = more && claim_signal(shared, &mut st);
             drop(st);
+            if wake {
+                shared.work.notify_one();
+            }
             crate::fault::set_queue(stream.0);
             let status = match fabric.upgrade() {
                 Some(f) => f.execute(&task, ticket),
