@@ -5,10 +5,12 @@
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use hal::{AbortHead, DeviceId, Events, HostCall, QueueId, Queues, TaskDesc};
-use hal_sim::{Sim, SimConfig, WORKERS_PER_DEVICE};
+use hal::{AbortHead, Events, HostCall, QueueId, Queues, TaskDesc};
+use hal_sim::{Sim, WORKERS_PER_DEVICE};
 
-const D0: DeviceId = DeviceId(0);
+mod common;
+use common::{small_sim, D0};
+
 /// `func` of a host call that blocks until the gate opens.
 const BLOCK: u64 = 1;
 /// `func` of a host call that only records its `data`.
@@ -73,15 +75,7 @@ static SERIAL: Mutex<()> = Mutex::new(());
 /// The guard comes first so that it is dropped last (after the `Sim`).
 fn start(name: &str) -> (MutexGuard<'static, ()>, Sim, Arc<Hook>) {
     let guard = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let sim = Sim::new(SimConfig {
-        instance: format!("simabort-{}-{name}", std::process::id()),
-        hbm_bytes: 64 << 20,
-        huge_budget_bytes: 0,
-        giant_budget_bytes: 0,
-        ..SimConfig::default()
-    })
-    .expect("start the software NPU");
-    sim.open_device(D0).expect("open device");
+    let sim = small_sim(format!("simabort-{}-{name}", std::process::id()));
     let hook = Arc::new(Hook::default());
     let h = Arc::clone(&hook);
     sim.set_host_hook(Arc::new(move |call: HostCall| h.call(call)));

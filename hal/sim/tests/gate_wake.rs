@@ -19,12 +19,14 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 
 use hal::{
-    BackRequest, CopyEngine, DeviceAddr, DeviceId, HostCall, MemAttr, MemoryBacking, PageSize, QueueId,
-    Queues, TaskDesc, VaRange, WaitCompare,
+    BackRequest, CopyEngine, DeviceAddr, HostCall, MemAttr, MemoryBacking, PageSize, QueueId, Queues,
+    TaskDesc, VaRange, WaitCompare,
 };
-use hal_sim::{Sim, SimConfig, WORKERS_PER_DEVICE};
+use hal_sim::{Sim, WORKERS_PER_DEVICE};
 
-const D0: DeviceId = DeviceId(0);
+mod common;
+use common::{small_sim, D0};
+
 /// `func` of a host call that blocks until its gate (`data`) opens.
 const BLOCK: u64 = 1;
 /// `func` of a host call that opens the value gate, then waits for the gated queue.
@@ -159,17 +161,7 @@ fn wait_parked(busy: &[String]) {
 #[test]
 fn a_worker_that_takes_a_task_past_a_refused_gate_wakes_a_poller() {
     const { assert!(WORKERS_PER_DEVICE >= 2, "one worker to refuse the gate, one to poll it") };
-    let sim = Arc::new(
-        Sim::new(SimConfig {
-            instance: format!("simgate-{}", std::process::id()),
-            hbm_bytes: 64 << 20,
-            huge_budget_bytes: 0,
-            giant_budget_bytes: 0,
-            ..SimConfig::default()
-        })
-        .expect("start the software NPU"),
-    );
-    sim.open_device(D0).expect("open device");
+    let sim = Arc::new(small_sim(format!("simgate-{}", std::process::id())));
     let hook = Arc::new(Hook::default());
     assert!(hook.sim.set(Arc::downgrade(&sim)).is_ok());
     let h = Arc::clone(&hook);

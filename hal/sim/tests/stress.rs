@@ -8,10 +8,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Barrier, Mutex};
 
-use hal::{DeviceId, Events, HostCall, QueueId, Queues, TaskDesc};
-use hal_sim::{Sim, SimConfig};
+use hal::{Events, HostCall, QueueId, Queues, TaskDesc};
 
-const D0: DeviceId = DeviceId(0);
+mod common;
+use common::{small_sim, D0};
+
 const SUBMITTERS: u64 = 4;
 const QUEUES: usize = 8;
 const TASKS: u64 = 2000;
@@ -22,17 +23,7 @@ type Ran = Vec<(u64, u64)>;
 
 #[test]
 fn many_submitters_many_queues_lose_duplicate_and_reorder_nothing() {
-    let sim = Arc::new(
-        Sim::new(SimConfig {
-            instance: format!("simstress-{}", std::process::id()),
-            hbm_bytes: 64 << 20,
-            huge_budget_bytes: 0,
-            giant_budget_bytes: 0,
-            ..SimConfig::default()
-        })
-        .expect("start the software NPU"),
-    );
-    sim.open_device(D0).expect("open device");
+    let sim = Arc::new(small_sim(format!("simstress-{}", std::process::id())));
     let ran: Arc<Vec<Mutex<Ran>>> = Arc::new((0..QUEUES).map(|_| Mutex::new(Vec::new())).collect());
     let seen = Arc::clone(&ran);
     // `func` names the queue, `data` the submitter (high half) and the task (low half).
