@@ -606,6 +606,9 @@ struct ChunkRec {
     /// for 2 MiB-page kinds.
     backed: u64,
     kind: u16,
+    /// A copy of `kind_fast[kind]` (its component index once the kind's first object is
+    /// charged), so that a free finds what it reports and refunds in the record it loads anyway.
+    fast: KindFast,
     prev: u32,
     next: u32,
     listed: bool,
@@ -1130,6 +1133,9 @@ impl DeviceAllocator {
             // CAST: a handful of components.
             self.kind_fast[k].comp = comp.map_or(NIL, |i| i as u32);
         }
+        if let Some(rec) = self.chunks[id as usize].as_mut() {
+            rec.fast.comp = self.kind_fast[k].comp;
+        }
         Ok(DeviceAddr(addr))
     }
 
@@ -1216,8 +1222,16 @@ impl DeviceAllocator {
             None => Chunk::new(base, class, kind.page as u8),
         };
         // CAST: a handful of kinds.
-        let rec =
-            Some(ChunkRec { chunk, backed, kind: k as u16, prev: NIL, next: NIL, listed: false, va_node });
+        let rec = Some(ChunkRec {
+            chunk,
+            backed,
+            kind: k as u16,
+            fast: self.kind_fast[k],
+            prev: NIL,
+            next: NIL,
+            listed: false,
+            va_node,
+        });
         let id = put_slot(&mut self.chunks, &mut self.free_chunk_ids, rec);
         if let Some(i) = self.slot_index(base) {
             // INVARIANT: the chunk owns its whole 2 MiB slot.
@@ -1645,8 +1659,7 @@ impl DeviceAllocator {
         let id = e & !SLAB_FLAG;
         let rec = self.chunks.get_mut(id as usize)?.as_mut()?;
         let slot = rec.chunk.slot_of(base.as_u64()).ok()?;
-        let k = usize::from(rec.kind);
-        let fast = *self.kind_fast.get(k)?;
+        let (k, fast) = (usize::from(rec.kind), rec.fast);
         let comp = usize::try_from(fast.comp).ok().filter(|&c| c < self.acct.components.len())?;
         // Only a free emptying one of the top two backed segments of a 4 KiB-page chunk may let
         // its top go (after the previous free the chunk was shrunk as far as it goes, and

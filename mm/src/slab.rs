@@ -14,6 +14,7 @@
 //! it is made, and [`Chunk::reset`] reuses it for another chunk of the same class, so nothing is
 //! allocated on the heap per object.
 
+use alloc::boxed::Box;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -109,7 +110,10 @@ pub struct Chunk {
     recip: u64,
     lowest: u32,
     full: [u64; FULL_WORDS],
-    live: Vec<u64>,
+    /// The live bits: the first `capacity.div_ceil(64)` words are the slots' (the rest stay
+    /// clear and are marked full in `full`). A fixed 4 KiB array rather than one sized to the
+    /// class, so that a slot's word is found without a bounds check.
+    live: Box<[u64; MAP_WORDS]>,
     sizes: Vec<u32>,
     seg_live: [u16; SEGMENTS],
 }
@@ -136,7 +140,7 @@ impl Chunk {
             recip: (1u64 << RECIP_SHIFT).div_ceil(u64::from(object)),
             lowest: 0,
             full: [0; FULL_WORDS],
-            live: vec![0; capacity.div_ceil(64) as usize],
+            live: Box::new([0; MAP_WORDS]),
             sizes: vec![0; capacity as usize],
             seg_live: [0; SEGMENTS],
         };
@@ -169,12 +173,13 @@ impl Chunk {
         // Words past the last live word count as full, and so do the bits past the capacity in
         // the last word.
         self.full = [u64::MAX; FULL_WORDS];
-        for w in 0..self.live.len() {
+        let words = self.capacity.div_ceil(64) as usize;
+        for w in 0..words {
             self.full[w / 64] &= !(1 << (w % 64));
         }
         let tail = self.capacity % 64;
         if tail != 0 {
-            if let Some(last) = self.live.last_mut() {
+            if let Some(last) = self.live.get_mut(words - 1) {
                 *last = !((1u64 << tail) - 1);
             }
         }
@@ -246,8 +251,10 @@ impl Chunk {
     fn segments(&self, slot: u32) -> (usize, usize) {
         let start = slot * self.object;
         let end = start + self.object - 1;
-        // CAST: below SEGMENTS (a u32 offset inside the chunk, shifted by the segment's log).
-        ((start >> SEGMENT_SHIFT) as usize, (end >> SEGMENT_SHIFT) as usize)
+        // CAST: below SEGMENTS (a u32 offset inside the chunk, shifted by the segment's log);
+        // the mask changes nothing but lets the compiler drop the bounds checks of `seg_live`.
+        let seg = |off: u32| (off >> SEGMENT_SHIFT) as usize % SEGMENTS;
+        (seg(start), seg(end))
     }
 
     /// Live objects overlapping segment `i`.
@@ -285,7 +292,8 @@ impl Chunk {
     #[inline(always)]
     fn take(&mut self, slot: u32, usable: u32) -> u64 {
         debug_assert!(slot == self.lowest && slot < self.capacity && usable != 0);
-        let w = (slot / 64) as usize;
+        // CAST: the modulo changes nothing (slots are below 32768) but drops the bounds check.
+        let w = (slot / 64) as usize % MAP_WORDS;
         let word = self.live[w] | 1 << (slot % 64);
         self.live[w] = word;
         self.sizes[slot as usize] = usable;
@@ -386,7 +394,8 @@ impl Chunk {
     fn release(&mut self, slot: u32, first: usize, last: usize) -> u64 {
         debug_assert!(self.is_live(slot));
         let usable = core::mem::take(&mut self.sizes[slot as usize]);
-        let w = (slot / 64) as usize;
+        // CAST: as in `take`, the modulo only drops the bounds check.
+        let w = (slot / 64) as usize % MAP_WORDS;
         self.live[w] &= !(1 << (slot % 64));
         self.full[(w / 64) % FULL_WORDS] &= !(1 << (w % 64));
         self.seg_live[first] -= 1;

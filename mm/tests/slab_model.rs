@@ -2,13 +2,13 @@
 //! against a model: random churn of small objects of a few size classes per case (so that
 //! chunks fill several 64 KiB segments) and of every slab kind (4 KiB-page and 2 MiB-page
 //! chunks, two components), frees in random order, double frees, interior
-//! frees, trims, with and without a spare chunk per class.
+//! frees, frees of addresses no chunk holds, trims, with and without a spare chunk per class.
 //!
 //! After every step: every live object is found with its usable bytes and lies in its chunk's
 //! backed bytes; a 4 KiB-page chunk is backed as a prefix of whole 64 KiB segments that is
 //! shrunk as far as the hysteresis allows (its top segment, or the one below it, holds an
 //! object), a 2 MiB-page chunk is backed whole; the accounting (live bytes in total, per
-//! component and per policy) equals the model, and the bytes backed equal the chunks' backed
+//! component and per policy, and the peaks of each) equals the model, and the bytes backed equal the chunks' backed
 //! bytes plus the spares' (which are 64 KiB or 2 MiB each, and none after a trim) and the
 //! frames in use; a rejected free changes nothing; a chunk holds objects of one kind only
 //! (component, policy, page size).
@@ -35,6 +35,9 @@ enum Op {
     Free(usize),
     FreeTwice(usize),
     FreeInterior(usize),
+    /// An address in the window (or below it) that no chunk covers, or that lies in a chunk but
+    /// names no object: the slot-table lookup's and slot arithmetic's foreign cases.
+    FreeForeign(u64),
     Trim,
 }
 
@@ -46,6 +49,7 @@ fn op() -> impl Strategy<Value = Op> {
         6 => any::<usize>().prop_map(Op::Free),
         1 => any::<usize>().prop_map(Op::FreeTwice),
         1 => any::<usize>().prop_map(Op::FreeInterior),
+        1 => any::<u64>().prop_map(Op::FreeForeign),
         1 => Just(Op::Trim),
     ]
 }
@@ -63,7 +67,29 @@ fn object_bytes(usable: u64) -> u64 {
     u64::from(CLASS_BYTES[class_of(usable).expect("a slab size")])
 }
 
-fn check(a: &DeviceAllocator, b: &FrameBacker, model: &BTreeMap<u64, Live>, freed: &[u64]) {
+/// The peaks the accounting must show: of the live bytes in total, per component, per policy.
+#[derive(Debug, Default)]
+struct Peaks {
+    live: u64,
+    components: BTreeMap<u16, u64>,
+    policies: BTreeMap<usize, u64>,
+}
+
+impl Peaks {
+    /// Raises the peaks to the model's current sums (called after every allocation).
+    fn update(&mut self, model: &BTreeMap<u64, Live>, l: Live) {
+        let sum = |f: &dyn Fn(&Live) -> bool| model.values().filter(|m| f(m)).map(|m| m.usable).sum::<u64>();
+        self.live = self.live.max(sum(&|_| true));
+        let c = sum(&|m| m.component == l.component);
+        let e = self.components.entry(l.component).or_default();
+        *e = (*e).max(c);
+        let p = sum(&|m| m.policy == l.policy);
+        let e = self.policies.entry(l.policy).or_default();
+        *e = (*e).max(p);
+    }
+}
+
+fn check(a: &DeviceAllocator, b: &FrameBacker, model: &BTreeMap<u64, Live>, freed: &[u64], peaks: &Peaks) {
     for (&base, l) in model {
         let info = a.find_slab(DeviceAddr(base)).expect("a live object is found");
         assert_eq!((info.base, info.usable_bytes, info.component), (DeviceAddr(base), l.usable, l.component));
@@ -110,11 +136,14 @@ fn check(a: &DeviceAllocator, b: &FrameBacker, model: &BTreeMap<u64, Live>, free
     }
     let acct = a.accounting();
     assert_eq!(acct.live.current, model.values().map(|l| l.usable).sum::<u64>());
+    assert_eq!(acct.live.peak, peaks.live, "peak live bytes");
     for (c, u) in &acct.components {
         assert_eq!(u.current, model.values().filter(|l| l.component == *c).map(|l| l.usable).sum::<u64>());
+        assert_eq!(u.peak, peaks.components.get(c).copied().unwrap_or(0), "peak of component {c}");
     }
     for (p, u) in acct.policies.iter().enumerate() {
         assert_eq!(u.current, model.values().filter(|l| l.policy == p).map(|l| l.usable).sum::<u64>());
+        assert_eq!(u.peak, peaks.policies.get(&p).copied().unwrap_or(0), "peak of policy {p}");
     }
     let spares = acct.backed.current - chunks_backed;
     assert!(
@@ -153,6 +182,7 @@ proptest! {
         a.set_keep_spare(keep_spare);
         let mut model: BTreeMap<u64, Live> = BTreeMap::new();
         let mut freed: Vec<u64> = Vec::new();
+        let mut peaks = Peaks::default();
         for op in ops {
             match op {
                 Op::Alloc { size, policy, component } => {
@@ -161,13 +191,15 @@ proptest! {
                     prop_assert!(DeviceAllocator::is_slab_request(&req));
                     let p = a.allocate(&mut b, &req, component).unwrap().as_u64();
                     prop_assert_eq!(p % 64, 0);
-                    let prev = model.insert(p, Live {
+                    let l = Live {
                         usable: req.usable_bytes,
                         component,
                         policy: req.class.index(),
                         huge: policy == HUGE_ONLY,
-                    });
+                    };
+                    let prev = model.insert(p, l);
                     prop_assert!(prev.is_none(), "{:#x} handed out twice", p);
+                    peaks.update(&model, l);
                     // Objects never overlap.
                     let end = p + req.usable_bytes;
                     prop_assert!(model.range(..p).next_back().is_none_or(|(&s, l)| s + l.usable <= p));
@@ -197,12 +229,32 @@ proptest! {
                     prop_assert_eq!(&before.0, a.accounting());
                     prop_assert_eq!((before.1, before.2), (b.frames.info(), a.live_count()));
                 }
+                Op::FreeForeign(x) => {
+                    // Below the window, anywhere in the first GiB of it, or just past a live
+                    // object's slot (where no object starts unless the slot is live).
+                    let addr = match (x % 3, model.iter().nth((x as usize) % model.len().max(1))) {
+                        (0, _) => BASE - 64 - (x % MIB) * 64,
+                        (1, Some((&s, l))) => s + object_bytes(l.usable),
+                        _ => BASE + (x % (1 << 30)) / 64 * 64,
+                    };
+                    if model.contains_key(&addr) || freed.contains(&addr) { continue; }
+                    let inside = model.range(..=addr).next_back().is_some_and(|(&s, l)| addr < s + object_bytes(l.usable));
+                    let before = (a.accounting().clone(), b.frames.info(), a.live_count());
+                    let r = a.free(&mut b, DeviceAddr(addr));
+                    if inside {
+                        prop_assert!(matches!(r, Err(FreeError::NotLive(NotLive::Interior { .. }))), "{:?}", r);
+                    } else {
+                        prop_assert_eq!(r, Err(FreeError::NotLive(NotLive::Unknown)), "foreign {:#x}", addr);
+                    }
+                    prop_assert_eq!(&before.0, a.accounting());
+                    prop_assert_eq!((before.1, before.2), (b.frames.info(), a.live_count()));
+                }
                 Op::Trim => {
                     a.trim(&mut b);
                     prop_assert_eq!(a.spare_chunks(), 0);
                 }
             }
-            check(&a, &b, &model, &freed);
+            check(&a, &b, &model, &freed, &peaks);
         }
         if !keep_spare {
             prop_assert_eq!(a.spare_chunks(), 0);
