@@ -95,6 +95,9 @@ const STATS_PIDS: u64 = 1 << 22;
 const MAP_BYTES: u64 = STATS_BASE + STATS_PIDS * STATS_STRIDE;
 /// The log is compacted once it is longer than this and than twice the snapshot.
 pub(crate) const LOG_MIN_BYTES: u64 = 1 << 20;
+/// The widest run of clean frames [`State::dirty`] records as a neighbouring owner's, to keep
+/// one range for allocations that are near but not adjacent.
+const DIRTY_GAP: u64 = 2 << 20;
 /// Changes of one process between two liveness scans of the other processes.
 pub(crate) const REAP_EVERY: u32 = 256;
 
@@ -461,20 +464,28 @@ impl State {
 
     /// Records `runs` of `device`, last written by `owner`, merged with the neighbouring ranges
     /// of the same owner (the runs must not be recorded already).
+    ///
+    /// A neighbour of the same owner at most [`DIRTY_GAP`] away is merged too, the clean frames
+    /// between them (no range records them: free and zero) recorded as that owner's: a taker
+    /// that is not the owner then clears zeros for nothing, which is harmless, and the record
+    /// stays one range per process's region of allocations even when they are not adjacent (4
+    /// MiB allocations 6 MiB apart, say), so looking a run up costs the same however many are
+    /// live.
     fn free_to_dirty(&mut self, device: u32, runs: &[PhysRun], owner: u32) {
         for r in runs {
             let (mut start, mut len) = (r.offset, r.len_bytes);
             if let Some((&(d, s), &(l, o))) = self.dirty.range(..(device, start)).next_back() {
-                if d == device && o == owner && s + l == start {
+                if d == device && o == owner && s + l <= start && start - (s + l) <= DIRTY_GAP {
                     self.dirty.remove(&(d, s));
+                    len += start - s;
                     start = s;
-                    len += l;
                 }
             }
-            if let Some(&(l, o)) = self.dirty.get(&(device, start + len)) {
-                if o == owner {
-                    self.dirty.remove(&(device, start + len));
-                    len += l;
+            let end = start + len;
+            if let Some((&(d, s), &(l, o))) = self.dirty.range((device, end)..).next() {
+                if d == device && o == owner && s - end <= DIRTY_GAP {
+                    self.dirty.remove(&(d, s));
+                    len = s + l - start;
                 }
             }
             self.dirty.insert((device, start), (len, owner));
@@ -1473,6 +1484,42 @@ mod tests {
         s.apply(&Record::Reap { pid: 5 }).unwrap();
         s.apply(&Record::Attach { pid: 5 }).unwrap();
         assert_eq!(s.apply(&alloc(4, 0, 4096, 5)).unwrap().clear.as_slice(), [(0, 0, 4096)]);
+        assert_eq!(State::decode(&s.encode()).unwrap(), s);
+    }
+
+    #[test]
+    fn one_process_near_allocations_are_one_written_range() {
+        const MIB: u64 = 1 << 20;
+        let alloc = |id: u64, offset: u64, holder: u32| Record::Alloc {
+            id,
+            device: 0,
+            page: PageSize::Normal,
+            runs: smallvec![PhysRun { offset, len_bytes: 8192 }],
+            holder,
+        };
+        let mut s = State::default();
+        for r in [Record::Attach { pid: 5 }, Record::Attach { pid: 6 }, alloc(1, 0, 5), alloc(2, MIB, 5)] {
+            assert!(s.apply(&r).unwrap().clear.is_empty());
+        }
+        // Within DIRTY_GAP of each other: one range, the clean frames between counted as 5's.
+        assert_eq!(s.dirty, BTreeMap::from([((0, 0), (MIB + 8192, 5))]));
+        // Farther away: a range of its own.
+        assert!(s.apply(&alloc(3, 8 * MIB, 5)).unwrap().clear.is_empty());
+        assert_eq!(s.dirty.len(), 2);
+        // Another process taking frames of the gap clears them (zeros: harmless) and splits the
+        // range; 5 taking back its own frames clears nothing.
+        assert_eq!(s.apply(&alloc(4, MIB / 2, 6)).unwrap().clear.as_slice(), [(0, MIB / 2, 8192)]);
+        assert!(s.apply(&Record::Release { pid: 5, ids: smallvec![2] }).unwrap().clear.is_empty());
+        assert!(s.apply(&alloc(5, MIB, 5)).unwrap().clear.is_empty());
+        assert_eq!(
+            s.dirty,
+            BTreeMap::from([
+                ((0, 0), (MIB / 2, 5)),
+                ((0, MIB / 2), (8192, 6)),
+                ((0, MIB / 2 + 8192), (MIB / 2, 5)),
+                ((0, 8 * MIB), (8192, 5)),
+            ])
+        );
         assert_eq!(State::decode(&s.encode()).unwrap(), s);
     }
 
