@@ -14,8 +14,8 @@
 //! window, one lookup in that device's `DevMem::map` says whether it is a pool segment (then
 //! the pool says which block) or a VMM mapping; an address it does not hold may be a live
 //! allocation (a block or a slab object), which the allocator's slot table finds in O(1)
-//! ([`DevMem::unmapped_allocation`]). Plain blocks are in the map only while a sanitizer runs
-//! ([`blocks_in_map`]): otherwise an `aclrtMalloc` + `aclrtFree` pair touches no ordered map
+//! (`DevMem::unmapped_allocation`). Plain blocks are in the map only while a sanitizer runs
+//! (`blocks_in_map`): otherwise an `aclrtMalloc` + `aclrtFree` pair touches no ordered map
 //! here, whatever the number of live allocations. No call walks the pools, the allocator and
 //! the VMM tables in turn.
 //!
@@ -57,9 +57,9 @@ pub const POOL_COMPONENT: Component = 0xFFFE;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Owner {
     /// A live `aclrtMalloc` block (the region is its usable bytes), recorded only while a
-    /// sanitizer runs ([`blocks_in_map`]). Slab objects (small allocations) are never
+    /// sanitizer runs (`blocks_in_map`). Slab objects (small allocations) are never
     /// recorded: an address the map does not hold is asked of the allocator's O(1) slot table
-    /// ([`DevMem::unmapped_allocation`]), so the map does not grow with the number of
+    /// (`DevMem::unmapped_allocation`), so the map does not grow with the number of
     /// allocations.
     Allocation,
     /// A VA region (segment) of the pool with this handle.
