@@ -4,9 +4,10 @@
 //! # Which memory an address is
 //!
 //! The window an address falls in says its device (or the pinned-host window); within a device
-//! window, one lookup in that device's `DevMem::map` says whether it is a live allocation, a
-//! pool segment (then the pool says which block) or a VMM mapping. No call walks the pools, the
-//! allocator and the VMM tables in turn.
+//! window, one lookup in that device's `DevMem::map` says whether it is a pool segment (then the
+//! pool says which block) or a VMM mapping, and for an address it does not hold the allocator's
+//! slot table says which live allocation it is (`DevMem::unmapped_allocation`). No call walks
+//! the pools, the allocator and the VMM tables in turn.
 //!
 //! # Locking
 //!
@@ -134,6 +135,7 @@ impl Runtime {
                 // for them in O(1) (`find_slab`), so the map's size does not grow with them.
                 let usable = alloc.get(p).map_or(req.usable_bytes, |i| i.usable_bytes);
                 if !DeviceAllocator::is_slab_request(&req)
+                    && blocks_in_map()
                     && map.insert(p.as_u64(), usable, Owner::Allocation).is_err()
                 {
                     // Cannot happen (the allocator handed out fresh VA); undo so nothing changes.
@@ -209,7 +211,11 @@ impl Runtime {
             let epoch = st.epoch;
             let alloc = st.alloc.as_mut().ok_or_else(no_context)?;
             match alloc.allocate(&mut plan, req, component) {
-                Ok(p) => (p, epoch),
+                Ok(p) => {
+                    // Not live for copies until its pages are backed (see `DevMem::pending`).
+                    st.pending.push(p.as_u64());
+                    (p, epoch)
+                }
                 Err(_) => return Ok(None),
             }
         };
@@ -219,6 +225,9 @@ impl Runtime {
         let ok = hal.back_many(&plan.backs).is_ok();
         // Lock order: `mem` alone.
         let mut st = self.device(d).mem(api)?;
+        if let Some(i) = st.pending.iter().position(|&b| b == p.as_u64()) {
+            st.pending.swap_remove(i);
+        }
         if st.epoch != epoch {
             // The device was reset meanwhile: the block went with its allocator.
             return Err(no_context());
@@ -226,7 +235,7 @@ impl Runtime {
         let DevMem { alloc, map, .. } = &mut *st;
         let alloc = alloc.as_mut().ok_or_else(no_context)?;
         let usable = alloc.get(p).map_or(req.usable_bytes, |i| i.usable_bytes);
-        if !ok || map.insert(p.as_u64(), usable, Owner::Allocation).is_err() {
+        if !ok || (blocks_in_map() && map.insert(p.as_u64(), usable, Owner::Allocation).is_err()) {
             if let Ok(Some(det)) = alloc.detach(p) {
                 if ok {
                     for r in det.backed_ranges() {
@@ -351,7 +360,9 @@ impl Runtime {
         // goes back (it is not handed out again before its pages are gone).
         match alloc.detach(DeviceAddr(ptr)) {
             Ok(Some(det)) => {
-                map.remove(ptr);
+                if blocks_in_map() {
+                    map.remove(ptr);
+                }
                 managed.remove(&ptr);
                 drop(st);
                 // All pieces in one call, in address order: the backend may unback adjacent
@@ -438,10 +449,8 @@ impl Runtime {
                     return Ok(m.alloc.as_ref().and_then(|a| a.find(DeviceAddr(ptr))).map(|i| (d, i)))
                 }
                 Some(Owner::Mapping) => return Ok(None),
-                // Slab objects are not in the map.
-                None => {
-                    return Ok(m.alloc.as_ref().and_then(|a| a.find_slab(DeviceAddr(ptr))).map(|i| (d, i)))
-                }
+                // Slab objects (and, without a sanitizer, blocks) are not in the map.
+                None => return Ok(m.unmapped_allocation(ptr).map(|i| (d, i))),
             }
         }
         // Pool memory: a busy block of a pool, on 2 MiB pages.
@@ -558,7 +567,7 @@ impl Runtime {
                     let m = self.device(d).mem(api)?;
                     let region = m.map.find(addr);
                     let slab = match region {
-                        None => m.alloc.as_ref().and_then(|a| a.find_slab(DeviceAddr(addr))),
+                        None => m.unmapped_allocation(addr),
                         Some(_) => None,
                     };
                     (region, slab)
@@ -578,7 +587,8 @@ impl Runtime {
                         addr.checked_add(len.max(1)).is_some_and(|e| e <= r.end())
                             || self.vmm_contains_checked(api, d, addr, len)?
                     }
-                    // Slab objects are not in the map: the allocator's slot table has them.
+                    // Slab objects (and, without a sanitizer, blocks) are not in the map: the
+                    // allocator's slot table has them.
                     None => slab.is_some_and(|i| {
                         addr.checked_add(len.max(1)).is_some_and(|e| e <= i.base.as_u64() + i.usable_bytes)
                     }),
@@ -695,11 +705,10 @@ impl Runtime {
                     {
                         m.alloc.as_ref().and_then(|a| a.find(DeviceAddr(dst))).map(|i| i.attrs)
                     }
-                    // Slab objects are not in the map: the allocator's slot table has them.
+                    // Slab objects (and, without a sanitizer, blocks) are not in the map: the
+                    // allocator's slot table has them.
                     None => m
-                        .alloc
-                        .as_ref()
-                        .and_then(|a| a.find_slab(DeviceAddr(dst)))
+                        .unmapped_allocation(dst)
                         .filter(|i| {
                             dst.checked_add(count).is_some_and(|e| e <= i.base.as_u64() + i.usable_bytes)
                         })

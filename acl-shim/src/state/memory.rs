@@ -11,10 +11,13 @@
 //! # Which memory an address is
 //!
 //! The window an address falls in says its device (or the pinned-host window); within a device
-//! window, one lookup in that device's `DevMem::map` says whether it is a live allocation, a
-//! pool segment (then the pool says which block) or a VMM mapping; an address it does not hold
-//! may be a slab object, which the allocator's slot table finds in O(1). No call walks the pools, the
-//! allocator and the VMM tables in turn.
+//! window, one lookup in that device's `DevMem::map` says whether it is a pool segment (then
+//! the pool says which block) or a VMM mapping; an address it does not hold may be a live
+//! allocation (a block or a slab object), which the allocator's slot table finds in O(1)
+//! (`DevMem::unmapped_allocation`). Plain blocks are in the map only while a sanitizer runs
+//! (`blocks_in_map`): otherwise an `aclrtMalloc` + `aclrtFree` pair touches no ordered map
+//! here, whatever the number of live allocations. No call walks the pools, the allocator and
+//! the VMM tables in turn.
 //!
 //! # Locking
 //!
@@ -53,10 +56,11 @@ pub const POOL_COMPONENT: Component = 0xFFFE;
 /// What a region of a device window's address map is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Owner {
-    /// A live `aclrtMalloc` block (the region is its usable bytes). Slab objects (small
-    /// allocations) are not recorded: an address the map does not hold is asked of the
-    /// allocator's O(1) slot table (`DeviceAllocator::find_slab`), so the map does not grow
-    /// with the number of small allocations.
+    /// A live `aclrtMalloc` block (the region is its usable bytes), recorded only while a
+    /// sanitizer runs (`blocks_in_map`). Slab objects (small allocations) are never
+    /// recorded: an address the map does not hold is asked of the allocator's O(1) slot table
+    /// (`DevMem::unmapped_allocation`), so the map does not grow with the number of
+    /// allocations.
     Allocation,
     /// A VA region (segment) of the pool with this handle.
     PoolSegment(u64),
@@ -79,6 +83,34 @@ pub struct DevMem {
     pub(crate) epoch: u64,
     /// The managed (`aclrtMemAllocManaged`) allocations of the device, by base address.
     pub(crate) managed: std::collections::BTreeMap<u64, crate::state::managed::Managed>,
+    /// Bases of blocks the allocator planned whose pages are being backed with the lock
+    /// released (not handed out yet): [`Self::unmapped_allocation`] does not see them. At most
+    /// one per thread in `aclrtMalloc`, usually none.
+    pub(crate) pending: Vec<u64>,
+}
+
+/// Whether the address map records plain blocks ([`Owner::Allocation`]) too: only while a
+/// sanitizer runs (memcheck takes a quarantined block out of the map so that copies of it are
+/// refused; the leak and fault reports list the map). Otherwise the allocator's slot table
+/// answers for blocks as for slab objects ([`DevMem::unmapped_allocation`]).
+#[inline]
+pub(crate) fn blocks_in_map() -> bool {
+    crate::sanitize::settings().any()
+}
+
+impl DevMem {
+    /// The live allocation holding `addr` (inside its usable bytes) that the address map does
+    /// not record: a slab object, or a block when blocks are not in the map
+    /// ([`blocks_in_map`]) and it is not [`Self::pending`]. O(1): one slot-table load (and the
+    /// chunk's slot arithmetic), whatever the number of live allocations. Call it when the map
+    /// holds no region at `addr`.
+    #[inline]
+    pub(crate) fn unmapped_allocation(&self, addr: u64) -> Option<mm::device::Info> {
+        let a = self.alloc.as_ref()?;
+        let i = if blocks_in_map() { a.find_slab(DeviceAddr(addr)) } else { a.find(DeviceAddr(addr)) }?;
+        let pending = !i.is_slab && self.pending.contains(&i.base.as_u64());
+        (!pending && addr < i.base.as_u64().saturating_add(i.usable_bytes)).then_some(i)
+    }
 }
 
 /// The next [`DevMem::epoch`] (process-wide, increasing; an atomic step, no lock).

@@ -35,10 +35,13 @@
 //!   and frames no one holds any more are free again) on attach, before every memory query
 //!   (so `aclrtGetMemInfo` in a survivor shows a killed process's memory back), when an
 //!   allocation finds no memory, and every 256 changes otherwise.
-//! - Free frames remember which process last had them (`dirty`, merged ranges). Frames handed
-//!   to another process are cleared (their pages of the HBM object are punched out, so they
-//!   read as zeros) before the record that hands them over is committed: a process never
-//!   receives another process's bytes, and one that takes back its own frees pays nothing.
+//! - Frames remember which process last had them (`dirty`, merged ranges, allocated and free
+//!   alike; frames not in it read as zeros). Frames handed to another process are cleared
+//!   (their pages of the HBM object are punched out, so they read as zeros) before the record
+//!   that hands them over is committed: a process never receives another process's bytes. One
+//!   that takes back its own frees pays nothing, and its steady state of allocating and
+//!   freeing its own frames changes nothing here: an allocation looks the range up once and a
+//!   free of frames only their allocating process could write leaves the record as it is.
 //! - Pids are host pids from the operating system (the first `NSpid` field of
 //!   `/proc/self/status`, so a process in a pid namespace is known by its host pid), never
 //!   from a caller, so the whitelist of an export is checked against the importing process's
@@ -69,7 +72,8 @@ use crate::sys::shared::{FileLocked, Locked, RegistryFile};
 use crate::sys::ShmObject;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"ACLRSREG");
-const VERSION: u64 = 3;
+/// 4: `State::dirty` records allocated frames too (their owner), not only free ones.
+const VERSION: u64 = 4;
 const HEADER_BYTES: usize = 96;
 /// The commit word: a sequence number whose low bit names the header slot in force.
 const COMMIT_WORD: u64 = 0;
@@ -91,6 +95,9 @@ const STATS_PIDS: u64 = 1 << 22;
 const MAP_BYTES: u64 = STATS_BASE + STATS_PIDS * STATS_STRIDE;
 /// The log is compacted once it is longer than this and than twice the snapshot.
 pub(crate) const LOG_MIN_BYTES: u64 = 1 << 20;
+/// The widest run of clean frames [`State::dirty`] records as a neighbouring owner's, to keep
+/// one range for allocations that are near but not adjacent.
+const DIRTY_GAP: u64 = 2 << 20;
 /// Changes of one process between two liveness scans of the other processes.
 pub(crate) const REAP_EVERY: u32 = 256;
 
@@ -156,8 +163,10 @@ struct State {
     /// By id; a hash map, so that an allocation or free costs the same however many are live.
     allocs: IntMap<u64, Alloc>,
     shares: ExportTable,
-    /// Free frames not cleared since their last owner had them: (device, offset) → (length,
-    /// owner; 0 when unknown or several). Adjacent ranges of one owner are merged.
+    /// Frames not cleared since their last owner had them, allocated or free: (device, offset)
+    /// → (length, owner; 0 when unknown or several). Adjacent ranges of one owner are merged.
+    /// An allocated range is recorded as its allocating process's (or 0 once imported, from its
+    /// free on), so that a free of frames no other process could write changes nothing.
     dirty: BTreeMap<(u32, u64), (u64, u32)>,
 }
 
@@ -421,26 +430,62 @@ impl State {
         // In id order, as every process does it (the table's order is its own history).
         gone.sort_unstable_by_key(|g| g.0);
         for (_, device, page, runs, owner) in gone {
-            self.free_to_dirty(device, &runs, owner);
+            self.freed_to_dirty(device, &runs, owner);
             freed.push((device, page, runs));
         }
     }
 
-    /// Records freed `runs` of `device`, last written by `owner`, as not cleared.
+    /// Records that `runs` of `device`, just freed, were last written by `owner`. They were
+    /// recorded as their allocating process's when allocated ([`Self::take_for`]), so only
+    /// `owner` 0 (imported: several processes wrote them) changes the record.
+    fn freed_to_dirty(&mut self, device: u32, runs: &[PhysRun], owner: u32) {
+        if owner == 0 {
+            let mut scratch = SmallVec::new();
+            for r in runs {
+                self.take_dirty(device, r, 0, &mut scratch);
+            }
+            self.free_to_dirty(device, runs, 0);
+        }
+    }
+
+    /// Records `run` of `device`, taken by process `to`, as `to`'s; the parts another process
+    /// (or several) last wrote go to `clear`. When one range of `to` already covers the run
+    /// (it takes back what it freed), this is one lookup and changes nothing.
+    fn take_for(&mut self, device: u32, run: &PhysRun, to: u32, clear: &mut SmallVec<[Clear; 2]>) {
+        let end = run.offset + run.len_bytes;
+        if let Some((&(d, s), &(l, o))) = self.dirty.range(..=(device, run.offset)).next_back() {
+            if d == device && o == to && to != 0 && s + l >= end {
+                return;
+            }
+        }
+        self.take_dirty(device, run, to, clear);
+        self.free_to_dirty(device, core::slice::from_ref(run), to);
+    }
+
+    /// Records `runs` of `device`, last written by `owner`, merged with the neighbouring ranges
+    /// of the same owner (the runs must not be recorded already).
+    ///
+    /// A neighbour of the same owner at most [`DIRTY_GAP`] away is merged too, the clean frames
+    /// between them (no range records them: free and zero) recorded as that owner's: a taker
+    /// that is not the owner then clears zeros for nothing, which is harmless, and the record
+    /// stays one range per process's region of allocations even when they are not adjacent (4
+    /// MiB allocations 6 MiB apart, say), so looking a run up costs the same however many are
+    /// live.
     fn free_to_dirty(&mut self, device: u32, runs: &[PhysRun], owner: u32) {
         for r in runs {
             let (mut start, mut len) = (r.offset, r.len_bytes);
             if let Some((&(d, s), &(l, o))) = self.dirty.range(..(device, start)).next_back() {
-                if d == device && o == owner && s + l == start {
+                if d == device && o == owner && s + l <= start && start - (s + l) <= DIRTY_GAP {
                     self.dirty.remove(&(d, s));
+                    len += start - s;
                     start = s;
-                    len += l;
                 }
             }
-            if let Some(&(l, o)) = self.dirty.get(&(device, start + len)) {
-                if o == owner {
-                    self.dirty.remove(&(device, start + len));
-                    len += l;
+            let end = start + len;
+            if let Some((&(d, s), &(l, o))) = self.dirty.range((device, end)..).next() {
+                if d == device && o == owner && s - end <= DIRTY_GAP {
+                    self.dirty.remove(&(d, s));
+                    len = s + l - start;
                 }
             }
             self.dirty.insert((device, start), (len, owner));
@@ -494,7 +539,7 @@ impl State {
             Record::Alloc { id, device, page, runs, holder } => {
                 self.next_id = self.next_id.max(*id);
                 for r in runs {
-                    self.take_dirty(*device, r, *holder, &mut clear);
+                    self.take_for(*device, r, *holder, &mut clear);
                 }
                 self.allocs.insert(
                     *id,
@@ -514,7 +559,7 @@ impl State {
                     a.holders.remove(i);
                     if a.holders.is_empty() {
                         if let Some(a) = self.allocs.remove(id) {
-                            self.free_to_dirty(a.device, &a.runs, a.owner);
+                            self.freed_to_dirty(a.device, &a.runs, a.owner);
                             freed.push((a.device, a.page, a.runs));
                         }
                     }
@@ -1414,22 +1459,95 @@ mod tests {
         for r in [Record::Attach { pid: 5 }, Record::Attach { pid: 6 }, alloc(1, 0, 16384, 5), free(5, 1)] {
             assert!(s.apply(&r).unwrap().clear.is_empty());
         }
-        // The same process takes its own frames back: nothing to clear.
+        // Allocated and freed by one process: its frames stay recorded as its own.
+        assert_eq!(s.dirty, BTreeMap::from([((0, 0), (16384, 5))]));
+        // The same process takes its own frames back: nothing to clear, nothing changes, and
+        // its free changes nothing either (the steady state of one process's pairs).
         assert!(s.apply(&alloc(2, 4096, 4096, 5)).unwrap().clear.is_empty());
-        assert_eq!(s.dirty, BTreeMap::from([((0, 0), (4096, 5)), ((0, 8192), (8192, 5))]));
-        // Another process takes frames across two of 5's ranges and some fresh ones: only 5's
-        // parts are cleared, and what it does not take stays recorded.
+        assert_eq!(s.dirty, BTreeMap::from([((0, 0), (16384, 5))]));
+        // Another process takes frames across 5's range and some fresh ones: only 5's part is
+        // cleared, what it does not take stays 5's, and the run is 6's now.
         let e = s.apply(&alloc(3, 12288, 8192, 6)).unwrap();
         assert_eq!(e.clear.as_slice(), [(0, 12288, 4096)]);
-        assert_eq!(s.dirty, BTreeMap::from([((0, 0), (4096, 5)), ((0, 8192), (4096, 5))]));
-        // Freed ranges of one owner merge with their neighbours.
+        assert_eq!(s.dirty, BTreeMap::from([((0, 0), (12288, 5)), ((0, 12288), (8192, 6))]));
         s.apply(&free(5, 2)).unwrap();
-        assert_eq!(s.dirty, BTreeMap::from([((0, 0), (12288, 5))]));
+        assert_eq!(s.dirty, BTreeMap::from([((0, 0), (12288, 5)), ((0, 12288), (8192, 6))]));
+        // 6 takes back what it holds and frees: nothing to clear.
+        s.apply(&free(6, 3)).unwrap();
+        assert!(s.apply(&alloc(5, 12288, 4096, 6)).unwrap().clear.is_empty());
+        // Frames of one owner taken next to its range merge with it.
+        assert!(s.apply(&alloc(6, 20480, 4096, 6)).unwrap().clear.is_empty());
+        assert_eq!(s.dirty, BTreeMap::from([((0, 0), (12288, 5)), ((0, 12288), (12288, 6))]));
+        s.apply(&free(6, 5)).unwrap();
+        s.apply(&free(6, 6)).unwrap();
         // A new process that reuses a dead process's pid is not that process.
         s.apply(&Record::Reap { pid: 5 }).unwrap();
         s.apply(&Record::Attach { pid: 5 }).unwrap();
         assert_eq!(s.apply(&alloc(4, 0, 4096, 5)).unwrap().clear.as_slice(), [(0, 0, 4096)]);
         assert_eq!(State::decode(&s.encode()).unwrap(), s);
+    }
+
+    #[test]
+    fn one_process_near_allocations_are_one_written_range() {
+        const MIB: u64 = 1 << 20;
+        let alloc = |id: u64, offset: u64, holder: u32| Record::Alloc {
+            id,
+            device: 0,
+            page: PageSize::Normal,
+            runs: smallvec![PhysRun { offset, len_bytes: 8192 }],
+            holder,
+        };
+        let mut s = State::default();
+        for r in [Record::Attach { pid: 5 }, Record::Attach { pid: 6 }, alloc(1, 0, 5), alloc(2, MIB, 5)] {
+            assert!(s.apply(&r).unwrap().clear.is_empty());
+        }
+        // Within DIRTY_GAP of each other: one range, the clean frames between counted as 5's.
+        assert_eq!(s.dirty, BTreeMap::from([((0, 0), (MIB + 8192, 5))]));
+        // Farther away: a range of its own.
+        assert!(s.apply(&alloc(3, 8 * MIB, 5)).unwrap().clear.is_empty());
+        assert_eq!(s.dirty.len(), 2);
+        // Another process taking frames of the gap clears them (zeros: harmless) and splits the
+        // range; 5 taking back its own frames clears nothing.
+        assert_eq!(s.apply(&alloc(4, MIB / 2, 6)).unwrap().clear.as_slice(), [(0, MIB / 2, 8192)]);
+        assert!(s.apply(&Record::Release { pid: 5, ids: smallvec![2] }).unwrap().clear.is_empty());
+        assert!(s.apply(&alloc(5, MIB, 5)).unwrap().clear.is_empty());
+        assert_eq!(
+            s.dirty,
+            BTreeMap::from([
+                ((0, 0), (MIB / 2, 5)),
+                ((0, MIB / 2), (8192, 6)),
+                ((0, MIB / 2 + 8192), (MIB / 2, 5)),
+                ((0, 8 * MIB), (8192, 5)),
+            ])
+        );
+        assert_eq!(State::decode(&s.encode()).unwrap(), s);
+    }
+
+    #[test]
+    fn imported_frames_are_cleared_for_every_next_taker() {
+        let run = |o: u64| -> Runs { smallvec![PhysRun { offset: o, len_bytes: 8192 }] };
+        let mut s = State::default();
+        for r in [
+            Record::Attach { pid: 5 },
+            Record::Attach { pid: 6 },
+            Record::Alloc { id: 1, device: 0, page: PageSize::Normal, runs: run(0), holder: 5 },
+            Record::Export {
+                share: Share::new(name("k"), 5, 0, PageSize::Normal, vec![1], run(0).into_vec()),
+                no_whitelist: true,
+                next_id: 2,
+            },
+            Record::Import { name: name("k"), pid: 6 },
+            Record::Release { pid: 6, ids: smallvec![1] },
+            Record::Release { pid: 5, ids: smallvec![1] },
+        ] {
+            assert!(s.apply(&r).unwrap().clear.is_empty());
+        }
+        // Written by two processes: unknown owner, so even the allocating process gets them
+        // cleared.
+        assert_eq!(s.dirty, BTreeMap::from([((0, 0), (8192, 0))]));
+        let again = Record::Alloc { id: 3, device: 0, page: PageSize::Normal, runs: run(0), holder: 5 };
+        assert_eq!(s.apply(&again).unwrap().clear.as_slice(), [(0, 0, 8192)]);
+        assert_eq!(s.dirty, BTreeMap::from([((0, 0), (8192, 5))]));
     }
 
     #[test]

@@ -489,13 +489,19 @@ impl Window {
         let at = self.page_range(offset, len_bytes)?;
         let end = offset + len_bytes;
         let mut map = self.mapped.write().unwrap_or_else(|p| p.into_inner());
-        // The common case: one identity entry is exactly the range (one lookup, one removal).
-        if map.get(&offset).is_some_and(|e| e.identity && e.len_bytes == len_bytes) {
-            // CAST: checked by `page_range` to fit the window, hence usize.
-            Self::protect(at, len_bytes as usize, libc::PROT_NONE)?;
-            // INVARIANT: the range is inaccessible again; drop its entry.
-            map.remove(&offset);
-            return Ok(());
+        // The common case: one identity entry is exactly the range (one descent of the map: the
+        // entry is taken out first, and put back if it is not that or the kernel refuses).
+        if let Some(e) = map.remove(&offset) {
+            if e.identity && e.len_bytes == len_bytes {
+                // CAST: checked by `page_range` to fit the window, hence usize.
+                if let Err(err) = Self::protect(at, len_bytes as usize, libc::PROT_NONE) {
+                    map.insert(offset, e);
+                    return Err(err);
+                }
+                // INVARIANT: the range is inaccessible again; its entry is gone.
+                return Ok(());
+            }
+            map.insert(offset, e);
         }
         // Check exact coverage before changing anything. Adjacent backings made accessible
         // together are one entry on the identity mapping; unmapping one of them splits it
