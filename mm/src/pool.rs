@@ -214,6 +214,10 @@ pub struct Pool {
     cached: BTreeMap<u32, BTreeSet<(u64, u64)>>,
     pages: BTreeMap<u64, u32>,
     stats: PoolStats,
+    /// The block the newest [`Pool::free`] cached without merging it: (stream, length,
+    /// address). A hint, checked against `extents` before use: the steady-state reuse of a
+    /// block by the stream that freed it takes it back without searching the size indexes.
+    hot: Option<(u32, u64, u64)>,
 }
 
 fn round(v: u64, to: u64) -> Option<u64> {
@@ -253,6 +257,7 @@ impl Pool {
             cached: BTreeMap::new(),
             pages: BTreeMap::new(),
             stats: PoolStats::default(),
+            hot: None,
         }
     }
 
@@ -481,6 +486,9 @@ impl Pool {
         if round(size, PAGE).ok_or(PoolError::InvalidArgument)? > self.max_bytes {
             return Err(PoolError::Exhausted);
         }
+        if let Some(g) = self.take_hot(order, stream, size) {
+            return Ok(g);
+        }
         let fresh = page_span(0, size).1 / PAGE;
         let need = |c: &Option<Cand>| c.map_or(fresh, |c| c.0);
         let mut retried = false;
@@ -552,6 +560,46 @@ impl Pool {
         self.index_insert(addr, Extent { len: size, state: State::Busy, region: e.region });
         self.stats.used.add(size);
         Ok(Grant { addr: DeviceAddr(addr), size_bytes: size, how, wait_for: wait })
+    }
+
+    /// The fast path of [`Self::allocate`] (`size` rounded): the block the newest free cached
+    /// (the `hot` hint), when `stream` freed it, it fits `size` exactly and no free or cached
+    /// extent of exactly `size` lies below it. That is the block [`Self::choose`] would pick:
+    /// same-stream reuse needs no wait and no new page, an exact fit is the smallest, and the
+    /// lowest address wins between equals. `None` (nothing changed) otherwise, or when the pool
+    /// is over its maximum (the slow path then gives pages back first).
+    ///
+    /// With debug assertions, each fast pick is checked against [`Self::choose`] (so the pool
+    /// model tests compare the two on every reuse they make).
+    fn take_hot<O: StreamOrder>(&mut self, order: &O, stream: u32, size: u64) -> Option<Grant> {
+        let (s, len, addr) = self.hot?;
+        if s != stream || len != size || self.stats.reserved.current > self.max_bytes {
+            return None;
+        }
+        // The smallest entry of at least `size` in each index is the lowest exact fit if any.
+        let below =
+            |set: &BTreeSet<(u64, u64)>| set.range((size, 0)..).next().is_some_and(|&k| k < (size, addr));
+        if below(&self.free_set) || self.cached.values().any(below) {
+            return None;
+        }
+        #[cfg(debug_assertions)]
+        let slow = self.choose(order, stream, size).map(|c| (c.3, c.4, c.5));
+        #[cfg(not(debug_assertions))]
+        let _ = order;
+        let x = self.extents.get_mut(&addr)?;
+        match x.state {
+            State::Cached(p) if p.stream == stream && x.len == size => x.state = State::Busy,
+            _ => return None,
+        }
+        // Its pages stay counted (a cached extent's are), as in the exact fit of `allocate`.
+        self.hot = None;
+        if let Some(set) = self.cached.get_mut(&stream) {
+            set.remove(&(size, addr));
+        }
+        self.stats.used.add(size);
+        #[cfg(debug_assertions)]
+        debug_assert_eq!(slow, Some((addr, Reuse::SameStream, None)), "the fast pick is choose's");
+        Some(Grant { addr: DeviceAddr(addr), size_bytes: size, how: Reuse::SameStream, wait_for: None })
     }
 
     /// Reserves a fresh region for `size` bytes; returns its free extent's address.
@@ -630,6 +678,7 @@ impl Pool {
             self.merge(a);
         } else {
             self.cached.entry(stream).or_default().insert((len, a));
+            self.hot = Some((stream, len, a));
         }
         Ok(len)
     }
@@ -1132,5 +1181,73 @@ mod tests {
                 assert!(p.stats().reserved.current <= 64 * MIB);
             }
         }
+    }
+
+    /// The same-stream fast path (`take_hot`): blocks of a few sizes freed on their own stream
+    /// and allocated again, among other streams' frees, completions and waits. Every fast pick
+    /// is checked against `choose` (the debug assertion in `take_hot`); here, that the fast path
+    /// is taken, hands out no block still in use elsewhere, and keeps the accounting.
+    #[test]
+    fn same_stream_fast_reuse_is_what_choose_picks() {
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut rnd = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let sizes = [512, 4096, 8192, 65536, 3 * MIB];
+        let mut fast = 0;
+        for m in 0..8u64 {
+            let (mut src, mut ord) = (Src::new(96 * MIB), Order::default());
+            let mut p = Pool::new(64 * MIB, modes(m & 1 != 0, m & 2 != 0, m & 4 != 0));
+            let mut live: BTreeMap<u64, (u64, u32)> = BTreeMap::new();
+            let mut submitted = [0u64; 3];
+            for _ in 0..2000 {
+                let stream = rnd(3) as u32;
+                match rnd(8) {
+                    0..=3 => {
+                        // Mostly the size the newest free left hot, on its stream.
+                        let (stream, size) = match p.hot {
+                            Some((s, len, _)) if rnd(4) != 0 => (s, len),
+                            _ => (stream, sizes[rnd(sizes.len() as u64) as usize]),
+                        };
+                        let hot_before = p.hot;
+                        let Ok(g) = p.allocate(&mut src, &ord, stream, size) else { continue };
+                        let (a, len) = (g.addr.as_u64(), g.size_bytes);
+                        if hot_before.is_some_and(|h| h == (stream, len, a)) && p.hot.is_none() {
+                            fast += 1;
+                            assert_eq!((g.how, g.wait_for), (Reuse::SameStream, None));
+                        }
+                        if let Some((&b, &(blen, _))) = live.range(..a + len).next_back() {
+                            assert!(b + blen <= a, "block {a:#x}+{len} overlaps live {b:#x}+{blen}");
+                        }
+                        assert!(live.insert(a, (len, stream)).is_none());
+                        submitted[stream as usize] += 1;
+                    }
+                    4..=5 => {
+                        if live.is_empty() {
+                            continue;
+                        }
+                        let i = rnd(live.len() as u64) as usize;
+                        let (&a, &(len, owner)) = live.iter().nth(i).unwrap();
+                        // Mostly on the stream that used it (the hot case).
+                        let s = if rnd(3) == 0 { stream } else { owner };
+                        assert_eq!(p.free(DeviceAddr(a), s, submitted[s as usize]), Ok(len));
+                        live.remove(&a);
+                    }
+                    6 => {
+                        ord.completed.insert(stream, submitted[stream as usize]);
+                    }
+                    _ => {
+                        let t = rnd(3) as u32;
+                        ord.edges.push((StreamPoint { stream, seq: submitted[stream as usize] }, t));
+                    }
+                }
+                assert_eq!(p.stats().used.current, live.values().map(|v| v.0).sum::<u64>());
+                assert_eq!(src.bytes(), p.stats().reserved.current);
+            }
+        }
+        assert!(fast > 1000, "the fast path was taken {fast} times");
     }
 }
