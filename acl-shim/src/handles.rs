@@ -21,7 +21,8 @@
 //!
 //! # Locking
 //!
-//! [`HandleTable::get`] takes no lock: a slot is an [`ArcSwapOption`] read lock-free. Insert and
+//! [`HandleTable::get`] (and [`HandleTable::get_ref`], which counts no reference) takes no lock:
+//! a slot is an [`ArcSwapOption`] read lock-free. Insert and
 //! remove take the table's own mutex (one per device and kind; a leaf: nothing else is taken
 //! while it is held, and nothing is called out of it). A remove that races a `get` is safe: the
 //! `get` either sees the object (and keeps it alive through its `Arc`) or sees the slot empty or
@@ -138,6 +139,34 @@ impl<T> Deref for Entry<T> {
     type Target = T;
     fn deref(&self) -> &T {
         &self.value
+    }
+}
+
+/// A live object of a table held for one call, as [`HandleTable::get_ref`] returns it: an
+/// arc-swap guard on its slot, which keeps the object alive while held (a remove meanwhile
+/// hands the guard a reference of its own) without touching the object's reference count.
+/// Meant for the length of a call: a thread holding many at once falls back to counted
+/// references (still correct, only slower).
+pub struct Ref<T>(arc_swap::Guard<Option<Arc<Entry<T>>>>);
+
+impl<T> Ref<T> {
+    /// A counted reference, for what outlives the call.
+    pub fn to_arc(&self) -> Arc<Entry<T>> {
+        Arc::clone(self)
+    }
+}
+
+impl<T> Deref for Ref<T> {
+    type Target = Arc<Entry<T>>;
+    fn deref(&self) -> &Arc<Entry<T>> {
+        // `get_ref` makes a `Ref` only from a full slot.
+        self.0.as_ref().unwrap_or_else(|| unreachable!("a Ref is made from a full slot"))
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for Ref<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Ref").field(&***self).finish()
     }
 }
 
@@ -283,6 +312,18 @@ impl<T> HandleTable<T> {
         }
         let entry = self.slot(h.index)?.value.load_full()?;
         (entry.generation == h.generation).then_some(entry)
+    }
+
+    /// The live object `raw` names, held for one call without a reference count (cheaper
+    /// than [`Self::get`]: no update of the object's shared count); `None` as for
+    /// [`Self::get`]. Lock-free.
+    pub fn get_ref(&self, raw: u64) -> Option<Ref<T>> {
+        let h = Handle::decode(raw, self.kind)?;
+        if h.device != self.device || h.init != self.init {
+            return None;
+        }
+        let guard = self.slot(h.index)?.value.load();
+        guard.as_ref().is_some_and(|e| e.generation == h.generation).then_some(Ref(guard))
     }
 
     /// Runs `f` on the object `raw` names, if it is live, without taking a reference to it: the

@@ -10,8 +10,9 @@
 //!
 //! # Locking
 //!
-//! The global runtime is an `ArcSwapOption`: looking it up ([`runtime`]) takes no lock, only an
-//! atomic load and an `Arc` clone; `aclInit` and `aclFinalize` are serialised by one mutex taken
+//! The global runtime is an `ArcSwapOption`: looking it up ([`runtime_ref`], the C edge's) takes
+//! no lock and no reference count, only an atomic load under an arc-swap guard ([`runtime`]
+//! adds an `Arc` clone); `aclInit` and `aclFinalize` are serialised by one mutex taken
 //! nowhere else (`LIFECYCLE`). Each device's locks and their one order are in
 //! [`crate::device`]; the pinned-host table has its own lock, taken alone. A device's reference
 //! count is an atomic (reading it takes no lock).
@@ -224,9 +225,50 @@ fn check_config_file(path: &str) -> Result<()> {
 /// `ACL_ERROR_UNINITIALIZE` before `aclInit` or after `aclFinalize`;
 /// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` in a child forked after `aclInit`.
 pub fn runtime(api: &str) -> Result<Arc<Runtime>> {
+    runtime_ref(api).map(|rt| rt.to_arc())
+}
+
+/// The initialised runtime as one call holds it: an arc-swap guard on the `RUNTIME` slot,
+/// which keeps the runtime alive for the call (an `aclFinalize` meanwhile hands the guard a
+/// reference of its own) with no update of the runtime's shared reference count, the cache
+/// line every calling thread would otherwise write twice per call.
+pub struct Rt(arc_swap::Guard<Option<Arc<Runtime>>>);
+
+impl Rt {
+    /// A counted reference, for what outlives the call (a thread, a stored callback).
+    pub fn to_arc(&self) -> Arc<Runtime> {
+        Arc::clone(self)
+    }
+}
+
+impl std::ops::Deref for Rt {
+    type Target = Arc<Runtime>;
+    fn deref(&self) -> &Arc<Runtime> {
+        // `runtime_ref` makes an `Rt` only from a full slot.
+        self.0.as_ref().unwrap_or_else(|| unreachable!("an Rt is made from a full slot"))
+    }
+}
+
+impl std::fmt::Debug for Rt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Rt").field(&self.generation).finish()
+    }
+}
+
+/// The initialised runtime, held for one call ([`Rt`]; cheaper than [`runtime`]).
+///
+/// # Errors
+///
+/// `ACL_ERROR_UNINITIALIZE` before `aclInit` or after `aclFinalize`;
+/// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` in a child forked after `aclInit`.
+pub(crate) fn runtime_ref(api: &str) -> Result<Rt> {
     refuse_in_forked_child(api)?;
-    // No lock: an atomic load of the slot and an `Arc` clone.
-    RUNTIME.load_full().ok_or_else(|| AclError::new(ACL_ERROR_UNINITIALIZE, uninitialised_message(api)))
+    // No lock and no reference count: an atomic load of the slot under an arc-swap guard.
+    let guard = RUNTIME.load();
+    if guard.is_none() {
+        return Err(AclError::new(ACL_ERROR_UNINITIALIZE, uninitialised_message(api)));
+    }
+    Ok(Rt(guard))
 }
 
 /// "call aclInit first", with the reason the last `aclInit` failed when it did.

@@ -135,15 +135,15 @@ impl Runtime {
 
     /// The pool `handle` names, live or retired: its device comes from the handle, the pool
     /// from that device's table (no lock).
-    fn pool_any(&self, api: &str, handle: u64) -> Result<PoolRef> {
+    fn pool_any(&self, api: &str, handle: u64) -> Result<PoolHeld> {
         let d = Handle::device_of(handle, Kind::Pool)
             .filter(|&d| d < self.device_count())
             .ok_or_else(|| unknown_pool(api, handle))?;
-        self.device(d).pools.table.get(handle).ok_or_else(|| unknown_pool(api, handle))
+        self.device(d).pools.table.get_ref(handle).ok_or_else(|| unknown_pool(api, handle))
     }
 
     /// The live pool `handle` names.
-    fn pool(&self, api: &str, handle: u64) -> Result<PoolRef> {
+    fn pool(&self, api: &str, handle: u64) -> Result<PoolHeld> {
         let p = self.pool_any(api, handle)?;
         if lock(&p, api, handle)?.retired {
             return Err(unknown_pool(api, handle));
@@ -424,12 +424,12 @@ impl Runtime {
 
     /// The pool (live or retired) whose segments hold `ptr` of device `d`: one lookup in the
     /// device's address map, then the pool's handle slot (no pool's mutex is taken).
-    fn pool_of(&self, api: &str, d: u32, ptr: u64) -> Result<Option<PoolRef>> {
+    fn pool_of(&self, api: &str, d: u32, ptr: u64) -> Result<Option<PoolHeld>> {
         let dev = self.device(d);
         // Lock order: `mem` alone, released before the pool is used.
         let owner = dev.mem(api)?.map.find(ptr).map(|r| r.value);
         Ok(match owner {
-            Some(Owner::PoolSegment(h)) => dev.pools.table.get(h),
+            Some(Owner::PoolSegment(h)) => dev.pools.table.get_ref(h),
             _ => None,
         })
     }

@@ -25,7 +25,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::codes::*;
 use crate::error::{AclError, Result};
-use crate::runtime::{self, Runtime};
+use crate::runtime;
 
 /// Declares one C export with the prologue every export shares (see the module docs).
 ///
@@ -209,10 +209,10 @@ impl Call {
         Self { api }
     }
 
-    /// The initialised runtime ([`runtime::runtime`]: `ACL_ERROR_UNINITIALIZE` before `aclInit`;
-    /// no lock taken).
-    pub(crate) fn rt(&self) -> Result<std::sync::Arc<Runtime>> {
-        runtime::runtime(self.api)
+    /// The initialised runtime, held for the call ([`runtime::runtime_ref`]:
+    /// `ACL_ERROR_UNINITIALIZE` before `aclInit`; no lock taken, no reference counted).
+    pub(crate) fn rt(&self) -> Result<runtime::Rt> {
+        runtime::runtime_ref(self.api)
     }
 
     /// Checks the output pointer parameter `name`: non-null and aligned for `T`.
@@ -486,9 +486,9 @@ mod tests {
                 if code.contains("fn ") {
                     naked = false;
                 }
-                let lookup = "runtime::runtime(";
+                let lookup = "runtime::runtime";
                 assert!(
-                    !code.contains(lookup) || code.contains("runtime::runtime(self.api)"),
+                    !code.contains(lookup) || code.contains("runtime::runtime_ref(self.api)"),
                     "a runtime lookup outside Call::rt: {at}"
                 );
             }

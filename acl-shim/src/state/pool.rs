@@ -135,6 +135,8 @@ pub const MAX_POOLS: u32 = 65_536;
 
 /// A pool as a lookup returns it (kept alive while held).
 pub(crate) type PoolRef = Arc<Entry<PoolObj>>;
+/// A pool held for one call, with no reference counted ([`crate::handles::Ref`]).
+pub(crate) type PoolHeld = crate::handles::Ref<PoolObj>;
 
 /// The pools of one device.
 #[derive(Debug)]
