@@ -261,7 +261,7 @@ impl std::fmt::Debug for Rt {
 ///
 /// `ACL_ERROR_UNINITIALIZE` before `aclInit` or after `aclFinalize`;
 /// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` in a child forked after `aclInit`.
-pub(crate) fn runtime_ref(api: &str) -> Result<Rt> {
+pub fn runtime_ref(api: &str) -> Result<Rt> {
     refuse_in_forked_child(api)?;
     // No lock and no reference count: an atomic load of the slot under an arc-swap guard.
     let guard = RUNTIME.load();
