@@ -1197,13 +1197,15 @@ mod tests {
             x % n
         };
         let sizes = [512, 4096, 8192, 65536, 3 * MIB];
+        // Fewer rounds under Miri (each `choose` check walks the growing edge list).
+        let rounds = if cfg!(miri) { 200 } else { 2000 };
         let mut fast = 0;
         for m in 0..8u64 {
             let (mut src, mut ord) = (Src::new(96 * MIB), Order::default());
             let mut p = Pool::new(64 * MIB, modes(m & 1 != 0, m & 2 != 0, m & 4 != 0));
             let mut live: BTreeMap<u64, (u64, u32)> = BTreeMap::new();
             let mut submitted = [0u64; 3];
-            for _ in 0..2000 {
+            for _ in 0..rounds {
                 let stream = rnd(3) as u32;
                 match rnd(8) {
                     0..=3 => {
@@ -1248,6 +1250,6 @@ mod tests {
                 assert_eq!(src.bytes(), p.stats().reserved.current);
             }
         }
-        assert!(fast > 1000, "the fast path was taken {fast} times");
+        assert!(fast > rounds / 2, "the fast path was taken {fast} times in {rounds} rounds of 8 modes");
     }
 }
