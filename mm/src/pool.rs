@@ -1090,17 +1090,21 @@ mod tests {
     /// mode: allocation fails only for want of room, live blocks never overlap, a block reused
     /// across streams is safe at once or comes with the wait that makes it safe, and the
     /// accounting matches the backing.
-    #[test]
-    // Safe code only and minutes under Miri: the other pool tests cover Miri's checks.
-    #[cfg_attr(miri, ignore)]
-    fn random_streams_keep_blocks_apart() {
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut rnd = move |n: u64| {
+    /// A deterministic xorshift generator from `seed`: each call returns a number below `n`.
+    fn xorshift(mut x: u64) -> impl FnMut(u64) -> u64 {
+        move |n: u64| {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             x % n
-        };
+        }
+    }
+
+    #[test]
+    // Safe code only and minutes under Miri: the other pool tests cover Miri's checks.
+    #[cfg_attr(miri, ignore)]
+    fn random_streams_keep_blocks_apart() {
+        let mut rnd = xorshift(0x9E37_79B9_7F4A_7C15);
         for m in 0..8u64 {
             let (mut src, mut ord) = (Src::new(96 * MIB), Order::default());
             let mut p = Pool::new(64 * MIB, modes(m & 1 != 0, m & 2 != 0, m & 4 != 0));
@@ -1192,13 +1196,7 @@ mod tests {
     // pick): the other pool tests cover Miri's checks.
     #[cfg_attr(miri, ignore)]
     fn same_stream_fast_reuse_is_what_choose_picks() {
-        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
-        let mut rnd = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rnd = xorshift(0x2545_F491_4F6C_DD1D);
         let sizes = [512, 4096, 8192, 65536, 3 * MIB];
         let rounds = 2000;
         let mut fast = 0;
