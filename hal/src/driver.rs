@@ -455,7 +455,7 @@ pub trait Queues {
     fn progress(&self, dev: DeviceId, queue: QueueId) -> Result<QueueProgress>;
 
     /// Takes the status of the first failed task since the last call (`None`: none failed),
-    /// clearing it.
+    /// clearing it; a queue a stop-on-failure failure stopped runs its later tasks again.
     ///
     /// # Errors
     ///
@@ -485,7 +485,9 @@ pub trait Queues {
     /// take back what it was given (the caller then waits instead).
     fn abort_queue(&self, dev: DeviceId, queue: QueueId, head: AbortHead) -> Result<usize>;
 
-    /// Sets whether a failed task makes the queue skip the tasks queued behind it.
+    /// Sets whether a failed task makes the queue skip the tasks queued behind it, and those
+    /// submitted after it until [`take_error`](Self::take_error) reports the failure (the
+    /// queue is stopped until the host has seen it).
     ///
     /// # Errors
     ///

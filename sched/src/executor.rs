@@ -106,6 +106,9 @@ pub(crate) enum Item<T> {
     Record(EventId, u64),
     /// Forget the event's recorded point (if its record generation still matches).
     Reset(EventId, u64),
+    /// A task submitted to a stream that a failure stopped (see [`FailureMode::StopOnFailure`]):
+    /// it takes its sequence number and completes in order without running.
+    Skip,
 }
 
 /// Reads a monotonic clock in nanoseconds; used to stamp events.
@@ -533,6 +536,9 @@ impl<T> Executor<T> {
         }
         let stream = &mut s.stream;
         let was_empty = stream.is_empty();
+        // A stopped stream runs nothing more until its error is taken; the task is dropped
+        // here and its place completes in order.
+        let item = if stream.is_stopped() && matches!(item, Item::Task(_)) { Item::Skip } else { item };
         let seq = stream.push(item)?;
         if was_empty && !stream.is_running() {
             // INVARIANT: the stream just became ready and busy (nothing was queued, nothing
@@ -601,7 +607,7 @@ impl<T> Executor<T> {
                     _ => Head::Run,
                 }
             }
-            Item::Record(..) | Item::Reset(..) => Head::Run,
+            Item::Record(..) | Item::Reset(..) | Item::Skip => Head::Run,
         })
     }
 
@@ -697,6 +703,7 @@ impl<T> Executor<T> {
                 }
                 false
             }
+            Item::Skip => false,
         };
         let done = self.finish_slot(slot, id, seq, TaskStatus::Ok, was_wait);
         debug_assert_eq!(done, Ok(()));
@@ -1121,6 +1128,16 @@ impl<T> Executor<T> {
         Ok(self.stream_mut(id)?.take_error())
     }
 
+    /// The first failure of stream `id` since the error was last taken, left in place (a
+    /// stream a failure stopped stays stopped).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchStream`] for an unknown id.
+    pub fn error(&self, id: StreamId) -> Result<Option<ErrorKind>> {
+        Ok(self.stream(id)?.error())
+    }
+
     /// Whether no item is queued or running on any stream.
     pub fn is_idle(&self) -> bool {
         debug_assert_eq!(
@@ -1437,12 +1454,42 @@ mod tests {
         assert_eq!(tasks, [1, 9, -2]);
         assert_eq!(ex.completed_seq(s), Ok(4));
         assert!(ex.is_idle());
+        // Until the error is taken the stream stays stopped: a task submitted now (and an
+        // event recorded behind it) completes in order without running.
+        let ev = ex.create_event().unwrap();
+        assert_eq!(ex.submit(s, 7), Ok(5));
+        assert_eq!(ex.record_event(ev, s), Ok(6));
+        assert_eq!(ex.run_once(&mut r), 0);
+        assert_eq!(ex.completed_seq(s), Ok(6));
+        assert_eq!(ex.event_status(ev), Ok(EventStatus::Complete));
+        assert_eq!(ex.submit(s, 8), Ok(7));
+        assert_eq!(ex.take_ready(), None);
+        assert_eq!(ex.completed_seq(s), Ok(7));
+        assert!(ex.is_idle());
+        assert_eq!(r.ran.len(), 3, "nothing ran on the stopped stream: {:?}", r.ran);
         assert_eq!(ex.take_error(s), Ok(Some(ErrorKind::DeviceFault)));
         assert_eq!(ex.take_error(other), Ok(None));
-        // Tasks submitted after the failure run.
-        assert_eq!(ex.submit(s, 5), Ok(5));
+        // Tasks submitted after the error was taken run.
+        assert_eq!(ex.submit(s, 5), Ok(8));
         assert_eq!(ex.run_once(&mut r), 1);
-        assert_eq!(ex.completed_seq(s), Ok(5));
+        assert_eq!(ex.completed_seq(s), Ok(8));
+        assert_eq!(r.ran.last(), Some(&(s, 8, 5)));
+    }
+
+    #[test]
+    fn a_failure_in_continue_mode_does_not_stop_the_stream() {
+        let mut ex = Executor::new(1);
+        let s = ex.create_stream(4).unwrap();
+        ex.submit(s, -1).unwrap();
+        let mut r = Recorder::default();
+        assert_eq!(ex.run_once(&mut r), 1);
+        // Switching to stop mode after a continue-mode failure stops nothing.
+        ex.set_failure_mode(s, FailureMode::StopOnFailure).unwrap();
+        ex.submit(s, 2).unwrap();
+        assert_eq!(ex.run_once(&mut r), 1);
+        let tasks: Vec<_> = r.ran.iter().map(|&(_, _, t)| t).collect();
+        assert_eq!(tasks, [-1, 2]);
+        assert_eq!(ex.take_error(s), Ok(Some(ErrorKind::DeviceFault)));
     }
 
     #[test]

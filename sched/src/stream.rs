@@ -21,7 +21,8 @@ pub enum FailureMode {
     /// Record the failure and keep running the stream's later tasks (the default, as in CANN).
     #[default]
     Continue,
-    /// Record the failure and fail every task queued behind it without running them.
+    /// Record the failure and fail every task queued behind it without running them; tasks
+    /// submitted after the failure are skipped too until the error is taken.
     StopOnFailure,
 }
 
@@ -67,6 +68,8 @@ pub(crate) struct Stream<T> {
     capacity: usize,
     /// The first failure since the error was last taken.
     error: Option<ErrorKind>,
+    /// A failure in [`FailureMode::StopOnFailure`] happened and its error was not taken yet.
+    stopped: bool,
 }
 
 impl<T> Stream<T> {
@@ -105,6 +108,7 @@ impl<T> Stream<T> {
             mode: FailureMode::Continue,
             capacity: 0,
             error: None,
+            stopped: false,
         }
     }
 
@@ -341,6 +345,7 @@ impl<T> Stream<T> {
             if self.mode == FailureMode::StopOnFailure {
                 let skipped = self.clear_queued();
                 self.completed = self.submitted;
+                self.stopped = true;
                 finished += skipped;
             }
         }
@@ -361,6 +366,14 @@ impl<T> Stream<T> {
         dropped
     }
 
+    /// Whether a failure stopped the stream: it is in [`FailureMode::StopOnFailure`] and its
+    /// error was not taken yet. Tasks submitted meanwhile are skipped, as a device's queue
+    /// stopped by a failure runs nothing until the host has seen the failure.
+    #[inline]
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.stopped
+    }
+
     /// Sets the failure mode for failures from now on.
     pub(crate) fn set_mode(&mut self, mode: FailureMode) {
         self.mode = mode;
@@ -378,8 +391,14 @@ impl<T> Stream<T> {
         self.submitted
     }
 
+    /// The first failure since the error was last taken, left in place.
+    pub(crate) fn error(&self) -> Option<ErrorKind> {
+        self.error
+    }
+
     /// Takes the first failure since the last call.
     pub(crate) fn take_error(&mut self) -> Option<ErrorKind> {
+        self.stopped = false;
         self.error.take()
     }
 

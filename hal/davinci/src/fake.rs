@@ -163,6 +163,13 @@ struct Service {
     reported: u64,
     /// A failure the software NPU reported that no CQE carried yet.
     failure: Option<TaskStatus>,
+    /// The queue is in stop-on-failure mode (its last mode SQE taken said so).
+    stop: bool,
+    /// In stop mode: the CQ tail just past the CQE that carried the failure, until the host
+    /// has read that CQE. The failure stays in the software NPU meanwhile, which keeps the
+    /// queue stopped (what it takes is skipped), as a device's stopped queue runs nothing
+    /// until the host has seen why.
+    unacked: Option<u32>,
     broken: bool,
 }
 
@@ -178,13 +185,36 @@ impl RingQueue {
         if s.broken {
             return false;
         }
-        let busy = self.take(&mut s, sim, &sq, &head, &head_reg, db.load_u32(0));
+        // Stop mode: a failure is seen before the doorbell is read, so that every SQE the
+        // host wrote before the failure is taken while the queue is stopped (this round or an
+        // earlier one) and none runs.
+        let mut fresh = false;
+        if s.stop && s.unacked.is_none() && s.failure.is_none() {
+            if let Ok(Some(status)) = sim.pending_error(self.dev, self.q) {
+                s.failure = Some(status);
+                fresh = true;
+            }
+        }
+        let tail = db.load_u32(0);
+        // Read after the doorbell: an SQE the host wrote after reading the failure's CQE comes
+        // with the head that says it read it, and runs.
+        if let Some(at) = s.unacked {
+            if shr.load_u32(sqe::uio::CQ_HEAD).wrapping_sub(at) < 1 << 31 {
+                // The host has seen the failure: the queue runs again.
+                let _ = sim.take_error(self.dev, self.q);
+                s.unacked = None;
+            }
+        }
+        let busy = self.take(&mut s, sim, &sq, &head, &head_reg, tail);
         let Ok(seq) = sim.progress(self.dev, self.q).map(|p| p.completed) else {
             return busy;
         };
-        // A CQE reports a failure once, as the device's does: take it from the NPU.
-        if let Ok(Some(status)) = sim.take_error(self.dev, self.q) {
-            s.failure.get_or_insert(status);
+        // A CQE reports a failure once, as the device's does: take it from the NPU (in stop
+        // mode only once the host has read it, see `unacked`).
+        if !s.stop && s.unacked.is_none() {
+            if let Ok(Some(status)) = sim.take_error(self.dev, self.q) {
+                s.failure.get_or_insert(status);
+            }
         }
         if seq == s.reported && s.failure.is_none() {
             return busy;
@@ -197,6 +227,9 @@ impl RingQueue {
         let slot = (s.cq_tail % sqe::uio::CQ_ENTRIES) as usize;
         shr.write(sqe::uio::CQ_RING + slot * sqe::CQE_BYTES, &cqe.encode());
         s.cq_tail = s.cq_tail.wrapping_add(1);
+        if cqe.status != TaskStatus::Ok && (fresh || s.stop) && s.unacked.is_none() {
+            s.unacked = Some(s.cq_tail);
+        }
         shr.store_u32(sqe::uio::CQ_TAIL, s.cq_tail);
         s.reported = seq;
         true
@@ -225,7 +258,12 @@ impl RingQueue {
             let mut image = [0u8; sqe::SQE_BYTES];
             sq.read((s.head % self.depth) as usize * sqe::SQE_BYTES, &mut image);
             let submitted = match sqe::decode(&image) {
-                Some(entry) => run_entry(sim, self.dev, self.q, entry),
+                Some(entry) => {
+                    if let Entry::StopOnFailure(stop) = entry {
+                        s.stop = stop;
+                    }
+                    run_entry(sim, self.dev, self.q, entry)
+                }
                 None => Err(Error::new(ErrorKind::InvalidArgument, "unknown SQE")),
             };
             match submitted {

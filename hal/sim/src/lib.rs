@@ -528,6 +528,17 @@ impl Sim {
         self.slot(dev)?.scheduler.wait_point(queue, target_queue, target_seq)
     }
 
+    /// The failure [`take_error`](hal::Queues::take_error) would answer, left in place: a queue
+    /// in stop-on-failure mode that a failure stopped skips what is submitted to it until
+    /// its error is taken (a device model takes it once the host has seen the failure).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`] for an unknown queue.
+    pub fn pending_error(&self, dev: DeviceId, queue: QueueId) -> Result<Option<TaskStatus>> {
+        self.slot(dev)?.scheduler.pending_error(queue)
+    }
+
     /// Whether `queue` takes one more task now; a submission to a full queue waits for room,
     /// which a device model that feeds several queues from one thread must not do.
     ///

@@ -626,6 +626,17 @@ impl Scheduler {
         })
     }
 
+    /// [`Self::take_error`]'s answer, left in place: a queue a failure stopped stays stopped.
+    pub(crate) fn pending_error(&self, q: QueueId) -> Result<Option<TaskStatus>> {
+        let st = self.lock();
+        let kind = st.exec.error(StreamId(q.0)).map_err(sched_err)?;
+        Ok(match (st.faults.get(&q.0), kind) {
+            (Some(&c), _) => Some(TaskStatus::Fault(c)),
+            (None, Some(k)) => Some(TaskStatus::Failed(k)),
+            (None, None) => None,
+        })
+    }
+
     /// Whether a submission to `q` would not wait for room now.
     pub(crate) fn has_room(&self, q: QueueId) -> Result<bool> {
         self.with_lane(q, |l| l.has_room(l.submitted())).ok_or_else(|| sched_err(sched::Error::NoSuchStream))
