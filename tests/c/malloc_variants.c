@@ -192,6 +192,26 @@ static void policies(void)
         CHECK_OK(aclrtMemcpy(buf, sizeof buf, p, sizeof buf, ACL_MEMCPY_DEVICE_TO_HOST));
         CHECK_OK(aclrtFree(p));
     }
+    /* A large (page-backed) read-only block: the asynchronous set is refused too, at the call,
+     * and a writable block of the same size takes it; a set running 4 KiB past its end is refused. */
+    if (CHECK_OK(aclrtMallocWithCfg(&p, 4 << 20,
+                                    (aclrtMemMallocPolicy)(ACL_MEM_ACCESS_USER_SPACE_READONLY | ACL_MEM_MALLOC_HUGE_FIRST),
+                                    NULL))) {
+        aclrtStream s = NULL;
+        void *w = NULL;
+        unsigned char buf4[64];
+        CHECK_OK(aclrtCreateStream(&s));
+        CHECK_FAIL(aclrtMemsetAsync((char *)p + 4096, 64, 7, 64, s), ACL_ERROR_RT_PARAM_INVALID);
+        CHECK_OK(aclrtMalloc(&w, 4 << 20, ACL_MEM_MALLOC_HUGE_FIRST));
+        CHECK_OK(aclrtMemsetAsync((char *)w + 4096, 64, 7, 64, s));
+        CHECK_FAIL(aclrtMemsetAsync((char *)w + (4 << 20) - 4096, 8192, 7, 8192, s), ACL_ERROR_RT_PARAM_INVALID);
+        CHECK_OK(aclrtSynchronizeStream(s));
+        CHECK_OK(aclrtMemcpy(buf4, sizeof buf4, (char *)w + 4096, sizeof buf4, ACL_MEMCPY_DEVICE_TO_HOST));
+        CHECK(buf4[0] == 7 && buf4[63] == 7);
+        CHECK_OK(aclrtFree(w));
+        CHECK_OK(aclrtDestroyStream(s));
+        CHECK_OK(aclrtFree(p));
+    }
 }
 
 static void configs(void)

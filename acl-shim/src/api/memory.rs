@@ -616,6 +616,47 @@ impl Runtime {
         Err(AclError::rt_invalid(format!("{api}: {what} range [{addr:#x}, +{len}) is not inside {place}")))
     }
 
+    /// [`Self::check_live`] then [`Self::check_writable`] for a destination `[addr, addr +
+    /// len)` (`len > 0`). One inside one plain allocation or slab object (the common case) is
+    /// checked under one hold of its device's `mem`; any other goes through the two checks
+    /// (one hold each, plus what they name).
+    fn check_live_writable(&self, api: &str, what: &str, loc: Loc, addr: u64, len: u64) -> Result<()> {
+        let plain = match loc {
+            Loc::Device(d) if d < self.device_count() => {
+                // Lock order: `mem` alone.
+                let m = self.device(d).mem(api)?;
+                match m.map.find(addr) {
+                    Some(r)
+                        if r.value == Owner::Allocation
+                            && addr.checked_add(len).is_some_and(|e| e <= r.end()) =>
+                    {
+                        m.alloc.as_ref().and_then(|a| a.find(DeviceAddr(addr))).map(|i| i.attrs)
+                    }
+                    // Slab objects (and, without a sanitizer, blocks) are not in the map: the
+                    // allocator's slot table has them.
+                    None => m
+                        .unmapped_allocation(addr)
+                        .filter(|i| {
+                            addr.checked_add(len).is_some_and(|e| e <= i.base.as_u64() + i.usable_bytes)
+                        })
+                        .map(|i| i.attrs),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        match plain {
+            Some(attrs) if attrs.contains(MemAttr::READONLY) => Err(AclError::rt_invalid(format!(
+                "{api}: {what} {addr:#x} is read-only from user space (ACL_MEM_ACCESS_USER_SPACE_READONLY)"
+            ))),
+            Some(_) => Ok(()),
+            None => {
+                self.check_live(api, what, loc, addr, len)?;
+                self.check_writable(api, what, loc, addr)
+            }
+        }
+    }
+
     /// Checks that user space may write the device memory at `addr` (not
     /// `ACL_MEM_ACCESS_USER_SPACE_READONLY`).
     fn check_writable(&self, api: &str, what: &str, loc: Loc, addr: u64) -> Result<()> {
@@ -691,45 +732,7 @@ impl Runtime {
         }
         let cur = self.current_device(api)?;
         check_kind(api, ls, ld, kind_value)?;
-        // A destination inside one plain allocation (the common case) is checked live and
-        // writable under one hold of its device's `mem`; any other destination goes through
-        // `check_live` then `check_writable` (one hold each, plus what they name).
-        let plain_dst = match ld {
-            Loc::Device(d) if d < self.device_count() => {
-                // Lock order: `mem` alone.
-                let m = self.device(d).mem(api)?;
-                match m.map.find(dst) {
-                    Some(r)
-                        if r.value == Owner::Allocation
-                            && dst.checked_add(count).is_some_and(|e| e <= r.end()) =>
-                    {
-                        m.alloc.as_ref().and_then(|a| a.find(DeviceAddr(dst))).map(|i| i.attrs)
-                    }
-                    // Slab objects (and, without a sanitizer, blocks) are not in the map: the
-                    // allocator's slot table has them.
-                    None => m
-                        .unmapped_allocation(dst)
-                        .filter(|i| {
-                            dst.checked_add(count).is_some_and(|e| e <= i.base.as_u64() + i.usable_bytes)
-                        })
-                        .map(|i| i.attrs),
-                    _ => None,
-                }
-            }
-            _ => None,
-        };
-        match plain_dst {
-            Some(attrs) if attrs.contains(MemAttr::READONLY) => {
-                return Err(AclError::rt_invalid(format!(
-                    "{api}: dst {dst:#x} is read-only from user space (ACL_MEM_ACCESS_USER_SPACE_READONLY)"
-                )));
-            }
-            Some(_) => {}
-            None => {
-                self.check_live(api, "dst", ld, dst, count)?;
-                self.check_writable(api, "dst", ld, dst)?;
-            }
-        }
+        self.check_live_writable(api, "dst", ld, dst, count)?;
         self.check_live(api, "src", ls, src, count)?;
         if let (Loc::Device(a), Loc::Device(b)) = (ld, ls) {
             // Cross-device copies need peer access on 950 and A2, not on A3 (D-11-03).
@@ -797,8 +800,7 @@ impl Runtime {
         let loc = locate(dst);
         // Ordinary host memory (a stack or malloc'd buffer) is set by the caller's thread, as
         // CANN's drvMemsetD8 does; `check_live` refuses a range that runs into a runtime window.
-        self.check_live(api, "devPtr", loc, dst, count)?;
-        self.check_writable(api, "devPtr", loc, dst)?;
+        self.check_live_writable(api, "devPtr", loc, dst, count)?;
         Ok(SetPlan { dst: loc, count })
     }
 
