@@ -411,11 +411,20 @@ impl Window {
         let off =
             libc::off_t::try_from(object_offset).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
         let mut map = self.mapped.write().unwrap_or_else(|p| p.into_inner());
-        // The neighbours: one lookup each, for the overlap check and for joining them below.
+        // One lookup for the overlap check and both neighbours: the entries starting at or
+        // before `end`, from the back. The first may be the successor (starting right at
+        // `end`); the next one back is the last entry starting before `end`. Entries do not
+        // overlap, so the range is free exactly when that one ends by `offset`, and it is then
+        // the predecessor. Both are joined below when they touch the range.
         let end = offset + len_bytes;
-        let before = map.range(..=offset).next_back().map(|(&o, &e)| (o, e));
-        let after = map.range(offset..).next().map(|(&o, &e)| (o, e));
-        if before.is_some_and(|(o, e)| o + e.len_bytes > offset) || after.is_some_and(|(o, _)| o < end) {
+        let (before, after) = {
+            let mut back = map.range(..=end);
+            match back.next_back().map(|(&o, &e)| (o, e)) {
+                Some((o, e)) if o == end => (back.next_back().map(|(&o, &e)| (o, e)), Some(e)),
+                last => (last, None),
+            }
+        };
+        if before.is_some_and(|(o, e)| o + e.len_bytes > offset) {
             return Err(io::ErrorKind::AlreadyExists.into());
         }
         let prot = if writable { libc::PROT_READ | libc::PROT_WRITE } else { libc::PROT_READ };
@@ -445,8 +454,8 @@ impl Window {
             if let Some((o, e)) = before.filter(|(o, e)| o + e.len_bytes == offset && joins(e)) {
                 (start, len) = (o, len + e.len_bytes);
             }
-            if let Some((o, e)) = after.filter(|(o, e)| *o == end && joins(e)) {
-                map.remove(&o);
+            if let Some(e) = after.filter(joins) {
+                map.remove(&end);
                 len += e.len_bytes;
             }
         }
@@ -777,5 +786,57 @@ impl Drop for Window {
         // SAFETY: the whole range is ours by the type invariant, and every accessor that could
         // still point into it borrows `self`.
         unsafe { libc::munmap(base, self.len_bytes as usize) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PAGE: u64 = 4096;
+
+    /// Identity mappings: adjacent ranges of one protection join into one entry, a range that
+    /// overlaps an entry (or touches one of another protection) is refused or kept apart, and
+    /// unmapping a middle piece splits the entry, leaving its bytes unreadable.
+    #[test]
+    fn identity_entries_join_split_and_refuse_overlaps() {
+        let name = format!("/aclrs-test-window-{}", std::process::id());
+        let object = ShmObject::open(&name, 16 * PAGE, true).unwrap();
+        shm_unlink(&name);
+        // A base far from anything the test process maps; a clash fails the reservation.
+        let base = 0x6a00_0000_0000 + u64::from(std::process::id() % 4096) * (1 << 30);
+        let mut w = Window::reserve(base, 16 * PAGE).unwrap();
+        w.map_identity(&object, 0).unwrap();
+        w.map_shared(0, 2 * PAGE, &object, 0, true).unwrap();
+        w.map_shared(4 * PAGE, 2 * PAGE, &object, 4 * PAGE, true).unwrap();
+        assert_eq!(w.entry_count(), 2);
+        // Between the two: both neighbours join it.
+        w.map_shared(2 * PAGE, 2 * PAGE, &object, 2 * PAGE, true).unwrap();
+        assert_eq!(w.entry_count(), 1);
+        // Overlaps at either end, and inside, are refused and change nothing.
+        for (o, l) in [(PAGE, 2 * PAGE), (5 * PAGE, 2 * PAGE), (2 * PAGE, PAGE)] {
+            let e = w.map_shared(o, l, &object, o, true).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::AlreadyExists, "[{o:#x}, +{l:#x})");
+        }
+        assert_eq!(w.entry_count(), 1);
+        // Right after it but read-only: a separate entry, not writable.
+        w.map_shared(6 * PAGE, PAGE, &object, 6 * PAGE, false).unwrap();
+        assert_eq!(w.entry_count(), 2);
+        w.write(base + PAGE, &[7u8; 16]).unwrap();
+        assert!(w.write(base + 6 * PAGE, &[7u8; 16]).is_err());
+        let mut back = [0u8; 16];
+        w.read(base + 6 * PAGE, &mut back).unwrap();
+        // A middle piece of the joined entry goes away: the entry splits around it.
+        w.unmap(2 * PAGE, 2 * PAGE).unwrap();
+        assert_eq!(w.entry_count(), 3);
+        assert!(w.read(base + 2 * PAGE, &mut back).is_err());
+        w.read(base + PAGE, &mut back).unwrap();
+        assert_eq!(back, [7u8; 16]);
+        // The hole takes a mapping again, joining both sides once more.
+        w.map_shared(2 * PAGE, 2 * PAGE, &object, 2 * PAGE, true).unwrap();
+        assert_eq!(w.entry_count(), 2);
+        w.unmap(0, 6 * PAGE).unwrap();
+        w.unmap(6 * PAGE, PAGE).unwrap();
+        assert_eq!(w.entry_count(), 0);
     }
 }
