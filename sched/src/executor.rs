@@ -1289,16 +1289,40 @@ struct Lane<'a, T> {
 /// each stream's slots are a plain slice, walked by an iterator, and the sequence numbers
 /// are written back once per segment: a task costs no index, mask or bounds check, and no
 /// store but its slot's.
+///
+/// Each number of streams gets its own copy (`N`), so that the walk over the streams of a
+/// round is unrolled and keeps their cursors in registers.
 #[inline]
 fn run_laps<T, R: TaskRunner<T>>(
+    held: &mut [Option<&mut Slot<T>>],
+    runner: &mut R,
+    laps: usize,
+    ran: &mut usize,
+) -> (Option<usize>, Option<(StreamId, u64, ErrorKind)>) {
+    match held.len() {
+        2 => run_laps_of::<T, R, 2>(held, runner, laps, ran),
+        3 => run_laps_of::<T, R, 3>(held, runner, laps, ran),
+        4 => run_laps_of::<T, R, 4>(held, runner, laps, ran),
+        5 => run_laps_of::<T, R, 5>(held, runner, laps, ran),
+        6 => run_laps_of::<T, R, 6>(held, runner, laps, ran),
+        7 => run_laps_of::<T, R, 7>(held, runner, laps, ran),
+        8 => run_laps_of::<T, R, 8>(held, runner, laps, ran),
+        // Not reached (a round holds 2 to `LAP_STREAMS` streams); running no lap is correct.
+        _ => (None, None),
+    }
+}
+
+/// [`run_laps`] for `N` streams (`held` holds `N`, or it runs nothing).
+fn run_laps_of<T, R: TaskRunner<T>, const N: usize>(
     held: &mut [Option<&mut Slot<T>>],
     runner: &mut R,
     mut laps: usize,
     ran: &mut usize,
 ) -> (Option<usize>, Option<(StreamId, u64, ErrorKind)>) {
-    let n = held.len();
+    let Ok(held) = <&mut [Option<&mut Slot<T>>; N]>::try_from(held) else { return (None, None) };
+    let n = N;
     while laps > 0 {
-        let mut lanes: [Lane<'_, T>; LAP_STREAMS] =
+        let mut lanes: [Lane<'_, T>; N] =
             core::array::from_fn(|_| Lane { slots: Default::default(), base: 0, id: StreamId(0) });
         let mut seg = laps;
         for (h, lane) in held.iter_mut().zip(lanes.iter_mut()) {
@@ -1308,7 +1332,6 @@ fn run_laps<T, R: TaskRunner<T>>(
             seg = seg.min(slots.len());
             *lane = Lane { slots: slots.iter_mut(), base, id };
         }
-        let lanes = lanes.get_mut(..n).unwrap_or_default();
         // Where the segment stopped: the stream's index, and the error if its task failed.
         let mut stop: Option<(usize, Option<ErrorKind>)> = None;
         let mut lap = 0;
