@@ -283,6 +283,7 @@ mod run_once_matches_take_ready {
     /// different laps on each stream, with a failure and an event record in the middle of the
     /// laps: the cases of the slices the rounds walk, each one surely met.
     #[test]
+    #[cfg_attr(miri, ignore = "safe code only, run natively; minutes under Miri")]
     fn rounds_over_wrapping_rings_with_a_failure_or_record_mid_lap() {
         for streams in (2..=8).chain([STREAMS]) {
             let mut ops = Vec::new();
