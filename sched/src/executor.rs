@@ -47,7 +47,10 @@
 //! counted as finished the moment it is taken (nobody can look in between) and reopened if it
 //! fails; a burst keeps its sequence number in a local; rounds first run the rounds in which
 //! no stream can run dry (as many as the shortest queue, less one) without looking whether
-//! one leaves, holding on to up to eight streams so that a task costs no lookup.
+//! one leaves, holding on to up to eight streams so that a task costs no lookup: those rounds
+//! walk each stream's queued slots as a slice (split where a ring wraps), and the sequence
+//! numbers are written back once per slice. Submission checks one limit per item: a stream a
+//! failure stopped has its limit at 0, so only the slow path looks at that.
 //!
 //! # Progress
 //!
@@ -526,8 +529,23 @@ impl<T> Executor<T> {
         Ok(())
     }
 
+    /// Appends an internal item (not a task) to stream `id`.
     #[inline]
     fn push_item(&mut self, id: StreamId, item: Item<T>) -> Result<u64> {
+        self.push_with(id, item, |item| item, |stream, item| stream.push(item))
+    }
+
+    /// Appends `make(value)` to stream `id` and returns its sequence number; `slow` pushes
+    /// `value` when the stream is not below its limit ([`Stream::below_limit`]). The item is
+    /// built only on the fast path, so the value travels in registers.
+    #[inline]
+    fn push_with<U>(
+        &mut self,
+        id: StreamId,
+        value: U,
+        make: impl FnOnce(U) -> Item<T>,
+        slow: impl FnOnce(&mut Stream<Item<T>>, U) -> Result<u64>,
+    ) -> Result<u64> {
         let slot = id.0 & self.slot_mask;
         // CAST: a u32 slot index fits in usize on every target sched builds for.
         let s = self.slots.get_mut(slot as usize).ok_or(Error::NoSuchStream)?;
@@ -536,10 +554,8 @@ impl<T> Executor<T> {
         }
         let stream = &mut s.stream;
         let was_empty = stream.is_empty();
-        // A stopped stream runs nothing more until its error is taken; the task is dropped
-        // here and its place completes in order.
-        let item = if stream.is_stopped() && matches!(item, Item::Task(_)) { Item::Skip } else { item };
-        let seq = stream.push(item)?;
+        // A stopped stream is never below its limit, so the fast path needs no look at it.
+        let seq = if stream.below_limit() { stream.push(make(value))? } else { slow(stream, value)? };
         if was_empty && !stream.is_running() {
             // INVARIANT: the stream just became ready and busy (nothing was queued, nothing
             // runs).
@@ -559,7 +575,7 @@ impl<T> Executor<T> {
     /// - [`Error::InvalidArgument`] when the stream's sequence numbers are exhausted.
     #[inline]
     pub fn submit(&mut self, id: StreamId, task: T) -> Result<u64> {
-        self.push_item(id, Item::Task(task))
+        self.push_with(id, task, Item::Task, submit_slow)
     }
 
     /// Makes stream `id` wait, after everything submitted to it so far, until `target` has
@@ -909,26 +925,8 @@ impl<T> Executor<T> {
                     }
                 }
                 let held = held.get_mut(..round.len()).unwrap_or_default();
-                'held: for _ in 1..laps {
-                    // Every stream before the one being looked at ran one task in this round:
-                    // its index is the count of tasks run since the round began.
-                    let lap_start = ran;
-                    for s in held.iter_mut().flatten() {
-                        match run_head(s, runner) {
-                            Some(Ok(())) => ran += 1,
-                            // An internal item heads the stream.
-                            None => {
-                                at = Some((ran - lap_start, None));
-                                break 'held;
-                            }
-                            Some(Err(failed)) => {
-                                at = Some((ran - lap_start, Some(failed)));
-                                ran += 1;
-                                break 'held;
-                            }
-                        }
-                    }
-                }
+                let (r, failed) = run_laps(held, runner, laps - 1, &mut ran);
+                at = r.map(|r| (r, failed));
             } else {
                 'laps: for _ in 1..laps {
                     let lap_start = ran;
@@ -1272,6 +1270,117 @@ impl<T> Executor<T> {
 /// more streams look each one up per task.
 const LAP_STREAMS: usize = 8;
 
+/// One stream of a [`run_laps`] segment: the slots it runs in the segment, the sequence
+/// number before them, its id.
+struct Lane<'a, T> {
+    slots: core::slice::IterMut<'a, Option<Item<T>>>,
+    base: u64,
+    id: StreamId,
+}
+
+/// Runs `laps` rounds over the held streams (in round order; each has more than `laps` tasks
+/// queued, so none runs dry), one task per stream per round, counting each task as done at
+/// once, and adds the tasks run to `ran`. Answers where the rounds stopped early, if they
+/// did: the index (in `held`) of the stream whose head is an internal item (not taken), or
+/// whose task failed (left running, to be finished as failed), with the id, sequence number
+/// and error of that task.
+///
+/// The rounds run in segments in which no stream's queued slots wrap around its ring: there
+/// each stream's slots are a plain slice, walked by an iterator, and the sequence numbers
+/// are written back once per segment: a task costs no index, mask or bounds check, and no
+/// store but its slot's.
+///
+/// Each number of streams gets its own copy (`N`), so that the walk over the streams of a
+/// round is unrolled and keeps their cursors in registers.
+#[inline]
+fn run_laps<T, R: TaskRunner<T>>(
+    held: &mut [Option<&mut Slot<T>>],
+    runner: &mut R,
+    laps: usize,
+    ran: &mut usize,
+) -> (Option<usize>, Option<(StreamId, u64, ErrorKind)>) {
+    match held.len() {
+        2 => run_laps_of::<T, R, 2>(held, runner, laps, ran),
+        3 => run_laps_of::<T, R, 3>(held, runner, laps, ran),
+        4 => run_laps_of::<T, R, 4>(held, runner, laps, ran),
+        5 => run_laps_of::<T, R, 5>(held, runner, laps, ran),
+        6 => run_laps_of::<T, R, 6>(held, runner, laps, ran),
+        7 => run_laps_of::<T, R, 7>(held, runner, laps, ran),
+        8 => run_laps_of::<T, R, 8>(held, runner, laps, ran),
+        // Not reached (a round holds 2 to `LAP_STREAMS` streams); running no lap is correct.
+        _ => (None, None),
+    }
+}
+
+/// [`run_laps`] for `N` streams (`held` holds `N`, or it runs nothing).
+fn run_laps_of<T, R: TaskRunner<T>, const N: usize>(
+    held: &mut [Option<&mut Slot<T>>],
+    runner: &mut R,
+    mut laps: usize,
+    ran: &mut usize,
+) -> (Option<usize>, Option<(StreamId, u64, ErrorKind)>) {
+    let Ok(held) = <&mut [Option<&mut Slot<T>>; N]>::try_from(held) else { return (None, None) };
+    let n = N;
+    while laps > 0 {
+        let mut lanes: [Lane<'_, T>; N] =
+            core::array::from_fn(|_| Lane { slots: Default::default(), base: 0, id: StreamId(0) });
+        let mut seg = laps;
+        for (h, lane) in held.iter_mut().zip(lanes.iter_mut()) {
+            let Some(s) = h else { continue };
+            let (base, id) = (s.stream.completed(), s.id);
+            let slots = s.stream.queued_run(laps);
+            seg = seg.min(slots.len());
+            *lane = Lane { slots: slots.iter_mut(), base, id };
+        }
+        // Where the segment stopped: the stream's index, and the error if its task failed.
+        let mut stop: Option<(usize, Option<ErrorKind>)> = None;
+        let mut lap = 0;
+        'segment: while lap < seg {
+            // CAST: a lap count fits in u64.
+            let seq = lap as u64 + 1;
+            for (i, lane) in lanes.iter_mut().enumerate() {
+                let Some(task) = lane.slots.next().and_then(take_task) else {
+                    stop = Some((i, None));
+                    break 'segment;
+                };
+                let result = runner.run(lane.id, lane.base + seq, &task);
+                drop(task);
+                if let Err(kind) = result {
+                    stop = Some((i, Some(kind)));
+                    break 'segment;
+                }
+            }
+            lap += 1;
+        }
+        // INVARIANT: every stream ran `lap` tasks, and those before the one where the segment
+        // stopped (if it did) one more; the failed task was taken and runs.
+        let stopped_at = stop.map_or(0, |(i, _)| i);
+        for (i, s) in held.iter_mut().enumerate() {
+            let Some(s) = s else { continue };
+            s.stream.mark_done(lap + usize::from(i < stopped_at));
+        }
+        // CAST: as above.
+        *ran += lap * n + stopped_at;
+        match stop {
+            None => laps -= seg,
+            Some((i, None)) => return (Some(i), None),
+            Some((i, Some(kind))) => {
+                *ran += 1;
+                let Some(s) = held.get_mut(i).and_then(Option::as_mut) else { return (Some(i), None) };
+                let seq = s.stream.completed() + 1;
+                s.stream.mark_done(1);
+                s.stream.reopen(seq);
+                return (Some(i), Some((s.id, seq, kind)));
+            }
+        }
+        if seg == 0 {
+            // Not reached: every held stream has more than `laps` items queued.
+            break;
+        }
+    }
+    (None, None)
+}
+
 /// Runs the head of the stream in `s` if it is a task, counting it as done at once (a stream
 /// where nothing runs): `None` when the head is not a task; the stream, sequence number and
 /// error of a task that failed, which is left running (to be finished as failed).
@@ -1287,6 +1396,15 @@ fn run_head<T, R: TaskRunner<T>>(
         s.stream.reopen(seq);
         (s.id, seq, kind)
     }))
+}
+
+/// Pushes `task` to a stream that is not below its limit: full, out of sequence numbers, its
+/// limit to raise, or stopped. A stopped stream runs nothing more until its error is taken:
+/// the task is dropped here and its place completes in order ([`Item::Skip`]).
+#[cold]
+fn submit_slow<T>(stream: &mut Stream<Item<T>>, task: T) -> Result<u64> {
+    let item = if stream.is_stopped() { Item::Skip } else { Item::Task(task) };
+    stream.push(item)
 }
 
 /// Takes the task out of a ring slot that holds one (for [`Stream::take_done_with`]); leaves an

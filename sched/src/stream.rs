@@ -46,6 +46,9 @@ pub enum FailureMode {
 ///   most the ring's length.
 /// - `limit <= started - running + capacity` (saturating): a lower bound of the first sequence
 ///   number that does not fit, so `submitted < limit` lets [`push`](Self::push) skip counting.
+///   While the stream is stopped ([`is_stopped`](Self::is_stopped)) `limit` is 0, so that every
+///   push takes the slow path, where the owner turns what it submits into skips
+///   ([`below_limit`](Self::below_limit)).
 #[derive(Debug)]
 pub(crate) struct Stream<T> {
     /// The ring; `Some` marks a queued item.
@@ -164,7 +167,7 @@ impl<T> Stream<T> {
     /// the sequence numbers are exhausted.
     #[inline]
     pub(crate) fn push(&mut self, task: T) -> Result<u64> {
-        if self.submitted >= self.limit {
+        if !self.below_limit() {
             self.raise_limit()?;
         }
         // No overflow: `submitted < limit`.
@@ -178,7 +181,16 @@ impl<T> Stream<T> {
         Ok(seq)
     }
 
-    /// Counts the unfinished items and moves `limit` up to what they leave room for.
+    /// Whether one more item fits without counting, and the stream is not stopped: the fast
+    /// path of [`Self::push`] (one compare). `false` sends the push to its slow path, which
+    /// counts, and where an owner turns what it submits to a stopped stream into a skip.
+    #[inline]
+    pub(crate) fn below_limit(&self) -> bool {
+        self.submitted < self.limit
+    }
+
+    /// Counts the unfinished items and moves `limit` up to what they leave room for (it stays
+    /// 0 while the stream is stopped).
     ///
     /// # Errors
     ///
@@ -191,10 +203,13 @@ impl<T> Stream<T> {
         // INVARIANT: `submitted - unfinished`, plus `capacity`; `started >= 1` while a task
         // runs, so the subtraction does not wrap.
         let base = self.started - u64::from(self.running);
-        self.limit = base.saturating_add(u64::try_from(self.capacity).unwrap_or(u64::MAX));
-        if self.submitted >= self.limit {
+        let limit = base.saturating_add(u64::try_from(self.capacity).unwrap_or(u64::MAX));
+        if self.submitted >= limit {
             // Room, but no sequence number left.
             return Err(Error::InvalidArgument);
+        }
+        if !self.stopped {
+            self.limit = limit;
         }
         Ok(())
     }
@@ -275,8 +290,9 @@ impl<T> Stream<T> {
     /// [`Self::take_done_with`] and running what it takes with `run`, over and over while
     /// `take` takes the head and `run` answers that it succeeded; answers how many succeeded.
     /// A failed item (`run` answers `false`) is left running, to [`finish`](Self::finish) as
-    /// failed. The sequence numbers live in a local meanwhile, stored once at the end: the
-    /// loop carries no dependency through memory.
+    /// failed. The loop walks the queued slots as a slice (at most two: the ring may wrap),
+    /// and the sequence numbers are stored once per slice: no index, mask or bounds check per
+    /// item.
     #[inline]
     pub(crate) fn run_done_with<U>(
         &mut self,
@@ -284,25 +300,55 @@ impl<T> Stream<T> {
         mut run: impl FnMut(u64, U) -> bool,
     ) -> usize {
         debug_assert!(!self.running, "only a stream with nothing running");
-        let mut seq = self.started;
         let mut done = 0;
-        let failed = loop {
-            // No overflow: as in `start_if`.
-            let next = seq.wrapping_add(1);
-            let pos = self.pos(next);
-            let Some(item) = self.ring.get_mut(pos).and_then(&mut take) else { break false };
-            seq = next;
-            if !run(seq, item) {
-                break true;
+        loop {
+            let base = self.started;
+            let slots = self.queued_run(usize::MAX);
+            let len = slots.len();
+            let mut n = 0u64;
+            let mut failed = false;
+            for slot in slots {
+                let Some(item) = take(slot) else { break };
+                n += 1;
+                if !run(base + n, item) {
+                    failed = true;
+                    break;
+                }
             }
-            done += 1;
-        };
-        // INVARIANT: everything up to `seq` was taken; all of it finished but a failed last
-        // one, which runs (as after `start`).
-        self.started = seq;
-        self.completed = seq - u64::from(failed);
-        self.running = failed;
-        done
+            // INVARIANT: the first `n` queued items were taken; all of them finished but a
+            // failed last one, which runs (as after `start`).
+            self.started = base + n;
+            self.completed = self.started - u64::from(failed);
+            self.running = failed;
+            // CAST: at most `capacity` items, a usize.
+            done += n as usize - usize::from(failed);
+            // Go on past the end of the ring only if the whole slice ran.
+            if failed || n as usize != len || len == 0 {
+                return done;
+            }
+        }
+    }
+
+    /// The queued items' slots from the oldest on, as far as the ring runs without wrapping
+    /// and at most `max`: the slots of `started + 1 ..= started + len`, which all hold `Some`.
+    /// An owner that empties the first `n` of them counts them with [`Self::mark_done`].
+    #[inline]
+    pub(crate) fn queued_run(&mut self, max: usize) -> &mut [Option<T>] {
+        let pos = self.pos(self.started.wrapping_add(1));
+        let end = pos.saturating_add(self.queued_len().min(max)).min(self.ring.len());
+        self.ring.get_mut(pos..end).unwrap_or_default()
+    }
+
+    /// Counts the first `n` queued items, whose slots the owner emptied (from
+    /// [`Self::queued_run`]), as started and finished (successfully) at once, as
+    /// [`Self::take_done_with`] does one by one.
+    #[inline]
+    pub(crate) fn mark_done(&mut self, n: usize) {
+        debug_assert!(!self.running && n <= self.queued_len(), "only queued items, nothing running");
+        // CAST: at most `capacity` items, a usize.
+        // INVARIANT: nothing ran, so `completed == started`, and now both name the last item.
+        self.started += n as u64;
+        self.completed = self.started;
     }
 
     /// Makes the item `seq` just taken by [`Self::take_done_with`] the running task again
@@ -346,6 +392,8 @@ impl<T> Stream<T> {
                 let skipped = self.clear_queued();
                 self.completed = self.submitted;
                 self.stopped = true;
+                // INVARIANT: a stopped stream's pushes take the slow path.
+                self.limit = 0;
                 finished += skipped;
             }
         }

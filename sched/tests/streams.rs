@@ -185,7 +185,7 @@ mod run_once_matches_take_ready {
         fn new(streams: usize) -> Self {
             let mut ex = Executor::new(streams);
             let ids: Vec<StreamId> = (0..streams).map(|_| ex.create_stream(6).unwrap()).collect();
-            ex.set_failure_mode(ids[3], FailureMode::StopOnFailure).unwrap();
+            ex.set_failure_mode(ids[3 % streams], FailureMode::StopOnFailure).unwrap();
             let events = (0..2).map(|_| ex.create_event().unwrap()).collect();
             Self { ex, ids, events, log: Log(Vec::new()) }
         }
@@ -276,6 +276,36 @@ mod run_once_matches_take_ready {
         #[test]
         fn same_with_more_streams_than_a_round_holds(ops in proptest::collection::vec(op(), 1..80)) {
             compare(STREAMS, &ops)?;
+        }
+    }
+
+    /// Rounds of every size a round holds (2 to 8 streams, and more), over rings that wrap at
+    /// different laps on each stream, with a failure and an event record in the middle of the
+    /// laps: the cases of the slices the rounds walk, each one surely met.
+    #[test]
+    #[cfg_attr(miri, ignore = "safe code only, run natively; minutes under Miri")]
+    fn rounds_over_wrapping_rings_with_a_failure_or_record_mid_lap() {
+        for streams in (2..=8).chain([STREAMS]) {
+            let mut ops = Vec::new();
+            for round in 0..12 {
+                // Shift each stream's ring by a different amount, so that the rings wrap at
+                // different laps of the next drain.
+                for s in 0..streams {
+                    for _ in 0..(s * 5 + round) % 4 {
+                        ops.push(Op::Task(s, false));
+                    }
+                }
+                ops.push(Op::Drain);
+                ops.push(Op::TaskEach(0, false));
+                ops.push(Op::TaskEach(0, false));
+                if round % 3 == 1 {
+                    ops.push(Op::Record(round % streams, round % 2));
+                }
+                ops.push(Op::TaskEach(round % streams, round % 3 == 0));
+                ops.push(Op::TaskEach(0, false));
+                ops.push(Op::Drain);
+            }
+            compare(streams, &ops).unwrap();
         }
     }
 
