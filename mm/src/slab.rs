@@ -10,7 +10,11 @@
 //! next one is the next clear bit of the same bitmap word, and only a word turning full scans
 //! the eight-word summary); a slot's recorded usable size (never zero while it is live) says
 //! whether it is live, for the checks of a free, and the slot of an address is found with a
-//! multiply by a precomputed reciprocal, not a division. A chunk's storage is sized once, when
+//! multiply by a precomputed reciprocal, not a division. No per-segment count is kept: the
+//! objects of a 64 KiB segment are counted from the live bits of its slots (at most 17 words)
+//! only when a free reaches one of a chunk's top two backed segments or a trim asks, so an
+//! ordinary allocation or free touches the chunk's first line, one bitmap word, one summary
+//! word and one size entry. A chunk's storage is sized once, when
 //! it is made, and [`Chunk::reset`] reuses it for another chunk of the same class, so nothing is
 //! allocated on the heap per object.
 
