@@ -252,7 +252,40 @@ impl Chunk {
     #[inline(always)]
     pub fn free_empties_segment_from(&self, slot: u32, from: usize) -> bool {
         let (first, last) = self.segments(slot);
-        (last >= from && self.segment_live(last) == 1) || (first >= from && self.segment_live(first) == 1)
+        (last >= from && !self.segment_holds_other(last, slot))
+            || (first >= from && !self.segment_holds_other(first, slot))
+    }
+
+    /// The slots overlapping segment `i`, first and last (`None` past the objects).
+    #[inline]
+    fn segment_slots(&self, i: usize) -> Option<(u32, u32)> {
+        // CAST: segment offsets fit in u64.
+        let start = i as u64 * SEGMENT_BYTES;
+        let end = (start + SEGMENT_BYTES).min(u64::from(self.span));
+        // From the slot holding `start` to the one holding `end - 1` (both inside the chunk).
+        (start < end).then(|| (self.slot_at(start), self.slot_at(end - 1)))
+    }
+
+    /// Whether a live object other than the one in `slot` overlaps segment `i`: the first
+    /// bitmap word of the segment's slots with a live bit (but `slot`'s) answers, usually the
+    /// first word looked at.
+    #[inline]
+    fn segment_holds_other(&self, i: usize, slot: u32) -> bool {
+        let Some((a, b)) = self.segment_slots(i) else { return false };
+        let (wa, wb) = ((a / 64) as usize, (b / 64) as usize);
+        (wa..=wb).any(|w| {
+            let mut m = self.live.get(w).copied().unwrap_or(0);
+            if w == wa {
+                m &= u64::MAX << (a % 64);
+            }
+            if w == wb {
+                m &= u64::MAX >> (63 - b % 64);
+            }
+            if w == (slot / 64) as usize {
+                m &= !(1 << (slot % 64));
+            }
+            m != 0
+        })
     }
 
     /// The first and last segments the object in `slot` overlaps: the same one or neighbours,
@@ -269,15 +302,7 @@ impl Chunk {
     /// Live objects overlapping segment `i`: the live bits of the slots that overlap it (at
     /// most 1024 slots, 17 bitmap words), counted.
     pub fn segment_live(&self, i: usize) -> u16 {
-        // CAST: segment offsets fit in u64.
-        let start = i as u64 * SEGMENT_BYTES;
-        let end = (start + SEGMENT_BYTES).min(u64::from(self.span));
-        if start >= end {
-            return 0;
-        }
-        // The slots overlapping [start, end): from the one holding `start` to the one holding
-        // `end - 1` (both inside the chunk).
-        let (a, b) = (self.slot_at(start), self.slot_at(end - 1));
+        let Some((a, b)) = self.segment_slots(i) else { return 0 };
         let (wa, wb) = ((a / 64) as usize, (b / 64) as usize);
         let mut n = 0;
         for w in wa..=wb {
