@@ -606,9 +606,6 @@ struct ChunkRec {
     /// for 2 MiB-page kinds.
     backed: u64,
     kind: u16,
-    /// A copy of `kind_fast[kind]` (its component index once the kind's first object is
-    /// charged), so that a free finds what it reports and refunds in the record it loads anyway.
-    fast: KindFast,
     prev: u32,
     next: u32,
     listed: bool,
@@ -743,7 +740,8 @@ enum Loc {
 ///   starts in, as `head` + 1 for a later slot whose first byte it covers.
 /// - Every chunk in `chunks` is backed and allocated in `va`, and its slot in `slots` holds its
 ///   id with `SLAB_FLAG`; the chunks with a free slot that are not a spare are exactly those
-///   on their class's `partial` list (`listed`).
+///   on their class's `partial` list (`listed`; the list is linked through `next`, and through
+///   `prev` for every chunk but the head).
 /// - No other slot entry is non-zero.
 /// - `acct.backed.current` is the sum of the backed bytes of all blocks and chunks;
 ///   `acct.live.current` the sum of the usable bytes of all blocks and slab objects;
@@ -1049,6 +1047,7 @@ impl DeviceAllocator {
     }
 
     /// [`Self::allocate`] past the slab fast path.
+    #[cold]
     #[inline(never)]
     fn allocate_slow<B: Backer>(
         &mut self,
@@ -1133,18 +1132,18 @@ impl DeviceAllocator {
             // CAST: a handful of components.
             self.kind_fast[k].comp = comp.map_or(NIL, |i| i as u32);
         }
-        if let Some(rec) = self.chunks[id as usize].as_mut() {
-            rec.fast.comp = self.kind_fast[k].comp;
-        }
         Ok(DeviceAddr(addr))
     }
 
     /// Puts chunk `id` at the head of its class's list of chunks with free slots.
+    ///
+    /// The list's head has no meaningful `prev` (a listed chunk is the head exactly when the
+    /// class's `partial` names it), so that taking the head off, what an allocation filling it
+    /// does, touches no other chunk.
     #[inline]
     fn list_push(&mut self, k: usize, class: usize, id: u32) {
         let head = self.heads[k][class].partial;
         if let Some(rec) = self.chunks[id as usize].as_mut() {
-            rec.prev = NIL;
             rec.next = head;
             rec.listed = true;
         }
@@ -1167,7 +1166,8 @@ impl DeviceAllocator {
         rec.listed = false;
         rec.prev = NIL;
         rec.next = NIL;
-        if prev == NIL {
+        if self.heads[k][class].partial == id {
+            // The head: the next chunk becomes it (its `prev` is then not read).
             self.heads[k][class].partial = next;
         } else if let Some(p) = self.chunks[prev as usize].as_mut() {
             p.next = next;
@@ -1222,16 +1222,8 @@ impl DeviceAllocator {
             None => Chunk::new(base, class, kind.page as u8),
         };
         // CAST: a handful of kinds.
-        let rec = Some(ChunkRec {
-            chunk,
-            backed,
-            kind: k as u16,
-            fast: self.kind_fast[k],
-            prev: NIL,
-            next: NIL,
-            listed: false,
-            va_node,
-        });
+        let rec =
+            Some(ChunkRec { chunk, backed, kind: k as u16, prev: NIL, next: NIL, listed: false, va_node });
         let id = put_slot(&mut self.chunks, &mut self.free_chunk_ids, rec);
         if let Some(i) = self.slot_index(base) {
             // INVARIANT: the chunk owns its whole 2 MiB slot.
@@ -1484,6 +1476,7 @@ impl DeviceAllocator {
     }
 
     /// [`Self::free`] past the slab fast path (without recording the free).
+    #[cold]
     #[inline(never)]
     fn free_slow<B: Backer>(&mut self, backer: &mut B, base: DeviceAddr) -> Result<Info, FreeError> {
         let info = match self.locate(base.as_u64()) {
@@ -1613,35 +1606,34 @@ impl DeviceAllocator {
     /// not a slab request (or its kind has no object charged yet); [`Self::alloc_slab`] handles
     /// the rest. A few loads and stores: the kind by its key, the chunk from the class's list,
     /// the slot from the chunk's kept lowest free slot, the counters through the kind's indices.
-    #[inline]
+    #[inline(always)]
     fn alloc_slab_fast(&mut self, req: &Request, component: Component) -> Option<DeviceAddr> {
+        let class = class_of(req.usable_bytes)?;
         if req.plan == PagePlan::Giant {
             return None;
         }
-        let class = class_of(req.usable_bytes)?;
         let page = if req.plan == PagePlan::HugeOnly { PageSize::Huge } else { PageSize::Normal };
         let key = kind_key(page, req.attrs, component, req.class);
         let k = self.kind_fast.iter().position(|f| f.key == key)?;
         let fast = self.kind_fast[k];
-        let comp = usize::try_from(fast.comp).ok().filter(|&c| c < self.acct.components.len())?;
-        let id = self.heads.get(k)?[class].partial;
+        let comp = fast.comp as usize;
+        if comp >= self.acct.components.len() {
+            return None;
+        }
+        let id = self.heads.get(k)?.get(class)?.partial;
         let rec = self.chunks.get_mut(id as usize)?.as_mut()?;
         // CAST: usable <= 64 KiB.
         let addr = rec.chunk.alloc_within(req.usable_bytes as u32, rec.backed)?;
         if rec.chunk.is_full() {
-            // It is the list's head: pop it.
-            let next = rec.next;
-            (rec.listed, rec.prev, rec.next) = (false, NIL, NIL);
-            self.heads[k][class].partial = next;
-            if let Some(n) = self.chunks.get_mut(next as usize).and_then(Option::as_mut) {
-                n.prev = NIL;
-            }
+            // It is the list's head: take it off (see `list_push`: no other chunk changes).
+            self.heads[k][class].partial = rec.next;
+            (rec.listed, rec.next) = (false, NIL);
         }
         self.live_objects += 1;
         let bytes = req.usable_bytes;
         self.acct.live.add(bytes);
         self.acct.components[comp].1.add(bytes);
-        self.acct.policies[usize::from(fast.policy)].add(bytes);
+        self.acct.policies[usize::from(fast.policy) % PolicyClass::COUNT].add(bytes);
         Some(DeviceAddr(addr))
     }
 
@@ -1650,17 +1642,22 @@ impl DeviceAllocator {
     /// [`Self::free_slab`] handles the rest (and tells the errors apart). The chunk is the
     /// slot table's entry for the address's 2 MiB slot, the object's slot a multiply, the double
     /// free check its live size.
-    #[inline]
+    #[inline(always)]
     fn free_slab_fast(&mut self, base: DeviceAddr) -> Option<Info> {
-        let e = *self.slots.get(self.slot_index(base.as_u64())?)?;
+        let addr = base.as_u64();
+        // CAST: an address below the window wraps to an index past the table.
+        let e = *self.slots.get((addr.wrapping_sub(self.window.start().as_u64()) / CHUNK_BYTES) as usize)?;
         if e & SLAB_FLAG == 0 {
             return None;
         }
         let id = e & !SLAB_FLAG;
         let rec = self.chunks.get_mut(id as usize)?.as_mut()?;
-        let slot = rec.chunk.slot_of(base.as_u64()).ok()?;
-        let (k, fast) = (usize::from(rec.kind), rec.fast);
-        let comp = usize::try_from(fast.comp).ok().filter(|&c| c < self.acct.components.len())?;
+        let k = usize::from(rec.kind);
+        let fast = *self.kind_fast.get(k)?;
+        let comp = fast.comp as usize;
+        if comp >= self.acct.components.len() {
+            return None;
+        }
         // Only a free emptying one of the top two backed segments of a 4 KiB-page chunk may let
         // its top go (after the previous free the chunk was shrunk as far as it goes, and
         // allocations only add objects).
@@ -1671,15 +1668,15 @@ impl DeviceAllocator {
             usize::MAX
         };
         let was_full = rec.chunk.is_full();
-        let class = usize::from(rec.chunk.class);
-        let usable = rec.chunk.free_unless_emptying(slot, from)?;
+        let usable = rec.chunk.free_fast(addr, from)?;
         if was_full {
+            let class = usize::from(rec.chunk.class);
             self.list_push(k, class, id);
         }
         self.live_objects -= 1;
         self.acct.live.sub(usable);
         self.acct.components[comp].1.sub(usable);
-        self.acct.policies[usize::from(fast.policy)].sub(usable);
+        self.acct.policies[usize::from(fast.policy) % PolicyClass::COUNT].sub(usable);
         Some(Info {
             base,
             usable_bytes: usable,

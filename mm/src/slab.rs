@@ -10,13 +10,16 @@
 //! next one is the next clear bit of the same bitmap word, and only a word turning full scans
 //! the eight-word summary); a slot's recorded usable size (never zero while it is live) says
 //! whether it is live, for the checks of a free, and the slot of an address is found with a
-//! multiply by a precomputed reciprocal, not a division. A chunk's storage is sized once, when
+//! multiply by a precomputed reciprocal, not a division. No per-segment count is kept: the
+//! objects of a 64 KiB segment are counted from the live bits of its slots (at most 17 words)
+//! only when a free reaches one of a chunk's top two backed segments or a trim asks, so an
+//! ordinary allocation or free touches the chunk's first line, one bitmap word, one summary
+//! word and one size entry. A chunk's storage is sized once, when
 //! it is made, and [`Chunk::reset`] reuses it for another chunk of the same class, so nothing is
 //! allocated on the heap per object.
 
 use alloc::boxed::Box;
 use alloc::vec;
-use alloc::vec::Vec;
 
 /// Size of one slab chunk: a 2 MiB page.
 pub const CHUNK_BYTES: u64 = 2 << 20;
@@ -90,37 +93,45 @@ const FULL_WORDS: usize = MAP_WORDS.div_ceil(64);
 /// A slot is live exactly when its `sizes` entry (its usable bytes, at least 1) is non-zero, and
 /// exactly then its bit in `live` is set (the bits past `capacity` in the last word are always
 /// set, so they are never taken); bit `w` of `full` is set when word `w` of `live` is all ones or
-/// does not exist. `used` is the number of live slots. `seg_live[i]` counts the live
-/// objects that overlap segment `i` (bytes `[i · 64 KiB, (i + 1) · 64 KiB)`). `recip` is
-/// `ceil(2^RECIP_SHIFT / object)`. `lowest` is the lowest free slot (`capacity` when the chunk
+/// does not exist. `used` is the number of live slots. `recip` is
+/// `ceil(2^RECIP_SHIFT / (object / 64))`. `lowest` is the lowest free slot (`capacity` when the chunk
 /// is full), kept up to date by every change so that finding it is a load.
+///
+/// The live objects of a segment (bytes `[i · 64 KiB, (i + 1) · 64 KiB)`) are counted from the
+/// live bits of the slots overlapping it when asked ([`Self::segment_live`]), which only frees
+/// near a chunk's backed top and trims do: allocations and frees keep no per-segment counts.
+///
+/// Layout: the fields every allocation and free reads come first, in one 64-byte line (`C`
+/// order keeps them together), then the summary words.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct Chunk {
     /// First device address of the chunk.
     pub base: u64,
-    /// The class index.
-    pub class: u8,
-    /// The slab kind (decided by the caller: page size and attributes).
-    pub kind: u8,
+    /// The live bits: the first `capacity.div_ceil(64)` words are the slots' (the rest stay
+    /// clear and are marked full in `full`). A fixed 4 KiB array rather than one sized to the
+    /// class, so that a slot's word is found without a bounds check.
+    live: Box<[u64; MAP_WORDS]>,
+    sizes: Box<[u32]>,
     used: u32,
     capacity: u32,
     object: u32,
     /// `capacity · object`: the bytes the objects span.
     span: u32,
-    recip: u64,
+    recip: u32,
     lowest: u32,
+    /// The class index.
+    pub class: u8,
+    /// The slab kind (decided by the caller: page size and attributes).
+    pub kind: u8,
     full: [u64; FULL_WORDS],
-    /// The live bits: the first `capacity.div_ceil(64)` words are the slots' (the rest stay
-    /// clear and are marked full in `full`). A fixed 4 KiB array rather than one sized to the
-    /// class, so that a slot's word is found without a bounds check.
-    live: Box<[u64; MAP_WORDS]>,
-    sizes: Vec<u32>,
-    seg_live: [u16; SEGMENTS],
 }
 
-/// Offsets into a chunk are below 2^21 and objects at most 2^16 bytes, so with this shift
-/// `(off * recip) >> RECIP_SHIFT` is exactly `off / object` and the product fits in 64 bits.
-const RECIP_SHIFT: u32 = 38;
+/// Objects are `64 · m` bytes with `m <= 1024`, and `off / object` is `(off / 64) / m`; the
+/// offset's 64-byte index is below 2^15, so with this shift `(q * recip) >> RECIP_SHIFT` with
+/// `recip = ceil(2^RECIP_SHIFT / m)` (below 2^25, a `u32`) is exactly `q / m`, and the product
+/// fits in 64 bits.
+const RECIP_SHIFT: u32 = 25;
 
 impl Chunk {
     /// An empty chunk of `class` at `base`.
@@ -137,12 +148,12 @@ impl Chunk {
             capacity,
             object,
             span: capacity * object,
-            recip: (1u64 << RECIP_SHIFT).div_ceil(u64::from(object)),
+            // CAST: below 2^25 (object / 64 >= 1).
+            recip: (1u64 << RECIP_SHIFT).div_ceil(u64::from(object / 64)) as u32,
             lowest: 0,
             full: [0; FULL_WORDS],
             live: Box::new([0; MAP_WORDS]),
-            sizes: vec![0; capacity as usize],
-            seg_live: [0; SEGMENTS],
+            sizes: vec![0; capacity as usize].into_boxed_slice(),
         };
         this.clear();
         this
@@ -155,7 +166,7 @@ impl Chunk {
         self.base = base;
         self.kind = kind;
         if self.used == 0 {
-            // Empty: by the invariants every size, segment count and live bit (but the ones
+            // Empty: by the invariants every size and live bit (but the ones
             // past the capacity) is already clear, so the storage (up to 160 KiB for the
             // 64-byte class) is reused as it is, without being rewritten.
             return;
@@ -169,7 +180,6 @@ impl Chunk {
         self.lowest = 0;
         self.live.fill(0);
         self.sizes.fill(0);
-        self.seg_live = [0; SEGMENTS];
         // Words past the last live word count as full, and so do the bits past the capacity in
         // the last word.
         self.full = [u64::MAX; FULL_WORDS];
@@ -242,7 +252,40 @@ impl Chunk {
     #[inline(always)]
     pub fn free_empties_segment_from(&self, slot: u32, from: usize) -> bool {
         let (first, last) = self.segments(slot);
-        (last >= from && self.seg_live[last] == 1) || (first >= from && self.seg_live[first] == 1)
+        (last >= from && !self.segment_holds_other(last, slot))
+            || (first >= from && !self.segment_holds_other(first, slot))
+    }
+
+    /// The slots overlapping segment `i`, first and last (`None` past the objects).
+    #[inline]
+    fn segment_slots(&self, i: usize) -> Option<(u32, u32)> {
+        // CAST: segment offsets fit in u64.
+        let start = i as u64 * SEGMENT_BYTES;
+        let end = (start + SEGMENT_BYTES).min(u64::from(self.span));
+        // From the slot holding `start` to the one holding `end - 1` (both inside the chunk).
+        (start < end).then(|| (self.slot_at(start), self.slot_at(end - 1)))
+    }
+
+    /// Whether a live object other than the one in `slot` overlaps segment `i`: the first
+    /// bitmap word of the segment's slots with a live bit (but `slot`'s) answers, usually the
+    /// first word looked at.
+    #[inline]
+    fn segment_holds_other(&self, i: usize, slot: u32) -> bool {
+        let Some((a, b)) = self.segment_slots(i) else { return false };
+        let (wa, wb) = ((a / 64) as usize, (b / 64) as usize);
+        (wa..=wb).any(|w| {
+            let mut m = self.live.get(w).copied().unwrap_or(0);
+            if w == wa {
+                m &= u64::MAX << (a % 64);
+            }
+            if w == wb {
+                m &= u64::MAX >> (63 - b % 64);
+            }
+            if w == (slot / 64) as usize {
+                m &= !(1 << (slot % 64));
+            }
+            m != 0
+        })
     }
 
     /// The first and last segments the object in `slot` overlaps: the same one or neighbours,
@@ -251,16 +294,29 @@ impl Chunk {
     fn segments(&self, slot: u32) -> (usize, usize) {
         let start = slot * self.object;
         let end = start + self.object - 1;
-        // CAST: below SEGMENTS (a u32 offset inside the chunk, shifted by the segment's log);
-        // the mask changes nothing but lets the compiler drop the bounds checks of `seg_live`.
+        // CAST: below SEGMENTS (a u32 offset inside the chunk, shifted by the segment's log).
         let seg = |off: u32| (off >> SEGMENT_SHIFT) as usize % SEGMENTS;
         (seg(start), seg(end))
     }
 
-    /// Live objects overlapping segment `i`.
-    #[inline]
+    /// Live objects overlapping segment `i`: the live bits of the slots that overlap it (at
+    /// most 1024 slots, 17 bitmap words), counted.
     pub fn segment_live(&self, i: usize) -> u16 {
-        self.seg_live[i]
+        let Some((a, b)) = self.segment_slots(i) else { return 0 };
+        let (wa, wb) = ((a / 64) as usize, (b / 64) as usize);
+        let mut n = 0;
+        for w in wa..=wb {
+            let mut m = self.live.get(w).copied().unwrap_or(0);
+            if w == wa {
+                m &= u64::MAX << (a % 64);
+            }
+            if w == wb {
+                m &= u64::MAX >> (63 - b % 64);
+            }
+            n += m.count_ones();
+        }
+        // CAST: at most 1024 slots overlap a segment.
+        n as u16
     }
 
     /// Takes the lowest free slot for an object of `usable` bytes (at least 1); returns its
@@ -297,11 +353,6 @@ impl Chunk {
         let word = self.live[w] | 1 << (slot % 64);
         self.live[w] = word;
         self.sizes[slot as usize] = usable;
-        let (first, last) = self.segments(slot);
-        self.seg_live[first] += 1;
-        if last != first {
-            self.seg_live[last] += 1;
-        }
         // INVARIANT: one more slot live; the lowest free one is above it. Every slot below
         // `slot` is live (it was the lowest free one), so while its word has a clear bit the
         // next free slot is that bit; only a word turning full needs the summary scan.
@@ -339,7 +390,7 @@ impl Chunk {
     fn slot_at(&self, off: u64) -> u32 {
         debug_assert!(off < CHUNK_BYTES);
         // CAST: below the capacity for offsets inside the chunk.
-        ((off * self.recip) >> RECIP_SHIFT) as u32
+        (((off >> 6) * u64::from(self.recip)) >> RECIP_SHIFT) as u32
     }
 
     #[inline]
@@ -370,38 +421,41 @@ impl Chunk {
     /// Frees the object in `slot` (from [`Self::slot_of`]); returns its usable bytes.
     #[inline(always)]
     pub fn free(&mut self, slot: u32) -> u64 {
-        let (first, last) = self.segments(slot);
-        self.release(slot, first, last)
+        self.release(slot)
     }
 
-    /// [`Self::free`] unless it would empty the chunk or leave a segment at index `from` or
-    /// above with no live object (what lets the top of a chunk shrink): `None` then, and
-    /// nothing changed.
+    /// Frees the live object starting exactly at `addr` unless that would empty the chunk or
+    /// leave a segment at index `from` or above with no live object: its usable bytes, or `None`
+    /// (nothing changed) then and when `addr` is not a live object's start, for the caller's
+    /// slow path to tell apart. One fused check, with no branch per condition.
     #[inline(always)]
-    pub fn free_unless_emptying(&mut self, slot: u32, from: usize) -> Option<u64> {
-        let (first, last) = self.segments(slot);
-        if self.used == 1
-            || (last >= from && self.seg_live[last] == 1)
-            || (first >= from && self.seg_live[first] == 1)
-        {
+    pub fn free_fast(&mut self, addr: u64, from: usize) -> Option<u64> {
+        let off = addr.wrapping_sub(self.base);
+        if off >= u64::from(self.span) {
             return None;
         }
-        Some(self.release(slot, first, last))
+        let slot = self.slot_at(off);
+        let usable = *self.sizes.get(slot as usize)?;
+        if (usable == 0) | (off != u64::from(slot * self.object)) | (self.used == 1) {
+            return None;
+        }
+        // Only an object reaching segment `from` may empty one of those segments: count its
+        // segments' objects then (rare: the top two backed segments of a chunk).
+        if self.segments(slot).1 >= from && self.free_empties_segment_from(slot, from) {
+            return None;
+        }
+        Some(self.release(slot))
     }
 
-    /// Frees live `slot`, which overlaps segments `first` to `last`.
+    /// Frees live `slot`.
     #[inline(always)]
-    fn release(&mut self, slot: u32, first: usize, last: usize) -> u64 {
+    fn release(&mut self, slot: u32) -> u64 {
         debug_assert!(self.is_live(slot));
         let usable = core::mem::take(&mut self.sizes[slot as usize]);
         // CAST: as in `take`, the modulo only drops the bounds check.
         let w = (slot / 64) as usize % MAP_WORDS;
         self.live[w] &= !(1 << (slot % 64));
         self.full[(w / 64) % FULL_WORDS] &= !(1 << (w % 64));
-        self.seg_live[first] -= 1;
-        if last != first {
-            self.seg_live[last] -= 1;
-        }
         // INVARIANT: one slot fewer live, and it may be the lowest free one.
         self.used -= 1;
         self.lowest = self.lowest.min(slot);
@@ -426,6 +480,7 @@ pub enum SlotError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::vec::Vec;
 
     #[test]
     fn classes_cover_every_size_tightly() {
@@ -535,15 +590,17 @@ mod tests {
         assert_eq!(c.used(), 12, "nothing changed");
         assert_eq!(c.alloc_within(5000, 2 * SEGMENT_BYTES), Some(12 * 5120));
         // Freeing slot 12 would empty segment 1: refused from segment 1 on, done below it.
-        assert_eq!(c.free_unless_emptying(12, 1), None);
+        assert_eq!(c.free_fast(12 * 5120, 1), None);
         assert_eq!((c.used(), c.segment_live(1)), (13, 1), "nothing changed");
-        assert_eq!(c.free_unless_emptying(12, 2), Some(5000));
+        assert_eq!(c.free_fast(12 * 5120 + 64, 2), None, "not an object's start");
+        assert_eq!(c.free_fast(12 * 5120, 2), Some(5000));
+        assert_eq!(c.free_fast(12 * 5120, 2), None, "no longer live");
         assert_eq!(c.segment_live(1), 0);
         assert_eq!(c.next_end(), Some(13 * 5120));
         for slot in 1..12 {
-            assert_eq!(c.free_unless_emptying(slot, usize::MAX), Some(5000));
+            assert_eq!(c.free_fast(slot * 5120, usize::MAX), Some(5000));
         }
-        assert_eq!(c.free_unless_emptying(0, usize::MAX), None, "the last object empties the chunk");
+        assert_eq!(c.free_fast(0, usize::MAX), None, "the last object empties the chunk");
         assert_eq!(c.free(0), 5000);
         assert!(c.is_empty());
         // A full chunk refuses whatever is backed.

@@ -33,6 +33,16 @@ enum Op {
         component: u16,
     },
     Free(usize),
+    /// Allocations of one request until its class's head chunk turns full (objects of 16 KiB
+    /// or more, so that it takes at most 128), then a free in that full chunk and the same
+    /// allocation again: the chunk goes back to the head of its class's list and the
+    /// allocation takes the freed slot back (a head turning full is taken off the list with no
+    /// other chunk touched).
+    FillFreeRealloc {
+        size: usize,
+        policy: u32,
+        component: u16,
+    },
     FreeTwice(usize),
     FreeInterior(usize),
     /// An address in the window (or below it) that no chunk covers, or that lies in a chunk but
@@ -44,9 +54,11 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     let policy = prop_oneof![6 => Just(HUGE_FIRST), 1 => Just(NORMAL_ONLY), 1 => Just(HUGE_ONLY)];
     prop_oneof![
-        8 => (any::<usize>(), policy, prop_oneof![4 => Just(APP), 1 => Just(7u16)])
+        8 => (any::<usize>(), policy.clone(), prop_oneof![4 => Just(APP), 1 => Just(7u16)])
             .prop_map(|(size, policy, component)| Op::Alloc { size, policy, component }),
         6 => any::<usize>().prop_map(Op::Free),
+        1 => (any::<usize>(), policy, prop_oneof![4 => Just(APP), 1 => Just(7u16)])
+            .prop_map(|(size, policy, component)| Op::FillFreeRealloc { size, policy, component }),
         1 => any::<usize>().prop_map(Op::FreeTwice),
         1 => any::<usize>().prop_map(Op::FreeInterior),
         1 => any::<u64>().prop_map(Op::FreeForeign),
@@ -211,6 +223,37 @@ proptest! {
                     let l = model.remove(&base).unwrap();
                     prop_assert_eq!((info.usable_bytes, info.component, info.is_slab), (l.usable, l.component, true));
                     freed.push(base);
+                }
+                Op::FillFreeRealloc { size, policy, component } => {
+                    let size = sizes[size % sizes.len()];
+                    let req = request(Api::Align32, SocProfile::A2, size, policy).unwrap();
+                    let object = object_bytes(req.usable_bytes);
+                    if object < 16 << 10 { continue; }
+                    let l = Live {
+                        usable: req.usable_bytes,
+                        component,
+                        policy: req.class.index(),
+                        huge: policy == HUGE_ONLY,
+                    };
+                    let chunk_of = |p: u64| (p - BASE) / CHUNK_BYTES;
+                    let mut last: Option<u64> = None;
+                    let mut full = None;
+                    for _ in 0..=CHUNK_BYTES / object {
+                        let p = a.allocate(&mut b, &req, component).unwrap().as_u64();
+                        prop_assert!(model.insert(p, l).is_none(), "{:#x} handed out twice", p);
+                        peaks.update(&model, l);
+                        if let Some(q) = last.filter(|&q| chunk_of(q) != chunk_of(p)) {
+                            full = Some(q);
+                            break;
+                        }
+                        last = Some(p);
+                    }
+                    let Some(victim) = full else { continue };
+                    let n = model.keys().filter(|&&q| chunk_of(q) == chunk_of(victim)).count() as u64;
+                    prop_assert_eq!(n, CHUNK_BYTES / object, "the chunk left behind is full");
+                    a.free(&mut b, DeviceAddr(victim)).unwrap();
+                    let p = a.allocate(&mut b, &req, component).unwrap().as_u64();
+                    prop_assert_eq!(p, victim, "the freed slot of a full chunk is taken back");
                 }
                 Op::FreeTwice(i) => {
                     let Some(&addr) = freed.get(i % freed.len().max(1)) else { continue };
