@@ -5,10 +5,10 @@
 //! process) and the hook through which the runtime runs host functions. It must not load or
 //! call foreign code itself: that is [`crate::sys::kernel`].
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use arc_swap::ArcSwapOption;
@@ -53,9 +53,21 @@ pub use hal::HostHook;
 
 static HOST_HOOK: ArcSwapOption<HostHook> = ArcSwapOption::const_empty();
 
+/// Moved (after the store) whenever [`HOST_HOOK`] changes: a thread that runs host calls keeps
+/// its own copy of the hook and loads the shared one again only when this moved.
+static HOST_HOOK_GEN: AtomicU64 = AtomicU64::new(0);
+
+/// A thread's copy of [`HOST_HOOK`] and the [`HOST_HOOK_GEN`] it was taken at.
+struct HookCache {
+    generation: Cell<u64>,
+    hook: RefCell<Option<Arc<HostHook>>>,
+}
+
 thread_local! {
     /// The fault the kernel running on this thread reported, if any.
     static FAULT: Cell<Option<i32>> = const { Cell::new(None) };
+    /// This thread's copy of the host hook (no shared line read per host call).
+    static HOOK: HookCache = const { HookCache { generation: Cell::new(0), hook: RefCell::new(None) } };
 }
 
 /// Reports a fault from inside a kernel running on this thread (`aclrsKernelFail`): the launch
@@ -156,9 +168,28 @@ pub(crate) fn run(func: u64, blocks: u32, args: Option<Ticket>, timeout_us: u64)
 
 /// Runs a host call through the runtime's hook.
 pub(crate) fn host_call(call: HostCall) -> TaskStatus {
-    // A load without a lock or a reference count taken (a task's hot path).
-    let hook = HOST_HOOK.load();
-    match hook.as_deref() {
+    // One load of the generation per call; the thread's copy of the hook is refreshed only
+    // when it moved (a task's hot path: no reference count, no shared line but this word).
+    let generation = HOST_HOOK_GEN.load(Ordering::Acquire);
+    HOOK.with(|c| {
+        if c.generation.get() != generation {
+            match c.hook.try_borrow_mut() {
+                Ok(mut h) => {
+                    *h = HOST_HOOK.load_full();
+                    c.generation.set(generation);
+                }
+                // A host call made from inside a host call while the hook changed: use the
+                // shared hook this once.
+                Err(_) => return call_hook(HOST_HOOK.load().as_deref(), call),
+            }
+        }
+        call_hook(c.hook.borrow().as_deref(), call)
+    })
+}
+
+/// Runs `call` through `hook` (none installed: not supported).
+fn call_hook(hook: Option<&HostHook>, call: HostCall) -> TaskStatus {
+    match hook {
         None => TaskStatus::Failed(ErrorKind::NotSupported),
         Some(h) => match h(call) {
             0 => TaskStatus::Ok,
@@ -224,6 +255,8 @@ impl Sim {
     /// Installs the hook that runs host functions and callbacks ([`TaskDesc::HostFunc`]).
     pub fn set_host_hook(&self, hook: HostHook) {
         HOST_HOOK.store(Some(Arc::new(hook)));
+        // Release, after the store: a thread that sees the new generation loads this hook.
+        HOST_HOOK_GEN.fetch_add(1, Ordering::Release);
     }
 
     /// Queues a kernel launch of `func` over `blocks` blocks with its own copy of `args`.
