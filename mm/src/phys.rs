@@ -41,6 +41,17 @@
 //!   split or merge, so that a churn of a few sizes (slab segments, the tensors of a training
 //!   step) runs without touching the buddy bitmaps. Cached frames are free memory (counted free, exactly); an
 //!   allocation that finds no free block large enough gives them all back first.
+//! - Held slack (quick reuse on): an allocation whose block is of order 6 (256 KiB) or more and
+//!   that does not fill it keeps the rest of the block off the free lists instead of splitting
+//!   it onto them (one `u32` per 256 KiB records the holder: `held`). Freed whole, such a run
+//!   puts the whole block in the quick-reuse cache as a block of its order, and the next
+//!   allocation whose block has that order, whatever its exact length, takes it back: the
+//!   cache is keyed by size class (block order) for these runs, so a churn of varied sizes
+//!   costs no split on allocation and no merge on free. Held frames are free memory too:
+//!   [`MemoryInfo::free_bytes`] counts them, the huge and giant figures count the whole pages
+//!   inside them, and they are given back with the cache (an allocation that finds no free
+//!   block large enough, [`FrameAllocator::flush_quick`], trim); freeing a piece of a holder
+//!   gives its slack back first.
 //!
 //! - Huge-first allocations with a tail ([`FrameAllocator::alloc_huge_with_tail`]): whole
 //!   2 MiB pages and a 4 KiB-page tail of under 2 MiB as one run from one block (each part
@@ -60,7 +71,8 @@
 //! O(pages / 64) (the allocation bits) and O(1) otherwise; a free whose bucket holds another
 //! size first gives that bucket's runs back, and giving the whole cache back (a single-block
 //! search that fails, [`FrameAllocator::flush_quick`]) is O(cached runs · 19 · L), each cached
-//! run given back once per time it was cached.
+//! run given back once per time it was cached, plus O(frames / 64) to find the held slack and
+//! O(19 · L) per holder to give it back.
 //!
 //! Frame arithmetic inside the allocator is bounded by its invariants (every frame number is
 //! below `total_frames` ≤ 2^36), so only values that come from callers are checked explicitly.
@@ -508,6 +520,12 @@ fn quick_slot(order: u32, frames: u64) -> usize {
 ///   them). `quick_touched` is false only while the cache is as [`FrameAllocator::new`] made
 ///   it (pool linked in index order), so two allocators with the same free frames and an
 ///   empty, untouched cache compare equal.
+/// - Entry `h` of `held` is non-zero exactly when the run of `held[h]` frames from frame
+///   `h · 2^HOLD_SHIFT` is allocated (as one run, quick reuse on), `held[h]` is not a power of
+///   two, and the rest of that run's block of order ⌈log2 held[h]⌉ ≥ HOLD_SHIFT is held:
+///   neither free, cached nor allocated (free blocks, allocated pages, cached runs and held
+///   slack partition the frames). `held_count` counts those entries and `held_cap[i]` the
+///   aligned blocks of order `CAP_ORDERS[i]` inside the held slack.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FrameAllocator {
     total_frames: u64,
@@ -607,9 +625,13 @@ impl FrameAllocator {
     /// frames are free memory: they count in [`MemoryInfo::free_bytes`] (exact) and in the huge
     /// and giant free figures by the whole pages each cached run holds (a cached run is not
     /// merged with its free neighbours until given back, so those two figures may be lower than
-    /// after [`Self::flush_quick`]). An allocation that finds no free block large enough gives
-    /// every cached run back and searches again, so the cache never makes an allocation fail or
-    /// split where it would not have otherwise. The cache holds at most 1024 runs, 32 of one size.
+    /// after [`Self::flush_quick`]). A run whose block is 256 KiB or more and that leaves part
+    /// of it unused holds that part (free memory, counted likewise) and is cached as the whole
+    /// block when freed, for the next allocation whose block has the same order (see the
+    /// module docs). An allocation that finds no free block large enough gives every cached
+    /// run and all held slack back and searches again, so neither ever makes an allocation fail
+    /// or take several runs where one free block could hold it. The cache holds at most 1024
+    /// runs, 32 of one size or block order.
     pub fn set_quick_reuse(&mut self, on: bool) {
         self.quick_on = on;
         if !on {
@@ -1605,7 +1627,8 @@ mod tests {
                 quick_slot(0, n)
             }
         };
-        let sizes: Vec<u64> = (1..=1 << HOLD_SHIFT).chain((HOLD_SHIFT + 1..14).map(|k| (1 << k) - 1)).collect();
+        let sizes: Vec<u64> =
+            (1..=1 << HOLD_SHIFT).chain((HOLD_SHIFT + 1..14).map(|k| (1 << k) - 1)).collect();
         let (first, clash) = sizes
             .iter()
             .flat_map(|&p| sizes.iter().map(move |&q| (p, q)))
