@@ -520,11 +520,12 @@ fn quick_slot(order: u32, frames: u64) -> usize {
 ///   them). `quick_touched` is false only while the cache is as [`FrameAllocator::new`] made
 ///   it (pool linked in index order), so two allocators with the same free frames and an
 ///   empty, untouched cache compare equal.
-/// - Entry `h` of `held` is non-zero exactly when the run of `held[h]` frames from frame
-///   `h · 2^HOLD_SHIFT` is allocated (as one run, quick reuse on), `held[h]` is not a power of
-///   two, and the rest of that run's block of order ⌈log2 held[h]⌉ ≥ HOLD_SHIFT is held:
-///   neither free, cached nor allocated (free blocks, allocated pages, cached runs and held
-///   slack partition the frames). `held_count` counts those entries and `held_cap[i]` the
+/// - Entry `h` of `held` is non-zero exactly when a run of `held[h]` frames from frame
+///   `h · 2^HOLD_SHIFT` was allocated as one run (quick reuse on) and its first page is still
+///   allocated, `held[h]` is not a power of two, and the rest of that run's block of order
+///   ⌈log2 `held[h]`⌉ ≥ HOLD_SHIFT (the frames from `held[h]` on) is held: neither free,
+///   cached nor allocated (free blocks, allocated pages, cached runs and held slack partition
+///   the frames). `held_count` counts those entries and `held_cap[i]` the
 ///   aligned blocks of order `CAP_ORDERS[i]` inside the held slack.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FrameAllocator {
