@@ -121,18 +121,6 @@ fn largest_block(frame: u64, avail: u64) -> u32 {
     align.min(avail.max(1).ilog2())
 }
 
-/// The page orders whose capacity [`FrameAllocator::info`] reports (4 KiB, 2 MiB, 1 GiB).
-const CAP_ORDERS: [u32; 3] = [0, 9, 18];
-
-/// The index of a page order in [`CAP_ORDERS`].
-const fn cap_index(order: u32) -> usize {
-    match order {
-        0 => 0,
-        9 => 1,
-        _ => 2,
-    }
-}
-
 /// Aligned blocks of `order` inside frames `[lo, hi)`.
 #[inline]
 fn aligned_blocks(lo: u64, hi: u64, order: u32) -> u64 {
@@ -525,8 +513,9 @@ fn quick_slot(order: u32, frames: u64) -> usize {
 ///   allocated, `held[h]` is not a power of two, and the rest of that run's block of order
 ///   ⌈log2 `held[h]`⌉ ≥ HOLD_SHIFT (the frames from `held[h]` on) is held: neither free,
 ///   cached nor allocated (free blocks, allocated pages, cached runs and held slack partition
-///   the frames). `held_count` counts those entries and `held_cap[i]` the
-///   aligned blocks of order `CAP_ORDERS[i]` inside the held slack.
+///   the frames). `held_count` counts those entries and `held_cap` the aligned 4 KiB and
+///   2 MiB blocks inside the held slack (it holds no whole 1 GiB block: a holder's block is at
+///   most 1 GiB and starts with the holder's first page).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FrameAllocator {
     total_frames: u64,
@@ -553,8 +542,8 @@ pub struct FrameAllocator {
     held: Vec<u32>,
     /// Entries of `held` that are not 0.
     held_count: usize,
-    /// Aligned blocks of each page order (4 KiB, 2 MiB, 1 GiB) inside the held slack.
-    held_cap: [u64; 3],
+    /// Aligned 4 KiB and 2 MiB blocks inside the held slack.
+    held_cap: [u64; 2],
 }
 
 /// The index of `page` in `used`.
@@ -609,7 +598,7 @@ impl FrameAllocator {
             quick_pool: boxed_array(QuickRun { frame: 0, next: QNIL }),
             held: vec![0; ix(total_frames.div_ceil(order_frames(HOLD_SHIFT)))],
             held_count: 0,
-            held_cap: [0; 3],
+            held_cap: [0; 2],
         };
         reset_pool(&mut this.quick_pool[..]);
         // INVARIANT: the largest aligned blocks covering [0, total_frames) are free.
@@ -877,7 +866,14 @@ impl FrameAllocator {
         }
         let order = page_order(page);
         let frames = count << order;
-        if self.quick_runs > 0 {
+        // One block when some free block holds every page: the smallest such order.
+        let want = order + count.next_power_of_two().ilog2();
+        // With quick reuse, a run that leaves part of a block of 256 KiB or more unused holds
+        // that slack (see `hold`), and is cached as its whole block: such sizes look only for
+        // a cached block of their order (runs of their exact length are cached only when
+        // allocated in pieces, and are given back with the rest of the cache).
+        let hold = self.quick_on && (HOLD_SHIFT..=MAX_ORDER).contains(&want) && frames < order_frames(want);
+        if self.quick_runs > 0 && !hold {
             if let Some(frame) = self.take_quick(order, frames) {
                 if !sink.push(frame, frames) {
                     // Back where it was: a sink always holds one run, so this is unreachable.
@@ -888,11 +884,6 @@ impl FrameAllocator {
                 return Ok(());
             }
         }
-        // One block when some free block holds every page: the smallest such order.
-        let want = order + count.next_power_of_two().ilog2();
-        // With quick reuse, a run that leaves part of a block of 256 KiB or more unused holds
-        // that slack (see `hold`): the block is then reused whole.
-        let hold = self.quick_on && (HOLD_SHIFT..=MAX_ORDER).contains(&want) && frames < order_frames(want);
         if hold && self.quick_runs > 0 {
             if let Some(frame) = self.take_quick(BLOCK_TAG, order_frames(want)) {
                 if !sink.push(frame, frames) {
@@ -1198,7 +1189,12 @@ impl FrameAllocator {
     /// How many blocks of `order` the free blocks of that order or larger could provide.
     fn capacity(&self, order: u32) -> u64 {
         let free: u64 = (order..=MAX_ORDER).map(|o| self.free_count[slot(o)] << (o - order)).sum::<u64>()
-            + self.held_cap[cap_index(order)];
+            + match order {
+                0 => self.held_cap[0],
+                9 => self.held_cap[1],
+                // No held slack holds a whole 1 GiB block (see the invariants).
+                _ => 0,
+            };
         if self.quick_runs == 0 {
             return free;
         }
@@ -1272,9 +1268,8 @@ impl FrameAllocator {
         // CAST: `frames` < 2^MAX_ORDER.
         self.held[ix(start >> HOLD_SHIFT)] = frames as u32;
         self.held_count += 1;
-        for (c, o) in self.held_cap.iter_mut().zip(CAP_ORDERS) {
-            *c += aligned_blocks(lo, hi, o);
-        }
+        self.held_cap[0] += hi - lo;
+        self.held_cap[1] += aligned_blocks(lo, hi, page_order(PageSize::Huge));
     }
 
     /// Forgets the slack held by the run of `frames` frames from `start` (see [`Self::hold`]).
@@ -1283,9 +1278,8 @@ impl FrameAllocator {
         let (lo, hi) = (start + frames, start + frames.next_power_of_two());
         self.held[ix(start >> HOLD_SHIFT)] = 0;
         self.held_count -= 1;
-        for (c, o) in self.held_cap.iter_mut().zip(CAP_ORDERS) {
-            *c -= aligned_blocks(lo, hi, o);
-        }
+        self.held_cap[0] -= hi - lo;
+        self.held_cap[1] -= aligned_blocks(lo, hi, page_order(PageSize::Huge));
     }
 
     /// The frames of the run from `start` that holds slack, if it does.
@@ -1348,7 +1342,7 @@ impl FrameAllocator {
             h += 1;
         }
         self.held_count = 0;
-        self.held_cap = [0; 3];
+        self.held_cap = [0; 2];
         frames << FRAME_SHIFT
     }
 
@@ -1658,7 +1652,7 @@ mod tests {
         // 3 MiB of 4 KiB pages takes a 4 MiB block; the last 1 MiB is held, not split off.
         let x = a.alloc_pages(PageSize::Normal, 768).unwrap();
         assert_eq!(x, [run(0, 3 * MIB)]);
-        assert_eq!((a.held_count, a.held_cap), (1, [256, 0, 0]));
+        assert_eq!((a.held_count, a.held_cap), (1, [256, 0]));
         // Held frames are free memory, exactly; the huge figure counts none (no whole 2 MiB page).
         assert_eq!(a.info().free_bytes, 61 * MIB);
         assert_eq!(a.info().huge_free_bytes, 60 * MIB);
@@ -1670,13 +1664,13 @@ mod tests {
         let j = a.alloc_huge_with_tail(1, 128).unwrap().unwrap();
         assert_eq!(j, run(0, 2 * MIB + 512 * KIB));
         assert_eq!(a.quick_runs, 0);
-        assert_eq!(a.held_cap, [384, 0, 0]);
+        assert_eq!(a.held_cap, [384, 0]);
         a.free_huge_with_tail(j).unwrap();
         // A piece of a holder gives the slack back; the rest frees as usual.
         // (Its 4 MiB block is cached: 6 MiB takes an 8 MiB block from the free lists.)
         let y = a.alloc_pages(PageSize::Huge, 3).unwrap();
         assert_eq!(y, [run(8 * MIB, 6 * MIB)]);
-        assert_eq!(a.held_cap, [512, 1, 0]);
+        assert_eq!(a.held_cap, [512, 1]);
         a.free_pages(PageSize::Huge, &[run(8 * MIB, 2 * MIB)]).unwrap();
         assert_eq!(a.held_count, 0);
         assert_eq!(a.info().free_bytes, 60 * MIB);
