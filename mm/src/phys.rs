@@ -41,9 +41,9 @@
 //!   split or merge, so that a churn of a few sizes (slab segments, the tensors of a training
 //!   step) runs without touching the buddy bitmaps. Cached frames are free memory (counted free, exactly); an
 //!   allocation that finds no free block large enough gives them all back first.
-//! - Held slack (quick reuse on): an allocation whose block is of order 6 (256 KiB) or more and
+//! - Held slack (quick reuse on): an allocation whose block is of order 9 (2 MiB) or more and
 //!   that does not fill it keeps the rest of the block off the free lists instead of splitting
-//!   it onto them (one `u32` per 256 KiB records the holder: `held`). Freed whole, such a run
+//!   it onto them (one `u32` per 2 MiB records the holder: `held`). Freed whole, such a run
 //!   puts the whole block in the quick-reuse cache as a block of its order, and the next
 //!   allocation whose block has that order, whatever its exact length, takes it back: the
 //!   cache is keyed by size class (block order) for these runs, so a churn of varied sizes
@@ -426,10 +426,10 @@ const JOINT_TAG: u32 = 31;
 /// length (the size class of the cache).
 const BLOCK_TAG: u32 = 30;
 /// log2 of the frames per entry of the held-slack table: only blocks of order
-/// [`HOLD_SHIFT`] (256 KiB) or more hold their slack, and such a block's first frame is a
-/// multiple of 2^HOLD_SHIFT, so one `u32` per 256 KiB of HBM (half a bit per frame) records
+/// [`HOLD_SHIFT`] (2 MiB) or more hold their slack, and such a block's first frame is a
+/// multiple of 2^HOLD_SHIFT, so one `u32` per 2 MiB of HBM (1/16 bit per frame) records
 /// every holder.
-const HOLD_SHIFT: u32 = 6;
+const HOLD_SHIFT: u32 = 9;
 
 /// One bucket of the quick-reuse cache: a stack (last freed, first reused) of runs of `frames`
 /// frames freed as pages of `order`, linked through [`QuickRun::next`] from `head`.
@@ -615,7 +615,7 @@ impl FrameAllocator {
     /// frames are free memory: they count in [`MemoryInfo::free_bytes`] (exact) and in the huge
     /// and giant free figures by the whole pages each cached run holds (a cached run is not
     /// merged with its free neighbours until given back, so those two figures may be lower than
-    /// after [`Self::flush_quick`]). A run whose block is 256 KiB or more and that leaves part
+    /// after [`Self::flush_quick`]). A run whose block is 2 MiB or more and that leaves part
     /// of it unused holds that part (free memory, counted likewise) and is cached as the whole
     /// block when freed, for the next allocation whose block has the same order (see the
     /// module docs). An allocation that finds no free block large enough gives every cached
@@ -868,7 +868,7 @@ impl FrameAllocator {
         let frames = count << order;
         // One block when some free block holds every page: the smallest such order.
         let want = order + count.next_power_of_two().ilog2();
-        // With quick reuse, a run that leaves part of a block of 256 KiB or more unused holds
+        // With quick reuse, a run that leaves part of a block of 2 MiB or more unused holds
         // that slack (see `hold`), and is cached as its whole block: such sizes look only for
         // a cached block of their order (runs of their exact length are cached only when
         // allocated in pieces, and are given back with the rest of the cache).

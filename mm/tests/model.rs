@@ -240,10 +240,11 @@ fn run_phys(cfg: PhysConfig, ops: Vec<PhysOp>, quick: bool) -> Result<(), TestCa
                         (page, raw, 1 + raw % max_pages)
                     }
                     PhysOp::AllocFew(page, i) => {
-                        // 40, 48 and 100 pages leave part of their block unused: with quick
-                        // reuse they hold it, and 40 and 48 reuse each other's cached blocks.
+                        // 600, 700 and 1000 4 KiB pages (and 3 huge pages) leave part of their
+                        // block unused: with quick reuse they hold it, and reuse each other's
+                        // cached blocks (all take a 4 MiB block).
                         // CAST: an index below 7.
-                        (page, i as u64, [1, 2, 3, 16, 40, 48, 100][i % 7])
+                        (page, i as u64, [1, 2, 3, 16, 600, 700, 1000][i % 7])
                     }
                     _ => unreachable!(),
                 };
