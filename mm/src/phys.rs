@@ -1296,18 +1296,28 @@ impl FrameAllocator {
     /// a run that held its block's slack and is freed whole caches the whole block (tag
     /// [`BLOCK_TAG`]); a piece of such a run first gives the slack back; any other run is
     /// cached by its exact length and `tag`.
-    #[inline]
+    #[inline(always)]
     fn give_back(&mut self, start: u64, frames: u64, tag: u32) {
-        if let Some(f) = self.holder(start) {
-            self.unhold(start, f);
-            let block = f.next_power_of_two();
-            if frames == f {
-                self.keep_quick(start, block, BLOCK_TAG);
-                return;
-            }
-            self.release_range(start + f, block - f);
+        if self.holder(start).is_some() && self.give_back_holder(start, frames) {
+            return;
         }
         self.keep_quick(start, frames, tag);
+    }
+
+    /// The part of [`Self::give_back`] for a run from a holder's first frame: caches the whole
+    /// block when the run is the holder (`true`), or gives the slack back (`false`: the run is
+    /// then given back as any other).
+    #[inline(never)]
+    fn give_back_holder(&mut self, start: u64, frames: u64) -> bool {
+        let Some(f) = self.holder(start) else { return false };
+        self.unhold(start, f);
+        let block = f.next_power_of_two();
+        if frames == f {
+            self.keep_quick(start, block, BLOCK_TAG);
+            return true;
+        }
+        self.release_range(start + f, block - f);
+        false
     }
 
     /// [`Self::give_back`] without caching: straight to the free lists.
