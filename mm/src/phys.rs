@@ -41,6 +41,17 @@
 //!   split or merge, so that a churn of a few sizes (slab segments, the tensors of a training
 //!   step) runs without touching the buddy bitmaps. Cached frames are free memory (counted free, exactly); an
 //!   allocation that finds no free block large enough gives them all back first.
+//! - Held slack (quick reuse on): an allocation whose block is of order 9 (2 MiB) or more and
+//!   that does not fill it keeps the rest of the block off the free lists instead of splitting
+//!   it onto them (one `u32` per 2 MiB records the holder: `held`). Freed whole, such a run
+//!   puts the whole block in the quick-reuse cache as a block of its order, and the next
+//!   allocation whose block has that order, whatever its exact length, takes it back: the
+//!   cache is keyed by size class (block order) for these runs, so a churn of varied sizes
+//!   costs no split on allocation and no merge on free. Held frames are free memory too:
+//!   [`MemoryInfo::free_bytes`] counts them, the huge and giant figures count the whole pages
+//!   inside them, and they are given back with the cache (an allocation that finds no free
+//!   block large enough, [`FrameAllocator::flush_quick`], trim); freeing a piece of a holder
+//!   gives its slack back first.
 //!
 //! - Huge-first allocations with a tail ([`FrameAllocator::alloc_huge_with_tail`]): whole
 //!   2 MiB pages and a 4 KiB-page tail of under 2 MiB as one run from one block (each part
@@ -60,7 +71,8 @@
 //! O(pages / 64) (the allocation bits) and O(1) otherwise; a free whose bucket holds another
 //! size first gives that bucket's runs back, and giving the whole cache back (a single-block
 //! search that fails, [`FrameAllocator::flush_quick`]) is O(cached runs · 19 · L), each cached
-//! run given back once per time it was cached.
+//! run given back once per time it was cached, plus O(frames / 64) to find the held slack and
+//! O(19 · L) per holder to give it back.
 //!
 //! Frame arithmetic inside the allocator is bounded by its invariants (every frame number is
 //! below `total_frames` ≤ 2^36), so only values that come from callers are checked explicitly.
@@ -107,6 +119,12 @@ const fn slot(order: u32) -> usize {
 fn largest_block(frame: u64, avail: u64) -> u32 {
     let align = if frame == 0 { MAX_ORDER } else { frame.trailing_zeros().min(MAX_ORDER) };
     align.min(avail.max(1).ilog2())
+}
+
+/// Aligned blocks of `order` inside frames `[lo, hi)`.
+#[inline]
+fn aligned_blocks(lo: u64, hi: u64, order: u32) -> u64 {
+    (hi >> order).saturating_sub(lo.div_ceil(order_frames(order)))
 }
 
 /// `usize` of a bit or word index (bounded by the storage `new` allocated).
@@ -403,6 +421,15 @@ const QNIL: u16 = u16::MAX;
 /// The quick-reuse tag (in place of a page order) of a joint run: whole 2 MiB pages followed
 /// by a 4 KiB-page tail of fewer than 512 frames ([`FrameAllocator::alloc_huge_with_tail`]).
 const JOINT_TAG: u32 = 31;
+/// The quick-reuse tag of a whole buddy block (of `frames` = 2^k frames) freed by the run that
+/// held its slack: reused by the next allocation whose block is of order k, whatever its exact
+/// length (the size class of the cache).
+const BLOCK_TAG: u32 = 30;
+/// log2 of the frames per entry of the held-slack table: only blocks of order
+/// [`HOLD_SHIFT`] (2 MiB) or more hold their slack, and such a block's first frame is a
+/// multiple of 2^HOLD_SHIFT, so one `u32` per 2 MiB of HBM (1/16 bit per frame) records
+/// every holder.
+const HOLD_SHIFT: u32 = 9;
 
 /// One bucket of the quick-reuse cache: a stack (last freed, first reused) of runs of `frames`
 /// frames freed as pages of `order`, linked through [`QuickRun::next`] from `head`.
@@ -481,6 +508,14 @@ fn quick_slot(order: u32, frames: u64) -> usize {
 ///   them). `quick_touched` is false only while the cache is as [`FrameAllocator::new`] made
 ///   it (pool linked in index order), so two allocators with the same free frames and an
 ///   empty, untouched cache compare equal.
+/// - Entry `h` of `held` is non-zero exactly when a run of `held[h]` frames from frame
+///   `h · 2^HOLD_SHIFT` was allocated as one run (quick reuse on) and its first page is still
+///   allocated, `held[h]` is not a power of two, and the rest of that run's block of order
+///   ⌈log2 `held[h]`⌉ ≥ HOLD_SHIFT (the frames from `held[h]` on) is held: neither free,
+///   cached nor allocated (free blocks, allocated pages, cached runs and held slack partition
+///   the frames). `held_count` counts those entries and `held_cap` the aligned 4 KiB and
+///   2 MiB blocks inside the held slack (it holds no whole 1 GiB block: a holder's block is at
+///   most 1 GiB and starts with the holder's first page).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FrameAllocator {
     total_frames: u64,
@@ -502,6 +537,13 @@ pub struct FrameAllocator {
     /// allocator itself stays small enough to live on a firmware stack).
     quick: Box<[QuickBucket; QUICK_BUCKETS]>,
     quick_pool: Box<[QuickRun; QUICK_RUNS]>,
+    /// Held slack, by block start / 2^HOLD_SHIFT: the frames of the run that holds the rest of
+    /// its block (0: none).
+    held: Vec<u32>,
+    /// Entries of `held` that are not 0.
+    held_count: usize,
+    /// Aligned 4 KiB and 2 MiB blocks inside the held slack.
+    held_cap: [u64; 2],
 }
 
 /// The index of `page` in `used`.
@@ -554,6 +596,9 @@ impl FrameAllocator {
             quick_nonempty: [0; QUICK_MASK_WORDS],
             quick: boxed_array(QuickBucket::EMPTY),
             quick_pool: boxed_array(QuickRun { frame: 0, next: QNIL }),
+            held: vec![0; ix(total_frames.div_ceil(order_frames(HOLD_SHIFT)))],
+            held_count: 0,
+            held_cap: [0; 2],
         };
         reset_pool(&mut this.quick_pool[..]);
         // INVARIANT: the largest aligned blocks covering [0, total_frames) are free.
@@ -570,9 +615,13 @@ impl FrameAllocator {
     /// frames are free memory: they count in [`MemoryInfo::free_bytes`] (exact) and in the huge
     /// and giant free figures by the whole pages each cached run holds (a cached run is not
     /// merged with its free neighbours until given back, so those two figures may be lower than
-    /// after [`Self::flush_quick`]). An allocation that finds no free block large enough gives
-    /// every cached run back and searches again, so the cache never makes an allocation fail or
-    /// split where it would not have otherwise. The cache holds at most 1024 runs, 32 of one size.
+    /// after [`Self::flush_quick`]). A run whose block is 2 MiB or more and that leaves part
+    /// of it unused holds that part (free memory, counted likewise) and is cached as the whole
+    /// block when freed, for the next allocation whose block has the same order (see the
+    /// module docs). An allocation that finds no free block large enough gives every cached
+    /// run and all held slack back and searches again, so neither ever makes an allocation fail
+    /// or take several runs where one free block could hold it. The cache holds at most 1024
+    /// runs, 32 of one size or block order.
     pub fn set_quick_reuse(&mut self, on: bool) {
         self.quick_on = on;
         if !on {
@@ -584,10 +633,10 @@ impl FrameAllocator {
     /// their free neighbours); returns the bytes given back. Changes no figure but the huge and
     /// giant free bytes of [`Self::info`].
     pub fn flush_quick(&mut self) -> u64 {
+        let mut bytes = self.release_held();
         if !self.quick_touched {
-            return 0;
+            return bytes;
         }
-        let mut bytes = 0;
         // Only the non-empty buckets: the others are EMPTY already.
         for w in 0..QUICK_MASK_WORDS {
             let mut m = self.quick_nonempty[w];
@@ -688,10 +737,19 @@ impl FrameAllocator {
             return Err(Error::BudgetExhausted);
         }
         let frames = (huge << huge_order) + tail;
+        // The order of the block the run takes (`frames` is never a power of two).
+        let want = frames.next_power_of_two().ilog2();
+        let hold = self.quick_on && want <= MAX_ORDER;
         let frame = 'found: {
             if self.quick_runs > 0 {
                 if let Some(frame) = self.take_quick(JOINT_TAG, frames) {
                     break 'found frame;
+                }
+                if hold {
+                    if let Some(frame) = self.take_quick(BLOCK_TAG, order_frames(want)) {
+                        self.hold(frame, frames);
+                        break 'found frame;
+                    }
                 }
                 // The huge pages alone are cached: taking them and a tail one by one is cheaper
                 // than splitting a block for the two.
@@ -703,7 +761,6 @@ impl FrameAllocator {
             }
             // Only where the huge pages alone would take a block this large (`huge` not a
             // power of two): the tail then costs no larger block.
-            let want = frames.next_power_of_two().ilog2();
             if want > MAX_ORDER {
                 return Ok(None);
             }
@@ -712,7 +769,12 @@ impl FrameAllocator {
                 return Ok(None);
             };
             let frame = self.pop_block(o);
-            self.release_split(frame + frames, order_frames(o) - frames);
+            if hold {
+                self.release_split(frame + order_frames(want), order_frames(o) - order_frames(want));
+                self.hold(frame, frames);
+            } else {
+                self.release_split(frame + frames, order_frames(o) - frames);
+            }
             frame
         };
         // A block of order >= 9 and the cache's joint runs start on a 2 MiB boundary.
@@ -756,11 +818,7 @@ impl FrameAllocator {
             return Err(Error::NotAllocated);
         }
         let frames = end - start;
-        if self.quick_on {
-            self.keep_quick(start, frames, JOINT_TAG);
-        } else {
-            self.release_run(start, frames);
-        }
+        self.give_back(start, frames, JOINT_TAG);
         self.allocated_frames -= frames;
         self.huge_in_use -= (huge_end - start) >> huge_order;
         Ok(())
@@ -808,7 +866,14 @@ impl FrameAllocator {
         }
         let order = page_order(page);
         let frames = count << order;
-        if self.quick_runs > 0 {
+        // One block when some free block holds every page: the smallest such order.
+        let want = order + count.next_power_of_two().ilog2();
+        // With quick reuse, a run that leaves part of a block of 2 MiB or more unused holds
+        // that slack (see `hold`), and is cached as its whole block: such sizes look only for
+        // a cached block of their order (runs of their exact length are cached only when
+        // allocated in pieces, and are given back with the rest of the cache).
+        let hold = self.quick_on && (HOLD_SHIFT..=MAX_ORDER).contains(&want) && frames < order_frames(want);
+        if self.quick_runs > 0 && !hold {
             if let Some(frame) = self.take_quick(order, frames) {
                 if !sink.push(frame, frames) {
                     // Back where it was: a sink always holds one run, so this is unreachable.
@@ -819,8 +884,18 @@ impl FrameAllocator {
                 return Ok(());
             }
         }
-        // One block when some free block holds every page: the smallest such order.
-        let want = order + count.next_power_of_two().ilog2();
+        if hold && self.quick_runs > 0 {
+            if let Some(frame) = self.take_quick(BLOCK_TAG, order_frames(want)) {
+                if !sink.push(frame, frames) {
+                    // Back where it was (unreachable: a sink always holds one run).
+                    self.keep_quick(frame, order_frames(want), BLOCK_TAG);
+                    return Err(Error::InvalidArgument);
+                }
+                self.hold(frame, frames);
+                self.commit(page, count, frames, sink);
+                return Ok(());
+            }
+        }
         let find_single = |this: &Self| {
             if want <= MAX_ORDER {
                 (want..=MAX_ORDER).find(|&o| this.free_count[slot(o)] > 0)
@@ -829,8 +904,9 @@ impl FrameAllocator {
             }
         };
         let mut single = find_single(self);
-        if single.is_none() && self.quick_runs > 0 {
-            // The cached runs may merge into a block large enough: give them back first.
+        if single.is_none() && (self.quick_runs > 0 || self.held_count > 0) {
+            // The cached runs and held slack may merge into a block large enough: give them
+            // back first.
             self.flush_quick();
             single = find_single(self);
         }
@@ -843,7 +919,12 @@ impl FrameAllocator {
                 self.release_range(frame, order_frames(o));
                 return Err(Error::InvalidArgument);
             }
-            self.release_split(frame + frames, order_frames(o) - frames);
+            if hold {
+                self.release_split(frame + order_frames(want), order_frames(o) - order_frames(want));
+                self.hold(frame, frames);
+            } else {
+                self.release_split(frame + frames, order_frames(o) - frames);
+            }
         } else if !self.take_greedy(order, count, sink) {
             for r in sink.written() {
                 let (start, len) = (r.offset, r.len_bytes);
@@ -950,9 +1031,9 @@ impl FrameAllocator {
         for run in runs {
             let (start, end) = span(run);
             if keep {
-                self.keep_quick(start, end - start, page_order(page));
+                self.give_back(start, end - start, page_order(page));
             } else {
-                self.release_run(start, end - start);
+                self.give_back_uncached(start, end - start);
             }
             let frames = end - start;
             self.allocated_frames -= frames;
@@ -982,7 +1063,7 @@ impl FrameAllocator {
         // Validated and unmarked: from here on nothing can fail.
         let frames = end - start;
         if self.quick_on {
-            self.keep_quick(start, frames, o);
+            self.give_back(start, frames, o);
         } else {
             self.release_run(start, frames);
         }
@@ -1107,7 +1188,13 @@ impl FrameAllocator {
 
     /// How many blocks of `order` the free blocks of that order or larger could provide.
     fn capacity(&self, order: u32) -> u64 {
-        let free: u64 = (order..=MAX_ORDER).map(|o| self.free_count[slot(o)] << (o - order)).sum();
+        let free: u64 = (order..=MAX_ORDER).map(|o| self.free_count[slot(o)] << (o - order)).sum::<u64>()
+            + match order {
+                0 => self.held_cap[0],
+                9 => self.held_cap[1],
+                // No held slack holds a whole 1 GiB block (see the invariants).
+                _ => 0,
+            };
         if self.quick_runs == 0 {
             return free;
         }
@@ -1169,6 +1256,104 @@ impl FrameAllocator {
         self.quick_runs -= usize::from(len);
         self.quick[q] = QuickBucket::EMPTY;
         self.quick_nonempty[q / 64] &= !(1 << (q % 64));
+    }
+
+    /// Records that the run of `frames` frames from `start` (the first frame of a block of
+    /// order `k` = ⌈log2 frames⌉ ≥ [`HOLD_SHIFT`], with `frames` < 2^k) holds the rest of its
+    /// block: those frames stay off the free lists (they count as free memory) until the run is
+    /// freed, which then gives the whole block back in one step, or until [`Self::flush_quick`].
+    #[inline]
+    fn hold(&mut self, start: u64, frames: u64) {
+        let (lo, hi) = (start + frames, start + frames.next_power_of_two());
+        // CAST: `frames` < 2^MAX_ORDER.
+        self.held[ix(start >> HOLD_SHIFT)] = frames as u32;
+        self.held_count += 1;
+        self.held_cap[0] += hi - lo;
+        self.held_cap[1] += aligned_blocks(lo, hi, page_order(PageSize::Huge));
+    }
+
+    /// Forgets the slack held by the run of `frames` frames from `start` (see [`Self::hold`]).
+    #[inline]
+    fn unhold(&mut self, start: u64, frames: u64) {
+        let (lo, hi) = (start + frames, start + frames.next_power_of_two());
+        self.held[ix(start >> HOLD_SHIFT)] = 0;
+        self.held_count -= 1;
+        self.held_cap[0] -= hi - lo;
+        self.held_cap[1] -= aligned_blocks(lo, hi, page_order(PageSize::Huge));
+    }
+
+    /// The frames of the run from `start` that holds slack, if it does.
+    #[inline]
+    fn holder(&self, start: u64) -> Option<u64> {
+        if self.held_count == 0 || start % order_frames(HOLD_SHIFT) != 0 {
+            return None;
+        }
+        let f = self.held[ix(start >> HOLD_SHIFT)];
+        (f != 0).then_some(u64::from(f))
+    }
+
+    /// Gives back the run of `frames` frames from `start`, just unmarked, with quick reuse on:
+    /// a run that held its block's slack and is freed whole caches the whole block (tag
+    /// [`BLOCK_TAG`]); a piece of such a run first gives the slack back; any other run is
+    /// cached by its exact length and `tag`.
+    #[inline(always)]
+    fn give_back(&mut self, start: u64, frames: u64, tag: u32) {
+        if self.holder(start).is_some() && self.give_back_holder(start, frames) {
+            return;
+        }
+        self.keep_quick(start, frames, tag);
+    }
+
+    /// The part of [`Self::give_back`] for a run from a holder's first frame: caches the whole
+    /// block when the run is the holder (`true`), or gives the slack back (`false`: the run is
+    /// then given back as any other).
+    #[inline(never)]
+    fn give_back_holder(&mut self, start: u64, frames: u64) -> bool {
+        let Some(f) = self.holder(start) else { return false };
+        self.unhold(start, f);
+        let block = f.next_power_of_two();
+        if frames == f {
+            self.keep_quick(start, block, BLOCK_TAG);
+            return true;
+        }
+        self.release_range(start + f, block - f);
+        false
+    }
+
+    /// [`Self::give_back`] without caching: straight to the free lists.
+    fn give_back_uncached(&mut self, start: u64, frames: u64) {
+        if let Some(f) = self.holder(start) {
+            self.unhold(start, f);
+            let block = f.next_power_of_two();
+            if frames == f {
+                self.release_range(start, block);
+                return;
+            }
+            self.release_range(start + f, block - f);
+        }
+        self.release_run(start, frames);
+    }
+
+    /// Gives every held slack back to the free lists; the bytes given back.
+    fn release_held(&mut self) -> u64 {
+        let mut left = self.held_count;
+        let mut frames = 0;
+        let mut h = 0;
+        while left > 0 {
+            let f = u64::from(self.held[h]);
+            if f != 0 {
+                self.held[h] = 0;
+                left -= 1;
+                let start = (h as u64) << HOLD_SHIFT;
+                let block = f.next_power_of_two();
+                self.release_range(start + f, block - f);
+                frames += block - f;
+            }
+            h += 1;
+        }
+        self.held_count = 0;
+        self.held_cap = [0; 2];
+        frames << FRAME_SHIFT
     }
 
     /// Takes the lowest free block of `order` (which must have one); returns its first frame.
@@ -1437,8 +1622,26 @@ mod tests {
         for r in runs[..32].iter().rev() {
             a.free_pages(PageSize::Normal, r).unwrap();
         }
-        // A size that maps to the same bucket gives that bucket's runs back first.
-        let clash = (1..4096).find(|&n| n != 16 && quick_slot(0, n) == quick_slot(0, 16)).unwrap();
+        // A size that maps to the same bucket gives that bucket's runs back first. (A size
+        // that holds slack is cached as its whole block, by the block's order.)
+        a.flush_quick();
+        let key = |n: u64| {
+            if n > 1 << HOLD_SHIFT && !n.is_power_of_two() {
+                quick_slot(BLOCK_TAG, n.next_power_of_two())
+            } else {
+                quick_slot(0, n)
+            }
+        };
+        let sizes: Vec<u64> =
+            (1..=1 << HOLD_SHIFT).chain((HOLD_SHIFT + 1..14).map(|k| (1 << k) - 1)).collect();
+        let (first, clash) = sizes
+            .iter()
+            .flat_map(|&p| sizes.iter().map(move |&q| (p, q)))
+            .find(|&(p, q)| p != q && key(p) == key(q))
+            .unwrap();
+        let f = a.alloc_pages(PageSize::Normal, first).unwrap();
+        a.free_pages(PageSize::Normal, &f).unwrap();
+        assert_eq!(a.quick_runs, 1);
         let c = a.alloc_pages(PageSize::Normal, clash).unwrap();
         a.free_pages(PageSize::Normal, &c).unwrap();
         assert_eq!(a.quick_runs, 1);
@@ -1449,6 +1652,48 @@ mod tests {
         // Given back, the allocator is as new.
         a.set_quick_reuse(false);
         assert_eq!(a, alloc(64 * MIB, 0, 0));
+    }
+
+    #[test]
+    fn a_run_holds_its_blocks_slack_and_the_block_is_reused_by_its_size_class() {
+        let mut a = alloc(64 * MIB, 64 * MIB, 0);
+        a.set_quick_reuse(true);
+        let fresh_info = a.info();
+        // 3 MiB of 4 KiB pages takes a 4 MiB block; the last 1 MiB is held, not split off.
+        let x = a.alloc_pages(PageSize::Normal, 768).unwrap();
+        assert_eq!(x, [run(0, 3 * MIB)]);
+        assert_eq!((a.held_count, a.held_cap), (1, [256, 0]));
+        // Held frames are free memory, exactly; the huge figure counts none (no whole 2 MiB page).
+        assert_eq!(a.info().free_bytes, 61 * MIB);
+        assert_eq!(a.info().huge_free_bytes, 60 * MIB);
+        // Freed whole, the block is cached; a run of another length in the same block order
+        // (2.5 MiB of huge-and-small pages here: the joint run) takes it back.
+        a.free_pages(PageSize::Normal, &x).unwrap();
+        assert_eq!(a.held_count, 0);
+        assert_eq!(a.info(), fresh_info);
+        let j = a.alloc_huge_with_tail(1, 128).unwrap().unwrap();
+        assert_eq!(j, run(0, 2 * MIB + 512 * KIB));
+        assert_eq!(a.quick_runs, 0);
+        assert_eq!(a.held_cap, [384, 0]);
+        a.free_huge_with_tail(j).unwrap();
+        // A piece of a holder gives the slack back; the rest frees as usual.
+        // (Its 4 MiB block is cached: 6 MiB takes an 8 MiB block from the free lists.)
+        let y = a.alloc_pages(PageSize::Huge, 3).unwrap();
+        assert_eq!(y, [run(8 * MIB, 6 * MIB)]);
+        assert_eq!(a.held_cap, [512, 1]);
+        a.free_pages(PageSize::Huge, &[run(8 * MIB, 2 * MIB)]).unwrap();
+        assert_eq!(a.held_count, 0);
+        assert_eq!(a.info().free_bytes, 60 * MIB);
+        assert_eq!(a.info().huge_free_bytes, 60 * MIB);
+        a.free_pages(PageSize::Huge, &[run(10 * MIB, 4 * MIB)]).unwrap();
+        // Held slack never makes an allocation fail: the last 61 MiB are found with 1 MiB held.
+        let z = a.alloc_pages(PageSize::Normal, 768).unwrap();
+        let big = a.alloc_pages(PageSize::Normal, 61 * 256).unwrap();
+        assert_eq!(a.info().free_bytes, 0);
+        a.free_pages(PageSize::Normal, &z).unwrap();
+        a.free_pages(PageSize::Normal, &big).unwrap();
+        a.set_quick_reuse(false);
+        assert_eq!(a, alloc(64 * MIB, 64 * MIB, 0));
     }
 
     #[test]

@@ -26,7 +26,8 @@ enum PhysOp {
     /// Allocate; the count is scaled to the allocator's size.
     Alloc(PageSize, u64),
     /// Allocate one of a few small page counts, so that runs of one size are freed and
-    /// allocated again and again (the quick-reuse cache's stacks, bucket conflicts and caps).
+    /// allocated again and again (the quick-reuse cache's stacks, bucket conflicts and caps,
+    /// held slack and blocks reused by their order).
     AllocFew(PageSize, usize),
     /// Free the live allocation at this index (modulo the number live).
     Free(usize),
@@ -239,8 +240,11 @@ fn run_phys(cfg: PhysConfig, ops: Vec<PhysOp>, quick: bool) -> Result<(), TestCa
                         (page, raw, 1 + raw % max_pages)
                     }
                     PhysOp::AllocFew(page, i) => {
-                        // CAST: an index below 4.
-                        (page, i as u64, [1, 2, 3, 16][i % 4])
+                        // 600, 700 and 1000 4 KiB pages (and 3 huge pages) leave part of their
+                        // block unused: with quick reuse they hold it, and reuse each other's
+                        // cached blocks (all take a 4 MiB block).
+                        // CAST: an index below 7.
+                        (page, i as u64, [1, 2, 3, 16, 600, 700, 1000][i % 7])
                     }
                     _ => unreachable!(),
                 };
