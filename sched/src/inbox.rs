@@ -197,17 +197,15 @@ mod loom_models {
 
     /// A worker's look under the lock, as in the sim: take newly posted lanes into the owned
     /// set; drain each owned lane; give an empty lane whose stream is idle back (draining
-    /// again when the clear fails), unless `keep`: the worker lingers on it (it spins next,
-    /// watching the ring, and looks again without `keep` when that spin finds nothing).
-    fn look(d: &Device, st: &mut State, keep: bool) {
+    /// again when the clear fails).
+    fn look(d: &Device, st: &mut State) {
         d.inbox.take(|_| st.owned = true);
         while st.owned {
             while let Some((_, [v])) = d.ring.try_pop() {
                 st.queued.push_back(v);
             }
-            if !st.queued.is_empty() || st.running || keep {
-                // Busy: the finish of what is unfinished looks again. Kept: the lingering
-                // spin watches the ring.
+            if !st.queued.is_empty() || st.running {
+                // Busy: the finish of what is unfinished looks again.
                 break;
             }
             if d.ring.unpost_if_empty() {
@@ -220,47 +218,34 @@ mod loom_models {
     /// take the next descriptor; run it without the lock (looking once more first), finish it
     /// under the lock and come back; with nothing to do, spin once (when `spin`: one look at
     /// the inbox without the lock, counted as spinning), then announce, look once more, and
-    /// park. With `linger`, a worker that ran a task keeps the lane owned on its next look
-    /// when it spins next, and that spin also watches the lane's ring (the sim's linger, see
-    /// `hal/sim`'s scheduler); a linger that finds nothing looks again without keeping the
-    /// lane. Returns the values it ran.
-    fn worker(d: &Device, want: usize, spin: bool, linger: bool) -> std::vec::Vec<u64> {
+    /// park. Returns the values it ran.
+    fn worker(d: &Device, want: usize, spin: bool) -> std::vec::Vec<u64> {
         let mut ran = std::vec::Vec::new();
         let mut spun = !spin;
-        let mut lingers = false;
         d.sleepers.looks();
         let mut g = d.lock.lock().unwrap();
         loop {
-            let keep = lingers && !spun;
-            look(d, &mut g, keep);
+            look(d, &mut g);
             if let Some(v) = g.queued.pop_front() {
                 g.running = true;
                 d.sleepers.executes();
-                look(d, &mut g, false);
+                look(d, &mut g);
                 drop(g);
                 ran.push(v);
                 d.sleepers.looks();
                 g = d.lock.lock().unwrap();
                 g.running = false;
-                lingers = linger;
                 continue;
             }
-            if ran.len() == want && !keep {
+            if ran.len() == want {
                 assert!(!g.owned && !d.ring.is_posted(), "an idle lane is given back");
                 return ran;
             }
             if !spun {
-                let watch = keep && g.owned;
                 drop(g);
                 d.sleepers.spin_begins();
-                let found = (watch && !d.ring.is_empty()) || !d.inbox.looks_empty();
+                spun = d.inbox.looks_empty();
                 d.sleepers.spin_ends();
-                if watch && !found {
-                    // The linger ran out: the next look gives the lane back.
-                    lingers = false;
-                } else {
-                    spun = !found;
-                }
                 d.sleepers.looks();
                 g = d.lock.lock().unwrap();
                 continue;
@@ -291,19 +276,7 @@ mod loom_models {
         model(true, 2);
     }
 
-    /// The same with a worker that lingers on the lane after a task: the second push may
-    /// meet the lane kept (owned, its stream idle) while the worker spins watching the ring,
-    /// or the linger running out and the lane given back (the run-dry/re-arm race).
-    #[test]
-    fn loom_lane_submit_reaches_a_lingering_worker() {
-        model_with(true, true, 2);
-    }
-
     fn model(spin: bool, bound: usize) {
-        model_with(spin, false, bound);
-    }
-
-    fn model_with(spin: bool, linger: bool, bound: usize) {
         let mut b = loom::model::Builder::new();
         b.preemption_bound = Some(bound);
         b.check(move || {
@@ -316,7 +289,7 @@ mod loom_models {
             });
             let w = {
                 let d = Arc::clone(&d);
-                loom::thread::spawn(move || worker(&d, 2, spin, linger))
+                loom::thread::spawn(move || worker(&d, 2, spin))
             };
             submit(&d, 1);
             submit(&d, 2);

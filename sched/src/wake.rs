@@ -226,12 +226,6 @@ impl Idle {
         true
     }
 
-    /// Whether a worker may start spinning now (nobody spins): [`try_spin`](Self::try_spin)
-    /// under the same lock hold then succeeds.
-    pub fn may_spin(&self) -> bool {
-        !self.spinning
-    }
-
     /// The spinner has the lock back.
     pub fn end_spin(&mut self) {
         self.spinning = false;

@@ -58,15 +58,6 @@
 //!   lane submitter kicks for an idle queue; only when the spin runs out does it *park* on the
 //!   `work` condition variable (counted in [`Sleepers`] and in the state's `idle`), after
 //!   announcing itself and looking once more.
-//! - A worker whose last two tasks were of one queue and that becomes the spinner *lingers*
-//!   on that queue's lane: its look keeps the lane owned though the queue is idle, and its
-//!   pausing spin also watches the lane's ring, so the queue's submitter, finding the lane
-//!   posted, writes the slot and the tail and nothing else, and the queue's tasks stay on
-//!   that worker. When the pause runs out it looks again under the lock without keeping the
-//!   lane (giving it back, or draining what a push raced in: the failing
-//!   [`unpost_if_empty`](sched::Ring::unpost_if_empty)) before it spins on by yielding; a
-//!   worker that takes a task instead gives the kept lane back before it runs the task. So an
-//!   owned idle lane always has a worker watching its ring or about to look at it.
 //! - A lane submitter notifies as said above; a locked submitter follows [`sched::wake`]'s
 //!   `signal` under the lock, and leaves the wake-up to a looking worker when there is one.
 //! - A locked submitter notifies a parked worker only when the executor's ready queue goes
@@ -811,17 +802,15 @@ fn drain_lane(st: &mut State, lane: &Lane) -> bool {
 /// is empty and whose queue has nothing unfinished (see [`sched::inbox`]). A lane kept has
 /// something unfinished, and the worker that finishes it looks again; a backlogged lane is
 /// drained by the finish of its queue's next task.
-fn drain_posted(shared: &Shared, st: &mut State, keep: Option<usize>) {
-    take_posted(shared, st, 0, keep);
+fn drain_posted(shared: &Shared, st: &mut State) {
+    take_posted(shared, st, 0);
 }
 
 /// Takes the lanes posted since the last look into the owned set and drains the owned lanes
 /// from position `from` of the set on (0: all of them; the set's length: only those just
 /// taken, for a worker's second look before it runs a task, which must see new posts but
-/// need not look at lanes whose unfinished work another finish will look after). The lane
-/// at slot `keep` stays owned even when idle: the calling worker lingers on it (see
-/// [`run`]), and gives it back on a later look.
-fn take_posted(shared: &Shared, st: &mut State, from: usize, keep: Option<usize>) {
+/// need not look at lanes whose unfinished work another finish will look after).
+fn take_posted(shared: &Shared, st: &mut State, from: usize) {
     shared.inbox.take(|index| {
         if st.lanes[index].is_some() && !st.is_owned[index] {
             st.is_owned[index] = true;
@@ -830,7 +819,7 @@ fn take_posted(shared: &Shared, st: &mut State, from: usize, keep: Option<usize>
     });
     let mut i = from;
     while let Some(&index) = st.owned.get(i) {
-        if st.backlog[index] || poll_lane(st, index, keep == Some(index)) {
+        if st.backlog[index] || poll_lane(st, index) {
             i += 1;
         } else {
             st.owned.swap_remove(i);
@@ -840,11 +829,11 @@ fn take_posted(shared: &Shared, st: &mut State, from: usize, keep: Option<usize>
 }
 
 /// Drains the owned lane at slot `index` and gives it back when its ring is empty and its
-/// queue idle, unless `linger` (a lingering worker watches it); whether the lane stays owned.
-fn poll_lane(st: &mut State, index: usize, linger: bool) -> bool {
+/// queue idle; whether the lane stays owned.
+fn poll_lane(st: &mut State, index: usize) -> bool {
     let Some(lane) = st.lanes[index].as_ref() else { return false };
     let q = StreamId(lane.queue.0);
-    if lane.ring.is_empty() && (linger || !queue_idle(st, q)) {
+    if lane.ring.is_empty() && !queue_idle(st, q) {
         // Nothing to move, and the queue's unfinished work looks again when it finishes.
         return true;
     }
@@ -856,23 +845,14 @@ fn poll_lane(st: &mut State, index: usize, linger: bool) -> bool {
             break true;
         }
         let idle = queue_idle(st, q);
-        // A busy (or kept) queue stays owned; an idle one is given back unless a push came
-        // after the drain (then drain again).
-        if !idle || linger || lane.ring.unpost_if_empty() {
+        // A busy queue stays owned; an idle one is given back unless a push came after the
+        // drain (then drain again).
+        if !idle || lane.ring.unpost_if_empty() {
             break !idle;
         }
     };
     st.lanes[index] = Some(lane);
     keep
-}
-
-/// Gives back the owned lane at slot `index` if it is idle (draining it first), as a look
-/// without a kept lane would: for a worker that kept it to linger on and will not.
-fn give_back(st: &mut State, index: usize) {
-    if st.is_owned[index] && !st.backlog[index] && !poll_lane(st, index, false) {
-        st.is_owned[index] = false;
-        st.owned.retain(|&i| i != index);
-    }
 }
 
 /// Whether queue `q` has nothing unfinished in the executor (or is gone).
@@ -881,15 +861,6 @@ fn queue_idle(st: &State, q: StreamId) -> bool {
     match (st.exec.submitted_seq(q), st.exec.completed_seq(q)) {
         (Ok(s), Ok(c)) => s <= c,
         _ => true,
-    }
-}
-
-/// Whether `a` and `b` are the same lane (both none, or one allocation).
-fn same_lane(a: Option<&Arc<Lane>>, b: Option<&Arc<Lane>>) -> bool {
-    match (a, b) {
-        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-        (None, None) => true,
-        _ => false,
     }
 }
 
@@ -944,27 +915,10 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
     let mut st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
     // Whether this worker spun since it last found work (then it parks instead).
     let mut spun = false;
-    // Whether its next spin starts by pausing the core (not after a linger that found
-    // nothing: that spin paused already).
-    let mut pause = true;
-    // The slot of the lane whose tasks this worker ran last (its last two tasks were of that
-    // lane): it lingers on that lane when it spins right after (see the module
-    // documentation), keeping it owned though idle. (Not after tasks of different lanes: a
-    // worker serving several streams in turn would linger on each in turn, and take a
-    // reference to each.)
-    let mut linger: Option<usize> = None;
-    // The slot of the lane of the last task this worker ran.
-    let mut last: Option<usize> = None;
-    // The lane it watched last time it lingered (kept, so that lingering on the same lane
-    // again takes no reference count).
-    let mut watched: Option<Arc<Lane>> = None;
     loop {
         // Taken before this look, so that a kick after it ends the spin below.
         let seen = shared.work_word.seen();
-        // Kept only when this worker will spin once this look finds nothing (under this lock
-        // hold `try_spin` then succeeds); any other path gives the lane back first.
-        let keep = linger.filter(|_| !spun && st.idle.may_spin());
-        drain_posted(shared, &mut st, keep);
+        drain_posted(shared, &mut st);
         let before = st.exec.finished_items();
         let taken = match st.started.pop() {
             Some(t) => Some(t),
@@ -976,7 +930,6 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
         }
         if let Some((stream, seq, task)) = taken {
             spun = false;
-            pause = true;
             let ticket = match task {
                 TaskDesc::Kernel { args: t, .. } | TaskDesc::CopyBatch { batch: t } => {
                     st.tickets.remove(&t).and_then(|h| h.ticket)
@@ -987,11 +940,7 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
             // worker looking left its post to it.
             shared.sleepers.executes();
             let owned = st.owned.len();
-            take_posted(shared, &mut st, owned, None);
-            if let Some(index) = keep {
-                // Not spinning after all: nobody would watch a kept idle lane.
-                give_back(&mut st, index);
-            }
+            take_posted(shared, &mut st, owned);
             // More work: let another worker take some. (Posted lanes need no wake-up of
             // their own: a post to a busy queue is drained by the worker that finishes
             // that queue's task, and one to an idle queue woke a worker itself, or left
@@ -1042,8 +991,6 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
             if st.waiters > 0 && (st.blind > 0 || due) {
                 shared.done.notify_all();
             }
-            linger = (last == Some(index)).then_some(index);
-            last = Some(index);
             continue;
         }
         if st.exec.finished_items() != before {
@@ -1056,37 +1003,18 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
         }
         if !spun && st.idle.try_spin() {
             // Spin without the lock until the work word moves (a signal under the lock, or a
-            // submitter's kick for a queue that was idle; or the spin runs out), or the kept
-            // lane's ring is not empty (its submitter posts nothing while it is owned), then
-            // look again under the lock before deciding to park.
-            // (Not a backlogged lane, whose ring stays full, nor a busy one, whose finish
-            // drains it: either would end the spin for nothing.)
-            let kept = keep
-                .filter(|&i| st.is_owned[i] && !st.backlog[i])
-                .and_then(|i| st.lanes[i].as_ref())
-                .filter(|l| queue_idle(&st, StreamId(l.queue.0)));
-            if !same_lane(kept, watched.as_ref()) {
-                watched = kept.cloned();
-            }
-            let lane = if kept.is_some() { watched.as_deref() } else { None };
+            // submitter's kick for a queue that was idle; or the spin runs out), then look
+            // again under the lock before deciding to park.
             drop(st);
             // While it pauses on its core, submitters leave the wake-up to it (`Sleepers`);
             // once it yields the core, they wake a parked worker again (on a loaded machine a
             // yielding thread may wait long for a core). It looks under the lock afterwards,
             // as `Sleepers::spin_ends` requires.
-            let mut moved = || shared.work_word.moved(seen) || lane.is_some_and(|l| !l.ring.is_empty());
+            let mut moved = || shared.work_word.moved(seen);
             shared.sleepers.spin_begins();
-            let found = pause && spin_pausing(&mut moved);
+            let found = spin_pausing(&mut moved);
             shared.sleepers.spin_ends();
-            if lane.is_some() && !found {
-                // The linger ran out: give the lane back under the lock (the next look
-                // does, or drains what a push raced in) before spinning on by yielding.
-                linger = None;
-                pause = false;
-            } else {
-                spun = !(found || spin_yielding(&mut moved));
-                pause = true;
-            }
+            spun = !(found || spin_yielding(&mut moved));
             shared.sleepers.looks();
             // Lock order: state (leaf).
             st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
