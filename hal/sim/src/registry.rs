@@ -632,6 +632,43 @@ struct Cache {
     /// Buffers kept between operations (records of one operation, their encoding).
     spare_records: Vec<Record>,
     spare_bytes: Vec<u8>,
+    /// Frames this process's own last release freed in the shared state (and the log) but
+    /// not yet in its frame allocators: given back by [`Cache::settle`] before anything
+    /// reads or changes those allocators, or taken again as they are by the next allocation
+    /// that asks for exactly them (the steady state of freeing and allocating the same
+    /// range), which then skips a free and a claim that would cancel out. Only this process's
+    /// replica of the allocators lags: every other process applies the records in full.
+    deferred: SmallVec<[Freed; 2]>,
+}
+
+impl Cache {
+    /// Gives the [`Self::deferred`] frames back to the frame allocators.
+    fn settle(&mut self) -> Result<()> {
+        if self.deferred.is_empty() {
+            return Ok(());
+        }
+        let deferred = std::mem::take(&mut self.deferred);
+        let done = free_frames(&mut self.frames, &deferred);
+        if done.is_err() {
+            // Rebuild the allocators from the state next time.
+            self.valid = false;
+        }
+        done
+    }
+
+    /// Takes the deferred frames of `device` that are exactly `run` of `page`, if any: they
+    /// are still taken in this process's frame allocator.
+    fn take_deferred(&mut self, device: u32, page: PageSize, run: PhysRun) -> bool {
+        let i = self.deferred.iter().position(|(d, p, r)| *d == device && *p == page && r[..] == [run]);
+        i.map(|i| self.deferred.swap_remove(i)).is_some()
+    }
+
+    /// Drops the frame allocators (rebuilt from the state on next use), and with them the
+    /// deferred frames (the state already has them free).
+    fn drop_frames(&mut self) {
+        self.frames.clear();
+        self.deferred.clear();
+    }
 }
 
 /// The registry of one simulated machine, as one process sees it.
@@ -681,6 +718,9 @@ impl Tx<'_> {
     /// Applies `rec` to the cache (state and frame allocators); all or nothing. `claimed`: the
     /// frames of an alloc record were already taken from this process's frame allocator.
     fn apply(&mut self, rec: Record, claimed: bool) -> Result<()> {
+        if !claimed {
+            self.cache.settle()?;
+        }
         let Effects { freed, clear } = self.cache.state.apply(&rec)?;
         if let Record::Alloc { device, page, runs, .. } = &rec {
             if !claimed {
@@ -691,6 +731,19 @@ impl Tx<'_> {
             }
         }
         free_frames(&mut self.cache.frames, &freed)?;
+        self.clear.extend(clear);
+        self.records.push(rec);
+        Ok(())
+    }
+
+    /// Applies `rec`, a release by this process, as [`Self::apply`] does, except that the
+    /// frames it frees are given back to the frame allocators only later
+    /// ([`Cache::deferred`]).
+    fn apply_release(&mut self, rec: Record) -> Result<()> {
+        self.cache.settle()?;
+        let Effects { freed, clear } = self.cache.state.apply(&rec)?;
+        let frames = &self.cache.frames;
+        self.cache.deferred.extend(freed.into_iter().filter(|f| frames.contains_key(&f.0)));
         self.clear.extend(clear);
         self.records.push(rec);
         Ok(())
@@ -887,12 +940,14 @@ impl Registry {
             let mut buf = vec![0u8; len];
             self.file.read_at(held, &mut buf, SNAP_BASE + h.active * SNAP_BYTES).map_err(|_| corrupt())?;
             cache.state = State::decode(&buf).map_err(|_| corrupt())?;
-            cache.frames.clear();
+            cache.drop_frames();
             0
         } else {
             cache.log_pos
         };
         if h.log_len > from {
+            // Another process's records: the frame allocators must be complete first.
+            cache.settle()?;
             let len = usize::try_from((h.log_len - from).min(LOG_BYTES)).map_err(|_| corrupt())?;
             let mut buf = vec![0u8; len];
             self.file.read_at(held, &mut buf, LOG_BASE + from).map_err(|_| corrupt())?;
@@ -1071,6 +1126,7 @@ impl Registry {
     }
 
     fn frames<'c>(&self, cache: &'c mut Cache, device: u32) -> Result<&'c mut FrameAllocator> {
+        cache.settle()?;
         if !cache.frames.contains_key(&device) {
             let mut f = FrameAllocator::new(PhysConfig {
                 total_bytes: self.config.hbm_bytes,
@@ -1135,18 +1191,28 @@ impl Registry {
         count: u64,
         prefer: Option<u64>,
     ) -> Result<(u64, Runs)> {
-        let frames = self.frames(tx.cache, device)?;
         let wanted = prefer.and_then(|offset| {
             let len_bytes = count.checked_mul(page.bytes())?;
             let run = PhysRun { offset, len_bytes };
             (offset.checked_add(len_bytes)? <= self.config.hbm_bytes).then_some(run)
         });
         let runs = match wanted {
-            Some(run) if frames.claim_pages(page, &[run]).is_ok() => smallvec![run],
-            _ => frames.alloc_pages(page, count).map_err(Error::from)?.into(),
+            // The frames this process just freed, still taken in its frame allocator.
+            Some(run) if tx.cache.take_deferred(device, page, run) => smallvec![run],
+            _ => {
+                let frames = self.frames(tx.cache, device)?;
+                match wanted {
+                    Some(run) if frames.claim_pages(page, &[run]).is_ok() => smallvec![run],
+                    _ => frames.alloc_pages(page, count).map_err(Error::from)?.into(),
+                }
+            }
         };
         let id = tx.cache.state.next_id + 1;
-        tx.apply(Record::Alloc { id, device, page, runs: runs.clone(), holder: me }, true)?;
+        if let Err(e) = tx.apply(Record::Alloc { id, device, page, runs: runs.clone(), holder: me }, true) {
+            // The frames are taken in this process's allocator but recorded nowhere: rebuild.
+            tx.cache.valid = false;
+            return Err(e);
+        }
         Ok((id, runs))
     }
 
@@ -1176,7 +1242,7 @@ impl Registry {
 
     /// Drops one reference of this process to each of `ids`; frames no one holds are freed.
     pub(crate) fn release(&self, ids: &[u64]) -> Result<()> {
-        self.with(false, |tx, me| tx.apply(Record::Release { pid: me, ids: Ids::from_slice(ids) }, false))
+        self.with(false, |tx, me| tx.apply_release(Record::Release { pid: me, ids: Ids::from_slice(ids) }))
     }
 
     /// Free and total memory of `device`, across every process.
@@ -1281,7 +1347,7 @@ impl Registry {
             self.clear_frames(cache, &clear);
             let _ = self.commit(held, cache, &records);
         }
-        cache.frames.clear();
+        cache.drop_frames();
         cache.valid = false;
     }
 
