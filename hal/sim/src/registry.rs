@@ -1617,6 +1617,52 @@ mod tests {
     }
 
     #[test]
+    fn a_release_taken_back_as_it_is_keeps_every_figure_exact() {
+        const MIB: u64 = 1 << 20;
+        let instance = format!("registry-defer-test-{}", std::process::id());
+        let config = SimConfig {
+            instance,
+            hbm_bytes: 64 * MIB,
+            huge_budget_bytes: 64 * MIB,
+            giant_budget_bytes: 0,
+            ..SimConfig::default()
+        };
+        let reg = Registry::attach(&config).unwrap();
+        let total = reg.memory_info(0).unwrap();
+        assert_eq!(total.free_bytes, 64 * MIB);
+        let at = |offset: u64, len_bytes: u64| -> Runs { smallvec![PhysRun { offset, len_bytes }] };
+        let (id, runs) = reg.alloc(0, PageSize::Normal, 256, Some(8 * MIB)).unwrap();
+        assert_eq!(runs, at(8 * MIB, MIB));
+        reg.release(&[id]).unwrap();
+        // Deferred in this process's frame allocator, free for every reader of the state.
+        assert!(!reg.cache.lock().unwrap().deferred.is_empty());
+        assert_eq!(reg.memory_info(0).unwrap(), total, "a memory query settles the deferred frames");
+        assert!(reg.cache.lock().unwrap().deferred.is_empty());
+        // Taken back as they are: the same frames.
+        let (id, _) = reg.alloc(0, PageSize::Normal, 256, Some(8 * MIB)).unwrap();
+        reg.release(&[id]).unwrap();
+        let (id, runs) = reg.alloc(0, PageSize::Normal, 256, Some(8 * MIB)).unwrap();
+        assert_eq!(runs, at(8 * MIB, MIB));
+        assert!(reg.cache.lock().unwrap().deferred.is_empty());
+        assert_eq!(reg.memory_info(0).unwrap().free_bytes, 63 * MIB);
+        reg.release(&[id]).unwrap();
+        // Frames overlapping the deferred ones but not exactly them: settled first, then claimed.
+        let (half, runs) = reg.alloc(0, PageSize::Normal, 256, Some(8 * MIB + MIB / 2)).unwrap();
+        assert_eq!(runs, at(8 * MIB + MIB / 2, MIB));
+        // Huge pages of the deferred frames' range, then a whole-device allocation: every frame
+        // but the held MiB, none lost to a deferral.
+        reg.release(&[half]).unwrap();
+        let (huge, runs) = reg.alloc(0, PageSize::Huge, 1, Some(8 * MIB)).unwrap();
+        assert_eq!(runs, at(8 * MIB, 2 * MIB));
+        reg.release(&[huge]).unwrap();
+        let (all, _) = reg.alloc(0, PageSize::Normal, 64 * 256, None).unwrap();
+        assert_eq!(reg.memory_info(0).unwrap().free_bytes, 0);
+        reg.release(&[all]).unwrap();
+        assert_eq!(reg.memory_info(0).unwrap(), total);
+        reg.detach();
+    }
+
+    #[test]
     fn fresh_names_have_their_kind_shape() {
         let h = fresh_name(ShareKind::Handle, 1);
         assert_eq!(h.as_bytes().len(), 16);
