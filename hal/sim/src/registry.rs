@@ -731,7 +731,9 @@ impl Tx<'_> {
             }
         }
         free_frames(&mut self.cache.frames, &freed)?;
-        self.clear.extend(clear);
+        if !clear.is_empty() {
+            self.clear.extend(clear);
+        }
         self.records.push(rec);
         Ok(())
     }
@@ -742,9 +744,14 @@ impl Tx<'_> {
     fn apply_release(&mut self, rec: Record) -> Result<()> {
         self.cache.settle()?;
         let Effects { freed, clear } = self.cache.state.apply(&rec)?;
-        let frames = &self.cache.frames;
-        self.cache.deferred.extend(freed.into_iter().filter(|f| frames.contains_key(&f.0)));
-        self.clear.extend(clear);
+        for f in freed {
+            if self.cache.frames.contains_key(&f.0) {
+                self.cache.deferred.push(f);
+            }
+        }
+        if !clear.is_empty() {
+            self.clear.extend(clear);
+        }
         self.records.push(rec);
         Ok(())
     }
