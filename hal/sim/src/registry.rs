@@ -25,7 +25,7 @@
 //!   snapshot. Every process applies the same records in the same order with the same
 //!   deterministic code, so accounting is seen identically by every process. One exception,
 //!   local to a process: the frames its own release freed reach its frame allocators only
-//!   before their next other use ([`Cache::deferred`]), so that allocating exactly those
+//!   before their next other use (`Cache::deferred`), so that allocating exactly those
 //!   frames again (the steady state of a malloc/free loop) skips a free and a claim.
 //! - Writes are crash safe: a record is written past the committed end of the log, then the
 //!   header that moves the end is written to the header slot not in force and put in force by
