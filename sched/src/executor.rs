@@ -1298,10 +1298,10 @@ impl<T> Executor<T> {
 /// more streams look each one up per task.
 const LAP_STREAMS: usize = 8;
 
-/// One stream of a [`run_laps`] segment: the slots it runs in the segment, the sequence
-/// number before them, its id.
+/// One stream of a [`run_laps`] segment: the slots it runs in the segment (exactly as many
+/// as the segment's laps), the sequence number before them, its id.
 struct Lane<'a, T> {
-    slots: core::slice::IterMut<'a, Option<Item<T>>>,
+    slots: &'a mut [Option<Item<T>>],
     base: u64,
     id: StreamId,
 }
@@ -1351,14 +1351,20 @@ fn run_laps_of<T, R: TaskRunner<T>, const N: usize>(
     let n = N;
     while laps > 0 {
         let mut lanes: [Lane<'_, T>; N] =
-            core::array::from_fn(|_| Lane { slots: Default::default(), base: 0, id: StreamId(0) });
+            core::array::from_fn(|_| Lane { slots: &mut [], base: 0, id: StreamId(0) });
         let mut seg = laps;
         for (h, lane) in held.iter_mut().zip(lanes.iter_mut()) {
             let Some(s) = h else { continue };
             let (base, id) = (s.stream.completed(), s.id);
             let slots = s.stream.queued_run(laps);
             seg = seg.min(slots.len());
-            *lane = Lane { slots: slots.iter_mut(), base, id };
+            *lane = Lane { slots, base, id };
+        }
+        // Every lane exactly `seg` long (a held stream is never missing: `held` holds `N`), so
+        // that the walk below indexes them with no bounds check: the lap bound is theirs.
+        for lane in &mut lanes {
+            let slots = core::mem::take(&mut lane.slots);
+            lane.slots = slots.get_mut(..seg).unwrap_or_default();
         }
         // Where the segment stopped: the stream's index, and the error if its task failed.
         let mut stop: Option<(usize, Option<ErrorKind>)> = None;
@@ -1367,7 +1373,7 @@ fn run_laps_of<T, R: TaskRunner<T>, const N: usize>(
             // CAST: a lap count fits in u64.
             let seq = lap as u64 + 1;
             for (i, lane) in lanes.iter_mut().enumerate() {
-                let Some(task) = lane.slots.next().and_then(take_task) else {
+                let Some(task) = lane.slots.get_mut(lap).and_then(take_task) else {
                     stop = Some((i, None));
                     break 'segment;
                 };
