@@ -48,9 +48,12 @@
 //! fails; a burst keeps its sequence number in a local; rounds first run the rounds in which
 //! no stream can run dry (as many as the shortest queue, less one) without looking whether
 //! one leaves, holding on to up to eight streams so that a task costs no lookup: those rounds
-//! walk each stream's queued slots as a slice (split where a ring wraps), and the sequence
-//! numbers are written back once per slice. Submission checks one limit per item: a stream a
-//! failure stopped has its limit at 0, so only the slow path looks at that.
+//! walk each stream's queued slots as slices cut to the same length (split where a ring
+//! wraps), indexed by the round, and the sequence numbers are written back once per slice.
+//! Submission checks one limit per item and writes the item straight into its slot: a stream
+//! a failure stopped has its limit at 0, and an idle one (nothing queued or running) at its
+//! submitted count, so only the slow path looks at either, and only the slow path puts a
+//! stream in the ready queue.
 //!
 //! # Progress
 //!
