@@ -48,9 +48,12 @@
 //! fails; a burst keeps its sequence number in a local; rounds first run the rounds in which
 //! no stream can run dry (as many as the shortest queue, less one) without looking whether
 //! one leaves, holding on to up to eight streams so that a task costs no lookup: those rounds
-//! walk each stream's queued slots as a slice (split where a ring wraps), and the sequence
-//! numbers are written back once per slice. Submission checks one limit per item: a stream a
-//! failure stopped has its limit at 0, so only the slow path looks at that.
+//! walk each stream's queued slots as slices cut to the same length (split where a ring
+//! wraps), indexed by the round, and the sequence numbers are written back once per slice.
+//! Submission checks one limit per item and writes the item straight into its slot: a stream
+//! a failure stopped has its limit at 0, and an idle one (nothing queued or running) at its
+//! submitted count, so only the slow path looks at either, and only the slow path puts a
+//! stream in the ready queue.
 //!
 //! # Progress
 //!
@@ -103,8 +106,15 @@ impl<T, R: TaskRunner<T> + ?Sized> TaskRunner<T> for &mut R {
 pub(crate) enum Item<T> {
     /// A task handed to the runner.
     Task(T),
-    /// Wait until the point has completed.
-    Wait(StreamPoint),
+    /// Wait until the point (`stream`, `seq`) has completed. Kept as two fields rather than a
+    /// [`StreamPoint`] so that the 32-bit stream id packs next to the discriminant: an item of
+    /// a task no larger than 8 bytes is 16 bytes, not 24 (a third less ring memory to walk).
+    Wait {
+        /// The stream of the point.
+        stream: u32,
+        /// The sequence number of the point.
+        seq: u64,
+    },
     /// Stamp the event (if its record generation still matches).
     Record(EventId, u64),
     /// Forget the event's recorded point (if its record generation still matches).
@@ -553,10 +563,31 @@ impl<T> Executor<T> {
             return Err(Error::NoSuchStream);
         }
         let stream = &mut s.stream;
-        let was_empty = stream.is_empty();
-        // A stopped stream is never below its limit, so the fast path needs no look at it.
-        let seq = if stream.below_limit() { stream.push(make(value))? } else { slow(stream, value)? };
-        if was_empty && !stream.is_running() {
+        // A stopped stream is never below its limit, nor an idle one, so the fast path needs
+        // no look at either.
+        if stream.below_limit() {
+            // INVARIANT: not idle (see `Stream`), so already ready, running or parked.
+            debug_assert!(stream.unfinished() > 0, "an idle stream is never below its limit");
+            return stream.put(make(value));
+        }
+        self.push_cold(slot, value, slow)
+    }
+
+    /// The slow path of [`push_with`](Self::push_with): `slow` pushes `value` to the stream in
+    /// `slot`, and a stream that was idle becomes ready.
+    #[cold]
+    #[inline(never)]
+    fn push_cold<U>(
+        &mut self,
+        slot: u32,
+        value: U,
+        slow: impl FnOnce(&mut Stream<Item<T>>, U) -> Result<u64>,
+    ) -> Result<u64> {
+        // CAST: a u32 slot index fits in usize on every target sched builds for.
+        let stream = &mut self.slots[slot as usize].stream;
+        let idle = stream.unfinished() == 0;
+        let seq = slow(stream, value)?;
+        if idle {
             // INVARIANT: the stream just became ready and busy (nothing was queued, nothing
             // runs).
             self.ready.push_back(slot);
@@ -588,7 +619,7 @@ impl<T> Executor<T> {
     ///
     /// As [`submit`](Self::submit); nothing changes on error.
     pub fn submit_wait(&mut self, id: StreamId, target: StreamPoint) -> Result<u64> {
-        let at = self.push_item(id, Item::Wait(target))?;
+        let at = self.push_item(id, Item::Wait { stream: target.stream, seq: target.seq })?;
         self.graph.add_wait(id.0, at, target);
         Ok(at)
     }
@@ -608,13 +639,13 @@ impl<T> Executor<T> {
                     Head::Gated
                 }
             }
-            Item::Wait(p) => {
+            &Item::Wait { stream, seq } => {
                 let own = self.slots[slot].id;
-                match self.slot_of(StreamId(p.stream)) {
-                    Some(t) if p.stream != own.0 => {
+                match self.slot_of(StreamId(stream)) {
+                    Some(t) if stream != own.0 => {
                         let done = self.slots[t].stream.completed();
                         // CAST: slot indices are below 2^31.
-                        if done >= p.seq {
+                        if done >= seq {
                             Head::Run
                         } else {
                             Head::WaitsOn(t as u32)
@@ -705,7 +736,7 @@ impl<T> Executor<T> {
     #[cold]
     fn complete_internal(&mut self, slot: usize, id: StreamId, seq: u64, item: Item<T>) {
         let was_wait = match item {
-            Item::Task(_) | Item::Wait(_) => true,
+            Item::Task(_) | Item::Wait { .. } => true,
             Item::Record(ev, generation) => {
                 let now = (self.clock)();
                 if let Some(e) = self.events.get_mut(ev) {
@@ -779,7 +810,7 @@ impl<T> Executor<T> {
         waiters.retain(|&w| {
             let w_at = w as usize;
             let needs = match self.slots[w_at].stream.head() {
-                Some(Item::Wait(p)) => p.seq,
+                Some(&Item::Wait { seq, .. }) => seq,
                 _ => 0,
             };
             if needs > completed {
@@ -1270,10 +1301,10 @@ impl<T> Executor<T> {
 /// more streams look each one up per task.
 const LAP_STREAMS: usize = 8;
 
-/// One stream of a [`run_laps`] segment: the slots it runs in the segment, the sequence
-/// number before them, its id.
+/// One stream of a [`run_laps`] segment: the slots it runs in the segment (exactly as many
+/// as the segment's laps), the sequence number before them, its id.
 struct Lane<'a, T> {
-    slots: core::slice::IterMut<'a, Option<Item<T>>>,
+    slots: &'a mut [Option<Item<T>>],
     base: u64,
     id: StreamId,
 }
@@ -1323,14 +1354,20 @@ fn run_laps_of<T, R: TaskRunner<T>, const N: usize>(
     let n = N;
     while laps > 0 {
         let mut lanes: [Lane<'_, T>; N] =
-            core::array::from_fn(|_| Lane { slots: Default::default(), base: 0, id: StreamId(0) });
+            core::array::from_fn(|_| Lane { slots: &mut [], base: 0, id: StreamId(0) });
         let mut seg = laps;
         for (h, lane) in held.iter_mut().zip(lanes.iter_mut()) {
             let Some(s) = h else { continue };
             let (base, id) = (s.stream.completed(), s.id);
             let slots = s.stream.queued_run(laps);
             seg = seg.min(slots.len());
-            *lane = Lane { slots: slots.iter_mut(), base, id };
+            *lane = Lane { slots, base, id };
+        }
+        // Every lane exactly `seg` long (a held stream is never missing: `held` holds `N`), so
+        // that the walk below indexes them with no bounds check: the lap bound is theirs.
+        for lane in &mut lanes {
+            let slots = core::mem::take(&mut lane.slots);
+            lane.slots = slots.get_mut(..seg).unwrap_or_default();
         }
         // Where the segment stopped: the stream's index, and the error if its task failed.
         let mut stop: Option<(usize, Option<ErrorKind>)> = None;
@@ -1339,7 +1376,7 @@ fn run_laps_of<T, R: TaskRunner<T>, const N: usize>(
             // CAST: a lap count fits in u64.
             let seq = lap as u64 + 1;
             for (i, lane) in lanes.iter_mut().enumerate() {
-                let Some(task) = lane.slots.next().and_then(take_task) else {
+                let Some(task) = lane.slots.get_mut(lap).and_then(take_task) else {
                     stop = Some((i, None));
                     break 'segment;
                 };
@@ -1476,6 +1513,14 @@ mod tests {
                 Ok(())
             }
         }
+    }
+
+    #[test]
+    fn a_ring_slot_of_a_word_sized_task_is_two_words() {
+        // The 32-bit stream id of a wait packs next to the discriminant, and `None` takes a
+        // spare discriminant value: the ring walks 16 bytes per item, not 24.
+        assert_eq!(core::mem::size_of::<Option<Item<u64>>>(), 16);
+        assert_eq!(core::mem::size_of::<Option<Item<u32>>>(), 16);
     }
 
     #[test]

@@ -49,6 +49,10 @@ pub enum FailureMode {
 ///   While the stream is stopped ([`is_stopped`](Self::is_stopped)) `limit` is 0, so that every
 ///   push takes the slow path, where the owner turns what it submits into skips
 ///   ([`below_limit`](Self::below_limit)).
+/// - While the stream is idle (nothing queued, nothing running) `limit <= submitted`: the
+///   first push after it went idle takes the slow path, where the owner learns that the stream
+///   became ready. So the fast path is one compare, and a push that takes it needs to tell
+///   nobody anything (the stream already is in a ready list, running or parked).
 #[derive(Debug)]
 pub(crate) struct Stream<T> {
     /// The ring; `Some` marks a queued item.
@@ -93,7 +97,7 @@ impl<T> Stream<T> {
         stream.ring = ring.into_boxed_slice();
         stream.mask = len - 1;
         stream.capacity = capacity;
-        stream.limit = u64::try_from(capacity).unwrap_or(u64::MAX);
+        // INVARIANT: idle, so `limit` (0) is at most `submitted`; the first push raises it.
         Ok(stream)
     }
 
@@ -148,12 +152,6 @@ impl<T> Stream<T> {
         !self.running && !self.is_empty()
     }
 
-    /// Whether a task of this stream is running.
-    #[inline]
-    pub(crate) fn is_running(&self) -> bool {
-        self.running
-    }
-
     /// Whether [`Self::push`] would take one more task now.
     pub(crate) fn has_room(&self) -> bool {
         self.unfinished() < self.capacity
@@ -170,15 +168,41 @@ impl<T> Stream<T> {
         if !self.below_limit() {
             self.raise_limit()?;
         }
-        // No overflow: `submitted < limit`.
+        self.put(task)
+    }
+
+    /// The fast path of [`Self::push`], for a stream [below its limit](Self::below_limit) (or
+    /// one whose room [`raise_limit`](Self::raise_limit) just counted): writes `task` straight
+    /// into its slot and returns its sequence number.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a stream with no ring (not reached with room).
+    #[inline]
+    pub(crate) fn put(&mut self, task: T) -> Result<u64> {
+        // No overflow: `submitted` is below the limit, or below the one `raise_limit` counted.
         let seq = self.submitted + 1;
-        let pos = self.pos(seq);
+        // The mask taken from the ring's length (a power of two, or 0 for no ring, where the
+        // look-up fails), not from `mask`: the compiler then knows the index is in bounds, so
+        // the only check is the one for no ring.
+        let len = self.ring.len();
+        // CAST: truncating is the point (see `pos`).
+        let pos = (seq as usize) & len.wrapping_sub(1);
         // INVARIANT: the slot is free (fewer than `capacity` items are queued), and the new
         // item is numbered one past the previous one.
         let slot = self.ring.get_mut(pos).ok_or(Error::InvalidArgument)?;
         *slot = Some(task);
         self.submitted = seq;
         Ok(seq)
+    }
+
+    /// Keeps the invariant of an idle stream: `limit <= submitted`, so that the next push
+    /// takes the slow path. Called wherever the stream may have gone idle.
+    #[inline]
+    fn settle(&mut self) {
+        if self.started == self.submitted && !self.running {
+            self.limit = self.limit.min(self.submitted);
+        }
     }
 
     /// Whether one more item fits without counting, and the stream is not stopped: the fast
@@ -284,6 +308,7 @@ impl<T> Stream<T> {
         // INVARIANT: nothing ran, so `completed == started`, and now both name the item.
         self.started = seq;
         self.completed = seq;
+        self.settle();
         Some((seq, out))
     }
 
@@ -320,6 +345,7 @@ impl<T> Stream<T> {
             self.started = base + n;
             self.completed = self.started - u64::from(failed);
             self.running = failed;
+            self.settle();
             // CAST: at most `capacity` items, a usize.
             done += n as usize - usize::from(failed);
             // Go on past the end of the ring only if the whole slice ran.
@@ -349,6 +375,7 @@ impl<T> Stream<T> {
         // INVARIANT: nothing ran, so `completed == started`, and now both name the last item.
         self.started += n as u64;
         self.completed = self.started;
+        self.settle();
     }
 
     /// Makes the item `seq` just taken by [`Self::take_done_with`] the running task again
@@ -376,6 +403,7 @@ impl<T> Stream<T> {
         // INVARIANT: everything up to `started` is finished or dropped now (`started` is `seq`
         // unless the items behind it were dropped while it ran).
         self.completed = self.started;
+        self.settle();
         if matches!(status, TaskStatus::Ok) {
             return Ok(1);
         }
@@ -469,6 +497,7 @@ impl<T> Stream<T> {
             // INVARIANT: with nothing running, `completed` follows `started`.
             self.completed = self.started;
         }
+        self.settle();
         dropped
     }
 }
@@ -490,6 +519,46 @@ mod tests {
         assert_eq!(s.finish(1, TaskStatus::Ok), Ok(1));
         assert_eq!(s.push('c'), Ok(3));
         assert_eq!((s.completed(), s.submitted(), s.unfinished()), (1, 3, 2));
+    }
+
+    #[test]
+    fn an_idle_stream_is_never_below_its_limit() {
+        // Every way of going idle sends the next push to the slow path (where the owner
+        // learns that the stream became ready); a busy stream with room stays on the fast one.
+        let mut s = Stream::new(8).unwrap();
+        assert!(!s.below_limit(), "a new stream is idle");
+        s.push(1).unwrap();
+        assert!(s.below_limit(), "queued: the fast path");
+        s.push(2).unwrap();
+        let (seq, _) = s.start().unwrap();
+        s.finish(seq, TaskStatus::Ok).unwrap();
+        assert!(s.below_limit(), "one still queued");
+        let (seq, _) = s.start().unwrap();
+        assert!(s.below_limit(), "running, nothing queued: not idle");
+        s.finish(seq, TaskStatus::Ok).unwrap();
+        assert!(!s.below_limit(), "idle after a finish");
+        // A failure in continue mode that leaves it idle.
+        s.push(3).unwrap();
+        let (seq, _) = s.start().unwrap();
+        s.finish(seq, TaskStatus::Failed(ErrorKind::DeviceFault)).unwrap();
+        assert!(!s.below_limit(), "idle after a failed finish");
+        // Taken and counted done at once, one by one, in a run, by count, and dropped.
+        s.push(4).unwrap();
+        s.take_done_with(Option::take).unwrap();
+        assert!(!s.below_limit(), "idle after take_done_with");
+        s.push(5).unwrap();
+        s.push(6).unwrap();
+        assert_eq!(s.run_done_with(Option::take, |_, _| true), 2);
+        assert!(!s.below_limit(), "idle after run_done_with");
+        s.push(7).unwrap();
+        let n = s.queued_run(usize::MAX).iter_mut().map(Option::take).count();
+        s.mark_done(n);
+        assert!(!s.below_limit(), "idle after mark_done");
+        s.push(8).unwrap();
+        assert_eq!(s.discard_queued(), 1);
+        assert!(!s.below_limit(), "idle after discard_queued");
+        assert_eq!((s.submitted(), s.completed(), s.unfinished()), (8, 8, 0));
+        assert_eq!(s.push(9), Ok(9), "the slow path still pushes");
     }
 
     #[test]

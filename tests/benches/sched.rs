@@ -3,6 +3,8 @@
 //! both in batches on one thread. Prints a Markdown table; asserts nothing about time.
 //!
 //! Run with `cargo bench -p aclrs-tests --bench sched` (add `-- --quick` for a short run).
+//! `ACLRS_BENCH_SCHED_STREAMS=1` (or `4`) measures the floor and that row only, and `0` the
+//! floor alone: for profiling one row (`perf`, `valgrind --tool=callgrind`).
 
 use std::cell::UnsafeCell;
 use std::hint::black_box;
@@ -91,8 +93,10 @@ fn main() {
         }
     }));
 
+    // Which executor rows to measure (all unless profiling one).
+    let only: Option<usize> = std::env::var("ACLRS_BENCH_SCHED_STREAMS").ok().and_then(|v| v.parse().ok());
     let mut rows: Vec<(String, Stats)> = Vec::new();
-    for streams in [1usize, 4] {
+    for streams in [1usize, 4].into_iter().filter(|&n| only.is_none_or(|o| o == n)) {
         let mut ex: Executor<u64> = Executor::new(streams);
         let ids: Vec<StreamId> =
             (0..streams).map(|_| ex.create_stream(BATCH).expect("create stream")).collect();
