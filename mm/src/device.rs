@@ -722,6 +722,9 @@ struct Fine {
 
 const _: () = assert!(GRANULES <= 32, "a granule mask is one u32");
 
+/// Where a block's start record is in a shared-slot table: (slot, table, granule).
+type StartAt = (usize, u32, usize);
+
 /// Where a live allocation's record is.
 #[derive(Clone, Copy, Debug)]
 enum Loc {
@@ -1528,15 +1531,16 @@ impl DeviceAllocator {
     #[cold]
     #[inline(never)]
     fn free_slow<B: Backer>(&mut self, backer: &mut B, base: DeviceAddr) -> Result<Info, FreeError> {
-        if let Some((id, at)) = self.block_in_slot(base.as_u64()) {
-            return self.free_block(backer, id, base, Some(at));
-        }
-        let info = match self.locate(base.as_u64()) {
-            Some(Loc::Chunk(id)) => self.free_slab(backer, id, base)?,
-            Some(Loc::Block(id)) => self.free_block(backer, id, base, None)?,
-            None => return Err(FreeError::NotLive(self.not_live(base))),
+        // One call of `free_block`, so that it stays inlined.
+        let (id, at) = match self.block_in_slot(base.as_u64()) {
+            Some(found) => found,
+            None => match self.locate(base.as_u64()) {
+                Some(Loc::Chunk(id)) => return self.free_slab(backer, id, base),
+                Some(Loc::Block(id)) => (id, None),
+                None => return Err(FreeError::NotLive(self.not_live(base))),
+            },
         };
-        Ok(info)
+        self.free_block(backer, id, base, at)
     }
 
     /// Whether `req` is served from the slab (small objects sharing chunks) rather than by a
@@ -1596,17 +1600,21 @@ impl DeviceAllocator {
         let _ = self.va.free_handle(d.va, d.va_node);
     }
 
-    /// The live block shorter than a slot starting exactly at `addr` (see
+    /// The block a free of `addr` is about, found by one look at the slot table: the block
+    /// owning `addr`'s whole slot (`None` as where its record is: its records are found from its
+    /// range), or the live block shorter than a slot starting exactly at `addr` (see
     /// [`Self::record_short`]), found by its start record in the slot's shared-slot table,
-    /// without the walk of [`Self::locate`]: its id and where that record is (slot, table,
-    /// granule). `None` for anything else (the general path then finds it, or tells why it is
-    /// not live).
+    /// without the walk of [`Self::locate`], with where that record is (slot, table, granule).
+    /// `None` for anything else (the general path then finds it, or tells why it is not live).
     #[inline(always)]
-    fn block_in_slot(&self, addr: u64) -> Option<(u32, (usize, u32, usize))> {
+    fn block_in_slot(&self, addr: u64) -> Option<(u32, Option<StartAt>)> {
         let off = addr.wrapping_sub(self.window.start().as_u64());
         // CAST: an address below the window wraps to an index past the table.
         let s = (off / CHUNK_BYTES) as usize;
         let e = *self.slots.get(s)?;
+        if e & BLOCK_FLAG != 0 {
+            return Some((e & ID_MASK, None));
+        }
         if e & FINE_FLAG == 0 {
             return None;
         }
@@ -1619,7 +1627,7 @@ impl DeviceAllocator {
         }
         let id = g.starts[i];
         let b = self.blocks.get(id as usize)?.as_ref()?;
-        (b.base() == addr && b.pieces.va.len_bytes() < CHUNK_BYTES).then_some((id, (s, f, i)))
+        (b.base() == addr && b.pieces.va.len_bytes() < CHUNK_BYTES).then_some((id, Some((s, f, i))))
     }
 
     /// Frees block `id` at `base`; `at` is where its only record is when
@@ -1630,7 +1638,7 @@ impl DeviceAllocator {
         backer: &mut B,
         id: u32,
         base: DeviceAddr,
-        at: Option<(usize, u32, usize)>,
+        at: Option<StartAt>,
     ) -> Result<Info, FreeError> {
         let Some(b) = self.blocks.get(id as usize).copied().flatten() else {
             return Err(FreeError::NotLive(self.not_live(base)));
