@@ -28,7 +28,11 @@
 //! is O(1). 4 KiB-aligned (NORMAL_ONLY-page) blocks may share their first and last slots; such a
 //! slot has a small table: the block covering its first byte from an earlier slot, and the block
 //! starting in each of its 64 KiB granules (at most one, as such blocks are longer than 64 KiB),
-//! so they are found in O(1) too, and recording a block costs O(its slots). Blocks and chunks live
+//! so they are found in O(1) too, and recording a block costs O(its slots). A free looks at one
+//! slot entry: a block owning the address's whole slot is named there, and a block shorter than
+//! a slot (the common NORMAL_ONLY-page case) by its start record in that slot's table (the
+//! granule of the address), with no walk of the table; only other addresses (interior or freed
+//! ones, or a block of 2 MiB or more starting inside a slot) take the general lookup. Blocks and chunks live
 //! in tables indexed by id with free-id lists; a chunk's slot storage is reused for the next chunk
 //! of its class; the chunks of a class with free slots form an intrusive list, so a slab
 //! allocation or free is O(1). In steady state (no table growing past its high-water mark)
