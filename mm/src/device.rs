@@ -28,7 +28,11 @@
 //! is O(1). 4 KiB-aligned (NORMAL_ONLY-page) blocks may share their first and last slots; such a
 //! slot has a small table: the block covering its first byte from an earlier slot, and the block
 //! starting in each of its 64 KiB granules (at most one, as such blocks are longer than 64 KiB),
-//! so they are found in O(1) too, and recording a block costs O(its slots). Blocks and chunks live
+//! so they are found in O(1) too, and recording a block costs O(its slots). A free looks at one
+//! slot entry: a block owning the address's whole slot is named there, and a block shorter than
+//! a slot (the common NORMAL_ONLY-page case) by its start record in that slot's table (the
+//! granule of the address), with no walk of the table; only other addresses (interior or freed
+//! ones, or a block of 2 MiB or more starting inside a slot) take the general lookup. Blocks and chunks live
 //! in tables indexed by id with free-id lists; a chunk's slot storage is reused for the next chunk
 //! of its class; the chunks of a class with free slots form an intrusive list, so a slab
 //! allocation or free is O(1). In steady state (no table growing past its high-water mark)
@@ -722,6 +726,9 @@ struct Fine {
 
 const _: () = assert!(GRANULES <= 32, "a granule mask is one u32");
 
+/// Where a block's start record is in a shared-slot table: (slot, table, granule).
+type StartAt = (usize, u32, usize);
+
 /// Where a live allocation's record is.
 #[derive(Clone, Copy, Debug)]
 enum Loc {
@@ -963,6 +970,67 @@ impl DeviceAllocator {
         }
     }
 
+    /// [`Self::record_block`] of a new block shorter than a slot (the common NORMAL_ONLY-page
+    /// case), `false` (nothing done) for any other: such a block has its start in its first
+    /// slot's shared-slot table and, when it reaches into the next slot, is that slot's head.
+    #[inline(always)]
+    fn record_short(&mut self, va: VaRange, id: u32) -> bool {
+        let off = va.start().as_u64().wrapping_sub(self.window.start().as_u64());
+        let in_slot = off % CHUNK_BYTES;
+        // CAST: an address below the window wraps to an index past the table.
+        let s = (off / CHUNK_BYTES) as usize;
+        let len = va.len_bytes();
+        let crosses = in_slot + len > CHUNK_BYTES;
+        if len >= CHUNK_BYTES || s + usize::from(crosses) >= self.slots.len() {
+            return false;
+        }
+        self.record_start(s, in_slot, id);
+        if crosses {
+            self.record_partial(s + 1, None, id, true);
+        }
+        true
+    }
+
+    /// Records block `id` as the block starting at offset `in_slot` of slot `s` (what
+    /// [`Self::record_partial`] does for a start, without its other cases).
+    #[inline(always)]
+    fn record_start(&mut self, s: usize, in_slot: u64, id: u32) {
+        let e = self.slots[s];
+        let f = if e & FINE_FLAG != 0 {
+            e & ID_MASK
+        } else {
+            let f = self.fine_table();
+            self.slots[s] = f | FINE_FLAG;
+            f
+        };
+        // CAST: below GRANULES (32).
+        let i = (in_slot / GRANULE_BYTES) as usize;
+        let g = &mut self.fine[f as usize];
+        debug_assert!(g.mask & (1 << i) == 0, "one block starts in a granule at most");
+        g.mask |= 1 << i;
+        g.starts[i] = id;
+    }
+
+    /// An empty shared-slot table (reused where one is free).
+    #[inline]
+    fn fine_table(&mut self) -> u32 {
+        match self.free_fine.pop() {
+            // A reused table: only `head` and `mask` say anything (a start is read only where
+            // `mask` has its bit), so the stale `starts` need no clearing.
+            Some(f) => {
+                let g = &mut self.fine[f as usize];
+                g.head = 0;
+                g.mask = 0;
+                f
+            }
+            None => put_slot(
+                &mut self.fine,
+                &mut self.free_fine,
+                Fine { head: 0, mask: 0, starts: [0; GRANULES] },
+            ),
+        }
+    }
+
     /// Records (or with `add` false takes out) block `id` in the shared-slot table of slot `s`:
     /// as the block starting at `start` inside the slot, or (`None`) as the slot's head, the
     /// block from an earlier slot that covers its first byte. O(1).
@@ -972,21 +1040,7 @@ impl DeviceAllocator {
         let f = if e & FINE_FLAG != 0 {
             e & ID_MASK
         } else if add {
-            let f = match self.free_fine.pop() {
-                // A reused table: only `head` and `mask` say anything (a start is read only
-                // where `mask` has its bit), so the stale `starts` need no clearing.
-                Some(f) => {
-                    let g = &mut self.fine[f as usize];
-                    g.head = 0;
-                    g.mask = 0;
-                    f
-                }
-                None => put_slot(
-                    &mut self.fine,
-                    &mut self.free_fine,
-                    Fine { head: 0, mask: 0, starts: [0; GRANULES] },
-                ),
-            };
+            let f = self.fine_table();
             self.slots[s] = f | FINE_FLAG;
             f
         } else {
@@ -1363,7 +1417,9 @@ impl DeviceAllocator {
         let id = self.block_id();
         // INVARIANT: backed and VA-allocated above; recorded where `locate` looks.
         self.blocks[id as usize] = Some(block);
-        self.record_block(va, id, true);
+        if !self.record_short(va, id) {
+            self.record_block(va, id, true);
+        }
         self.live_blocks += 1;
         Ok(start)
     }
@@ -1479,12 +1535,16 @@ impl DeviceAllocator {
     #[cold]
     #[inline(never)]
     fn free_slow<B: Backer>(&mut self, backer: &mut B, base: DeviceAddr) -> Result<Info, FreeError> {
-        let info = match self.locate(base.as_u64()) {
-            Some(Loc::Chunk(id)) => self.free_slab(backer, id, base)?,
-            Some(Loc::Block(id)) => self.free_block(backer, id, base)?,
-            None => return Err(FreeError::NotLive(self.not_live(base))),
+        // One call of `free_block`, so that it stays inlined.
+        let (id, at) = match self.block_in_slot(base.as_u64()) {
+            Some(found) => found,
+            None => match self.locate(base.as_u64()) {
+                Some(Loc::Chunk(id)) => return self.free_slab(backer, id, base),
+                Some(Loc::Block(id)) => (id, None),
+                None => return Err(FreeError::NotLive(self.not_live(base))),
+            },
         };
-        Ok(info)
+        self.free_block(backer, id, base, at)
     }
 
     /// Whether `req` is served from the slab (small objects sharing chunks) rather than by a
@@ -1544,12 +1604,45 @@ impl DeviceAllocator {
         let _ = self.va.free_handle(d.va, d.va_node);
     }
 
+    /// The block a free of `addr` is about, found by one look at the slot table: the block
+    /// owning `addr`'s whole slot (`None` as where its record is: its records are found from its
+    /// range), or the live block shorter than a slot starting exactly at `addr` (see
+    /// [`Self::record_short`]), found by its start record in the slot's shared-slot table,
+    /// without the walk of [`Self::locate`], with where that record is (slot, table, granule).
+    /// `None` for anything else (the general path then finds it, or tells why it is not live).
+    #[inline(always)]
+    fn block_in_slot(&self, addr: u64) -> Option<(u32, Option<StartAt>)> {
+        let off = addr.wrapping_sub(self.window.start().as_u64());
+        // CAST: an address below the window wraps to an index past the table.
+        let s = (off / CHUNK_BYTES) as usize;
+        let e = *self.slots.get(s)?;
+        if e & BLOCK_FLAG != 0 {
+            return Some((e & ID_MASK, None));
+        }
+        if e & FINE_FLAG == 0 {
+            return None;
+        }
+        let f = e & ID_MASK;
+        let g = self.fine.get(f as usize)?;
+        // CAST: below GRANULES (32).
+        let i = ((off % CHUNK_BYTES) / GRANULE_BYTES) as usize;
+        if g.mask & (1 << i) == 0 {
+            return None;
+        }
+        let id = g.starts[i];
+        let b = self.blocks.get(id as usize)?.as_ref()?;
+        (b.base() == addr && b.pieces.va.len_bytes() < CHUNK_BYTES).then_some((id, Some((s, f, i))))
+    }
+
+    /// Frees block `id` at `base`; `at` is where its only record is when
+    /// [`Self::block_in_slot`] found it (otherwise its records are found from its range).
     #[inline]
     fn free_block<B: Backer>(
         &mut self,
         backer: &mut B,
         id: u32,
         base: DeviceAddr,
+        at: Option<StartAt>,
     ) -> Result<Info, FreeError> {
         let Some(b) = self.blocks.get(id as usize).copied().flatten() else {
             return Err(FreeError::NotLive(self.not_live(base)));
@@ -1582,7 +1675,23 @@ impl DeviceAllocator {
             }
         }
         let _ = self.va.free_handle(b.pieces.va, b.va_node);
-        self.record_block(b.pieces.va, id, false);
+        match at {
+            Some((s, f, i)) => {
+                let g = &mut self.fine[f as usize];
+                g.mask &= !(1 << i);
+                if g.mask == 0 && g.head == 0 {
+                    self.slots[s] = 0;
+                    self.free_fine.push(f);
+                }
+                // A short block reaching into the next slot is that slot's head.
+                if (b.base() - self.window.start().as_u64()) % CHUNK_BYTES + b.pieces.va.len_bytes()
+                    > CHUNK_BYTES
+                {
+                    self.record_partial(s + 1, None, id, false);
+                }
+            }
+            None => self.record_block(b.pieces.va, id, false),
+        }
         self.blocks[id as usize] = None;
         self.free_block_ids.push(id);
         self.live_blocks -= 1;
@@ -2357,6 +2466,39 @@ mod tests {
         assert_eq!(a.find(xs[8]).map(|i| i.base), Some(xs[8]));
         for x in xs.iter().enumerate().filter(|(i, _)| *i != 7).map(|(_, x)| *x).chain([big]) {
             a.free(&mut b, x).unwrap();
+        }
+        assert_eq!(a.live_count(), 0);
+        assert_eq!(b.frames.info().free_bytes, 64 * MIB);
+        assert!(a.slots.iter().all(|&e| e == 0), "every slot entry is cleared");
+        assert_eq!(a.free_fine.len(), a.fine.len(), "every shared-slot table is free for reuse");
+    }
+
+    #[test]
+    fn short_blocks_across_slot_ends_free_by_their_start_record() {
+        let (mut a, mut b) = setup(64 * MIB, 0, 0);
+        // 900 KiB blocks packed at 4 KiB: most cross a 2 MiB slot end (the next slot's head),
+        // some end inside their first slot; freed in an order that empties slots both ways.
+        let r = req(900 << 10, NORMAL_ONLY);
+        let xs: Vec<DeviceAddr> = (0..12).map(|_| a.allocate(&mut b, &r, APP).unwrap()).collect();
+        let crossing = xs.iter().filter(|x| (x.as_u64() % CHUNK_BYTES) + (900 << 10) > CHUNK_BYTES).count();
+        assert!(crossing >= 3, "some blocks reach into the next slot ({crossing})");
+        let order = [5, 0, 11, 6, 1, 10, 2, 9, 3, 8, 4, 7];
+        for (n, &k) in order.iter().enumerate() {
+            let x = xs[k];
+            assert_eq!(
+                a.free(&mut b, DeviceAddr(x.as_u64() + 4096)),
+                Err(FreeError::NotLive(NotLive::Interior { base: x }))
+            );
+            assert_eq!(a.free(&mut b, x).map(|i| i.base), Ok(x));
+            assert_eq!(a.free(&mut b, x), Err(FreeError::NotLive(NotLive::Freed)));
+            // The blocks still live are found by every address, the freed ones by none.
+            for (j, &y) in xs.iter().enumerate() {
+                let live = !order[..=n].contains(&j);
+                for off in [0, 4096, (900 << 10) - 1] {
+                    let want = live.then_some(y);
+                    assert_eq!(a.find(DeviceAddr(y.as_u64() + off)).map(|i| i.base), want, "{j} + {off}");
+                }
+            }
         }
         assert_eq!(a.live_count(), 0);
         assert_eq!(b.frames.info().free_bytes, 64 * MIB);
