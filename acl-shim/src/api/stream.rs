@@ -73,8 +73,8 @@ impl SubmitCache {
 
     /// The resolved handle and stream of `key`, if an entry has exactly that key.
     #[inline]
-    fn find(&self, key: &Key) -> Option<(u64, Arc<StreamObj>)> {
-        self.entries.iter().flatten().find(|(k, _, _)| k == key).map(|(_, h, s)| (*h, Arc::clone(s)))
+    fn find(&self, key: &Key) -> Option<(u64, &Arc<StreamObj>)> {
+        self.entries.iter().flatten().find(|(k, _, _)| k == key).map(|(_, h, s)| (*h, s))
     }
 
     /// Remembers `key`'s resolution, dropping every entry of an older epoch or runtime (their
@@ -138,16 +138,34 @@ impl Runtime {
     /// thread-local access, as long as no handle of any table died since, the thread's current
     /// device is the same and still open, and the runtime is the same (see [`SubmitCache`]).
     pub(crate) fn submit_target(&self, api: &str, handle: u64) -> Result<(u64, Arc<StreamObj>)> {
+        self.with_submit_target(api, handle, |h, s| Ok((h, Arc::clone(s))))
+    }
+
+    /// Runs `f` on what [`Self::submit_target`] resolves, without taking a reference when the
+    /// calling thread's cache answers (`f` then runs with the cache borrowed for reading: a
+    /// nested submission on this thread still reads it, and only skips remembering a miss).
+    pub(crate) fn with_submit_target<R>(
+        &self,
+        api: &str,
+        handle: u64,
+        f: impl FnOnce(u64, &Arc<StreamObj>) -> Result<R>,
+    ) -> Result<R> {
         // Read before the lookup a miss makes, so that a removal during it leaves the entry
         // stale.
         let epoch = crate::handles::removal_epoch();
         let current = crate::runtime::CURRENT.with(std::cell::Cell::get);
         let key = Key { handle, epoch, current, runtime: self.generation };
-        let hit = SUBMIT_CACHE.with(|c| c.try_borrow().ok().and_then(|c| c.find(&key)));
-        if let Some((h, s)) = hit {
-            if self.device(s.device).is_open() {
-                return Ok((h, s));
+        let mut f = Some(f);
+        let hit = SUBMIT_CACHE.with(|c| {
+            let c = c.try_borrow().ok()?;
+            let (h, s) = c.find(&key)?;
+            if !self.device(s.device).is_open() {
+                return None;
             }
+            f.take().map(|f| f(h, s))
+        });
+        if let Some(r) = hit {
+            return r;
         }
         let (h, s) = self.resolve_submit(api, handle)?;
         SUBMIT_CACHE.with(|c| {
@@ -155,7 +173,13 @@ impl Runtime {
                 c.insert(key, h, Arc::clone(&s));
             }
         });
-        Ok((h, s))
+        match f.take() {
+            Some(f) => f(h, &s),
+            None => Err(AclError::new(
+                crate::codes::ACL_ERROR_INTERNAL_ERROR,
+                format!("{api}: submission ran twice"),
+            )),
+        }
     }
 
     /// [`Self::submit_target`] without the cache: the stream must belong to the current device.
@@ -511,12 +535,13 @@ impl Runtime {
     /// Dead stream; `ACL_ERROR_RT_STREAM_NO_CB_REG` for a callback on a stream without a
     /// subscribed thread.
     pub(crate) fn launch_host_call(&self, api: &str, stream: u64, call: HostCall) -> Result<()> {
-        let (h, s) = self.submit_target(api, stream)?;
-        Self::check_not_aborting(api, &s)?;
-        if let Some(r) = self.route_host_func(api, &s, call) {
-            return r;
-        }
-        self.streams_of(s.device).launch_host_call(api, self.drv(), h, &s, call)
+        self.with_submit_target(api, stream, |h, s| {
+            Self::check_not_aborting(api, s)?;
+            if let Some(r) = self.route_host_func(api, s, call) {
+                return r;
+            }
+            self.streams_of(s.device).launch_host_call(api, self.drv(), h, s, call)
+        })
     }
 
     /// Queues `report` for subscribed thread `thread` on whichever device it serves; the
