@@ -29,7 +29,7 @@
 //! re-used with another generation.
 
 use std::ops::Deref;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use arc_swap::ArcSwapOption;
@@ -192,6 +192,26 @@ struct Alloc {
 pub enum Full {
     /// The table already holds its capacity of objects.
     Capacity(u32),
+}
+
+/// Moved by every removal from any table (a destroy, a device's reset or `aclFinalize`'s
+/// drain), before the removed object's slot empties: a thread that resolved a handle while this
+/// read `e` may reuse that resolution for as long as [`removal_epoch`] still reads `e` (the
+/// per-thread submit cache of `crate::api::stream`), since no object of any table has died
+/// since.
+static REMOVALS: AtomicU64 = AtomicU64::new(0);
+
+/// The current removal epoch (see [`REMOVALS`]).
+#[inline]
+pub(crate) fn removal_epoch() -> u64 {
+    // Acquire: pairs with the release of a removal, so a thread that sees the epoch unchanged
+    // saw no removal that happened before its read.
+    REMOVALS.load(Ordering::Acquire)
+}
+
+/// Moves the removal epoch (under a table's lock, before a slot empties).
+fn note_removal() {
+    REMOVALS.fetch_add(1, Ordering::AcqRel);
 }
 
 /// [`CHUNK`] slots, made on first use.
@@ -361,6 +381,7 @@ impl<T> HandleTable<T> {
         let Some(entry) = self.get(raw) else { return Ok(None) };
         keep_going(&entry.value)?;
         let Some(slot) = self.slot(entry.handle as u32 & INDEX_MASK) else { return Ok(None) };
+        note_removal();
         slot.value.store(None);
         a.free.push(entry.handle as u32 & INDEX_MASK);
         a.live -= 1;
@@ -378,6 +399,7 @@ impl<T> HandleTable<T> {
     pub fn drain(&self) -> Vec<Arc<Entry<T>>> {
         let mut a = self.lock();
         let mut out = Vec::new();
+        note_removal();
         for i in 0..a.used {
             if let Some(e) = self.slot(i).and_then(|s| s.value.swap(None)) {
                 a.free.push(i);

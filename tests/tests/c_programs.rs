@@ -271,6 +271,13 @@ fn destroy_stream_force_runs_the_head_and_cancels_the_rest() {
 }
 
 #[test]
+fn repeated_submissions_see_destroys_resets_reinit_and_device_changes() {
+    let exe = compile_c("submit_cache", Link::Shared);
+    let out = run_ok(&exe, "submit-cache", &[("ACLRS_SIM_DEVICES", "2")]);
+    assert!(out.contains("submit_cache: OK"), "{out}");
+}
+
+#[test]
 fn stream_control_callbacks_attributes_config_timed_waits_stop_and_abort() {
     let exe = compile_c("stream_ctl", Link::Shared);
     let out = run_ok(&exe, "stream-ctl", &[]);

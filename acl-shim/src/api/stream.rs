@@ -36,6 +36,68 @@ use crate::state::stream::{
     ACL_ERROR_RT_STREAM_CONTEXT, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, ACL_ERROR_RT_THREAD_SUBSCRIBE,
 };
 
+/// How a submission named its stream, and the state its resolution held under: an entry of
+/// [`SubmitCache`] answers only the same key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Key {
+    /// The handle as the caller passed it (0: the current device's default stream).
+    handle: u64,
+    /// [`crate::handles::removal_epoch`] before the resolution: any destroy, reset or
+    /// finalize since moves it.
+    epoch: u64,
+    /// The thread's current device ([`crate::runtime::CURRENT`]), tagged with its runtime.
+    current: Option<(u64, u32)>,
+    /// The runtime's generation (a re-initialised runtime resolves afresh).
+    runtime: u64,
+}
+
+/// Entries of [`SubmitCache`]: enough for a thread that feeds a few streams in turn.
+const CACHED: usize = 4;
+
+/// The calling thread's last few stream resolutions for submission ([`Runtime::submit_target`]).
+/// Exact, not a hint: an entry counts only while its whole [`Key`] holds, and a key with the
+/// same epoch means no handle died since the entry was made, so the stream it names is the one
+/// a fresh lookup finds. It holds a reference to each stream object (released on the thread's
+/// next miss that replaces it, or at the thread's exit); a stale entry is never used.
+#[derive(Debug)]
+struct SubmitCache {
+    entries: [Option<(Key, u64, Arc<StreamObj>)>; CACHED],
+    /// The entry the next miss replaces.
+    next: usize,
+}
+
+impl SubmitCache {
+    const fn new() -> Self {
+        Self { entries: [const { None }; CACHED], next: 0 }
+    }
+
+    /// The resolved handle and stream of `key`, if an entry has exactly that key.
+    #[inline]
+    fn find(&self, key: &Key) -> Option<(u64, &Arc<StreamObj>)> {
+        self.entries.iter().flatten().find(|(k, _, _)| k == key).map(|(_, h, s)| (*h, s))
+    }
+
+    /// Remembers `key`'s resolution, dropping every entry of an older epoch or runtime (their
+    /// streams may be gone) and then the oldest one.
+    fn insert(&mut self, key: Key, handle: u64, s: Arc<StreamObj>) {
+        for e in &mut self.entries {
+            if e.as_ref().is_some_and(|(k, _, _)| {
+                k.epoch != key.epoch || k.runtime != key.runtime || k.handle == key.handle
+            }) {
+                *e = None;
+            }
+        }
+        let slot = self.entries.iter().position(Option::is_none).unwrap_or(self.next);
+        self.entries[slot] = Some((key, handle, s));
+        self.next = (slot + 1) % CACHED;
+    }
+}
+
+thread_local! {
+    /// The calling thread's [`SubmitCache`].
+    static SUBMIT_CACHE: std::cell::RefCell<SubmitCache> = const { std::cell::RefCell::new(SubmitCache::new()) };
+}
+
 impl Runtime {
     fn drv(&self) -> &dyn hal::Driver {
         self.backend().driver()
@@ -67,8 +129,63 @@ impl Runtime {
 
     /// Resolves a stream that work is submitted to: it must belong to the current device.
     pub(crate) fn submit_stream(&self, api: &str, handle: u64) -> Result<Arc<StreamObj>> {
+        self.submit_target(api, handle).map(|(_, s)| s)
+    }
+
+    /// [`Self::submit_stream`] with the handle it resolved to (the default stream's for 0),
+    /// through the calling thread's submit cache: a stream this thread submitted to lately is
+    /// found with one atomic load (the [removal epoch](crate::handles::removal_epoch)) and one
+    /// thread-local access, as long as no handle of any table died since, the thread's current
+    /// device is the same and still open, and the runtime is the same (see [`SubmitCache`]).
+    pub(crate) fn submit_target(&self, api: &str, handle: u64) -> Result<(u64, Arc<StreamObj>)> {
+        self.with_submit_target(api, handle, |h, s| Ok((h, Arc::clone(s))))
+    }
+
+    /// Runs `f` on what [`Self::submit_target`] resolves, without taking a reference when the
+    /// calling thread's cache answers (`f` then runs with the cache borrowed for reading: a
+    /// nested submission on this thread still reads it, and only skips remembering a miss).
+    pub(crate) fn with_submit_target<R>(
+        &self,
+        api: &str,
+        handle: u64,
+        f: impl FnOnce(u64, &Arc<StreamObj>) -> Result<R>,
+    ) -> Result<R> {
+        // Read before the lookup a miss makes, so that a removal during it leaves the entry
+        // stale.
+        let epoch = crate::handles::removal_epoch();
+        let current = crate::runtime::CURRENT.with(std::cell::Cell::get);
+        let key = Key { handle, epoch, current, runtime: self.generation };
+        let mut f = Some(f);
+        let hit = SUBMIT_CACHE.with(|c| {
+            let c = c.try_borrow().ok()?;
+            let (h, s) = c.find(&key)?;
+            if !self.device(s.device).is_open() {
+                return None;
+            }
+            f.take().map(|f| f(h, s))
+        });
+        if let Some(r) = hit {
+            return r;
+        }
+        let (h, s) = self.resolve_submit(api, handle)?;
+        SUBMIT_CACHE.with(|c| {
+            if let Ok(mut c) = c.try_borrow_mut() {
+                c.insert(key, h, Arc::clone(&s));
+            }
+        });
+        match f.take() {
+            Some(f) => f(h, &s),
+            None => Err(AclError::new(
+                crate::codes::ACL_ERROR_INTERNAL_ERROR,
+                format!("{api}: submission ran twice"),
+            )),
+        }
+    }
+
+    /// [`Self::submit_target`] without the cache: the stream must belong to the current device.
+    fn resolve_submit(&self, api: &str, handle: u64) -> Result<(u64, Arc<StreamObj>)> {
         let d = self.current_device(api)?;
-        let (_, s) = self.stream(api, handle)?;
+        let (h, s) = self.stream(api, handle)?;
         if s.device != d {
             return Err(AclError::new(
                 ACL_ERROR_RT_STREAM_CONTEXT,
@@ -78,7 +195,7 @@ impl Runtime {
                 ),
             ));
         }
-        Ok(s)
+        Ok((h, s))
     }
 
     /// Submits `task` to stream `s`.
@@ -418,13 +535,13 @@ impl Runtime {
     /// Dead stream; `ACL_ERROR_RT_STREAM_NO_CB_REG` for a callback on a stream without a
     /// subscribed thread.
     pub(crate) fn launch_host_call(&self, api: &str, stream: u64, call: HostCall) -> Result<()> {
-        let s = self.submit_stream(api, stream)?;
-        let (h, _) = if stream == 0 { self.stream(api, 0)? } else { (stream, Arc::clone(&s)) };
-        Self::check_not_aborting(api, &s)?;
-        if let Some(r) = self.route_host_func(api, &s, call) {
-            return r;
-        }
-        self.streams_of(s.device).launch_host_call(api, self.drv(), h, &s, call)
+        self.with_submit_target(api, stream, |h, s| {
+            Self::check_not_aborting(api, s)?;
+            if let Some(r) = self.route_host_func(api, s, call) {
+                return r;
+            }
+            self.streams_of(s.device).launch_host_call(api, self.drv(), h, s, call)
+        })
     }
 
     /// Queues `report` for subscribed thread `thread` on whichever device it serves; the

@@ -533,18 +533,20 @@ export! {
         let rt = cx.rt()?;
         let n = cx.size("count", count)?;
         let plan = rt.plan_memset(API, addr(dev_ptr), max_count as u64, n)?;
-        let s = rt.submit_stream(API, super::stream::handle(stream))?;
-        if plan.dst == Loc::Unregistered {
-            // Ordinary host memory: set now on the calling thread, as CANN does.
-            // SAFETY: non-null, outside every runtime window (checked by the plan), writable
-            // for `count <= maxCount` bytes by the API's contract, `count <= isize::MAX`.
+        rt.with_submit_target(API, super::stream::handle(stream), |_, s| {
+            if plan.dst == Loc::Unregistered {
+                // Ordinary host memory: set now on the calling thread, as CANN does.
+                // SAFETY: non-null, outside every runtime window (checked by the plan),
+                // writable for `count <= maxCount` bytes by the API's contract,
+                // `count <= isize::MAX`.
+                // CAST: the documented behaviour keeps the low byte.
+                unsafe { std::ptr::write_bytes(dev_ptr.cast::<u8>(), value as u8, count) };
+                return Ok(());
+            }
             // CAST: the documented behaviour keeps the low byte.
-            unsafe { std::ptr::write_bytes(dev_ptr.cast::<u8>(), value as u8, count) };
-            return Ok(());
-        }
-        // CAST: the documented behaviour keeps the low byte.
-        let task = TaskDesc::Memset { dst: DeviceAddr(addr(dev_ptr)), value: value as u8, len_bytes: n };
-        rt.submit_task(API, &s, task).map(|_| ())
+            let task = TaskDesc::Memset { dst: DeviceAddr(addr(dev_ptr)), value: value as u8, len_bytes: n };
+            rt.submit_task(API, s, task).map(|_| ())
+        })
     }
 }
 
