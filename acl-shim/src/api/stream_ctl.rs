@@ -327,8 +327,8 @@ impl Runtime {
     }
 
     /// `aclrtStreamAbort`: drops every queued task of the stream (NULL: the default stream),
-    /// waits for the one running, clears the stream's failures and leaves it usable. While it
-    /// runs, submissions and synchronisations of the stream fail with 107023.
+    /// waits for the one running, clears the stream's failures and leaves it usable. From the
+    /// drop until it returns, submissions and synchronisations of the stream fail with 107023.
     ///
     /// # Errors
     ///
@@ -346,6 +346,9 @@ impl Runtime {
             .abort_queue(dev, s.queue, hal::AbortHead::Cancel)
             .map_err(|e| AclError::from_hal(e, api))
             .and_then(|_| {
+                // Seen by others only now: whoever sees 107023 knows the tasks queued before
+                // the abort will not start (a task that started before the drop still runs).
+                s.ext.publish_abort();
                 let last = drv.progress(dev, s.queue).map_err(|e| AclError::from_hal(e, api))?.submitted;
                 drv.wait(dev, s.queue, last, None).map_err(|e| AclError::from_hal(e, api))?;
                 // The dropped tasks' failures belong to the abort, not to the next sync.

@@ -47,7 +47,11 @@ pub(crate) struct StreamExt {
     cache_op: AtomicU32,
     /// `ACL_STREAM_ATTR_FAILURE_MODE` (bit 0: stop on failure).
     failure_mode: AtomicU64,
-    /// Set while `aclrtStreamAbort` runs: submissions and synchronisations fail with 107023.
+    /// Held by the one `aclrtStreamAbort` running on the stream, from its start.
+    claimed: AtomicBool,
+    /// Set once the running abort has dropped the stream's queued tasks, until it ends:
+    /// submissions and synchronisations fail with 107023. Not before the drop, so that a caller
+    /// who sees 107023 knows the tasks queued before the abort will not start.
     aborting: AtomicBool,
     /// How many aborts started on the stream (a synchronisation that saw it move was waiting
     /// while the stream was aborted).
@@ -110,18 +114,22 @@ impl StreamExt {
         self.aborts.load(Ordering::Acquire)
     }
 
-    /// Marks an abort started; `false` when one is running already.
+    /// Claims the stream for an abort; `false` when one is running already.
     pub(crate) fn begin_abort(&self) -> bool {
-        if self.aborting.swap(true, Ordering::AcqRel) {
-            return false;
-        }
+        !self.claimed.swap(true, Ordering::AcqRel)
+    }
+
+    /// Marks the claimed abort visible, once it has dropped the queued tasks: from here until
+    /// [`Self::end_abort`] the stream's submissions and synchronisations fail with 107023.
+    pub(crate) fn publish_abort(&self) {
         self.aborts.fetch_add(1, Ordering::AcqRel);
-        true
+        self.aborting.store(true, Ordering::Release);
     }
 
     /// Marks the abort finished: the stream is usable again.
     pub(crate) fn end_abort(&self) {
         self.aborting.store(false, Ordering::Release);
+        self.claimed.store(false, Ordering::Release);
     }
 
     /// The subscribed host-function thread, 0 for none.
@@ -204,10 +212,14 @@ mod tests {
         assert_eq!(x.attr_u32(5), Some(7));
         assert!(x.begin_abort());
         assert!(!x.begin_abort(), "a second abort while one runs");
+        assert!(!x.aborting(), "not visible before the queued tasks are dropped");
+        assert_eq!(x.aborts(), 0);
+        x.publish_abort();
         assert!(x.aborting());
         x.end_abort();
         assert!(!x.aborting());
         assert_eq!(x.aborts(), 1);
+        assert!(x.begin_abort(), "a new abort after the first ended");
     }
 
     #[test]
