@@ -177,7 +177,7 @@ static void *submitter(void *arg)
                 printf("  own stream: code %d: %s\n", (int)rc, aclGetRecentErrMsg());
             }
         }
-        /* Paced: the davinci backend's mapped SQ ring refuses a flood (507000). */
+        /* Each round ends with its streams drained, so rounds interleave with the destroyer. */
         for (k = 0; k < 2; k++) {
             if (aclrtSynchronizeStream(own[k]) != ACL_SUCCESS) {
                 atomic_fetch_add(&g_odd, 1);

@@ -1657,8 +1657,30 @@ impl<T: Transport> EventQueue for Davinci<T> {
 }
 
 impl<T: Transport> Davinci<T> {
-    /// Sends one SQE image; its sequence number.
+    /// Sends one SQE image; its sequence number. A full mapped SQ ring is waited out, as
+    /// [`Queues::submit`](hal::Queues::submit) says (the kernel path's `TRS_SQCQ_SEND` waits
+    /// likewise): the device frees slots as it takes SQEs, which it does on its own (a full CQ
+    /// does not stop it, and a stopped queue still takes and skips them).
     fn send(&self, dev: DeviceId, queue: QueueId, image: &[u8; sqe::SQE_BYTES]) -> Result<u64> {
+        let mut waits = 0u32;
+        loop {
+            match self.try_send(dev, queue, image) {
+                Err(e) if e.kind() == ErrorKind::QueueFull => {
+                    // Without the device table: yield first, then sleep, at most 1 ms a time.
+                    waits = waits.saturating_add(1);
+                    if waits < 64 {
+                        std::thread::yield_now();
+                    } else {
+                        std::thread::sleep(Duration::from_micros(u64::from(waits.min(1000))));
+                    }
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// One attempt of [`Self::send`]: [`ErrorKind::QueueFull`] when the mapped ring has no room.
+    fn try_send(&self, dev: DeviceId, queue: QueueId, image: &[u8; sqe::SQE_BYTES]) -> Result<u64> {
         // Hold the device table while sending, so sequence numbers follow the send order.
         let mut open = self.opened();
         let fds = open.get_mut(&dev.0).ok_or(Error::new(ErrorKind::NoDevice, "device not open"))?;
