@@ -55,9 +55,10 @@
 //!   once more, so a submitter that saw it looking and did not notify is covered.
 //! - An idle worker first *spins* (at most one per device, counted in the state's `idle`)
 //!   watching the work word, which every locked submission that may create work moves and a
-//!   lane submitter kicks for an idle queue; only when the spin runs out does it *park* on the
-//!   `work` condition variable (counted in [`Sleepers`] and in the state's `idle`), after
-//!   announcing itself and looking once more.
+//!   lane submitter kicks for an idle queue; only when the spin runs out does it *park* on its
+//!   own `work` condition variable (counted in [`Sleepers`] and in the state's `idle`), after
+//!   announcing itself and looking once more. A notification goes to the worker that parked
+//!   last, whose caches are warm ([`Wake`]); which one is chosen never changes whether one is.
 //! - A lane submitter notifies as said above; a locked submitter follows [`sched::wake`]'s
 //!   `signal` under the lock, and leaves the wake-up to a looking worker when there is one.
 //! - A locked submitter notifies a parked worker only when the executor's ready queue goes
@@ -168,6 +169,9 @@ struct State {
     next_ticket: u64,
     /// Workers asleep on `work`, and the one spinning on [`Shared::work_word`].
     idle: Idle,
+    /// The parked workers nobody chose to notify yet, in the order they parked: a
+    /// notification goes to the last (see [`Wake`]).
+    parked: Vec<usize>,
     /// Host threads asleep on `done`.
     waiters: usize,
     /// Those of `waiters` that wait for no particular completion (stop, a locked submission's
@@ -193,8 +197,9 @@ struct Shared {
     state: Mutex<State>,
     /// Moved (under the lock) whenever work may have appeared; a spinning worker watches it.
     work_word: WorkWord,
-    /// Signalled when work is submitted or the threads must stop.
-    work: Condvar,
+    /// One per worker, which parks on its own: signalled when work is submitted for it or the
+    /// threads must stop.
+    work: [Condvar; WORKERS],
     /// Signalled when a task finishes.
     done: Condvar,
     /// Every live queue's lane, by slot, for submitters (no lock).
@@ -245,6 +250,7 @@ impl Scheduler {
                 tickets: BTreeMap::new(),
                 next_ticket: 1,
                 idle: Idle::new(),
+                parked: Vec::with_capacity(WORKERS),
                 waiters: 0,
                 blind: 0,
                 lanes: (0..MAX_QUEUES).map(|_| None).collect(),
@@ -254,7 +260,7 @@ impl Scheduler {
                 started: Vec::new(),
             }),
             work_word: WorkWord::new(),
-            work: Condvar::new(),
+            work: std::array::from_fn(|_| Condvar::new()),
             done: Condvar::new(),
             lanes: (0..MAX_QUEUES).map(|_| ArcSwapOption::empty()).collect(),
             inbox: Inbox::new(MAX_QUEUES).map_err(|_| std::io::Error::other("inbox too large"))?,
@@ -267,7 +273,7 @@ impl Scheduler {
             let handle =
                 std::thread::Builder::new().name(format!("aclrs-sim-ts{index}.{w}")).spawn(move || {
                     crate::fault::set_device(index);
-                    run(&worker, &fabric)
+                    run(&worker, &fabric, w)
                 });
             match handle {
                 Ok(h) => sched.threads.lock().unwrap_or_else(|p| p.into_inner()).push(h),
@@ -408,12 +414,14 @@ impl Scheduler {
                     }
                     then(&mut st, seq);
                     // Notified after the unlock (see `claim_signal`).
-                    let wake = !had_ready && st.exec.has_ready() && claim_signal(&self.shared, &mut st);
+                    let wake = if !had_ready && st.exec.has_ready() {
+                        claim_signal(&self.shared, &mut st)
+                    } else {
+                        Wake::NONE
+                    };
                     drop(st);
                     drop(producer);
-                    if wake {
-                        self.shared.work.notify_one();
-                    }
+                    wake.send(&self.shared);
                     return Ok(seq);
                 }
                 // Back-pressure: wait for the device to finish something, then retry. Spin on
@@ -520,10 +528,8 @@ impl Scheduler {
                 // does not block on the lock we hold.
                 // Every parked worker notified already looks after this section (see
                 // `Idle::claim_wake`), and sees the post.
-                let wake = self.lock().idle.claim_wake();
-                if wake {
-                    self.shared.work.notify_one();
-                }
+                let wake = self.lock().claim_wake();
+                wake.send(&self.shared);
             }
         }
         Ok(seq)
@@ -763,7 +769,9 @@ impl Scheduler {
             }
             st.stop = true;
         }
-        self.shared.work.notify_all();
+        for work in &self.shared.work {
+            work.notify_all();
+        }
         let handles: Vec<_> = self.threads.lock().unwrap_or_else(|p| p.into_inner()).drain(..).collect();
         for h in handles {
             let _ = h.join();
@@ -883,33 +891,78 @@ fn gate(fabric: &Weak<Fabric>, task: &TaskDesc) -> bool {
 /// Moves the work word a spinning worker watches, and wakes one parked worker when none
 /// spins ([`sched::wake`]'s rules). Called under the lock (`st`).
 fn signal_work(shared: &Shared, st: &mut State) {
-    if claim_signal(shared, st) {
-        shared.work.notify_one();
-    }
+    claim_signal(shared, st).send(shared);
 }
 
-/// [`signal_work`]'s decision without its notify: true when the caller must notify one parked
-/// worker (claimed, see [`Idle::claim_wake`]), which it does after releasing the lock, so the
-/// woken worker does not block on the lock the caller still holds (a second hand-off, through
-/// the mutex's futex, on the way to the task). Called under the lock (`st`).
-fn claim_signal(shared: &Shared, st: &mut State) -> bool {
+/// [`signal_work`]'s decision without its notify: the parked worker the caller must notify
+/// (claimed, see [`Idle::claim_wake`]), which it does after releasing the lock, so the woken
+/// worker does not block on the lock the caller still holds (a second hand-off, through the
+/// mutex's futex, on the way to the task). Called under the lock (`st`).
+fn claim_signal(shared: &Shared, st: &mut State) -> Wake {
     // A looking worker takes the lock and looks after this (it left looking only under the
     // lock), so it takes the work: no need to wake a parked one.
     if shared.sleepers.someone_looks() {
         shared.work_word.kick();
-        false
-    } else {
+        Wake::NONE
+    } else if wake::signal(&mut st.idle, &shared.work_word) {
+        st.choose()
+    } else if shared.sleepers.should_notify() {
         // A spinner that yields its core does not count, as for a lane submitter (`Sleepers`):
         // on a loaded machine it may wait long for a core, and the work with it.
-        wake::signal(&mut st.idle, &shared.work_word)
-            || (shared.sleepers.should_notify() && st.idle.claim_wake())
+        st.claim_wake()
+    } else {
+        Wake::NONE
+    }
+}
+
+/// The parked worker a claimed notification goes to, notified by [`Wake::send`] (after the
+/// unlock, where the caller can).
+///
+/// Each worker parks on its own condition variable, and a notification goes to the worker
+/// that parked last ([`State::choose`]): the one whose caches, and whose core's, still hold
+/// the scheduler and the runtime from the task it ran last, so a launch on an idle device
+/// starts sooner than on a worker woken in turn after every other (a shared condition
+/// variable wakes its longest sleeper first).
+///
+/// This decides only *which* parked worker wakes; *whether* one does stays [`Idle`]'s
+/// decision. A claim that finds no worker left to choose notifies nobody, and loses nothing:
+/// every parked worker was chosen already, so each will take the lock back after the claim
+/// and look. A notification counted by `Idle` thus always has a chosen worker answering it
+/// while any worker is parked (a worker chosen and not yet back counts until it is back), so
+/// when `Idle` says one is not needed, a chosen worker is on its way.
+#[must_use]
+struct Wake(Option<usize>);
+
+impl Wake {
+    const NONE: Self = Self(None);
+
+    fn send(self, shared: &Shared) {
+        if let Some(w) = self.0 {
+            shared.work[w].notify_one();
+        }
+    }
+}
+
+impl State {
+    /// The last parked worker not chosen yet, now chosen (after a claim).
+    fn choose(&mut self) -> Wake {
+        Wake(self.parked.pop())
+    }
+
+    /// [`Idle::claim_wake`], and the worker the claim goes to.
+    fn claim_wake(&mut self) -> Wake {
+        if self.idle.claim_wake() {
+            self.choose()
+        } else {
+            Wake::NONE
+        }
     }
 }
 
 /// A worker's loop: move posted lanes into the executor, take the next ready task, run it
 /// without the lock, finish it; when there is nothing to take, spin briefly (one worker at a
 /// time), then announce itself, look once more and park.
-fn run(shared: &Shared, fabric: &Weak<Fabric>) {
+fn run(shared: &Shared, fabric: &Weak<Fabric>, me: usize) {
     // Looking (see `Sleepers`) from its first look on.
     shared.sleepers.looks();
     let mut st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -951,11 +1004,9 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
             // timeout.
             let more = st.exec.has_ready() || !st.started.is_empty() || st.exec.has_gated();
             // Notified after the unlock (see `claim_signal`).
-            let wake = more && claim_signal(shared, &mut st);
+            let wake = if more { claim_signal(shared, &mut st) } else { Wake::NONE };
             drop(st);
-            if wake {
-                shared.work.notify_one();
-            }
+            wake.send(shared);
             crate::fault::set_queue(stream.0);
             let status = match fabric.upgrade() {
                 Some(f) => f.execute(&task, ticket),
@@ -1030,14 +1081,20 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>) {
             continue;
         }
         st.idle.park();
+        st.parked.push(me);
+        let work = &shared.work[me];
         st = if st.exec.has_gated() {
             // TIMEOUT: a value wait refused by its gate is re-checked every POLL.
-            let (mut g, _) = shared.work.wait_timeout(st, POLL).unwrap_or_else(|p| p.into_inner());
+            let (mut g, _) = work.wait_timeout(st, POLL).unwrap_or_else(|p| p.into_inner());
             g.exec.recheck();
             g
         } else {
-            shared.work.wait(st).unwrap_or_else(|p| p.into_inner())
+            work.wait(st).unwrap_or_else(|p| p.into_inner())
         };
+        // Back without being chosen (a timeout, or a spurious wake-up): nobody may choose it now.
+        if let Some(i) = st.parked.iter().position(|&w| w == me) {
+            st.parked.remove(i);
+        }
         st.idle.unpark();
         shared.sleepers.withdraw();
         spun = false;
