@@ -91,7 +91,7 @@ use hal::{
 };
 use sched::inbox::Inbox;
 use sched::wake::{self, Idle, Sleepers, WorkWord};
-use sched::{EventStatus, Executor, FailureMode, StreamId, StreamOrder, StreamPoint};
+use sched::{CachePadded, EventStatus, Executor, FailureMode, StreamId, StreamOrder, StreamPoint};
 
 use crate::lane::{decode, encode, Lane};
 use crate::Fabric;
@@ -192,22 +192,25 @@ struct State {
     started: Vec<(StreamId, u64, TaskDesc)>,
 }
 
+/// What a device's submitters and workers share. The words each side writes often sit on
+/// lines of their own, apart from the words the other side only reads (the lane table read
+/// on every submission is not on a line that workers write on every task).
 #[derive(Debug)]
 struct Shared {
-    state: Mutex<State>,
+    state: CachePadded<Mutex<State>>,
     /// Moved (under the lock) whenever work may have appeared; a spinning worker watches it.
-    work_word: WorkWord,
+    work_word: CachePadded<WorkWord>,
     /// One per worker, which parks on its own: signalled when work is submitted for it or the
     /// threads must stop.
     work: [Condvar; WORKERS],
     /// Signalled when a task finishes.
     done: Condvar,
     /// Every live queue's lane, by slot, for submitters (no lock).
-    lanes: Box<[ArcSwapOption<Lane>]>,
+    lanes: CachePadded<Box<[ArcSwapOption<Lane>]>>,
     /// The lanes submitters posted since a worker last looked.
-    inbox: Inbox,
+    inbox: CachePadded<Inbox>,
     /// Parked workers and the spinner, as lane submitters see them.
-    sleepers: Sleepers,
+    sleepers: CachePadded<Sleepers>,
 }
 
 /// A device's task scheduler: its executor and the threads that drain it.
@@ -243,7 +246,7 @@ impl Scheduler {
     /// Starts the worker threads of device `index`.
     pub(crate) fn start(index: u32, fabric: Weak<Fabric>) -> std::io::Result<Self> {
         let shared = Arc::new(Shared {
-            state: Mutex::new(State {
+            state: CachePadded(Mutex::new(State {
                 exec: Executor::with_clock(MAX_QUEUES, clock_ns),
                 stop: false,
                 faults: BTreeMap::new(),
@@ -258,13 +261,13 @@ impl Scheduler {
                 owned: Vec::with_capacity(MAX_QUEUES),
                 is_owned: vec![false; MAX_QUEUES],
                 started: Vec::new(),
-            }),
-            work_word: WorkWord::new(),
+            })),
+            work_word: CachePadded(WorkWord::new()),
             work: std::array::from_fn(|_| Condvar::new()),
             done: Condvar::new(),
-            lanes: (0..MAX_QUEUES).map(|_| ArcSwapOption::empty()).collect(),
-            inbox: Inbox::new(MAX_QUEUES).map_err(|_| std::io::Error::other("inbox too large"))?,
-            sleepers: Sleepers::new(),
+            lanes: CachePadded((0..MAX_QUEUES).map(|_| ArcSwapOption::empty()).collect()),
+            inbox: CachePadded(Inbox::new(MAX_QUEUES).map_err(|_| std::io::Error::other("inbox too large"))?),
+            sleepers: CachePadded(Sleepers::new()),
         });
         let sched = Self { shared, fabric: fabric.clone(), threads: Mutex::new(Vec::new()) };
         for w in 0..WORKERS {
