@@ -24,6 +24,10 @@
 //! work, and every signal is given under the same lock after the work is queued, so either the
 //! worker saw the work, or it was counted as parked (or spinning, and then it looks again)
 //! when the signal came. The loom models at the bottom check this with the real types.
+//!
+//! Which parked worker a notification goes to is [`Parked`]'s: each worker waits on a
+//! condition variable of its own, and a claimed notification goes to the one that parked
+//! last (its caches are the warmest), never changing whether one is notified.
 
 use crate::sync::{AtomicU64, Ordering};
 
@@ -249,6 +253,80 @@ impl Idle {
     }
 }
 
+/// The parked workers nobody chose to notify yet, in the order they parked, for an owner whose
+/// workers each wait on a condition variable of their own (at most `N` workers, numbered
+/// below `N`; kept under the owner's lock beside its [`Idle`]).
+///
+/// A worker [`push`](Self::push)es itself right after [`Idle::park`], and calls
+/// [`back`](Self::back) once it has the lock back (before [`Idle::unpark`]), chosen or not (a
+/// timeout, a spurious wake-up). Whoever claims a notification ([`signal`] or
+/// [`Idle::claim_wake`] answered true) takes [`choose`](Self::choose) and notifies that
+/// worker's condition variable: the one that parked last, whose caches (and its core's) still
+/// hold what the last task touched, where a shared condition variable would wake the longest
+/// sleeper, the coldest.
+///
+/// This picks only *which* worker wakes; [`Idle`] still decides *whether* one does. A claim
+/// that finds nobody left to choose notifies nobody and loses nothing: every parked worker was
+/// chosen already, and each takes the lock back after the claim and looks. More generally,
+/// `Idle`'s count of notified workers never exceeds the parked workers chosen and not yet
+/// back (a claim either chooses one, or finds every parked worker chosen; a worker back
+/// lowers both), so when `Idle` answers that no notification is needed while someone is
+/// parked, a chosen worker is on its way to look.
+#[derive(Clone, Debug)]
+pub struct Parked<const N: usize> {
+    ids: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> Default for Parked<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> Parked<N> {
+    /// Nobody parked. `N` must fit the ids (at most 256 workers).
+    pub const fn new() -> Self {
+        assert!(N <= 256, "worker ids are bytes");
+        Self { ids: [0; N], len: 0 }
+    }
+
+    /// Worker `me` (below `N`, not parked already) is about to wait on its condition variable.
+    pub fn push(&mut self, me: usize) {
+        debug_assert!(!self.ids[..self.len].iter().any(|&w| usize::from(w) == me), "parked twice");
+        if let (Some(slot), Ok(id)) = (self.ids.get_mut(self.len), u8::try_from(me)) {
+            *slot = id;
+            self.len += 1;
+        }
+    }
+
+    /// Worker `me` has the owner's lock back after waiting: nobody may choose it now (it may
+    /// have been chosen already, and then it is not here).
+    pub fn back(&mut self, me: usize) {
+        if let Some(i) = self.ids[..self.len].iter().position(|&w| usize::from(w) == me) {
+            self.ids.copy_within(i + 1..self.len, i);
+            self.len -= 1;
+        }
+    }
+
+    /// After a claimed notification: the worker to notify (the last one parked and not chosen
+    /// yet), now chosen; `None` when every parked worker was chosen already.
+    pub fn choose(&mut self) -> Option<usize> {
+        self.len = self.len.checked_sub(1)?;
+        Some(usize::from(self.ids[self.len]))
+    }
+
+    /// Parked workers not chosen yet.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether every parked worker was chosen (or nobody is parked).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
 /// Work may have appeared (called under the owner's lock, after queueing it): moves `word`
 /// and answers whether the owner must notify one parked worker (someone is parked and not
 /// notified yet, and nobody spins; the notification is then claimed, see
@@ -283,6 +361,28 @@ mod tests {
         idle.park();
         assert!(signal(&mut idle, &word), "notifications were answered by the wake-ups");
     }
+
+    #[test]
+    fn the_last_parked_is_chosen_first_and_a_worker_back_is_never_chosen() {
+        let mut p = Parked::<4>::new();
+        assert_eq!(p.choose(), None);
+        p.push(2);
+        p.push(0);
+        p.push(3);
+        assert_eq!(p.len(), 3);
+        assert_eq!(p.choose(), Some(3), "the last parked, the warmest");
+        // Worker 2 times out: it is back and may not be chosen.
+        p.back(2);
+        p.back(3);
+        assert_eq!(p.choose(), Some(0));
+        assert_eq!(p.choose(), None);
+        assert!(p.is_empty());
+        p.push(1);
+        p.push(2);
+        p.back(1);
+        assert_eq!(p.choose(), Some(2));
+        assert!(p.is_empty());
+    }
 }
 
 #[cfg(all(test, loom))]
@@ -298,18 +398,20 @@ mod loom_models {
     struct State {
         queued: u32,
         idle: Idle,
+        parked: Parked<2>,
         stop: bool,
     }
 
+    /// Each worker waits on a condition variable of its own, as in the software NPU.
     struct Owner {
         state: Mutex<State>,
         word: WorkWord,
-        work: Condvar,
+        work: [Condvar; 2],
     }
 
     /// One worker's loop as in the software NPU: take work under the lock, else spin once
     /// (loom needs a bounded spin), else park. Returns how many items it took.
-    fn worker(o: &Owner) -> u32 {
+    fn worker(o: &Owner, me: usize) -> u32 {
         let mut took = 0;
         let mut spun = false;
         let mut st = o.state.lock().unwrap();
@@ -332,7 +434,9 @@ mod loom_models {
                 continue;
             }
             st.idle.park();
-            st = o.work.wait(st).unwrap();
+            st.parked.push(me);
+            st = o.work[me].wait(st).unwrap();
+            st.parked.back(me);
             st.idle.unpark();
             spun = false;
         }
@@ -344,8 +448,11 @@ mod loom_models {
         let mut st = o.state.lock().unwrap();
         let was_empty = st.queued == 0;
         st.queued += 1;
-        if was_empty && signal(&mut st.idle, &o.word) {
-            o.work.notify_one();
+        let chosen = if was_empty && signal(&mut st.idle, &o.word) { st.parked.choose() } else { None };
+        // Notified after the unlock, as the software NPU does.
+        drop(st);
+        if let Some(w) = chosen {
+            o.work[w].notify_one();
         }
     }
 
@@ -353,14 +460,16 @@ mod loom_models {
         let mut st = o.state.lock().unwrap();
         st.stop = true;
         drop(st);
-        o.work.notify_all();
+        for work in &o.work {
+            work.notify_all();
+        }
     }
 
     fn owner() -> Arc<Owner> {
         Arc::new(Owner {
-            state: Mutex::new(State { queued: 0, idle: Idle::new(), stop: false }),
+            state: Mutex::new(State { queued: 0, idle: Idle::new(), parked: Parked::new(), stop: false }),
             word: WorkWord::new(),
-            work: Condvar::new(),
+            work: [Condvar::new(), Condvar::new()],
         })
     }
 
@@ -372,7 +481,7 @@ mod loom_models {
             let o = owner();
             let w = {
                 let o = Arc::clone(&o);
-                loom::thread::spawn(move || worker(&o))
+                loom::thread::spawn(move || worker(&o, 0))
             };
             submit(&o);
             submit(&o);
@@ -399,9 +508,9 @@ mod loom_models {
         b.check(|| {
             let o = owner();
             let ws: std::vec::Vec<_> = (0..2)
-                .map(|_| {
+                .map(|me| {
                     let o = Arc::clone(&o);
-                    loom::thread::spawn(move || worker(&o))
+                    loom::thread::spawn(move || worker(&o, me))
                 })
                 .collect();
             submit(&o);

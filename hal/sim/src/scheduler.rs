@@ -90,7 +90,7 @@ use hal::{
     TaskStatus,
 };
 use sched::inbox::Inbox;
-use sched::wake::{self, Idle, Sleepers, WorkWord};
+use sched::wake::{self, Idle, Parked, Sleepers, WorkWord};
 use sched::{CachePadded, EventStatus, Executor, FailureMode, StreamId, StreamOrder, StreamPoint};
 
 use crate::lane::{decode, encode, Lane};
@@ -169,9 +169,9 @@ struct State {
     next_ticket: u64,
     /// Workers asleep on `work`, and the one spinning on [`Shared::work_word`].
     idle: Idle,
-    /// The parked workers nobody chose to notify yet, in the order they parked: a
-    /// notification goes to the last (see [`Wake`]).
-    parked: Vec<usize>,
+    /// The parked workers nobody chose to notify yet: a notification goes to the one that
+    /// parked last (see [`Wake`]).
+    parked: Parked<WORKERS>,
     /// Host threads asleep on `done`.
     waiters: usize,
     /// Those of `waiters` that wait for no particular completion (stop, a locked submission's
@@ -253,7 +253,7 @@ impl Scheduler {
                 tickets: BTreeMap::new(),
                 next_ticket: 1,
                 idle: Idle::new(),
-                parked: Vec::with_capacity(WORKERS),
+                parked: Parked::new(),
                 waiters: 0,
                 blind: 0,
                 lanes: (0..MAX_QUEUES).map(|_| None).collect(),
@@ -922,17 +922,10 @@ fn claim_signal(shared: &Shared, st: &mut State) -> Wake {
 /// unlock, where the caller can).
 ///
 /// Each worker parks on its own condition variable, and a notification goes to the worker
-/// that parked last ([`State::choose`]): the one whose caches, and whose core's, still hold
-/// the scheduler and the runtime from the task it ran last, so a launch on an idle device
-/// starts sooner than on a worker woken in turn after every other (a shared condition
-/// variable wakes its longest sleeper first).
-///
-/// This decides only *which* parked worker wakes; *whether* one does stays [`Idle`]'s
-/// decision. A claim that finds no worker left to choose notifies nobody, and loses nothing:
-/// every parked worker was chosen already, so each will take the lock back after the claim
-/// and look. A notification counted by `Idle` thus always has a chosen worker answering it
-/// while any worker is parked (a worker chosen and not yet back counts until it is back), so
-/// when `Idle` says one is not needed, a chosen worker is on its way.
+/// that parked last ([`Parked::choose`], whose rules say why nothing is lost): its caches,
+/// and its core's, still hold the scheduler and the runtime from the task it ran last, so a
+/// launch on an idle device starts sooner than on a worker woken in turn after every other (a
+/// shared condition variable wakes its longest sleeper first).
 #[must_use]
 struct Wake(Option<usize>);
 
@@ -949,7 +942,7 @@ impl Wake {
 impl State {
     /// The last parked worker not chosen yet, now chosen (after a claim).
     fn choose(&mut self) -> Wake {
-        Wake(self.parked.pop())
+        Wake(self.parked.choose())
     }
 
     /// [`Idle::claim_wake`], and the worker the claim goes to.
@@ -1094,10 +1087,8 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>, me: usize) {
         } else {
             work.wait(st).unwrap_or_else(|p| p.into_inner())
         };
-        // Back without being chosen (a timeout, or a spurious wake-up): nobody may choose it now.
-        if let Some(i) = st.parked.iter().position(|&w| w == me) {
-            st.parked.remove(i);
-        }
+        // Chosen or not (a timeout, a spurious wake-up), nobody may choose it now.
+        st.parked.back(me);
         st.idle.unpark();
         shared.sleepers.withdraw();
         spun = false;
