@@ -10,10 +10,15 @@
  * submitter threads race a destroyer thread that destroys and recreates their
  * streams; every launch to a live stream succeeds and its function runs exactly
  * once, every launch to a stream destroyed before it is refused with 107017.
+ * Last, launchers race the destroy of the very stream they launch on: each launch
+ * is either ordered before the destroy (accepted, and then it runs unless a forced
+ * destroy cancelled it) or refused with 107017 - never accepted without running
+ * under aclrtDestroyStream, never another code.
  *
  * Runs with ACLRS_SIM_DEVICES=2 (the device-change check needs a second one).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -236,6 +241,137 @@ static void destroyer_race(void)
     CHECK(ran == atomic_load(&g_accepted) + mine);
 }
 
+/* ---- launches racing the destroy of their own stream ----
+ * Each round publishes a fresh stream; the launchers launch on it (each launch's
+ * function counts into the round's counter) until a launch is refused, which must
+ * be with 107017. The main thread destroys the stream once the launchers have had
+ * a few launches accepted, plainly in even rounds (which waits for every accepted
+ * launch: each must have run) and forced in odd ones (which may cancel accepted
+ * launches that had not started: none may run after the destroy returned). */
+#define RACERS 3
+#define RACE_ROUNDS 120
+
+struct race_round {
+    atomic_long accepted, ran, refused, odd;
+};
+
+static struct race_round g_rounds[RACE_ROUNDS];
+static _Atomic(aclrtStream) g_target;
+static atomic_int g_round = -1;
+static atomic_int g_racers_done;
+static atomic_int g_race_over;
+
+static void count_round(void *arg)
+{
+    atomic_fetch_add(&((struct race_round *)arg)->ran, 1);
+}
+
+static void *racer(void *arg)
+{
+    int seen = -1;
+    (void)arg;
+    if (aclrtSetDevice(0) != ACL_SUCCESS) {
+        atomic_fetch_add(&g_rounds[0].odd, 1);
+        return NULL;
+    }
+    while (!atomic_load(&g_race_over)) {
+        int r = atomic_load(&g_round);
+        aclrtStream s;
+        struct race_round *rr;
+        if (r == seen || r < 0) {
+            sched_yield();
+            continue;
+        }
+        seen = r;
+        s = atomic_load(&g_target);
+        rr = &g_rounds[r];
+        for (;;) {
+            aclError rc = aclrtLaunchHostFunc(s, count_round, rr);
+            if (rc == ACL_SUCCESS) {
+                atomic_fetch_add(&rr->accepted, 1);
+                continue;
+            }
+            if (rc == RT_INVALID_HANDLE) {
+                atomic_fetch_add(&rr->refused, 1);
+            } else if (atomic_fetch_add(&rr->odd, 1) < 3) {
+                printf("  round %d: a launch racing the destroy got %d: %s\n", r, (int)rc,
+                       aclGetRecentErrMsg());
+            }
+            break;
+        }
+        atomic_fetch_add(&g_racers_done, 1);
+    }
+    if (aclrtResetDevice(0) != ACL_SUCCESS) {
+        atomic_fetch_add(&g_rounds[0].odd, 1);
+    }
+    return NULL;
+}
+
+static void launches_racing_their_destroy(void)
+{
+    pthread_t t[RACERS];
+    int i, r, ok = 1, lost = 0, late = 0;
+    long accepted = 0, cancelled = 0;
+
+    printf("launches racing the destroy of their own stream\n");
+    for (i = 0; i < RACERS; i++) {
+        CHECK(pthread_create(&t[i], NULL, racer, NULL) == 0);
+    }
+    for (r = 0; r < RACE_ROUNDS; r++) {
+        struct race_round *rr = &g_rounds[r];
+        aclrtStream s = NULL;
+        long ran_at_destroy;
+        if (aclrtCreateStream(&s) != ACL_SUCCESS) {
+            ok = 0;
+            break;
+        }
+        atomic_store(&g_racers_done, 0);
+        atomic_store(&g_target, s);
+        atomic_store(&g_round, r);
+        /* Destroy while the launchers are in full flight (some launches in, more coming). */
+        while (atomic_load(&rr->accepted) < 8 * (r % 4 + 1) &&
+               atomic_load(&g_racers_done) < RACERS) {
+            sched_yield();
+        }
+        if (r % 2 == 0) {
+            ok &= aclrtDestroyStream(s) == ACL_SUCCESS;
+        } else {
+            ok &= aclrtDestroyStreamForce(s) == ACL_SUCCESS;
+        }
+        ran_at_destroy = atomic_load(&rr->ran);
+        /* Every racer ends the round with a refusal (join point for this round). */
+        while (atomic_load(&g_racers_done) < RACERS) {
+            sched_yield();
+        }
+        accepted += atomic_load(&rr->accepted);
+        if (r % 2 == 0) {
+            /* A plain destroy waited for every accepted launch. */
+            lost += atomic_load(&rr->ran) != atomic_load(&rr->accepted);
+        } else {
+            cancelled += atomic_load(&rr->accepted) - atomic_load(&rr->ran);
+        }
+        /* Nothing of the stream runs after its destroy returned. */
+        late += atomic_load(&rr->ran) != ran_at_destroy;
+        ok &= atomic_load(&rr->refused) == RACERS;
+        if (atomic_load(&rr->odd) != 0 || !ok) {
+            break;
+        }
+    }
+    atomic_store(&g_race_over, 1);
+    for (i = 0; i < RACERS; i++) {
+        CHECK(pthread_join(t[i], NULL) == 0);
+    }
+    printf("  %d rounds, %ld launches accepted, %ld cancelled by forced destroys\n", r, accepted,
+           cancelled);
+    CHECK(ok);
+    CHECK(r == RACE_ROUNDS);
+    for (i = 0; i < RACE_ROUNDS; i++) {
+        CHECK(atomic_load(&g_rounds[i].odd) == 0);
+    }
+    CHECK(lost == 0);
+    CHECK(late == 0);
+}
+
 int main(void)
 {
     if (!CHECK_OK(aclInit(NULL)) || !CHECK_OK(aclrtSetDevice(0))) {
@@ -243,6 +379,7 @@ int main(void)
     }
     single_thread_changes();
     destroyer_race();
+    launches_racing_their_destroy();
     CHECK_OK(aclrtResetDevice(0));
     CHECK_OK(aclFinalize());
     return check_summary("submit_cache");

@@ -38,7 +38,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -144,13 +144,40 @@ pub(crate) struct StreamObj {
     /// tasks that neither touch memory nor order this stream after another (an event reset)
     /// may be left out.
     submitted: AtomicU64,
+    /// The handle is dead ([`DeviceStreams::detach_stream`]): a submission that resolved it
+    /// before and reaches the backend after the queue closed is told the stream is gone.
+    detached: AtomicBool,
     /// Priority, attributes, abort state and host-function thread ([`crate::state::stream_ctl`]).
     pub(crate) ext: crate::state::stream_ctl::StreamExt,
 }
 
 impl StreamObj {
     fn new(device: u32, queue: QueueId, flags: u32, is_default: bool) -> Self {
-        Self { device, queue, flags, is_default, submitted: AtomicU64::new(0), ext: Default::default() }
+        Self {
+            device,
+            queue,
+            flags,
+            is_default,
+            submitted: AtomicU64::new(0),
+            detached: AtomicBool::new(false),
+            ext: Default::default(),
+        }
+    }
+
+    /// The error of a submission to this stream that the backend refused: a queue that is
+    /// gone or closing because the stream was destroyed while the call was submitting (a
+    /// race the caller lost: the destroy came first) is an invalid stream handle, as for a
+    /// call made after the destroy; anything else maps as usual.
+    pub(crate) fn submit_error(&self, api: &str, e: hal::Error) -> AclError {
+        if e.kind() == hal::ErrorKind::InvalidHandle && self.detached.load(Ordering::Acquire) {
+            return AclError::new(
+                ACL_ERROR_RT_INVALID_HANDLE,
+                format!(
+                    "{api}: the stream was destroyed while this call submitted to it; nothing was queued ({e})"
+                ),
+            );
+        }
+        AclError::from_hal(e, api)
     }
 
     /// Notes that the backend numbered a task of this stream `seq` (kept monotonic).
@@ -499,6 +526,8 @@ impl DeviceStreams {
         })?;
         // From here on the handle is dead for every other call.
         let s = removed.ok_or_else(|| bad_handle(api, "stream", handle))?;
+        // Release: before the queue closes (the backend's lock orders the close after it).
+        s.detached.store(true, Ordering::Release);
         // Lock order: reports (alone). One removal: all or nothing.
         crate::sync::relock(&self.reports).stream_subscriber.remove(&handle);
         Ok(Arc::clone(&**s))
@@ -686,7 +715,7 @@ impl DeviceStreams {
     ) -> Result<()> {
         drv.record_event(DeviceId(self.device), s.queue, e.hw)
             .map(|seq| s.note_submitted(seq))
-            .map_err(|er| hal_err(api, er))
+            .map_err(|er| s.submit_error(api, er))
     }
 
     /// `aclrtStreamWaitEvent`: `s` waits for `e`'s last record, and the graph learns the edge.
@@ -699,7 +728,7 @@ impl DeviceStreams {
     ) -> Result<()> {
         needs_sync_flag(api, e)?;
         let dev = DeviceId(self.device);
-        let w = drv.wait_event(dev, s.queue, e.hw).map_err(|er| hal_err(api, er))?;
+        let w = drv.wait_event(dev, s.queue, e.hw).map_err(|er| s.submit_error(api, er))?;
         if let Some(at) = w.seq {
             // A wait carries the other stream's order into this one: a stream-ordered free made
             // after it must be ordered after it too.
@@ -722,7 +751,7 @@ impl DeviceStreams {
     /// `aclrtResetEvent`.
     pub(crate) fn reset_event(&self, api: &str, drv: &dyn Driver, e: &EventObj, s: &StreamObj) -> Result<()> {
         needs_sync_flag(api, e)?;
-        drv.reset_event(DeviceId(self.device), s.queue, e.hw).map_err(|er| hal_err(api, er))
+        drv.reset_event(DeviceId(self.device), s.queue, e.hw).map_err(|er| s.submit_error(api, er))
     }
 
     /// Whether the event's captured tasks have all finished (`aclrtQueryEventStatus`): an
@@ -834,7 +863,7 @@ impl DeviceStreams {
         }
         drv.submit(DeviceId(self.device), s.queue, TaskDesc::HostFunc { call: call.to_task() })
             .map(|seq| s.note_submitted(seq))
-            .map_err(|e| hal_err(api, e))
+            .map_err(|e| s.submit_error(api, e))
     }
 
     /// Queues `report` for subscribed thread `thread` and wakes it; the report back when the

@@ -385,6 +385,10 @@ struct QueueState<T: Transport> {
     /// In the kernel-send mode: the first failure a wait received that `completed` has not
     /// reported yet (a CQE reports a failure once).
     failure: Option<TaskStatus>,
+    /// Being destroyed: sends are refused ([`Queues::destroy_queue`] set it together with the
+    /// last `submitted` it waits for, under the device table), so no SQE lands in a ring after
+    /// the destroy's wait.
+    closed: bool,
 }
 
 impl<T: Transport> Clone for QueueState<T> {
@@ -395,6 +399,7 @@ impl<T: Transport> Clone for QueueState<T> {
             done: Arc::clone(&self.done),
             rings: self.rings.clone(),
             failure: self.failure,
+            closed: self.closed,
         }
     }
 }
@@ -829,6 +834,16 @@ impl<T: Transport> Davinci<T> {
             .map(|d| d.tsdrv.fd)
             .ok_or(Error::new(ErrorKind::NoDevice, "device not open"))?;
         sys::ioctl_mut(&*self.t, fd, cmd, arg).map(drop).map_err(dev_err(what))
+    }
+
+    /// Closes (or reopens) `queue` to sends, and returns its state as of the change.
+    fn set_closed(&self, dev: DeviceId, queue: QueueId, closed: bool) -> Result<QueueState<T>> {
+        let mut open = self.opened();
+        let fds = open.get_mut(&dev.0).ok_or(Error::new(ErrorKind::NoDevice, "device not open"))?;
+        let state =
+            fds.queues.get_mut(&queue.0).ok_or(Error::new(ErrorKind::InvalidHandle, "unknown queue"))?;
+        state.closed = closed;
+        Ok(state.clone())
     }
 
     fn queue(&self, dev: DeviceId, queue: QueueId) -> Result<QueueState<T>> {
@@ -1363,19 +1378,27 @@ impl<T: Transport> Queues for Davinci<T> {
         let mut open = self.opened();
         let fds = open.get_mut(&dev.0).ok_or(Error::new(ErrorKind::NoDevice, "device not open"))?;
         let done = rings.as_ref().map_or_else(|| Arc::new(Progress::new()), |r| Arc::clone(&r.done));
-        fds.queues.insert(info.sqId, QueueState { cq: info.cqId, submitted: 0, done, rings, failure: None });
+        fds.queues.insert(
+            info.sqId,
+            QueueState { cq: info.cqId, submitted: 0, done, rings, failure: None, closed: false },
+        );
         drop(open);
         self.events_lock().graphs.entry(dev.0).or_default().add_stream(info.sqId);
         Ok(QueueId(info.sqId))
     }
 
     fn destroy_queue(&self, dev: DeviceId, queue: QueueId) -> Result<()> {
-        let state = self.queue(dev, queue)?;
+        // Closed and read under the device table, where sends take their numbers: a send
+        // racing the destroy either came first (and is waited for) or is refused.
+        let state = self.set_closed(dev, queue, true)?;
         if let Some(rings) = &state.rings {
             // SQEs still in a mapped ring are the device's to take: let it run them before the
             // queue goes (the kernel-send mode's SQEs are in the device queue already, and its
             // free waits for them).
-            rings.wait(state.submitted, None)?;
+            if let Err(e) = rings.wait(state.submitted, None) {
+                let _ = self.set_closed(dev, queue, false);
+                return Err(e);
+            }
         }
         let mut info = halSqCqFreeInfo { sqId: queue.0, cqId: state.cq, ..Default::default() };
         self.tsdrv(dev, abi::TRS_SQCQ_FREE, &mut info, "free a queue")?;
@@ -1687,6 +1710,12 @@ impl<T: Transport> Davinci<T> {
         let fd = fds.tsdrv.fd;
         let state =
             fds.queues.get_mut(&queue.0).ok_or(Error::new(ErrorKind::InvalidHandle, "unknown queue"))?;
+        if state.closed {
+            return Err(Error::new(
+                ErrorKind::InvalidHandle,
+                "the queue is being destroyed; the task was not queued",
+            ));
+        }
         if let Some(rings) = &state.rings {
             rings.push(image)?;
             state.submitted += 1;

@@ -108,6 +108,9 @@ pub(crate) struct Producer {
     /// only when the copy says the queue is full. Completion only grows, so a stale copy
     /// never shows room that is not there.
     completed_seen: u64,
+    /// The queue is being destroyed: nothing more may be submitted to it (set by
+    /// [`Lane::close`], so that no descriptor lands in a lane nobody will drain again).
+    closed: bool,
 }
 
 /// The words a submitter writes on every submit, on a cache line of their own.
@@ -161,7 +164,7 @@ impl Lane {
             queue,
             index,
             prod: CachePadded(ProducerWords {
-                lock: Mutex::new(Producer { submitted: 0, completed_seen: 0 }),
+                lock: Mutex::new(Producer { submitted: 0, completed_seen: 0, closed: false }),
                 submitted: AtomicU64::new(0),
             }),
             ring: Ring::new(WordSlots::new(depth.next_power_of_two())?)?,
@@ -221,6 +224,25 @@ impl Lane {
     /// Takes the lane's submit lock (one submitter of this queue at a time).
     pub(crate) fn producer(&self) -> MutexGuard<'_, Producer> {
         self.prod.lock.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Closes (or, when a destroy gives up, reopens) the lane to submitters: a submission
+    /// that takes the submit lock after a close finds it closed and queues nothing. Taken
+    /// alone (lock order: the submit lock, then the scheduler's), so everything submitted
+    /// before a close is in the lane or the executor once this returns.
+    pub(crate) fn set_closed(&self, closed: bool) {
+        self.producer().closed = closed;
+    }
+
+    /// An error for a submission that holds the submit lock, when the lane is closed.
+    pub(crate) fn check_open(p: &Producer) -> hal::Result<()> {
+        if p.closed {
+            return Err(hal::Error::new(
+                hal::ErrorKind::InvalidHandle,
+                "the queue is being destroyed; the task was not queued",
+            ));
+        }
+        Ok(())
     }
 
     /// Records `seq` as handed out (under the submit lock).

@@ -342,8 +342,17 @@ impl Scheduler {
         Ok(q)
     }
 
+    /// Destroys `q` once everything submitted to it has finished. The lane closes first, so
+    /// a submission racing the destroy either got in before (and is waited for) or fails
+    /// with [`ErrorKind::InvalidHandle`]; none lands in a lane nobody drains.
     pub(crate) fn destroy_queue(&self, q: QueueId) -> Result<()> {
-        self.wait_idle_queue(q, None)?;
+        let lane = self.lane_arc(q).ok_or_else(|| sched_err(sched::Error::NoSuchStream))?;
+        // Lock order: the lane's submit lock (alone).
+        lane.set_closed(true);
+        if let Err(e) = self.wait_idle_queue(q, None) {
+            lane.set_closed(false);
+            return Err(e);
+        }
         let mut st = self.lock();
         st.exec.destroy_stream(StreamId(q.0)).map_err(sched_err)?;
         let index = lane_index(q);
@@ -405,6 +414,9 @@ impl Scheduler {
         let lane = self.lane_arc(q);
         // Lock order: the lane's submit lock, then state.
         let mut producer = lane.as_ref().map(|l| l.producer());
+        if let Some(p) = &producer {
+            Lane::check_open(p)?;
+        }
         let mut st = self.lock();
         loop {
             let had_ready = st.exec.has_ready();
@@ -457,6 +469,9 @@ impl Scheduler {
         let lane = self.lane_arc(q);
         // Lock order: the lane's submit lock, then state.
         let mut producer = lane.as_ref().map(|l| l.producer());
+        if let Some(p) = &producer {
+            Lane::check_open(p)?;
+        }
         let mut st = self.lock();
         let had_ready = st.exec.has_ready();
         if let Some(l) = &lane {
@@ -495,8 +510,9 @@ impl Scheduler {
             });
         }
         let words = encode(&task);
-        let posted = self.with_lane(q, |lane| {
+        let posted = self.with_lane(q, |lane| -> Result<(u64, bool)> {
             let mut p = lane.producer();
+            Lane::check_open(&p)?;
             // Back pressure: the queue's depth bounds its unfinished tasks, ring and executor
             // together (the ring alone could hold another `depth` behind a full executor).
             let must_post = loop {
@@ -512,16 +528,17 @@ impl Scheduler {
             drop(p);
             if !must_post {
                 // Posted already (a worker owns the lane): it drains this descriptor too.
-                return (seq, false);
+                return Ok((seq, false));
             }
             self.shared.inbox.post(lane.index);
             // Read after the post (a read-modify-write; see `Inbox::take`): a queue with an
             // earlier task unfinished needs no wake-up, since the worker that finishes that
             // task looks at the inbox afterwards and drains this post (or this read sees the
             // finish, and the queue counts as idle).
-            (seq, lane.progress.completed() + 1 >= seq)
+            Ok((seq, lane.progress.completed() + 1 >= seq))
         });
-        let Some((seq, was_idle)) = posted else { return Err(sched_err(sched::Error::NoSuchStream)) };
+        let Some(posted) = posted else { return Err(sched_err(sched::Error::NoSuchStream)) };
+        let (seq, was_idle) = posted?;
         if was_idle {
             // An idle queue became busy: stop a spinning worker's spin, and wake a parked one.
             self.shared.work_word.kick();
