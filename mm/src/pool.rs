@@ -35,6 +35,8 @@
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
 
+use hashbrown::HashMap;
+
 use hal::{DeviceAddr, VaRange};
 
 use crate::device::Usage;
@@ -197,8 +199,12 @@ pub struct PoolStats {
 ///
 /// # Invariants
 ///
-/// - The extents of each region tile it exactly; `free_set` indexes every free extent and
-///   `cached` every cached extent, by (size, address).
+/// - The extents of each region tile it exactly. `extents` maps each extent's address to it,
+///   `ends` each extent's end to its address, and `starts` holds every extent's address in
+///   order: the steady-state reuse and free of a block find it and its neighbours by hashing,
+///   in time independent of the number of live blocks; only a split, a merge or an interior
+///   lookup touches the ordered set.
+/// - `free_set` indexes every free extent and `cached` every cached extent, by (size, address).
 /// - `pages` maps every backed page to the number of busy or cached extents touching it; a page
 ///   some busy or cached extent touches is backed.
 /// - `stats.reserved.current` is the backed pages' bytes; `stats.used.current` the busy
@@ -209,7 +215,9 @@ pub struct Pool {
     modes: ReuseModes,
     release_threshold: u64,
     regions: BTreeMap<u64, u64>,
-    extents: BTreeMap<u64, Extent>,
+    extents: HashMap<u64, Extent>,
+    ends: HashMap<u64, u64>,
+    starts: BTreeSet<u64>,
     free_set: BTreeSet<(u64, u64)>,
     cached: BTreeMap<u32, BTreeSet<(u64, u64)>>,
     pages: BTreeMap<u64, u32>,
@@ -252,7 +260,9 @@ impl Pool {
             modes,
             release_threshold: 0,
             regions: BTreeMap::new(),
-            extents: BTreeMap::new(),
+            extents: HashMap::new(),
+            ends: HashMap::new(),
+            starts: BTreeSet::new(),
             free_set: BTreeSet::new(),
             cached: BTreeMap::new(),
             pages: BTreeMap::new(),
@@ -316,7 +326,8 @@ impl Pool {
 
     /// The busy block containing `addr`: (its base, its size).
     pub fn find_busy(&self, addr: DeviceAddr) -> Option<(DeviceAddr, u64)> {
-        let (&s, e) = self.extents.range(..=addr.as_u64()).next_back()?;
+        let &s = self.starts.range(..=addr.as_u64()).next_back()?;
+        let e = self.extents.get(&s)?;
         (e.state == State::Busy && addr.as_u64() < s + e.len).then_some((DeviceAddr(s), e.len))
     }
 
@@ -328,8 +339,9 @@ impl Pool {
             .map(|(&base, &len)| {
                 let backed = self.pages.range(base..base + len).count() as u64 * PAGE;
                 let extents = self
-                    .extents
+                    .starts
                     .range(base..base + len)
+                    .filter_map(|a| self.extents.get(a).map(|e| (a, e)))
                     .map(|(&a, e)| {
                         let state = match e.state {
                             State::Free => ExtentState::Free,
@@ -359,7 +371,16 @@ impl Pool {
             }
             State::Busy => {}
         }
-        self.extents.insert(addr, e);
+        let old = self.extents.insert(addr, e);
+        debug_assert!(old.is_none(), "an extent is indexed once");
+        self.ends.insert(addr + e.len, addr);
+        self.starts.insert(addr);
+    }
+
+    /// The extent ending at `addr` (its lower neighbour when `addr` starts an extent).
+    fn lower_neighbour(&self, addr: u64) -> Option<(u64, Extent)> {
+        let &s = self.ends.get(&addr)?;
+        self.extents.get(&s).map(|x| (s, *x))
     }
 
     /// Takes the extent at `addr` out of its size index (free or cached), leaving the map.
@@ -380,6 +401,8 @@ impl Pool {
 
     fn index_remove(&mut self, addr: u64) -> Option<Extent> {
         let e = self.extents.remove(&addr)?;
+        self.ends.remove(&(addr + e.len));
+        self.starts.remove(&addr);
         self.unindex(addr, &e);
         Some(e)
     }
@@ -616,7 +639,7 @@ impl Pool {
     fn merge(&mut self, addr: u64) {
         let Some(e) = self.index_remove(addr) else { return };
         let (mut start, mut len) = (addr, e.len);
-        let prev = self.extents.range(..addr).next_back().map(|(&s, x)| (s, *x));
+        let prev = self.lower_neighbour(addr);
         if let Some((ps, pe)) = prev {
             if pe.state == e.state && pe.region == e.region && ps + pe.len == addr {
                 self.index_remove(ps);
@@ -669,7 +692,7 @@ impl Pool {
             }
         };
         self.stats.used.sub(len);
-        let prev = self.extents.range(..a).next_back().map(|(&s, x)| (s, *x));
+        let prev = self.lower_neighbour(a);
         let next = self.extents.get(&(a + len)).copied();
         let mergeable = |x: &Extent| x.state == state && x.region == region;
         if prev.is_some_and(|(ps, pe)| mergeable(&pe) && ps + pe.len == a)
@@ -789,6 +812,8 @@ impl Pool {
         }
         self.regions.clear();
         self.extents.clear();
+        self.ends.clear();
+        self.starts.clear();
         self.free_set.clear();
         self.cached.clear();
         self.pages.clear();
