@@ -356,6 +356,40 @@ impl Pool {
             .collect()
     }
 
+    /// Checks the extent index against its invariants (see [`Pool`]): the three maps agree,
+    /// the extents tile every region, the size indexes hold exactly the free and cached
+    /// extents, and the busy extents are `busy` (address → length). For the model tests.
+    #[cfg(test)]
+    fn assert_index(&self, busy: &BTreeMap<u64, (u64, u32)>) {
+        assert_eq!(self.extents.len(), self.starts.len(), "one start per extent");
+        assert_eq!(self.extents.len(), self.ends.len(), "one end per extent");
+        let mut free = BTreeSet::new();
+        let mut cached: BTreeMap<u32, BTreeSet<(u64, u64)>> = BTreeMap::new();
+        let mut seen = 0;
+        for (&base, &len) in &self.regions {
+            let mut at = base;
+            for &a in self.starts.range(base..base + len) {
+                let e = self.extents.get(&a).expect("every start is an extent");
+                assert_eq!(a, at, "the extents of region {base:#x} tile it");
+                assert_eq!((e.region, self.ends.get(&(a + e.len))), (base, Some(&a)), "extent {a:#x}");
+                match e.state {
+                    State::Free => assert!(free.insert((e.len, a))),
+                    State::Cached(p) => assert!(cached.entry(p.stream).or_default().insert((e.len, a))),
+                    State::Busy => assert_eq!(busy.get(&a).map(|b| b.0), Some(e.len), "busy {a:#x}"),
+                }
+                at = a + e.len;
+                seen += 1;
+            }
+            assert_eq!(at, base + len, "the extents of region {base:#x} reach its end");
+        }
+        assert_eq!(seen, self.extents.len(), "every extent lies in a region");
+        assert_eq!(free, self.free_set, "the free index");
+        let listed: BTreeMap<u32, BTreeSet<(u64, u64)>> =
+            self.cached.iter().filter(|(_, v)| !v.is_empty()).map(|(&k, v)| (k, v.clone())).collect();
+        assert_eq!(cached, listed, "the cached index");
+        assert_eq!(self.busy_count(), busy.len(), "the busy extents are the live blocks");
+    }
+
     /// Number of busy blocks.
     pub fn busy_count(&self) -> usize {
         self.extents.values().filter(|e| e.state == State::Busy).count()
@@ -1207,6 +1241,7 @@ mod tests {
                 }
                 assert_eq!(p.stats().used.current, live.values().map(|v| v.0).sum::<u64>());
                 assert_eq!(src.bytes(), p.stats().reserved.current);
+                p.assert_index(&live);
                 assert!(p.stats().reserved.current <= 64 * MIB);
             }
         }
@@ -1273,6 +1308,7 @@ mod tests {
                 }
                 assert_eq!(p.stats().used.current, live.values().map(|v| v.0).sum::<u64>());
                 assert_eq!(src.bytes(), p.stats().reserved.current);
+                p.assert_index(&live);
             }
         }
         assert!(fast > rounds / 2, "the fast path was taken {fast} times in {rounds} rounds of 8 modes");
