@@ -9,29 +9,34 @@
 //!
 //! # The protocol
 //!
-//! A lane is *posted* from the push that finds it not posted until its consumer finds it
-//! empty and idle; the mark is the ring's own ([`Ring::try_push_posting`](crate::Ring::try_push_posting),
-//! in the tail word the push writes anyway), so a producer to a posted lane touches nothing
-//! but the descriptor's slot and the tail.
+//! A lane is *posted* from the push that finds it not posted until its consumer gives it back.
+//! The mark is the lane's own, kept beside its ring under the lane's *submit lock*, the lock its
+//! producers take one at a time to push: a producer to a posted lane writes nothing but the
+//! descriptor's slot and the ring's tail, and no word a consumer writes.
 //!
-//! - A producer publishes with [`Ring::try_push_posting`](crate::Ring::try_push_posting); when
-//!   that answers that the lane must be posted, it calls [`Inbox::post`] with the lane's index
-//!   (and then wakes a consumer if none will look, by [`wake`](crate::wake)'s rules).
+//! - A producer, holding the submit lock, publishes with [`Ring::try_push`](crate::Ring::try_push)
+//!   and sets the mark; when the mark was clear, it calls [`Inbox::post`] with the lane's index
+//!   after it lets go of the lock (and then wakes a consumer if none will look, by
+//!   [`wake`](crate::wake)'s rules).
 //! - The consumer calls [`Inbox::take`], which hands it every newly posted lane once, and
 //!   keeps those lanes in a set of its own (the lanes it *owns*). On every look it drains each
-//!   owned lane's ring. A lane whose ring is empty and whose stream has nothing unfinished it
-//!   gives back with [`Ring::unpost_if_empty`](crate::Ring::unpost_if_empty); when that fails
-//!   (a push came after the drain), it drains again. A lane with something unfinished it keeps:
-//!   the consumer looks again when that finishes.
+//!   owned lane's ring. A lane whose stream has something unfinished it keeps: the consumer
+//!   looks again when that finishes. A few *idle* lanes (ring empty, stream with nothing
+//!   unfinished) it may keep while it is awake, watching their rings while it spins, so that a
+//!   stream it keeps up with costs its producer no post and no wake-up per descriptor.
+//! - The consumer gives an idle lane back before it parks (and whenever it keeps more than it
+//!   watches): it takes the lane's submit lock with a try-lock (it holds its own lock, which a
+//!   producer may take after the submit lock, so it must not wait), and with the lock held and
+//!   the ring empty it clears the mark. When the ring is not empty it drains again; when the
+//!   try-lock fails, it lets go of its own lock and looks again.
 //!
-//! No publication is stranded: a push either reads the mark set by the read-modify-write that
-//! publishes it, and then the lane is owned and its consumer looks at it again (after the
-//! unfinished work it saw finishes, or because its clear fails), or it reads the mark clear,
-//! and then it posts the lane. The clear and the push are read-modify-writes of the same word,
-//! so one of them sees the other (no sequentially consistent fence, which loom does not
-//! model). The loom model at the bottom checks this with the real [`Ring`](crate::Ring),
+//! No publication is stranded: a mark is cleared only under the submit lock with the ring
+//! empty, so a push either came before the clear (then the ring was not empty, and the
+//! consumer drained it instead) or comes after it (then it finds the mark clear and posts the
+//! lane). The loom model at the bottom checks this with the real [`Ring`](crate::Ring),
 //! [`Inbox`] and [`Sleepers`](crate::wake::Sleepers), a consumer that owns the lane while a
-//! task of it runs, and the race of a push with the clear.
+//! task of it runs and keeps it while idle and awake, spinning or not, and the race of a push
+//! with the give-back.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -166,25 +171,26 @@ mod loom_models {
         running: bool,
     }
 
-    /// The software NPU's device, reduced to one lane: a ring its submitter fills without the
-    /// lock, the inbox, the parked workers, and the lock + condition variable a worker parks
-    /// on.
+    /// The software NPU's device, reduced to one lane: a ring its submitter fills under the
+    /// lane's submit lock (which guards the posted mark) without the device's lock, the inbox,
+    /// the parked workers, and the lock + condition variable a worker parks on.
     struct Device {
         ring: Ring<WordSlots<1>>,
+        submit: Mutex<bool>,
         inbox: Inbox,
         sleepers: Sleepers,
         lock: Mutex<State>,
         work: Condvar,
     }
 
-    /// The submitter's path, as in the sim: publish; when the lane was not posted, post it,
-    /// and then, when a worker is parked, take the lock and notify after it.
+    /// The submitter's path, as in the sim: under the submit lock, publish and set the mark;
+    /// when the mark was clear, post the lane, and then, when a worker is parked, take the
+    /// device's lock and notify after it.
     fn submit(d: &Device, v: u64) {
-        let post = loop {
-            match d.ring.try_push_posting(&[v]) {
-                Ok((_, post)) => break post,
-                Err(_) => loom::thread::yield_now(),
-            }
+        let post = {
+            let mut posted = d.submit.lock().unwrap();
+            assert!(d.ring.try_push(&[v]).is_ok(), "the ring holds both descriptors");
+            !core::mem::replace(&mut *posted, true)
         };
         if post {
             d.inbox.post(0);
@@ -196,40 +202,45 @@ mod loom_models {
     }
 
     /// A worker's look under the lock, as in the sim: take newly posted lanes into the owned
-    /// set; drain each owned lane; give an empty lane whose stream is idle back (draining
-    /// again when the clear fails).
-    fn look(d: &Device, st: &mut State) {
+    /// set; drain each owned lane; keep a busy lane, keep an idle one when `keep_idle`, and
+    /// give an idle one back otherwise (under a try-lock of the submit lock, with the ring
+    /// empty, draining again when it is not). `false` when the try-lock failed.
+    fn look(d: &Device, st: &mut State, keep_idle: bool) -> bool {
         d.inbox.take(|_| st.owned = true);
         while st.owned {
             while let Some((_, [v])) = d.ring.try_pop() {
                 st.queued.push_back(v);
             }
-            if !st.queued.is_empty() || st.running {
-                // Busy: the finish of what is unfinished looks again.
+            if !st.queued.is_empty() || st.running || keep_idle {
+                // Busy (the finish of what is unfinished looks again), or kept idle.
                 break;
             }
-            if d.ring.unpost_if_empty() {
+            let Ok(mut posted) = d.submit.try_lock() else { return false };
+            if d.ring.is_empty() {
+                *posted = false;
                 st.owned = false;
             }
         }
+        true
     }
 
     /// The worker's loop, as in the sim: looking from the start; under the lock, look and
     /// take the next descriptor; run it without the lock (looking once more first), finish it
     /// under the lock and come back; with nothing to do, spin once (when `spin`: one look at
-    /// the inbox without the lock, counted as spinning), then announce, look once more, and
-    /// park. Returns the values it ran.
+    /// the inbox and at the kept lane's ring without the lock, counted as spinning), then give
+    /// the idle lane back, announce, look once more, and park. Returns the values it ran, once
+    /// it ran `want` and gave the lane back.
     fn worker(d: &Device, want: usize, spin: bool) -> std::vec::Vec<u64> {
         let mut ran = std::vec::Vec::new();
         let mut spun = !spin;
         d.sleepers.looks();
         let mut g = d.lock.lock().unwrap();
         loop {
-            look(d, &mut g);
+            look(d, &mut g, true);
             if let Some(v) = g.queued.pop_front() {
                 g.running = true;
                 d.sleepers.executes();
-                look(d, &mut g);
+                look(d, &mut g, true);
                 drop(g);
                 ran.push(v);
                 d.sleepers.looks();
@@ -237,18 +248,29 @@ mod loom_models {
                 g.running = false;
                 continue;
             }
-            if ran.len() == want {
-                assert!(!g.owned && !d.ring.is_posted(), "an idle lane is given back");
-                return ran;
-            }
             if !spun {
+                let watch = g.owned;
                 drop(g);
                 d.sleepers.spin_begins();
-                spun = d.inbox.looks_empty();
+                spun = d.inbox.looks_empty() && !(watch && !d.ring.is_empty());
                 d.sleepers.spin_ends();
                 d.sleepers.looks();
                 g = d.lock.lock().unwrap();
                 continue;
+            }
+            if !look(d, &mut g, false) {
+                // A submitter holds the submit lock: let it go on, then look again.
+                drop(g);
+                loom::thread::yield_now();
+                g = d.lock.lock().unwrap();
+                continue;
+            }
+            if !g.queued.is_empty() {
+                continue;
+            }
+            if ran.len() == want {
+                assert!(!g.owned, "an idle lane is given back");
+                return ran;
             }
             d.sleepers.announce();
             if !d.inbox.is_empty() {
@@ -261,16 +283,17 @@ mod loom_models {
         }
     }
 
-    /// Two submissions and one worker: the worker runs both in order (a stranded descriptor
-    /// or a lost wake-up leaves it parked forever, which loom reports as a deadlock), whether
-    /// the second push meets the lane owned (the first still unfinished, or drained and not
-    /// yet given back) or given back.
+    /// Two submissions and one worker that does not spin: the worker runs both in order (a
+    /// stranded descriptor or a lost wake-up leaves it parked forever, which loom reports as a
+    /// deadlock), whether the second push meets the lane owned (the first still unfinished,
+    /// or drained and kept idle) or given back, or races the give-back.
     #[test]
     fn loom_lane_submit_wakes_a_parked_worker() {
         model(false, 3);
     }
 
-    /// The same with a worker that spins (without the lock) before parking.
+    /// The same with a worker that spins (without the lock) before parking, watching the
+    /// idle lane it keeps.
     #[test]
     fn loom_lane_submit_reaches_a_spinning_worker() {
         model(true, 2);
@@ -282,6 +305,7 @@ mod loom_models {
         b.check(move || {
             let d = Arc::new(Device {
                 ring: Ring::new(WordSlots::new(2).unwrap()).unwrap(),
+                submit: Mutex::new(false),
                 inbox: Inbox::new(1).unwrap(),
                 sleepers: Sleepers::new(),
                 lock: Mutex::new(State::default()),
@@ -294,6 +318,7 @@ mod loom_models {
             submit(&d, 1);
             submit(&d, 2);
             assert_eq!(w.join().unwrap(), [1, 2]);
+            assert!(!*d.submit.lock().unwrap(), "the mark is clear once the lane is given back");
         });
     }
 }

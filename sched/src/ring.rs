@@ -49,24 +49,9 @@
 //! In a flood the two threads therefore share a line only when one of them runs out of
 //! known room or work, not on every descriptor.
 //!
-//! # The posted mark
-//!
 //! A ring whose consumer finds it through a list of *posted* rings (the software NPU's
-//! [`Inbox`](crate::inbox::Inbox)) keeps a posted mark in the top bit of its tail word, so
-//! that a producer learns whether it must post the ring from the read-modify-write that
-//! publishes its descriptor, and touches no other shared word while the ring stays posted:
-//!
-//! - [`Ring::try_push_posting`] (producer) publishes with a read-modify-write of the tail word;
-//!   when the mark was clear it sets it and answers that the ring must be posted now.
-//! - [`Ring::unpost_if_empty`] (consumer) clears the mark with a compare-exchange on the tail
-//!   word that succeeds only when nothing was published since the consumer saw the ring empty.
-//!
-//! Both are read-modify-writes of one word, so whichever comes second in its order sees the
-//! other: either the clear comes first and the push sees the mark clear (and posts the ring
-//! again), or the push comes first and the clear fails (and the consumer drains again). No
-//! publication is stranded in a ring that nobody will look at, with no fence and no other
-//! word. A ring pushed through [`Ring::try_push_posting`] must never be pushed through
-//! [`Ring::try_push`], which stores the tail and would drop the mark.
+//! [`Inbox`](crate::inbox::Inbox)) keeps its posted mark outside the ring, under its
+//! producers' lock (see [`inbox`](crate::inbox)): a push writes only its slot and the tail.
 //!
 //! The loom models at the bottom check the protocol with the real [`Ring`] over [`WordSlots`].
 
@@ -178,12 +163,6 @@ struct ConsumerSide {
     tail_seen: AtomicU64,
 }
 
-/// The posted mark in the tail word (see the module documentation); the other bits count.
-const POSTED: u64 = 1 << 63;
-
-/// The count bits of the tail word.
-const SEQ: u64 = POSTED - 1;
-
 /// The ring had no room: `capacity` descriptors are published and not released.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Full;
@@ -257,59 +236,11 @@ impl<S: SlotStorage> Ring<S> {
         Ok(tail + 1)
     }
 
-    /// Producer only, for a ring that keeps the posted mark: publishes `desc` like
-    /// [`try_push`](Self::try_push) and returns its sequence number with whether the ring
-    /// must be posted now (the mark was clear; it is set from here on).
-    ///
-    /// # Errors
-    ///
-    /// [`Full`] as [`try_push`](Self::try_push).
-    #[inline]
-    pub fn try_push_posting(&self, desc: &S::Desc) -> core::result::Result<(u64, bool), Full> {
-        let tail = self.room()?;
-        self.slots.write(self.index(tail), desc);
-        // AcqRel read-modify-write: its release publishes the descriptor's words; it is
-        // ordered with the consumer's `unpost_if_empty` on this word (module documentation).
-        let old = self.prod.tail.fetch_add(1, Ordering::AcqRel);
-        if old & POSTED != 0 {
-            return Ok((tail + 1, false));
-        }
-        // Only this thread sets the mark, and the consumer clears it only while it is set.
-        self.prod.tail.fetch_or(POSTED, Ordering::AcqRel);
-        Ok((tail + 1, true))
-    }
-
-    /// Consumer only: clears the posted mark when the ring is empty (everything published is
-    /// released); `true` when the mark is clear afterwards, `false` when something is
-    /// published and not released (then the ring stays posted: drain it and try again).
-    #[inline]
-    pub fn unpost_if_empty(&self) -> bool {
-        // Relaxed: only this (the consuming) thread stores the head.
-        let head = self.cons.head.load(Ordering::Relaxed);
-        // Acquire: as in `peek`.
-        let cur = self.prod.tail.load(Ordering::Acquire);
-        if cur & SEQ != head {
-            return false;
-        }
-        if cur & POSTED == 0 {
-            return true;
-        }
-        // AcqRel: see the module documentation; fails when a push came after the load.
-        self.prod.tail.compare_exchange(cur, head, Ordering::AcqRel, Ordering::Acquire).is_ok()
-    }
-
-    /// Whether the posted mark is set (a snapshot; any thread).
-    #[inline]
-    pub fn is_posted(&self) -> bool {
-        self.prod.tail.load(Ordering::Acquire) & POSTED != 0
-    }
-
     /// Producer only: the tail when there is a free slot.
     #[inline]
     fn room(&self) -> core::result::Result<u64, Full> {
-        // Relaxed: only this (the producing) thread counts the tail and stores its copy of
-        // the head (the consumer changes only the posted mark).
-        let tail = self.prod.tail.load(Ordering::Relaxed) & SEQ;
+        // Relaxed: only this (the producing) thread stores the tail and its copy of the head.
+        let tail = self.prod.tail.load(Ordering::Relaxed);
         let mut head = self.prod.head_seen.load(Ordering::Relaxed);
         if tail - head > self.mask {
             // Acquire: the consumer's reads of the slot we may reuse happen before our write.
@@ -332,7 +263,7 @@ impl<S: SlotStorage> Ring<S> {
         if head == self.cons.tail_seen.load(Ordering::Relaxed) {
             // Acquire: pairs with the push's release; the slot's words are visible. (A copy
             // read earlier was read with acquire too, which still makes them visible.)
-            let tail = self.prod.tail.load(Ordering::Acquire) & SEQ;
+            let tail = self.prod.tail.load(Ordering::Acquire);
             self.cons.tail_seen.store(tail, Ordering::Relaxed);
             if head == tail {
                 return None;
@@ -356,7 +287,7 @@ impl<S: SlotStorage> Ring<S> {
         let mut tail = self.cons.tail_seen.load(Ordering::Relaxed);
         if seq > tail {
             // Acquire: as in `peek`.
-            tail = self.prod.tail.load(Ordering::Acquire) & SEQ;
+            tail = self.prod.tail.load(Ordering::Acquire);
             self.cons.tail_seen.store(tail, Ordering::Relaxed);
         }
         let target = seq.min(tail);
@@ -380,7 +311,7 @@ impl<S: SlotStorage> Ring<S> {
     /// The number of descriptors published so far (the tail); any thread.
     #[inline]
     pub fn published(&self) -> u64 {
-        self.prod.tail.load(Ordering::Acquire) & SEQ
+        self.prod.tail.load(Ordering::Acquire)
     }
 
     /// The number of descriptors released so far (the head); any thread.
@@ -442,28 +373,6 @@ mod tests {
         assert_eq!(r.try_pop(), Some((3, [3, 30])));
         assert_eq!(r.try_pop(), None);
         assert_eq!((r.published(), r.released()), (3, 3));
-    }
-
-    #[test]
-    fn the_posted_mark_is_set_by_a_push_and_cleared_only_when_empty() {
-        let r = ring(2);
-        assert!(!r.is_posted());
-        assert!(r.unpost_if_empty(), "an empty ring without the mark");
-        assert_eq!(r.try_push_posting(&[1, 10]), Ok((1, true)), "the first push posts");
-        assert_eq!(r.try_push_posting(&[2, 20]), Ok((2, false)), "posted already");
-        assert_eq!(r.try_push_posting(&[3, 30]), Err(Full));
-        assert!(r.is_posted());
-        assert_eq!((r.published(), r.len()), (2, 2), "the mark is not counted");
-        assert_eq!(r.try_pop(), Some((1, [1, 10])));
-        assert!(!r.unpost_if_empty(), "one descriptor left");
-        assert!(r.is_posted());
-        assert_eq!(r.try_pop(), Some((2, [2, 20])));
-        assert_eq!(r.try_pop(), None);
-        assert!(r.unpost_if_empty());
-        assert!(!r.is_posted());
-        assert_eq!(r.try_push_posting(&[3, 30]), Ok((3, true)), "posts again after the clear");
-        assert!(r.release_to(u64::MAX));
-        assert!(r.unpost_if_empty() && r.is_empty());
     }
 
     #[test]
@@ -607,56 +516,6 @@ mod loom_models {
             producer.join().unwrap();
             assert!(r.peek().is_none());
             assert_eq!((r.published(), r.released()), (3, 3));
-        });
-    }
-
-    /// The posted mark between a producer that pushes twice and a consumer that drains and
-    /// then clears the mark (the empty -> re-post race): every descriptor is drained by a
-    /// consumer pass that began after its push said the ring was posted, or its push posted
-    /// the ring again. Posts are counted as passes owed; the consumer runs a pass per post
-    /// and stops when it owes none and the mark is clear.
-    #[test]
-    fn loom_ring_posted_mark_strands_nothing() {
-        loom::model(|| {
-            let r = Arc::new(Ring::new(WordSlots::<1>::new(2).unwrap()).unwrap());
-            let posts = Arc::new(AtomicU64::new(0));
-            let (p, pp) = (Arc::clone(&r), Arc::clone(&posts));
-            let producer = loom::thread::spawn(move || {
-                for v in 1..=2u64 {
-                    let (_, post) = loop {
-                        match p.try_push_posting(&[v]) {
-                            Ok(x) => break x,
-                            Err(Full) => loom::thread::yield_now(),
-                        }
-                    };
-                    if post {
-                        pp.fetch_add(1, Ordering::AcqRel);
-                    }
-                }
-            });
-            let mut got = std::vec::Vec::new();
-            let mut taken = 0;
-            while got.len() < 2 {
-                // Wait for a post (the inbox's job in the sim).
-                if posts.load(Ordering::Acquire) == taken {
-                    loom::thread::yield_now();
-                    continue;
-                }
-                taken += 1;
-                // A pass: drain, clear the mark, and drain again while the clear fails.
-                loop {
-                    while let Some((_, [v])) = r.try_pop() {
-                        got.push(v);
-                    }
-                    if r.unpost_if_empty() {
-                        break;
-                    }
-                }
-            }
-            producer.join().unwrap();
-            assert_eq!(got, [1, 2]);
-            assert_eq!(posts.load(Ordering::Acquire), taken, "no pass owed");
-            assert!(!r.is_posted(), "the last pass cleared the mark");
         });
     }
 

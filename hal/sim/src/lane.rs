@@ -3,13 +3,13 @@
 //!
 //! This module owns the encoding of a [`TaskDesc`] into the ring's words, the lane's
 //! producer side (its submit lock: one submitter of a queue at a time, never a per-device
-//! lock) and the lane's submitted-sequence word (its posted mark is its ring's, see
-//! [`sched::Ring::try_push_posting`]). It must not run tasks or
+//! lock, which also guards the lane's posted mark: see [`sched::inbox`]) and the lane's
+//! submitted-sequence word. It must not run tasks or
 //! touch the executor: the scheduler drains lanes into it under the device lock (the ring's
 //! one consumer).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use hal::{DeviceAddr, HostCall, QueueId, TaskDesc, WaitCompare};
 use sched::{CachePadded, Progress, Ring, WordSlots};
@@ -111,6 +111,11 @@ pub(crate) struct Producer {
     /// The queue is being destroyed: nothing more may be submitted to it (set by
     /// [`Lane::close`], so that no descriptor lands in a lane nobody will drain again).
     closed: bool,
+    /// The lane is posted: set by the push that finds it clear (which then posts the lane in
+    /// the device's inbox), cleared only by a worker that gives the lane back, which does so
+    /// holding this lock with the ring empty ([`Lane::try_producer`]). A push to a posted lane
+    /// therefore writes nothing a worker writes.
+    pub(crate) posted: bool,
 }
 
 /// The words a submitter writes on every submit, on a cache line of their own.
@@ -136,8 +141,8 @@ pub(crate) struct Lane {
     pub(crate) index: usize,
     /// The submit lock and the submitted word (the producer's line).
     prod: CachePadded<ProducerWords>,
-    /// Encoded descriptors submitted and not yet moved into the executor; its tail word
-    /// carries the lane's posted mark (pushed only with [`Ring::try_push_posting`]).
+    /// Encoded descriptors submitted and not yet moved into the executor (pushed under the
+    /// submit lock).
     pub(crate) ring: Ring<WordSlots<WORDS>>,
     /// The queue's published completed sequence (the executor's word).
     pub(crate) progress: Arc<Progress>,
@@ -164,7 +169,7 @@ impl Lane {
             queue,
             index,
             prod: CachePadded(ProducerWords {
-                lock: Mutex::new(Producer { submitted: 0, completed_seen: 0, closed: false }),
+                lock: Mutex::new(Producer { submitted: 0, completed_seen: 0, closed: false, posted: false }),
                 submitted: AtomicU64::new(0),
             }),
             ring: Ring::new(WordSlots::new(depth.next_power_of_two())?)?,
@@ -224,6 +229,16 @@ impl Lane {
     /// Takes the lane's submit lock (one submitter of this queue at a time).
     pub(crate) fn producer(&self) -> MutexGuard<'_, Producer> {
         self.prod.lock.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes the lane's submit lock if nobody holds it (a worker giving the lane back, which
+    /// holds the scheduler's lock and so may not wait for a submit lock: lock order).
+    pub(crate) fn try_producer(&self) -> Option<MutexGuard<'_, Producer>> {
+        match self.prod.lock.try_lock() {
+            Ok(p) => Some(p),
+            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
     }
 
     /// Closes (or, when a destroy gives up, reopens) the lane to submitters: a submission

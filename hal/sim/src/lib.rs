@@ -40,6 +40,7 @@ mod windows;
 use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
+use sched::CachePadded;
 
 use hal::layout::{device_window_base, host_window_base, pool_slice_base, HOST_WINDOW_SIZE};
 use hal::{
@@ -139,8 +140,10 @@ struct Slot {
 #[derive(Debug)]
 pub(crate) struct Fabric {
     /// One slot per visible device, read lock-free (an atomic load and an `Arc` clone) by
-    /// every driver call: no process-wide lock on a submit or a progress read.
-    slots: Box<[ArcSwapOption<Slot>]>,
+    /// every driver call: no process-wide lock on a submit or a progress read. Padded off the
+    /// line of the fabric's reference counts, which every task's worker writes (it upgrades
+    /// its weak reference to run the task) and every submit would otherwise miss on.
+    slots: CachePadded<Box<[ArcSwapOption<Slot>]>>,
     host: sys::Window,
 }
 
@@ -198,7 +201,7 @@ impl Sim {
         let slots = (0..config.visible_count()).map(|_| ArcSwapOption::empty()).collect();
         Ok(Self {
             config,
-            fabric: Arc::new(Fabric { slots, host }),
+            fabric: Arc::new(Fabric { slots: CachePadded(slots), host }),
             open_lock: std::sync::Mutex::new(()),
             registry: std::sync::Mutex::new(None),
         })

@@ -9,12 +9,13 @@
 //! # Submission
 //!
 //! A plain task (no ticket) takes no device-wide lock: the submitter takes its queue's submit
-//! lock (one submitter of a queue at a time) and publishes the encoded descriptor in the
-//! queue's [`sched::Ring`] with [`try_push_posting`](sched::Ring::try_push_posting). While a
-//! worker owns the lane (it took the lane's post and the queue still has something
-//! unfinished) that is all: the submitter touches the descriptor's slot and the ring's tail
-//! word, nothing else. Only a push that finds the lane given back posts it in the device's
-//! [`Inbox`]. A post wakes anyone only when the queue was idle (the
+//! lock (one submitter of a queue at a time), publishes the encoded descriptor in the
+//! queue's [`sched::Ring`] and sets the lane's posted mark, which is kept under that lock
+//! ([`Producer::posted`](crate::lane::Producer::posted)). While a worker owns the lane (it
+//! took the lane's post, and the queue has something unfinished or is one of the few idle
+//! lanes kept while a worker is awake, [`KEEP_IDLE`]) that is all: the submitter writes the
+//! descriptor's slot and the ring's tail, nothing a worker writes. Only a push that finds the
+//! lane given back posts it in the device's [`Inbox`] (the protocol is [`sched::inbox`]'s). A post wakes anyone only when the queue was idle (the
 //! completed word, read after the post, shows no earlier task unfinished: otherwise the worker
 //! that finishes that task looks at the inbox afterwards). Then the submitter kicks the work
 //! word (ending a spinner's spin), and takes the device lock to notify a parked worker only
@@ -24,9 +25,12 @@
 //! ([`Idle::claim_wake`]). Workers take posted lanes into the device's owned set and, on every
 //! look, move the owned lanes' descriptors into the executor under the device lock (the rings'
 //! one consumer), in order; a lane whose ring is empty and whose queue has nothing unfinished
-//! is given back ([`unpost_if_empty`](sched::Ring::unpost_if_empty), which fails and drains
-//! again when a push came first). A worker looks after every finish and before it spins or
-//! parks, so an owned lane is always looked at again once what it has unfinished finishes. A
+//! is kept while a worker is awake (at most [`KEEP_IDLE`]; the spinner watches their rings)
+//! and given back before a worker parks: under its submit lock, taken with a try-lock (the
+//! device lock is held), with the ring empty (else it drains again; a lock held by a
+//! submitter makes the worker let go of the device lock and look again). A worker looks
+//! after every finish and before it spins or parks, so an owned lane is always looked at
+//! again once what it has unfinished finishes. A
 //! lane the executor has no room for stays in a backlog until its
 //! queue finishes something. Items that need the executor at once (event records and waits,
 //! cross-queue waits, ticketed tasks) take the queue's submit lock and the device lock, move
@@ -101,6 +105,14 @@ use crate::Fabric;
 pub(crate) const MAX_QUEUES: usize = 2048;
 /// Threads that run tasks, per device.
 pub(crate) const WORKERS: usize = 4;
+/// The most idle lanes (ring empty, queue with nothing unfinished) the workers keep owned
+/// while one of them is awake, instead of giving them back at once. A submitter to a lane kept
+/// posts nothing and wakes nobody, so a stream that a worker keeps up with costs its submitter
+/// one push per task, not a post, a kick and the give-back's write on the ring's tail line.
+/// The awake workers look after the idle lanes kept: the spinner watches their rings, a worker
+/// that runs a task looks again when it finishes, and a worker gives every idle lane back
+/// before it parks (whose give-back fails, and drains, when a push came first).
+const KEEP_IDLE: usize = 4;
 /// How often idle workers re-check value waits.
 const POLL: Duration = Duration::from_micros(200);
 /// Rounds of a spin before a thread parks: the first [`SPIN_PAUSES`] pause the core, the rest
@@ -187,6 +199,9 @@ struct State {
     owned: Vec<usize>,
     /// Whether each slot's lane is in `owned`.
     is_owned: Vec<bool>,
+    /// Descriptors moved from lanes into the executor so far (a worker about to park learns
+    /// from it whether giving its idle lanes back found work).
+    drained: u64,
     /// Head tasks a forced abort started ([`Scheduler::abort_queue`] with [`AbortHead::Runs`]):
     /// taken for running by the executor, waiting for a worker to run them.
     started: Vec<(StreamId, u64, TaskDesc)>,
@@ -260,6 +275,7 @@ impl Scheduler {
                 backlog: vec![false; MAX_QUEUES],
                 owned: Vec::with_capacity(MAX_QUEUES),
                 is_owned: vec![false; MAX_QUEUES],
+                drained: 0,
                 started: Vec::new(),
             })),
             work_word: CachePadded(WorkWord::new()),
@@ -515,16 +531,16 @@ impl Scheduler {
             Lane::check_open(&p)?;
             // Back pressure: the queue's depth bounds its unfinished tasks, ring and executor
             // together (the ring alone could hold another `depth` behind a full executor).
-            let must_post = loop {
-                if lane.has_room_for(&mut p) {
-                    if let Ok((_, post)) = lane.ring.try_push_posting(&words) {
-                        break post;
-                    }
+            loop {
+                if lane.has_room_for(&mut p) && lane.ring.try_push(&words).is_ok() {
+                    break;
                 }
                 self.wait_for_room(lane, p.submitted);
-            };
+            }
             let seq = p.submitted + 1;
             lane.note_submitted(&mut p, seq);
+            // Cleared only under this lock (`Producer::posted`).
+            let must_post = !std::mem::replace(&mut p.posted, true);
             drop(p);
             if !must_post {
                 // Posted already (a worker owns the lane): it drains this descriptor too.
@@ -820,67 +836,110 @@ fn drain_lane(st: &mut State, lane: &Lane) -> bool {
             }
         }
         lane.ring.release();
+        st.drained += 1;
     }
     st.backlog[lane.index] = false;
     true
 }
 
 /// A worker's look at the lanes (under the lock): takes the lanes posted since the last look
-/// into the owned set, drains every owned lane, and gives back (unposts) each one whose ring
-/// is empty and whose queue has nothing unfinished (see [`sched::inbox`]). A lane kept has
-/// something unfinished, and the worker that finishes it looks again; a backlogged lane is
-/// drained by the finish of its queue's next task.
+/// into the owned set, drains every owned lane, and keeps at most [`KEEP_IDLE`] of those whose
+/// ring is empty and whose queue has nothing unfinished; it gives back (unposts) the others
+/// (see [`sched::inbox`]). A busy lane kept has something unfinished, and the worker that
+/// finishes it looks again; an idle lane kept is looked after by the awake workers (see
+/// [`KEEP_IDLE`]); a backlogged lane is drained by the finish of its queue's next task.
 fn drain_posted(shared: &Shared, st: &mut State) {
-    take_posted(shared, st, 0);
+    take_posted(shared, st, 0, KEEP_IDLE);
 }
 
 /// Takes the lanes posted since the last look into the owned set and drains the owned lanes
 /// from position `from` of the set on (0: all of them; the set's length: only those just
 /// taken, for a worker's second look before it runs a task, which must see new posts but
-/// need not look at lanes whose unfinished work another finish will look after).
-fn take_posted(shared: &Shared, st: &mut State, from: usize) {
+/// need not look at lanes whose unfinished work another finish will look after), keeping at
+/// most `keep_idle` idle lanes among those it looks at and giving back the other idle ones.
+fn take_posted(shared: &Shared, st: &mut State, from: usize, keep_idle: usize) -> bool {
     shared.inbox.take(|index| {
         if st.lanes[index].is_some() && !st.is_owned[index] {
             st.is_owned[index] = true;
             st.owned.push(index);
         }
     });
+    let mut kept_idle = 0;
+    let mut contended = false;
     let mut i = from;
     while let Some(&index) = st.owned.get(i) {
-        if st.backlog[index] || poll_lane(st, index) {
-            i += 1;
-        } else {
-            st.owned.swap_remove(i);
-            st.is_owned[index] = false;
+        let poll = if st.backlog[index] { Poll::Busy } else { poll_lane(st, index, kept_idle < keep_idle) };
+        match poll {
+            Poll::Busy => i += 1,
+            Poll::Idle => {
+                kept_idle += 1;
+                i += 1;
+            }
+            Poll::GivenBack => {
+                st.owned.swap_remove(i);
+                st.is_owned[index] = false;
+            }
+            Poll::Contended => {
+                contended = true;
+                i += 1;
+            }
         }
     }
+    !contended
 }
 
-/// Drains the owned lane at slot `index` and gives it back when its ring is empty and its
-/// queue idle; whether the lane stays owned.
-fn poll_lane(st: &mut State, index: usize) -> bool {
-    let Some(lane) = st.lanes[index].as_ref() else { return false };
+/// What [`poll_lane`] did with an owned lane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Poll {
+    /// Kept: its queue has something unfinished (or it is backlogged).
+    Busy,
+    /// Kept although its ring is empty and its queue idle (within [`KEEP_IDLE`]).
+    Idle,
+    /// Given back (unposted) or gone.
+    GivenBack,
+    /// Idle, to be given back, but a submitter holds its submit lock: kept for now.
+    Contended,
+}
+
+/// Drains the owned lane at slot `index`; when its ring is empty and its queue idle, keeps it
+/// if `keep_idle`, else gives it back.
+fn poll_lane(st: &mut State, index: usize, keep_idle: bool) -> Poll {
+    let Some(lane) = st.lanes[index].as_ref() else { return Poll::GivenBack };
     let q = StreamId(lane.queue.0);
-    if lane.ring.is_empty() && !queue_idle(st, q) {
-        // Nothing to move, and the queue's unfinished work looks again when it finishes.
-        return true;
+    if lane.ring.is_empty() {
+        // Nothing to move: a busy queue's unfinished work looks again when it finishes.
+        if !queue_idle(st, q) {
+            return Poll::Busy;
+        }
+        if keep_idle {
+            return Poll::Idle;
+        }
     }
     // Moved out and back, not cloned: no reference-count write on the lane (a line its
     // submitter reads) per look. `drain_lane` touches only the executor and the backlog.
-    let Some(lane) = st.lanes[index].take() else { return false };
-    let keep = loop {
+    let Some(lane) = st.lanes[index].take() else { return Poll::GivenBack };
+    let poll = loop {
         if !drain_lane(st, &lane) {
-            break true;
+            break Poll::Busy;
         }
-        let idle = queue_idle(st, q);
-        // A busy queue stays owned; an idle one is given back unless a push came after the
-        // drain (then drain again).
-        if !idle || lane.ring.unpost_if_empty() {
-            break !idle;
+        if !queue_idle(st, q) {
+            break Poll::Busy;
+        }
+        if keep_idle {
+            break Poll::Idle;
+        }
+        // An idle queue is given back with its submit lock held and its ring empty, so no
+        // push is under way or lands unseen (else drain again). A submitter holding the lock
+        // is on its way to push or to take the scheduler's lock: the caller must let go of
+        // the scheduler's lock before it tries again.
+        let Some(mut p) = lane.try_producer() else { break Poll::Contended };
+        if lane.ring.is_empty() {
+            p.posted = false;
+            break Poll::GivenBack;
         }
     };
     st.lanes[index] = Some(lane);
-    keep
+    poll
 }
 
 /// Whether queue `q` has nothing unfinished in the executor (or is gone).
@@ -972,6 +1031,22 @@ impl State {
     }
 }
 
+/// The idle lanes kept (see [`KEEP_IDLE`]) for a spin to watch (under the lock), or `None`
+/// when more are kept than a spin watches (then the worker parks, giving them all back).
+fn watch_idle(st: &State) -> Option<[Option<Arc<Lane>>; KEEP_IDLE]> {
+    let mut watch: [Option<Arc<Lane>>; KEEP_IDLE] = Default::default();
+    let mut n = 0;
+    for &index in &st.owned {
+        let Some(lane) = st.lanes[index].as_ref() else { continue };
+        if st.backlog[index] || !queue_idle(st, StreamId(lane.queue.0)) {
+            continue;
+        }
+        *watch.get_mut(n)? = Some(Arc::clone(lane));
+        n += 1;
+    }
+    Some(watch)
+}
+
 /// A worker's loop: move posted lanes into the executor, take the next ready task, run it
 /// without the lock, finish it; when there is nothing to take, spin briefly (one worker at a
 /// time), then announce itself, look once more and park.
@@ -1006,7 +1081,7 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>, me: usize) {
             // worker looking left its post to it.
             shared.sleepers.executes();
             let owned = st.owned.len();
-            take_posted(shared, &mut st, owned);
+            take_posted(shared, &mut st, owned, KEEP_IDLE);
             // More work: let another worker take some. (Posted lanes need no wake-up of
             // their own: a post to a busy queue is drained by the worker that finishes
             // that queue's task, and one to an idle queue woke a worker itself, or left
@@ -1065,16 +1140,19 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>, me: usize) {
         if st.stop {
             return;
         }
-        if !spun && st.idle.try_spin() {
+        let watch = if spun { None } else { watch_idle(&st) };
+        if let Some(watch) = watch.filter(|_| st.idle.try_spin()) {
             // Spin without the lock until the work word moves (a signal under the lock, or a
-            // submitter's kick for a queue that was idle; or the spin runs out), then look
-            // again under the lock before deciding to park.
+            // submitter's kick for a queue that was idle), or a kept idle lane's ring shows a
+            // push (its submitter posts nothing: see `KEEP_IDLE`), or the spin runs out; then
+            // look again under the lock before deciding to park.
             drop(st);
             // While it pauses on its core, submitters leave the wake-up to it (`Sleepers`);
             // once it yields the core, they wake a parked worker again (on a loaded machine a
             // yielding thread may wait long for a core). It looks under the lock afterwards,
             // as `Sleepers::spin_ends` requires.
-            let mut moved = || shared.work_word.moved(seen);
+            let mut moved =
+                || shared.work_word.moved(seen) || watch.iter().flatten().any(|l| !l.ring.is_empty());
             shared.sleepers.spin_begins();
             let found = spin_pausing(&mut moved);
             shared.sleepers.spin_ends();
@@ -1083,6 +1161,23 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>, me: usize) {
             // Lock order: state (leaf).
             st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
             st.idle.end_spin();
+            continue;
+        }
+        // Give back every idle lane kept (`KEEP_IDLE`): a push to a lane given back posts it
+        // and wakes a worker. A push that came first fails the give-back and is drained here:
+        // then there is work, look again.
+        let drained = st.drained;
+        let given_back = take_posted(shared, &mut st, 0, 0);
+        if st.drained != drained {
+            continue;
+        }
+        if !given_back {
+            // A submitter holds a lane's submit lock: let it have the scheduler's lock if it
+            // waits for it, then look again.
+            drop(st);
+            std::thread::yield_now();
+            // Lock order: state (leaf).
+            st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
             continue;
         }
         // Announce, then look once more (see `Sleepers`): a lane posted after this look
