@@ -4,18 +4,17 @@
 //! for with a timeout, so that no push stranded by a give-back goes unnoticed. A test binary of
 //! its own: one `Sim` per process.
 
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Barrier};
 
-use hal::{HostCall, QueueId, Queues, TaskDesc};
+use hal::{QueueId, Queues, TaskDesc};
 
 mod common;
+mod record;
 use common::{small_sim, D0};
+use record::{call, record_host_calls};
 
 const SUBMITTERS: u64 = 4;
 const DEPTH: u32 = 8;
-
-/// What one host call ran: (submitter, task number).
-type Ran = Vec<(u64, u64)>;
 
 /// Streams that go idle after every task while other threads push to them: each submitter
 /// launches one task at a time on one of more queues than the workers keep idle (so lanes are
@@ -27,13 +26,7 @@ fn pushes_racing_the_give_back_of_idle_lanes_are_never_stranded() {
     const QUEUES: usize = 12;
     const ROUNDS: u64 = 3000;
     let sim = Arc::new(small_sim(format!("simidle-{}", std::process::id())));
-    let ran: Arc<Vec<Mutex<Ran>>> = Arc::new((0..QUEUES).map(|_| Mutex::new(Vec::new())).collect());
-    let seen = Arc::clone(&ran);
-    sim.set_host_hook(Arc::new(move |call: HostCall| {
-        let q = usize::try_from(call.func).expect("queue index");
-        seen[q].lock().expect("record").push((call.data >> 32, call.data & 0xffff_ffff));
-        0
-    }));
+    let ran = record_host_calls(&sim, QUEUES);
     let queues: Vec<QueueId> = (0..QUEUES).map(|_| sim.create_queue(D0, DEPTH).expect("queue")).collect();
     let start = Arc::new(Barrier::new(SUBMITTERS as usize));
     let threads: Vec<_> = (0..SUBMITTERS)
@@ -44,7 +37,7 @@ fn pushes_racing_the_give_back_of_idle_lanes_are_never_stranded() {
                 for k in 0..ROUNDS {
                     // Submitters share queues, so a push often meets another's give-back.
                     let i = (k as usize * 7 + s as usize * 5) % QUEUES;
-                    let call = HostCall { func: i as u64, data: (s << 32) | k, report: None };
+                    let call = call(i, s, k);
                     let seq = sim.submit(D0, queues[i], TaskDesc::HostFunc { call }).expect("submit");
                     // TIMEOUT: a stranded task never completes; 30 s is far beyond any run.
                     sim.wait(D0, queues[i], seq, Some(30_000)).expect("the task ran");

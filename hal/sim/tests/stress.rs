@@ -8,30 +8,22 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Barrier, Mutex};
 
-use hal::{Events, HostCall, QueueId, Queues, TaskDesc};
+use hal::{Events, QueueId, Queues, TaskDesc};
 
 mod common;
+mod record;
 use common::{small_sim, D0};
+use record::{call, record_host_calls};
 
 const SUBMITTERS: u64 = 4;
 const QUEUES: usize = 8;
 const TASKS: u64 = 2000;
 const DEPTH: u32 = 8;
 
-/// What one host call ran: (submitter, task number).
-type Ran = Vec<(u64, u64)>;
-
 #[test]
 fn many_submitters_many_queues_lose_duplicate_and_reorder_nothing() {
     let sim = Arc::new(small_sim(format!("simstress-{}", std::process::id())));
-    let ran: Arc<Vec<Mutex<Ran>>> = Arc::new((0..QUEUES).map(|_| Mutex::new(Vec::new())).collect());
-    let seen = Arc::clone(&ran);
-    // `func` names the queue, `data` the submitter (high half) and the task (low half).
-    sim.set_host_hook(Arc::new(move |call: HostCall| {
-        let q = usize::try_from(call.func).expect("queue index");
-        seen[q].lock().expect("record").push((call.data >> 32, call.data & 0xffff_ffff));
-        0
-    }));
+    let ran = record_host_calls(&sim, QUEUES);
     let queues: Vec<QueueId> = (0..QUEUES).map(|_| sim.create_queue(D0, DEPTH).expect("queue")).collect();
     // Per queue: the sequence number each task's submission returned, by its `data`.
     let seqs: Arc<Vec<Mutex<HashMap<u64, u64>>>> =
@@ -50,7 +42,7 @@ fn many_submitters_many_queues_lose_duplicate_and_reorder_nothing() {
                         // Submitters start on different queues so they contend for each one.
                         let i = (j + s as usize) % QUEUES;
                         let q = queues[i];
-                        let call = HostCall { func: i as u64, data: (s << 32) | k, report: None };
+                        let call = call(i, s, k);
                         last[i] = sim.submit(D0, q, TaskDesc::HostFunc { call }).expect("submit");
                         seqs[i].lock().expect("seqs").insert(call.data, last[i]);
                         if k % 37 == 5 {
