@@ -1,6 +1,7 @@
 //! Task submission through `sched::Executor` against its floor, a plain bounded SPSC ring:
 //! per item, a submit and its run (take, a no-op runner, finish) against a push and a pop,
-//! both in batches on one thread. Prints a Markdown table; asserts nothing about time.
+//! both in batches on one thread, the floor and the executor rows taking turns sample by
+//! sample (so each ratio is over the same stretch of the run). Prints a Markdown table; asserts nothing about time.
 //!
 //! Run with `cargo bench -p aclrs-tests --bench sched` (add `-- --quick` for a short run).
 //! `ACLRS_BENCH_SCHED_STREAMS=1` (or `4`) measures the floor and that row only, and `0` the
@@ -11,7 +12,7 @@ use std::hint::black_box;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use aclrs_tests::bench::{quick, time_samples, Stats, Table};
+use aclrs_tests::bench::{quick, time_interleaved, Stats, Table};
 use hal::ErrorKind;
 use sched::{Executor, StreamId, TaskRunner};
 
@@ -81,7 +82,7 @@ fn main() {
         |v: Vec<f64>| -> Stats { Stats::of(&v.iter().map(|s| s * 1e9 / items).collect::<Vec<_>>()) };
 
     let ring = Ring::<u64>::new(BATCH);
-    let floor = per_item(time_samples(warmup, samples, || {
+    let mut floor_batches = || {
         for _ in 0..batches {
             for i in 0..BATCH as u64 {
                 let pushed = ring.push(i);
@@ -91,39 +92,62 @@ fn main() {
                 black_box(v);
             }
         }
-    }));
+    };
 
     // Which executor rows to measure (all unless profiling one).
     let only: Option<usize> = std::env::var("ACLRS_BENCH_SCHED_STREAMS").ok().and_then(|v| v.parse().ok());
-    let mut rows: Vec<(String, Stats)> = Vec::new();
-    for streams in [1usize, 4].into_iter().filter(|&n| only.is_none_or(|o| o == n)) {
-        let mut ex: Executor<u64> = Executor::new(streams);
-        let ids: Vec<StreamId> =
-            (0..streams).map(|_| ex.create_stream(BATCH).expect("create stream")).collect();
-        let stats = per_item(time_samples(warmup, samples, || {
-            for _ in 0..batches {
-                // Round-robin by a wrapping index, not `i % streams`: a division per item
-                // (about 10 instructions) is the bench's, not the executor's, and the floor
-                // pays nothing like it.
-                let mut k = 0;
-                for i in 0..BATCH {
-                    ex.submit(ids[k], i as u64).expect("submit");
-                    k += 1;
-                    if k == streams {
-                        k = 0;
+    let counts: Vec<usize> = [1usize, 4].into_iter().filter(|&n| only.is_none_or(|o| o == n)).collect();
+    let mut executors: Vec<(Executor<u64>, Vec<StreamId>)> = counts
+        .iter()
+        .map(|&streams| {
+            let mut ex: Executor<u64> = Executor::new(streams);
+            let ids: Vec<StreamId> =
+                (0..streams).map(|_| ex.create_stream(BATCH).expect("create stream")).collect();
+            (ex, ids)
+        })
+        .collect();
+    let mut executor_batches: Vec<Box<dyn FnMut() + '_>> = executors
+        .iter_mut()
+        .map(|(ex, ids)| {
+            let streams = ids.len();
+            Box::new(move || {
+                for _ in 0..batches {
+                    // Round-robin by a wrapping index, not `i % streams`: a division per item
+                    // (about 10 instructions) is the bench's, not the executor's, and the
+                    // floor pays nothing like it.
+                    let mut k = 0;
+                    for i in 0..BATCH {
+                        ex.submit(ids[k], i as u64).expect("submit");
+                        k += 1;
+                        if k == streams {
+                            k = 0;
+                        }
                     }
+                    let ran = ex.run_once(&mut Noop);
+                    debug_assert_eq!(ran, BATCH);
                 }
-                let ran = ex.run_once(&mut Noop);
-                debug_assert_eq!(ran, BATCH);
-            }
-        }));
-        let name = if streams == 1 {
-            "sched::Executor: submit + run, 1 stream".to_owned()
-        } else {
-            format!("sched::Executor: submit + run, {streams} streams round-robin")
-        };
-        rows.push((name, stats));
-    }
+            }) as Box<dyn FnMut() + '_>
+        })
+        .collect();
+    // The floor and the executor rows take turns, sample by sample, so that each ratio is
+    // taken over the same stretch of the run.
+    let mut fs: Vec<&mut dyn FnMut()> = vec![&mut floor_batches];
+    fs.extend(executor_batches.iter_mut().map(|f| &mut **f as &mut dyn FnMut()));
+    let mut timed = time_interleaved(warmup, samples, &mut fs).into_iter();
+    drop(fs);
+    let floor = per_item(timed.next().expect("floor samples"));
+    let rows: Vec<(String, Stats)> = counts
+        .iter()
+        .zip(timed)
+        .map(|(&streams, t)| {
+            let name = if streams == 1 {
+                "sched::Executor: submit + run, 1 stream".to_owned()
+            } else {
+                format!("sched::Executor: submit + run, {streams} streams round-robin")
+            };
+            (name, per_item(t))
+        })
+        .collect();
 
     let mut table =
         Table::new(&["per item", "p50 ns", "p99 ns", "spread ns", "items/s (p50)", "vs SPSC ring", "target"]);

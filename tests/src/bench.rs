@@ -55,6 +55,28 @@ pub fn time_samples(warmup: usize, samples: usize, mut f: impl FnMut()) -> Vec<f
         .collect()
 }
 
+/// Runs each of `fs` `warmup` times, then `samples` times, the functions taking turns (one
+/// call of each per round), returning seconds per call for each. A ratio of two of them is
+/// then taken over the same stretch of the run: a phase in which the machine is slower for
+/// a while (another tenant, a frequency change) slows both, instead of only the one measured
+/// in it.
+pub fn time_interleaved(warmup: usize, samples: usize, fs: &mut [&mut dyn FnMut()]) -> Vec<Vec<f64>> {
+    for _ in 0..warmup {
+        for f in fs.iter_mut() {
+            f();
+        }
+    }
+    let mut out: Vec<Vec<f64>> = fs.iter().map(|_| Vec::with_capacity(samples)).collect();
+    for _ in 0..samples {
+        for (f, o) in fs.iter_mut().zip(out.iter_mut()) {
+            let t = Instant::now();
+            f();
+            o.push(t.elapsed().as_secs_f64());
+        }
+    }
+    out
+}
+
 /// A Markdown table built row by row.
 #[derive(Debug, Default)]
 pub struct Table {
