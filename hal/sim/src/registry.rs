@@ -15,9 +15,9 @@
 //!   The file holds it as a snapshot plus an append-only log of change records (attach, reap,
 //!   device up, alloc, release, export, import, whitelist changes, close, destroy). A change
 //!   appends one record, so its cost does not depend on how many allocations or processes the
-//!   machine has. When the log outgrows twice the snapshot (and at least 1 MiB),
-//!   the writer compacts: it writes the whole state as a new snapshot, which is amortised
-//!   constant time per change.
+//!   machine has. When the log outgrows [`LOG_PER_SNAP`] (8) times the snapshot
+//!   (and at least 1 MiB), the writer compacts: it writes the whole state as a new snapshot,
+//!   which is amortised constant time per change (an eighth of a snapshot's encoding).
 //! - Each process caches the state, its per-device [`FrameAllocator`]s and how much of the log
 //!   it has applied. When another process changed the file since, it reads and applies only the
 //!   new records (the frame allocators follow with [`FrameAllocator::claim_pages`] and
@@ -96,8 +96,14 @@ const STATS_STRIDE: u64 = 2048;
 const STATS_PIDS: u64 = 1 << 22;
 /// Bytes of the file every process maps.
 const MAP_BYTES: u64 = STATS_BASE + STATS_PIDS * STATS_STRIDE;
-/// The log is compacted once it is longer than this and than twice the snapshot.
+/// The log is compacted once it is longer than this and than [`LOG_PER_SNAP`] snapshots.
 pub(crate) const LOG_MIN_BYTES: u64 = 1 << 20;
+/// How many times the snapshot's length the log grows to before it is compacted. A
+/// compaction writes the whole state (its cost grows with the number of live allocations),
+/// and the log between two compactions holds about this many snapshots' worth of changes, so
+/// each change pays 1/this of a snapshot's encoding. A process attaching replays at most this
+/// much log on top of the snapshot.
+const LOG_PER_SNAP: u64 = 8;
 /// The widest run of clean frames [`State::dirty`] records as a neighbouring owner's, to keep
 /// one range for allocations that are near but not adjacent.
 const DIRTY_GAP: u64 = 2 << 20;
@@ -996,7 +1002,7 @@ impl Registry {
         bytes.clear();
         records.iter().for_each(|r| r.encode(&mut bytes));
         let end = cache.log_pos + bytes.len() as u64;
-        if end > LOG_BYTES || end > LOG_MIN_BYTES.max(2 * cache.snap_len) {
+        if end > LOG_BYTES || end > LOG_MIN_BYTES.max(LOG_PER_SNAP.saturating_mul(cache.snap_len)) {
             cache.spare_bytes = bytes;
             return self.compact(held, cache);
         }
@@ -1669,6 +1675,57 @@ mod tests {
         assert_eq!(reg.memory_info(0).unwrap().free_bytes, 0);
         reg.release(&[all]).unwrap();
         assert_eq!(reg.memory_info(0).unwrap(), total);
+        reg.detach();
+    }
+
+    #[test]
+    fn the_log_is_compacted_at_its_bound_and_reloads_to_the_same_state() {
+        const MIB: u64 = 1 << 20;
+        let instance = format!("registry-compact-test-{}", std::process::id());
+        let config = SimConfig {
+            instance,
+            hbm_bytes: 64 * MIB,
+            huge_budget_bytes: 0,
+            giant_budget_bytes: 0,
+            ..SimConfig::default()
+        };
+        let reg = Registry::attach(&config).unwrap();
+        // Enough live allocations that the snapshot's multiple, not LOG_MIN_BYTES, bounds the
+        // log: the bound then grows with the state, so a compaction's cost is spread over as
+        // many changes.
+        let live: Vec<u64> = (0..6000).map(|_| reg.alloc(0, PageSize::Normal, 1, None).unwrap().0).collect();
+        let (mut compactions, mut longest, mut bound) = (0, 0, 0);
+        let mut gen = reg.cache.lock().unwrap().snap_gen;
+        for _ in 0..200_000 {
+            let (id, _) = reg.alloc(0, PageSize::Normal, 2, None).unwrap();
+            reg.release(&[id]).unwrap();
+            let c = reg.cache.lock().unwrap();
+            if c.snap_gen != gen {
+                gen = c.snap_gen;
+                compactions += 1;
+                if compactions == 3 {
+                    break;
+                }
+            }
+            bound = LOG_MIN_BYTES.max(LOG_PER_SNAP * c.snap_len);
+            longest = longest.max(c.log_pos);
+            assert!(c.log_pos <= bound, "log {} past its bound {bound}", c.log_pos);
+        }
+        assert_eq!(compactions, 3, "the log was never compacted");
+        assert!(
+            bound > LOG_MIN_BYTES,
+            "the snapshot ({bound} / {LOG_PER_SNAP}) is too short to bound the log"
+        );
+        assert!(longest > bound / 2, "the log was compacted long before its bound ({longest} of {bound})");
+        // A process that reloads from the file (snapshot plus log) sees the state this one has.
+        let before = reg.cache.lock().unwrap().state.clone();
+        let info = reg.memory_info(0).unwrap();
+        reg.cache.lock().unwrap().valid = false;
+        assert_eq!(reg.memory_info(0).unwrap(), info);
+        assert_eq!(reg.cache.lock().unwrap().state, before);
+        assert_eq!(info.free_bytes, 64 * MIB - 6000 * 4096);
+        reg.release(&live).unwrap();
+        assert_eq!(reg.memory_info(0).unwrap().free_bytes, 64 * MIB);
         reg.detach();
     }
 
