@@ -30,7 +30,9 @@
 //! never costs physical memory, and when no VA range fits, a fresh region is reserved and
 //! backed from free pages (defragmentation by remapping). Choosing a block, the pool prefers one
 //! that needs no new pages, then one that needs no wait, then the best fit. Idle pages go back at
-//! [`Pool::release`]: at a synchronize (down to the release threshold) or `TrimTo`.
+//! [`Pool::release`]: at a synchronize (down to the release threshold) or `TrimTo`. Pages are
+//! backed and released in runs of adjacent pages ([`PoolBacking::back_run`],
+//! [`PoolBacking::unback_run`]), so that a backing can do a large block's pages in one step.
 
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
@@ -81,6 +83,71 @@ pub trait PoolBacking {
     ///
     /// A [`hal::Error`] when it was not backed.
     fn unback(&mut self, page: VaRange) -> Result<(), hal::Error>;
+
+    /// Backs `pages`: adjacent pages, a [`PAGE`]-aligned range a multiple of [`PAGE`] long
+    /// inside a reservation; all or nothing. Each page stays a backing of its own, released
+    /// with [`Self::unback`]. A backing that can back several pages in one step (one driver
+    /// call, one mapping) does so here; by default it is one [`Self::back`] per page.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::back`]; nothing stays backed then.
+    fn back_run(&mut self, pages: VaRange) -> Result<(), hal::Error> {
+        let (a, b) = (pages.start().as_u64(), pages.end());
+        let mut p = a;
+        while p < b {
+            if let Err(e) = self.back(page_range(p)) {
+                let mut q = a;
+                while q < p {
+                    let _ = self.unback(page_range(q));
+                    q += PAGE;
+                }
+                return Err(e);
+            }
+            p += PAGE;
+        }
+        Ok(())
+    }
+
+    /// Releases `pages`: adjacent pages, each backed by [`Self::back`] or [`Self::back_run`]
+    /// (not necessarily the same call). A backing that can release several pages in one step
+    /// does so here; by default it is one [`Self::unback`] per page, stopping at the first
+    /// error. On error the pool keeps the whole run counted as backed (a release fails only
+    /// when the backing's own records are broken).
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::unback`].
+    fn unback_run(&mut self, pages: VaRange) -> Result<(), hal::Error> {
+        let mut p = pages.start().as_u64();
+        while p < pages.end() {
+            self.unback(page_range(p))?;
+            p += PAGE;
+        }
+        Ok(())
+    }
+}
+
+/// Gives back up to `budget` of `pages` (ascending page addresses, all backed) from the top,
+/// in runs of adjacent pages ([`PoolBacking::unback_run`]); returns the runs released, as
+/// (first page, pages). A run whose release fails stays backed, and the next run down is tried.
+fn unback_runs<B: PoolBacking>(backing: &mut B, pages: &[u64], mut budget: u64) -> Vec<(u64, u64)> {
+    let mut done = Vec::new();
+    let mut i = pages.len();
+    while i > 0 && budget > 0 {
+        // The run of adjacent pages ending at `pages[i - 1]`, at most `budget` long.
+        let mut lo = i - 1;
+        while lo > 0 && pages[lo - 1] + PAGE == pages[lo] && ((i - lo) as u64) < budget {
+            lo -= 1;
+        }
+        let n = (i - lo) as u64;
+        if backing.unback_run(span_range(pages[lo], n * PAGE)).is_ok() {
+            done.push((pages[lo], n));
+            budget -= n;
+        }
+        i = lo;
+    }
+    done
 }
 
 /// Which cross-stream reuse modes are on.
@@ -243,6 +310,12 @@ fn page_range(p: u64) -> VaRange {
 }
 
 #[cold]
+/// The pages `[p, p + len)` (`len` a non-zero multiple of [`PAGE`]).
+fn span_range(p: u64, len: u64) -> VaRange {
+    // As in `page_range`: inside a region.
+    VaRange::try_new(DeviceAddr(p), len).unwrap_or_else(|_| unreachable_range())
+}
+
 fn unreachable_range() -> VaRange {
     // Only reachable if a region ended at the top of the address space, which reservations
     // from a device window cannot.
@@ -487,29 +560,43 @@ impl Pool {
     }
 
     /// Backs the pages of `[addr, addr + len)` that are not backed and counts the extent on
-    /// every page it touches; all or nothing.
+    /// every page it touches; all or nothing. Each run of adjacent pages not backed yet is
+    /// backed in one [`PoolBacking::back_run`].
     fn take_pages<B: PoolBacking>(&mut self, backing: &mut B, addr: u64, len: u64) -> Result<(), PoolError> {
+        /// Marks a page backed by this call until it succeeds (a backed page's count of
+        /// extents never comes near it).
+        const NEW: u32 = u32::MAX;
         let (a, b) = page_span(addr, len);
-        let mut added: Vec<u64> = Vec::new();
         let mut p = a;
         while p < b {
-            if !self.pages.contains_key(&p) {
-                if let Err(e) = backing.back(page_range(p)) {
-                    for &q in &added {
-                        let _ = backing.unback(page_range(q));
-                        self.pages.remove(&q);
-                    }
-                    self.stats.reserved.current -= added.len() as u64 * PAGE;
-                    return Err(PoolError::OutOfMemory(e));
-                }
-                self.pages.insert(p, 0);
-                added.push(p);
-                self.stats.reserved.add(PAGE);
+            if self.pages.contains_key(&p) {
+                p += PAGE;
+                continue;
             }
-            p += PAGE;
+            let run = p;
+            while p < b && !self.pages.contains_key(&p) {
+                p += PAGE;
+            }
+            if let Err(e) = backing.back_run(span_range(run, p - run)) {
+                // Undo the runs backed before this one: the pages marked new.
+                let added: Vec<u64> =
+                    self.pages.range(a..run).filter(|(_, &c)| c == NEW).map(|(&q, _)| q).collect();
+                for q in added {
+                    let _ = backing.unback(page_range(q));
+                    self.pages.remove(&q);
+                    self.stats.reserved.sub(PAGE);
+                }
+                return Err(PoolError::OutOfMemory(e));
+            }
+            let mut q = run;
+            while q < p {
+                self.pages.insert(q, NEW);
+                self.stats.reserved.add(PAGE);
+                q += PAGE;
+            }
         }
         for (_, c) in self.pages.range_mut(a..b) {
-            *c += 1;
+            *c = if *c == NEW { 1 } else { *c + 1 };
         }
         Ok(())
     }
@@ -768,16 +855,15 @@ impl Pool {
     ) -> u64 {
         self.settle(order);
         let idle: Vec<u64> = self.pages.iter().filter(|(_, &c)| c == 0).map(|(&p, _)| p).collect();
+        // The highest idle pages first, as many as keep `keep_bytes` reserved.
+        let budget = self.stats.reserved.current.saturating_sub(keep_bytes) / PAGE;
         let mut released = 0;
-        for p in idle.into_iter().rev() {
-            if self.stats.reserved.current < keep_bytes + PAGE {
-                break;
+        for (first, n) in unback_runs(backing, &idle, budget) {
+            for k in 0..n {
+                self.pages.remove(&(first + k * PAGE));
             }
-            if backing.unback(page_range(p)).is_ok() {
-                self.pages.remove(&p);
-                self.stats.reserved.sub(PAGE);
-                released += PAGE;
-            }
+            self.stats.reserved.sub(n * PAGE);
+            released += n * PAGE;
         }
         // Regions that are wholly free and unbacked go back too.
         let empty: Vec<(u64, u64)> = self
@@ -835,9 +921,7 @@ impl Pool {
     pub fn drain<B: PoolBacking>(&mut self, backing: &mut B) -> usize {
         let busy = self.busy_count();
         let pages: Vec<u64> = self.pages.keys().copied().collect();
-        for p in pages {
-            let _ = backing.unback(page_range(p));
-        }
+        let _ = unback_runs(backing, &pages, u64::MAX);
         let regions: Vec<(u64, u64)> = self.regions.iter().map(|(&b, &l)| (b, l)).collect();
         for (b, l) in regions {
             if let Ok(r) = VaRange::try_new(DeviceAddr(b), l) {
@@ -918,6 +1002,42 @@ mod tests {
         }
     }
 
+    /// [`Src`], recording the runs it is asked to back and release (each all or nothing).
+    struct RunSrc {
+        src: Src,
+        calls: Vec<(&'static str, u64, u64)>,
+    }
+
+    impl PoolBacking for RunSrc {
+        fn reserve(&mut self, len: u64) -> Result<VaRange, hal::Error> {
+            self.src.reserve(len)
+        }
+        fn unreserve(&mut self, range: VaRange) -> Result<(), hal::Error> {
+            self.src.unreserve(range)
+        }
+        fn back(&mut self, page: VaRange) -> Result<(), hal::Error> {
+            self.calls.push(("back", page.start().as_u64(), 1));
+            self.src.back(page)
+        }
+        fn unback(&mut self, page: VaRange) -> Result<(), hal::Error> {
+            self.calls.push(("unback", page.start().as_u64(), 1));
+            self.src.unback(page)
+        }
+        fn back_run(&mut self, pages: VaRange) -> Result<(), hal::Error> {
+            let n = pages.len_bytes() / PAGE;
+            self.calls.push(("back_run", pages.start().as_u64(), n));
+            if self.src.backed.len() as u64 + n > self.src.limit_pages as u64 {
+                return Err(hal::Error::new(ErrorKind::OutOfMemory, "full"));
+            }
+            (0..n).try_for_each(|k| self.src.back(page_range(pages.start().as_u64() + k * PAGE)))
+        }
+        fn unback_run(&mut self, pages: VaRange) -> Result<(), hal::Error> {
+            let n = pages.len_bytes() / PAGE;
+            self.calls.push(("unback_run", pages.start().as_u64(), n));
+            (0..n).try_for_each(|k| self.src.unback(page_range(pages.start().as_u64() + k * PAGE)))
+        }
+    }
+
     /// A scripted oracle: completed sequence per stream and explicit "ordered before" edges.
     #[derive(Default)]
     struct Order {
@@ -958,6 +1078,35 @@ mod tests {
         assert_eq!(p.free(a.addr, 0, 1), Ok(2 * MIB));
         assert_eq!(p.free(a.addr, 0, 1), Err(PoolError::NotAllocated));
         assert_eq!(p.free(DeviceAddr(b.addr.as_u64() + 512), 0, 1), Err(PoolError::Interior(b.addr)));
+    }
+
+    #[test]
+    fn adjacent_pages_are_backed_and_released_in_runs() {
+        let mut ord = Order::default();
+        let mut b = RunSrc { src: Src::new(1 << 30), calls: Vec::new() };
+        let mut p = Pool::new(256 * MIB, ReuseModes::default());
+        let x = p.allocate(&mut b, &ord, 0, 8 * MIB).unwrap().addr.as_u64();
+        assert_eq!(b.calls, [("back_run", x, 4)], "four new pages, one run");
+        let y = p.allocate(&mut b, &ord, 0, 16 * MIB + 1).unwrap().addr.as_u64();
+        assert_eq!(y, x + 8 * MIB);
+        assert_eq!(b.calls[1..], [("back_run", y, 9)]);
+        // A block on pages partly backed: only the pages not backed yet, as one run.
+        let z = p.allocate(&mut b, &ord, 0, 3 * MIB).unwrap().addr.as_u64();
+        assert_eq!(z, y + 16 * MIB + 512);
+        assert_eq!(b.calls[2..], [("back_run", x + 26 * MIB, 1)]);
+        assert_eq!(p.stats().reserved.current, 28 * MIB);
+        assert_eq!(b.src.bytes(), 28 * MIB);
+        for (a, seq) in [(x, 1), (y, 2), (z, 3)] {
+            p.free(DeviceAddr(a), 0, seq).unwrap();
+        }
+        ord.completed.insert(0, 3);
+        b.calls.clear();
+        // Down to 10 MiB: the top nine pages in one run.
+        assert_eq!(p.release(&mut b, &ord, 10 * MIB), 18 * MIB);
+        assert_eq!(b.calls, [("unback_run", x + 10 * MIB, 9)]);
+        assert_eq!(p.release(&mut b, &ord, 0), 10 * MIB);
+        assert_eq!(b.calls[1..], [("unback_run", x, 5)]);
+        assert_eq!((p.stats().reserved.current, b.src.bytes()), (0, 0));
     }
 
     #[test]

@@ -32,7 +32,8 @@ use crate::state::memory::{locate, HalBacker, Loc, Owner, POOL_COMPONENT};
 use crate::state::pool::*;
 use crate::state::stream::LazyGraphOrder;
 
-/// Pool regions are VA reservations of the device allocator, backed page by page, and recorded
+/// Pool regions are VA reservations of the device allocator, backed by 2 MiB pages (adjacent
+/// pages a pool needs at once in one driver call, each page its own backing), and recorded
 /// in the device's address map as segments of the pool `pool`.
 pub(crate) struct Segments<'a> {
     pub(crate) rt: &'a Runtime,
@@ -112,6 +113,91 @@ impl PoolBacking for Segments<'_> {
             let _ = hal.unback(page);
         }
         r
+    }
+
+    /// Backs adjacent pages in one driver call (one registry change and, where the frames are
+    /// contiguous, one mapping on the software NPU), each page a backing of its own, then
+    /// records them under `mem`. Out of 2 MiB pages, page by page (each falling back to 4 KiB
+    /// pages as [`Self::back`] does).
+    fn back_run(&mut self, pages: VaRange) -> std::result::Result<(), hal::Error> {
+        let (a, b) = (pages.start().as_u64(), pages.end());
+        let each = |p: u64| VaRange::try_new(DeviceAddr(p), SEGMENT_ALIGN);
+        let mut backs: smallvec::SmallVec<[(VaRange, hal::PageSize, hal::MemAttr); 8]> =
+            smallvec::SmallVec::new();
+        for p in (a..b).step_by(SEGMENT_ALIGN as usize) {
+            let page =
+                each(p).map_err(|_| hal::Error::new(hal::ErrorKind::InvalidArgument, "page overflows"))?;
+            backs.push((page, hal::PageSize::Huge, hal::MemAttr::CACHED));
+        }
+        if backs.len() < 2 {
+            return self.back(pages);
+        }
+        let hal = HalBacker::new(self.rt.backend().driver(), self.dev);
+        match hal.back_many(&backs) {
+            Ok(()) => {}
+            Err(e) if e.kind() == hal::ErrorKind::OutOfMemory => {
+                // Page by page, each with its own fallback (all or nothing).
+                for (done, &(page, _, _)) in backs.iter().enumerate() {
+                    if let Err(e) = self.back(page) {
+                        for &(q, _, _) in &backs[..done] {
+                            let _ = self.unback(q);
+                        }
+                        return Err(e);
+                    }
+                }
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        }
+        use mm::device::Backer as _;
+        let recorded = self.with(|m, _| {
+            let Some(alloc) = m.alloc.as_mut() else { return Ok(()) };
+            for (i, &(page, _, _)) in backs.iter().enumerate() {
+                if let Err(e) = alloc.back_reserved(&mut Done, page) {
+                    for &(q, _, _) in &backs[..i] {
+                        let _ = alloc.unback_reserved(&mut Done, q);
+                    }
+                    return Err(e);
+                }
+            }
+            Ok(())
+        });
+        if recorded.is_err() {
+            let mut hal = hal;
+            for &(page, _, _) in &backs {
+                let _ = hal.unback(page);
+            }
+        }
+        recorded
+    }
+
+    /// Forgets adjacent pages under `mem` (all or nothing), then unbacks them in one driver
+    /// call with no lock but the pool's own held.
+    fn unback_run(&mut self, pages: VaRange) -> std::result::Result<(), hal::Error> {
+        let (a, b) = (pages.start().as_u64(), pages.end());
+        let mut ranges: smallvec::SmallVec<[VaRange; 8]> = smallvec::SmallVec::new();
+        for p in (a..b).step_by(SEGMENT_ALIGN as usize) {
+            ranges.push(
+                VaRange::try_new(DeviceAddr(p), SEGMENT_ALIGN)
+                    .map_err(|_| hal::Error::new(hal::ErrorKind::InvalidArgument, "page overflows"))?,
+            );
+        }
+        if ranges.len() < 2 {
+            return self.unback(pages);
+        }
+        self.with(|m, _| {
+            let Some(alloc) = m.alloc.as_mut() else { return Ok(()) };
+            for (i, &page) in ranges.iter().enumerate() {
+                if let Err(e) = alloc.unback_reserved(&mut Done, page) {
+                    for &q in &ranges[..i] {
+                        let _ = alloc.back_reserved(&mut Done, q);
+                    }
+                    return Err(e);
+                }
+            }
+            Ok(())
+        })?;
+        self.rt.backend().driver().unback_many(DeviceId(self.dev), &ranges)
     }
 
     /// Forgets one page under `mem`, then unbacks it with no lock but the pool's own held.

@@ -9,7 +9,9 @@
 //! `mprotect`), which keeps neighbouring allocations one kernel mapping (a process holds far
 //! fewer mappings than allocations; `vm.max_map_count` is not the limit on live allocations).
 //! The pool slice ([`hal::layout::pool_slice_base`]) has no identity mapping: each backing
-//! there maps its frames of the same HBM object (pool pages are 2 MiB, backed one at a time).
+//! there maps its frames of the same HBM object (pool pages are 2 MiB; a run of adjacent pages
+//! backed in one `back_many` is one mapping where its frames are contiguous, and each page is
+//! still unbacked alone).
 //! It must not run tasks (that is [`crate::scheduler`]) and must not touch memory bytes itself
 //! (that is [`crate::sys`] through [`crate::dma`]).
 
@@ -257,7 +259,8 @@ impl Device {
     /// Unmaps `[addr, addr + len_bytes)`, mapped by one [`Self::map_runs`].
     fn unmap_range(&self, addr: u64, len_bytes: u64) -> Result<()> {
         let w = self.window_at(addr);
-        w.unmap(addr - w.base(), len_bytes).map_err(|e| {
+        // A piece: every caller checked its record of exactly this range first.
+        w.unmap_piece(addr - w.base(), len_bytes).map_err(|e| {
             if e.kind() == std::io::ErrorKind::OutOfMemory {
                 err(
                     ErrorKind::OutOfMemory,
@@ -727,6 +730,48 @@ mod tests {
         assert!(e.is_err());
         assert_eq!(sim.memory_info(d0).unwrap().free_bytes, free(0));
         assert_eq!(entries(), before);
+
+        pool_pages_backed_together_are_unbacked_one_by_one(&sim);
+    }
+
+    /// Pages of a pool region (outside the identity mapping) backed together by one
+    /// `back_many` are one mapping when their frames are contiguous; each page is still
+    /// unbacked alone, in any order, and accounting is exact throughout. (Part of
+    /// [`adjacent_pieces_are_backed_as_one_mapping`]: one software NPU per test process.)
+    fn pool_pages_backed_together_are_unbacked_one_by_one(sim: &crate::Sim) {
+        use hal::{DeviceControl, DeviceId, MemoryBacking};
+        const MIB: u64 = 1 << 20;
+        let d0 = DeviceId(0);
+        let dev = sim.device(d0).expect("device 0");
+        let total = sim.memory_info(d0).unwrap().total_bytes;
+        let base = hal::layout::pool_slice_base(0);
+        let page = |i: u64| BackRequest {
+            range: VaRange::try_new(DeviceAddr(base + i * 2 * MIB), 2 * MIB).unwrap(),
+            page_size: PageSize::Huge,
+            attrs: MemAttr::CACHED,
+        };
+        let window = dev.window_at(base);
+        let before = window.entry_count();
+        let pages: Vec<BackRequest> = (0..4).map(page).collect();
+        sim.back_many(d0, &pages).unwrap();
+        assert_eq!(window.entry_count(), before + 1, "one mapping for the four pages");
+        assert_eq!(sim.memory_info(d0).unwrap().free_bytes, total - 8 * MIB);
+        for (i, p) in pages.iter().enumerate() {
+            window.write(p.range.start().as_u64(), &[i as u8 + 1]).unwrap();
+        }
+        // An inner page first, then the others: the rest stays mapped with its contents.
+        let mut got = [0u8; 1];
+        for (n, i) in [2usize, 0, 3, 1].into_iter().enumerate() {
+            sim.unback(d0, pages[i].range).unwrap();
+            assert!(window.read(pages[i].range.start().as_u64(), &mut got).is_err(), "page {i} is unbacked");
+            assert_eq!(sim.memory_info(d0).unwrap().free_bytes, total - (3 - n as u64) * 2 * MIB);
+            for (j, p) in pages.iter().enumerate().filter(|&(j, _)| ![2usize, 0, 3, 1][..=n].contains(&j)) {
+                window.read(p.range.start().as_u64(), &mut got).unwrap();
+                assert_eq!(got, [j as u8 + 1], "page {j} keeps its contents");
+            }
+            assert_eq!(sim.unback(d0, pages[i].range).unwrap_err().kind(), ErrorKind::InvalidHandle);
+        }
+        assert_eq!(window.entry_count(), before);
     }
 
     #[test]

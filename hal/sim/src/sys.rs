@@ -492,9 +492,21 @@ impl Window {
         Ok(())
     }
 
-    /// Unmaps `[offset, offset + len_bytes)`, which must be exactly covered by whole mappings,
+    /// Unmaps `[offset, offset + len_bytes)`, which must be exactly covered by whole mappings
+    /// (on the identity mapping, adjacent ones made accessible together count as one each),
     /// returning it to the inaccessible reservation.
     pub(crate) fn unmap(&self, offset: u64, len_bytes: u64) -> io::Result<()> {
+        self.unmap_in(offset, len_bytes, false)
+    }
+
+    /// Unmaps `[offset, offset + len_bytes)` like [`Self::unmap`], where it may also be part of
+    /// one mapping made for several pieces at once: the caller (the device's record of its
+    /// backings) has checked that it is exactly one piece.
+    pub(crate) fn unmap_piece(&self, offset: u64, len_bytes: u64) -> io::Result<()> {
+        self.unmap_in(offset, len_bytes, true)
+    }
+
+    fn unmap_in(&self, offset: u64, len_bytes: u64, piece: bool) -> io::Result<()> {
         let at = self.page_range(offset, len_bytes)?;
         let end = offset + len_bytes;
         let mut map = self.mapped.write().unwrap_or_else(|p| p.into_inner());
@@ -513,13 +525,16 @@ impl Window {
             map.insert(offset, e);
         }
         // Check exact coverage before changing anything. Adjacent backings made accessible
-        // together are one entry on the identity mapping; unmapping one of them splits it
-        // (bookkeeping only: the pages' state is uniform).
+        // together are one entry: on the identity mapping always, and elsewhere when the pieces
+        // of one back were mapped at once (contiguous frames). Unmapping one of them splits it
+        // (bookkeeping only: the pages' state is uniform, and the kernel unmaps or re-protects
+        // part of a mapping as readily as all of it). A split left by a range that turns out
+        // not to be mapped wholly changes nothing but the entry count.
         let all_identity = match Self::exactly_covered(&map, offset, end) {
             Some(all) => all,
             None => {
-                Self::split_identity_at(&mut map, offset);
-                Self::split_identity_at(&mut map, end);
+                Self::split_entry_at(&mut map, offset, piece);
+                Self::split_entry_at(&mut map, end, piece);
                 Self::exactly_covered(&map, offset, end).ok_or(io::ErrorKind::NotFound)?
             }
         };
@@ -536,6 +551,16 @@ impl Window {
             }
         } else {
             let pieces: Vec<(u64, Entry)> = map.range(offset..end).map(|(&o, &e)| (o, e)).collect();
+            if pieces.iter().all(|(_, e)| !e.identity) {
+                // No piece on the identity mapping: what lies under the whole range goes back
+                // in one step (one mapping call however many pieces).
+                self.restore(at, offset, len_bytes)?;
+                // INVARIANT: the range is inaccessible again; drop its entries.
+                for (o, _) in &pieces {
+                    map.remove(o);
+                }
+                return Ok(());
+            }
             for &(o, e) in &pieces {
                 // Each piece lies in the window (it was mapped there): offsets and lengths fit.
                 let (at, len) = ((self.base + o) as usize as *mut libc::c_void, e.len_bytes as usize);
@@ -635,10 +660,11 @@ impl Window {
         (cursor == end).then_some(all_identity)
     }
 
-    /// Splits the identity entry that straddles `at` (if one does) into two at `at`.
-    fn split_identity_at(map: &mut BTreeMap<u64, Entry>, at: u64) {
+    /// Splits the entry that straddles `at` (if one does) into two at `at`, when it is an
+    /// identity entry or `any`.
+    fn split_entry_at(map: &mut BTreeMap<u64, Entry>, at: u64, any: bool) {
         if let Some((&o, e)) = map.range(..at).next_back() {
-            if e.identity && o + e.len_bytes > at {
+            if (any || e.identity) && o + e.len_bytes > at {
                 Self::split_at(map, at);
             }
         }
