@@ -288,6 +288,9 @@ pub struct Pool {
     free_set: BTreeSet<(u64, u64)>,
     cached: BTreeMap<u32, BTreeSet<(u64, u64)>>,
     pages: BTreeMap<u64, u32>,
+    /// How many of `pages` count no extent (idle: backed as reserve), kept with every change
+    /// of a count so that an allocation needing new pages asks it in O(1).
+    idle_pages: u64,
     stats: PoolStats,
     /// The block the newest [`Pool::free`] cached without merging it: (stream, length,
     /// address). A hint, checked against `extents` before use: the steady-state reuse of a
@@ -339,6 +342,7 @@ impl Pool {
             free_set: BTreeSet::new(),
             cached: BTreeMap::new(),
             pages: BTreeMap::new(),
+            idle_pages: 0,
             stats: PoolStats::default(),
             hot: None,
         }
@@ -461,6 +465,8 @@ impl Pool {
             self.cached.iter().filter(|(_, v)| !v.is_empty()).map(|(&k, v)| (k, v.clone())).collect();
         assert_eq!(cached, listed, "the cached index");
         assert_eq!(self.busy_count(), busy.len(), "the busy extents are the live blocks");
+        let idle = self.pages.values().filter(|&&c| c == 0).count() as u64;
+        assert_eq!(idle, self.idle_pages, "the count of idle pages");
     }
 
     /// Number of busy blocks.
@@ -596,6 +602,9 @@ impl Pool {
             }
         }
         for (_, c) in self.pages.range_mut(a..b) {
+            if *c == 0 {
+                self.idle_pages -= 1;
+            }
             *c = if *c == NEW { 1 } else { *c + 1 };
         }
         Ok(())
@@ -605,6 +614,9 @@ impl Pool {
     fn drop_pages(&mut self, addr: u64, len: u64) {
         let (a, b) = page_span(addr, len);
         for (_, c) in self.pages.range_mut(a..b) {
+            if *c == 1 {
+                self.idle_pages += 1;
+            }
             *c = c.saturating_sub(1);
         }
     }
@@ -642,7 +654,7 @@ impl Pool {
             // stays what the live blocks need however the VA is laid out.
             if need(&cand) > 0 {
                 self.settle(order);
-                let idle = self.pages.values().filter(|&&c| c == 0).count() as u64;
+                let idle = self.idle_pages;
                 if idle > 0 {
                     let keep = self.stats.reserved.current.saturating_sub(idle.min(need(&cand)) * PAGE);
                     self.release(backing, order, keep);
@@ -696,6 +708,9 @@ impl Pool {
                 let (a, _) = page_span(addr + size, 0);
                 if (addr + size) % PAGE != 0 {
                     if let Some(c) = self.pages.get_mut(&a) {
+                        if *c == 0 {
+                            self.idle_pages -= 1;
+                        }
                         *c += 1;
                     }
                 }
@@ -783,6 +798,9 @@ impl Pool {
     fn unshare_boundary(&mut self, state: State, at: u64) {
         if state != State::Free && at % PAGE != 0 {
             if let Some(c) = self.pages.get_mut(&(at / PAGE * PAGE)) {
+                if *c == 1 {
+                    self.idle_pages += 1;
+                }
                 *c = c.saturating_sub(1);
             }
         }
@@ -854,7 +872,11 @@ impl Pool {
         keep_bytes: u64,
     ) -> u64 {
         self.settle(order);
-        let idle: Vec<u64> = self.pages.iter().filter(|(_, &c)| c == 0).map(|(&p, _)| p).collect();
+        let idle: Vec<u64> = if self.idle_pages == 0 {
+            Vec::new()
+        } else {
+            self.pages.iter().filter(|(_, &c)| c == 0).map(|(&p, _)| p).collect()
+        };
         // The highest idle pages first, as many as keep `keep_bytes` reserved.
         let budget = self.stats.reserved.current.saturating_sub(keep_bytes) / PAGE;
         let mut released = 0;
@@ -862,6 +884,7 @@ impl Pool {
             for k in 0..n {
                 self.pages.remove(&(first + k * PAGE));
             }
+            self.idle_pages -= n;
             self.stats.reserved.sub(n * PAGE);
             released += n * PAGE;
         }
@@ -935,6 +958,7 @@ impl Pool {
         self.free_set.clear();
         self.cached.clear();
         self.pages.clear();
+        self.idle_pages = 0;
         self.stats.reserved.current = 0;
         self.stats.used.current = 0;
         busy
@@ -1382,6 +1406,13 @@ mod tests {
                         let s = rnd(4) as u32;
                         ord.completed.insert(s, submitted[s as usize]);
                         freed.retain(|&(_, _, pt)| !ord.is_complete(pt));
+                        if rnd(2) == 0 {
+                            // A synchronize or trim: idle pages go back, from the top, in runs.
+                            let keep = rnd(16) * PAGE;
+                            let before = p.stats().reserved.current;
+                            let released = p.release(&mut src, &ord, keep);
+                            assert_eq!(p.stats().reserved.current, before - released);
+                        }
                     }
                     _ => {
                         let (s, t) = (rnd(4) as u32, rnd(4) as u32);
