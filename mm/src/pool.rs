@@ -288,9 +288,10 @@ pub struct Pool {
     free_set: BTreeSet<(u64, u64)>,
     cached: BTreeMap<u32, BTreeSet<(u64, u64)>>,
     pages: BTreeMap<u64, u32>,
-    /// How many of `pages` count no extent (idle: backed as reserve), kept with every change
-    /// of a count so that an allocation needing new pages asks it in O(1).
-    idle_pages: u64,
+    /// The pages of `pages` that count no extent (idle: backed as reserve), kept with every
+    /// change of a count, so that an allocation needing new pages knows how many there are in
+    /// O(1) and a release walks only them.
+    idle: BTreeSet<u64>,
     stats: PoolStats,
     /// The block the newest [`Pool::free`] cached without merging it: (stream, length,
     /// address). A hint, checked against `extents` before use: the steady-state reuse of a
@@ -342,7 +343,7 @@ impl Pool {
             free_set: BTreeSet::new(),
             cached: BTreeMap::new(),
             pages: BTreeMap::new(),
-            idle_pages: 0,
+            idle: BTreeSet::new(),
             stats: PoolStats::default(),
             hot: None,
         }
@@ -465,8 +466,8 @@ impl Pool {
             self.cached.iter().filter(|(_, v)| !v.is_empty()).map(|(&k, v)| (k, v.clone())).collect();
         assert_eq!(cached, listed, "the cached index");
         assert_eq!(self.busy_count(), busy.len(), "the busy extents are the live blocks");
-        let idle = self.pages.values().filter(|&&c| c == 0).count() as u64;
-        assert_eq!(idle, self.idle_pages, "the count of idle pages");
+        let idle: BTreeSet<u64> = self.pages.iter().filter(|(_, &c)| c == 0).map(|(&p, _)| p).collect();
+        assert_eq!(idle, self.idle, "the idle pages");
     }
 
     /// Number of busy blocks.
@@ -601,9 +602,9 @@ impl Pool {
                 q += PAGE;
             }
         }
-        for (_, c) in self.pages.range_mut(a..b) {
+        for (&q, c) in self.pages.range_mut(a..b) {
             if *c == 0 {
-                self.idle_pages -= 1;
+                self.idle.remove(&q);
             }
             *c = if *c == NEW { 1 } else { *c + 1 };
         }
@@ -613,9 +614,9 @@ impl Pool {
     /// Uncounts an extent on the pages it touches (they stay backed, idle if at zero).
     fn drop_pages(&mut self, addr: u64, len: u64) {
         let (a, b) = page_span(addr, len);
-        for (_, c) in self.pages.range_mut(a..b) {
+        for (&q, c) in self.pages.range_mut(a..b) {
             if *c == 1 {
-                self.idle_pages += 1;
+                self.idle.insert(q);
             }
             *c = c.saturating_sub(1);
         }
@@ -654,7 +655,7 @@ impl Pool {
             // stays what the live blocks need however the VA is laid out.
             if need(&cand) > 0 {
                 self.settle(order);
-                let idle = self.idle_pages;
+                let idle = self.idle.len() as u64;
                 if idle > 0 {
                     let keep = self.stats.reserved.current.saturating_sub(idle.min(need(&cand)) * PAGE);
                     self.release(backing, order, keep);
@@ -709,7 +710,7 @@ impl Pool {
                 if (addr + size) % PAGE != 0 {
                     if let Some(c) = self.pages.get_mut(&a) {
                         if *c == 0 {
-                            self.idle_pages -= 1;
+                            self.idle.remove(&a);
                         }
                         *c += 1;
                     }
@@ -797,9 +798,10 @@ impl Pool {
     /// Two counted extents meeting at `at` inside a page become one: the page loses a count.
     fn unshare_boundary(&mut self, state: State, at: u64) {
         if state != State::Free && at % PAGE != 0 {
-            if let Some(c) = self.pages.get_mut(&(at / PAGE * PAGE)) {
+            let page = at / PAGE * PAGE;
+            if let Some(c) = self.pages.get_mut(&page) {
                 if *c == 1 {
-                    self.idle_pages += 1;
+                    self.idle.insert(page);
                 }
                 *c = c.saturating_sub(1);
             }
@@ -872,19 +874,17 @@ impl Pool {
         keep_bytes: u64,
     ) -> u64 {
         self.settle(order);
-        let idle: Vec<u64> = if self.idle_pages == 0 {
-            Vec::new()
-        } else {
-            self.pages.iter().filter(|(_, &c)| c == 0).map(|(&p, _)| p).collect()
-        };
         // The highest idle pages first, as many as keep `keep_bytes` reserved.
         let budget = self.stats.reserved.current.saturating_sub(keep_bytes) / PAGE;
+        let mut idle: Vec<u64> =
+            self.idle.iter().rev().take(usize::try_from(budget).unwrap_or(usize::MAX)).copied().collect();
+        idle.reverse();
         let mut released = 0;
         for (first, n) in unback_runs(backing, &idle, budget) {
             for k in 0..n {
                 self.pages.remove(&(first + k * PAGE));
+                self.idle.remove(&(first + k * PAGE));
             }
-            self.idle_pages -= n;
             self.stats.reserved.sub(n * PAGE);
             released += n * PAGE;
         }
@@ -958,7 +958,7 @@ impl Pool {
         self.free_set.clear();
         self.cached.clear();
         self.pages.clear();
-        self.idle_pages = 0;
+        self.idle.clear();
         self.stats.reserved.current = 0;
         self.stats.used.current = 0;
         busy
