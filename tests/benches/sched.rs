@@ -1,7 +1,7 @@
-//! Task submission through `sched::Executor` against its floor, a plain bounded SPSC ring:
-//! per item, a submit and its run (take, a no-op runner, finish) against a push and a pop,
-//! both in batches on one thread, the floor and the executor rows taking turns sample by
-//! sample (so each ratio is over the same stretch of the run). Prints a Markdown table; asserts nothing about time.
+//! Task submission through `sched::Executor` against its floor, a plain bounded SPSC ring: per
+//! item, a submit and its run (take, a no-op runner, finish) against a push and a pop, both in
+//! batches on one thread, the floor and the executor rows taking turns sample by sample (so each
+//! ratio is over the same stretch of the run). Prints a Markdown table; asserts nothing about time.
 //!
 //! Run with `cargo bench -p aclrs-tests --bench sched` (add `-- --quick` for a short run).
 //! `ACLRS_BENCH_SCHED_STREAMS=1` (or `4`) measures the floor and that row only, and `0` the

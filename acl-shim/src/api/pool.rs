@@ -4,10 +4,11 @@
 //! # Locking
 //!
 //! Lock order (see [`crate::device`]): a pool's own mutex, then its device's `mem` (taken by the
-//! segment source while the pool maps a segment); nothing takes a pool's mutex while holding
-//! `mem`. A segment's pages are backed and unbacked by the backend with only the pool's mutex
-//! held (only that pool touches its pages), and recorded under `mem` around the call. Finding a pool (by handle, or by address through the address map) takes no pool's
-//! mutex. The deferred frees are settled by asking the backend with no lock held.
+//! segment source while the pool maps a segment); nothing takes a pool's mutex while holding `mem`.
+//! A segment's pages are backed and unbacked by the backend with only the pool's mutex held (only
+//! that pool touches its pages), and recorded under `mem` around the call. Finding a pool (by
+//! handle, or by address through the address map) takes no pool's mutex. The deferred frees are
+//! settled by asking the backend with no lock held.
 //!
 //! Lock acquisitions of the stream-ordered pair in steady state (a 4 KiB block reused on its
 //! own stream): `aclrtMemPoolMallocAsync` takes the pool's mutex once (runtime, pool and

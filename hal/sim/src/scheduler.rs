@@ -8,35 +8,33 @@
 //!
 //! # Submission
 //!
-//! A plain task (no ticket) takes no device-wide lock: the submitter takes its queue's submit
-//! lock (one submitter of a queue at a time), publishes the encoded descriptor in the
-//! queue's [`sched::Ring`] and sets the lane's posted mark, which is kept under that lock
-//! ([`Producer::posted`](crate::lane::Producer::posted)). While a worker owns the lane (it
-//! took the lane's post, and the queue has something unfinished or is one of the few idle
-//! lanes kept while a worker is awake, [`KEEP_IDLE`]) that is all: the submitter writes the
-//! descriptor's slot and the ring's tail, nothing a worker writes. Only a push that finds the
-//! lane given back posts it in the device's [`Inbox`] (the protocol is [`sched::inbox`]'s). A post wakes anyone only when the queue was idle (the
-//! completed word, read after the post, shows no earlier task unfinished: otherwise the worker
-//! that finishes that task looks at the inbox afterwards). Then the submitter kicks the work
-//! word (ending a spinner's spin), and takes the device lock to notify a parked worker only
-//! when one is parked and none is looking or spinning on its core ([`Sleepers`]; a worker
-//! spinning by yielding its core does not count: on a loaded machine it may wait long for a
-//! core, and the launch with it), and only when a parked worker is not notified already
-//! ([`Idle::claim_wake`]). Workers take posted lanes into the device's owned set and, on every
-//! look, move the owned lanes' descriptors into the executor under the device lock (the rings'
-//! one consumer), in order; a lane whose ring is empty and whose queue has nothing unfinished
-//! is kept while a worker is awake (at most [`KEEP_IDLE`]; the spinner watches their rings)
-//! and given back before a worker parks: under its submit lock, taken with a try-lock (the
-//! device lock is held), with the ring empty (else it drains again; a lock held by a
-//! submitter makes the worker let go of the device lock and look again). A worker looks
-//! after every finish and before it spins or parks, so an owned lane is always looked at
-//! again once what it has unfinished finishes. A
-//! lane the executor has no room for stays in a backlog until its
-//! queue finishes something. Items that need the executor at once (event records and waits,
-//! cross-queue waits, ticketed tasks) take the queue's submit lock and the device lock, move
-//! the lane's descriptors first, then queue the item, so a queue's sequence numbers stay in
-//! submission order whichever path an item took. A queue's submitted and completed sequences
-//! are words readable without any lock.
+//! A plain task (no ticket) takes no device-wide lock: the submitter takes its queue's submit lock
+//! (one submitter of a queue at a time), publishes the encoded descriptor in the queue's
+//! [`sched::Ring`] and sets the lane's posted mark, which is kept under that lock
+//! ([`Producer::posted`](crate::lane::Producer::posted)). While a worker owns the lane (it took the
+//! lane's post, and the queue has something unfinished or is one of the few idle lanes kept while a
+//! worker is awake, [`KEEP_IDLE`]) that is all: the submitter writes the descriptor's slot and the
+//! ring's tail, nothing a worker writes. Only a push that finds the lane given back posts it in the
+//! device's [`Inbox`] (the protocol is [`sched::inbox`]'s). A post wakes anyone only when the queue
+//! was idle (the completed word, read after the post, shows no earlier task unfinished: otherwise
+//! the worker that finishes that task looks at the inbox afterwards). Then the submitter kicks the
+//! work word (ending a spinner's spin), and takes the device lock to notify a parked worker only
+//! when one is parked and none is looking or spinning on its core ([`Sleepers`]; a worker spinning
+//! by yielding its core does not count: on a loaded machine it may wait long for a core, and the
+//! launch with it), and only when a parked worker is not notified already ([`Idle::claim_wake`]).
+//! Workers take posted lanes into the device's owned set and, on every look, move the owned lanes'
+//! descriptors into the executor under the device lock (the rings' one consumer), in order; a lane
+//! whose ring is empty and whose queue has nothing unfinished is kept while a worker is awake (at
+//! most [`KEEP_IDLE`]; the spinner watches their rings) and given back before a worker parks: under
+//! its submit lock, taken with a try-lock (the device lock is held), with the ring empty (else it
+//! drains again; a lock held by a submitter makes the worker let go of the device lock and look
+//! again). A worker looks after every finish and before it spins or parks, so an owned lane is
+//! always looked at again once what it has unfinished finishes. A lane the executor has no room for
+//! stays in a backlog until its queue finishes something. Items that need the executor at once
+//! (event records and waits, cross-queue waits, ticketed tasks) take the queue's submit lock and
+//! the device lock, move the lane's descriptors first, then queue the item, so a queue's sequence
+//! numbers stay in submission order whichever path an item took. A queue's submitted and completed
+//! sequences are words readable without any lock.
 //!
 //! # Threads
 //!

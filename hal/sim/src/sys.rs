@@ -232,12 +232,12 @@ impl Identity {
 /// - With `identity`, `[base, base + identity.len_bytes)` maps the device's HBM object linearly
 ///   ([`Identity`]), inaccessible (`PROT_NONE`) wherever no entry says otherwise.
 /// - Every entry of `mapped` (offset → length, writable, identity, hidden) is mapped in the
-///   process, accessible unless hidden, and nothing else inside the window is accessible. Entries never overlap. Entries are added
-///   and removed only under the write lock, and bytes are moved only under a read lock after
-///   checking coverage, so no byte is unmapped while it is being accessed. Adjacent entries on
-///   the identity mapping with the same protection are joined into one, and split again when
-///   part of one is unmapped or hidden: an entry is a run of accessible pages, not a backing
-///   (which ranges were backed together is the caller's record).
+///   process, accessible unless hidden, and nothing else inside the window is accessible. Entries
+///   never overlap. Entries are added and removed only under the write lock, and bytes are moved
+///   only under a read lock after checking coverage, so no byte is unmapped while it is being
+///   accessed. Adjacent entries on the identity mapping with the same protection are joined into
+///   one, and split again when part of one is unmapped or hidden: an entry is a run of accessible
+///   pages, not a backing (which ranges were backed together is the caller's record).
 #[derive(Debug)]
 pub(crate) struct Window {
     base: u64,
