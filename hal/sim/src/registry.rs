@@ -15,7 +15,7 @@
 //!   The file holds it as a snapshot plus an append-only log of change records (attach, reap,
 //!   device up, alloc, release, export, import, whitelist changes, close, destroy). A change
 //!   appends one record, so its cost does not depend on how many allocations or processes the
-//!   machine has. When the log outgrows [`LOG_PER_SNAP`] (8) times the snapshot
+//!   machine has. When the log outgrows `LOG_PER_SNAP` (8) times the snapshot
 //!   (and at least 1 MiB), the writer compacts: it writes the whole state as a new snapshot,
 //!   which is amortised constant time per change (an eighth of a snapshot's encoding).
 //! - Each process caches the state, its per-device [`FrameAllocator`]s and how much of the log
