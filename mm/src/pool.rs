@@ -313,13 +313,13 @@ fn page_range(p: u64) -> VaRange {
     VaRange::try_new(DeviceAddr(p), PAGE).unwrap_or_else(|_| unreachable_range())
 }
 
-#[cold]
 /// The pages `[p, p + len)` (`len` a non-zero multiple of [`PAGE`]).
 fn span_range(p: u64, len: u64) -> VaRange {
     // As in `page_range`: inside a region.
     VaRange::try_new(DeviceAddr(p), len).unwrap_or_else(|_| unreachable_range())
 }
 
+#[cold]
 fn unreachable_range() -> VaRange {
     // Only reachable if a region ended at the top of the address space, which reservations
     // from a device window cannot.
@@ -1026,7 +1026,7 @@ mod tests {
         }
     }
 
-    /// [`Src`], recording the runs it is asked to back and release (each all or nothing).
+    /// [`Src`], recording the runs it is asked to back (all or nothing) and release.
     struct RunSrc {
         src: Src,
         calls: Vec<(&'static str, u64, u64)>,
