@@ -493,6 +493,36 @@ pub trait Queues {
     ///
     /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) for an unknown queue.
     fn set_stop_on_failure(&self, dev: DeviceId, queue: QueueId, stop: bool) -> Result<()>;
+
+    /// A submission port of `queue`: [`QueuePort::submit`] queues a task exactly as
+    /// [`submit`](Self::submit) does, without finding the device and the queue again on every
+    /// call. `None` (the default) where the backend has none; callers then use
+    /// [`submit`](Self::submit). A port outlives nothing it refers to: once the queue is
+    /// destroyed its submissions fail with
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle).
+    fn port(&self, dev: DeviceId, queue: QueueId) -> Option<Arc<dyn QueuePort>> {
+        let _ = (dev, queue);
+        None
+    }
+}
+
+/// One queue's submission port ([`Queues::port`]), held by whoever submits to the queue often.
+pub trait QueuePort: Send + Sync + core::fmt::Debug {
+    /// Appends `task`, as [`Queues::submit`] does for this port's queue; returns its sequence
+    /// number. Blocks while the queue is full.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) once the queue is destroyed
+    /// or being destroyed; [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a
+    /// task that names a staged ticket ([`TaskDesc::ticket`]), which only
+    /// [`Queues::submit`] takes.
+    fn submit(&self, task: TaskDesc) -> Result<u64>;
+
+    /// The highest sequence number handed out on the queue so far, by any path (this port,
+    /// [`Queues::submit`], event records and waits): every task submitted before this call
+    /// returned is at or before it.
+    fn submitted(&self) -> u64;
 }
 
 /// Events: named points in queues that other queues wait for.

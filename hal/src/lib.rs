@@ -42,7 +42,7 @@ pub use addr::{DeviceAddr, DeviceId, PageSize, VaRange};
 pub use driver::{
     AbortHead, BackRequest, CopyEngine, DeviceControl, DeviceInfo, Driver, Events, HostBytes, HostBytesMut,
     HostHook, Loader, MemAttr, MemoryBacking, MemoryInfo, MemoryKind, PhysHandle, PhysicalMemory, PinnedHost,
-    QueueProgress, Queues, ShareInfo, ShareKind, ShareName, Sharing, SocProfile, SHARE_NAME_BYTES,
+    QueuePort, QueueProgress, Queues, ShareInfo, ShareKind, ShareName, Sharing, SocProfile, SHARE_NAME_BYTES,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use task::{EventId, EventInfo, EventWait, HostCall, QueueId, TaskDesc, TaskStatus, WaitCompare};

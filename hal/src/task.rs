@@ -133,6 +133,18 @@ pub enum TaskDesc {
     Marker,
 }
 
+impl TaskDesc {
+    /// The staged ticket the task names (a kernel's argument bytes, a batch copy's entries),
+    /// if any.
+    pub fn ticket(&self) -> Option<u64> {
+        match *self {
+            Self::Kernel { args, .. } => Some(args),
+            Self::CopyBatch { batch } => Some(batch),
+            _ => None,
+        }
+    }
+}
+
 /// A host function or callback as its task carries it: everything the runtime's host-call
 /// hook needs, so no table sits between the submission and the call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -203,7 +203,7 @@ impl Runtime {
         Self::check_not_aborting(api, s)?;
         // ACLRS_SANITIZE=race (crate::sanitize).
         self.race_check_task(s, &task);
-        let seq = self.drv().submit(DeviceId(s.device), s.queue, task).map_err(|e| s.submit_error(api, e))?;
+        let seq = s.submit(self.drv(), task).map_err(|e| s.submit_error(api, e))?;
         s.note_submitted(seq);
         Ok(seq)
     }

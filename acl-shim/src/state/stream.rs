@@ -149,10 +149,14 @@ pub(crate) struct StreamObj {
     detached: AtomicBool,
     /// Priority, attributes, abort state and host-function thread ([`crate::state::stream_ctl`]).
     pub(crate) ext: crate::state::stream_ctl::StreamExt,
+    /// The backend's submission port of the queue, where it has one ([`hal::Queues::port`]):
+    /// plain tasks go through it without the backend finding the device and the queue again,
+    /// and its submitted word stands in for `submitted`.
+    port: Option<Arc<dyn hal::QueuePort>>,
 }
 
 impl StreamObj {
-    fn new(device: u32, queue: QueueId, flags: u32, is_default: bool) -> Self {
+    fn new(drv: &dyn Driver, device: u32, queue: QueueId, flags: u32, is_default: bool) -> Self {
         Self {
             device,
             queue,
@@ -161,6 +165,16 @@ impl StreamObj {
             submitted: AtomicU64::new(0),
             detached: AtomicBool::new(false),
             ext: Default::default(),
+            port: drv.port(DeviceId(device), queue),
+        }
+    }
+
+    /// Submits `task` to the stream's queue: through its port when it has one and the task
+    /// names no staged ticket, else through the backend's [`hal::Queues::submit`].
+    pub(crate) fn submit(&self, drv: &dyn Driver, task: TaskDesc) -> hal::Result<u64> {
+        match &self.port {
+            Some(port) if task.ticket().is_none() => port.submit(task),
+            _ => drv.submit(DeviceId(self.device), self.queue, task),
         }
     }
 
@@ -182,13 +196,19 @@ impl StreamObj {
 
     /// Notes that the backend numbered a task of this stream `seq` (kept monotonic).
     pub(crate) fn note_submitted(&self, seq: u64) {
-        self.submitted.fetch_max(seq, Ordering::AcqRel);
+        // With a port, its word already counts every task of the queue (no write here).
+        if self.port.is_none() {
+            self.submitted.fetch_max(seq, Ordering::AcqRel);
+        }
     }
 
     /// The newest task number [`Self::note_submitted`] saw: the point a stream-ordered free
     /// made now is ordered after.
     pub(crate) fn submitted(&self) -> u64 {
-        self.submitted.load(Ordering::Acquire)
+        match &self.port {
+            Some(port) => port.submitted(),
+            None => self.submitted.load(Ordering::Acquire),
+        }
     }
 }
 
@@ -429,7 +449,7 @@ impl DeviceStreams {
         // its own.
         let queue =
             drv.create_queue(DeviceId(self.device), self.limits.depth).map_err(|e| hal_err(api, e))?;
-        let s = Arc::new(StreamObj::new(self.device, queue, 0, true));
+        let s = Arc::new(StreamObj::new(drv, self.device, queue, 0, true));
         let Ok(mine) = self.streams.insert(Arc::clone(&s)) else {
             let _ = drv.destroy_queue(DeviceId(self.device), queue);
             return Err(self.no_stream_left(api));
@@ -494,7 +514,7 @@ impl DeviceStreams {
         }
         let queue =
             drv.create_queue(DeviceId(self.device), self.limits.depth).map_err(|e| hal_err(api, e))?;
-        let obj = Arc::new(StreamObj::new(self.device, queue, flags, false));
+        let obj = Arc::new(StreamObj::new(drv, self.device, queue, flags, false));
         match self.streams.insert(obj) {
             Ok(h) => {
                 self.add_queue(queue);
@@ -861,7 +881,7 @@ impl DeviceStreams {
         if drv.loader().is_none() {
             return Err(no_loader(api));
         }
-        drv.submit(DeviceId(self.device), s.queue, TaskDesc::HostFunc { call: call.to_task() })
+        s.submit(drv, TaskDesc::HostFunc { call: call.to_task() })
             .map(|seq| s.note_submitted(seq))
             .map_err(|e| s.submit_error(api, e))
     }

@@ -631,6 +631,11 @@ impl Queues for Sim {
         Sim::wait_point(self, dev, queue, target, target_seq)
     }
 
+    fn port(&self, dev: DeviceId, queue: QueueId) -> Option<Arc<dyn hal::QueuePort>> {
+        let port = self.fabric.with_slot(dev.0, |s| s.scheduler.port(queue))??;
+        Some(Arc::new(port))
+    }
+
     fn progress(&self, dev: DeviceId, queue: QueueId) -> Result<QueueProgress> {
         self.slot(dev)?.scheduler.progress(queue)
     }

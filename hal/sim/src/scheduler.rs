@@ -235,6 +235,111 @@ pub(crate) struct Scheduler {
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Submits the encoded plain task `words` (no ticket) through `lane`, the lane path of
+    /// [`Scheduler::submit`] and of a [`Port`].
+    fn submit_plain(&self, lane: &Lane, words: &crate::lane::Words) -> Result<u64> {
+        let mut p = lane.producer();
+        Lane::check_open(&p)?;
+        // Back pressure: the queue's depth bounds its unfinished tasks, ring and executor
+        // together (the ring alone could hold another `depth` behind a full executor).
+        loop {
+            if lane.has_room_for(&mut p) && lane.ring.try_push(words).is_ok() {
+                break;
+            }
+            self.wait_for_room(lane, p.submitted);
+        }
+        let seq = p.submitted + 1;
+        lane.note_submitted(&mut p, seq);
+        // Cleared only under this lock (`Producer::posted`).
+        let must_post = !std::mem::replace(&mut p.posted, true);
+        drop(p);
+        if !must_post {
+            // Posted already (a worker owns the lane): it drains this descriptor too.
+            return Ok(seq);
+        }
+        self.inbox.post(lane.index);
+        // Read after the post (a read-modify-write; see `Inbox::take`): a queue with an
+        // earlier task unfinished needs no wake-up, since the worker that finishes that
+        // task looks at the inbox afterwards and drains this post (or this read sees the
+        // finish, and the queue counts as idle).
+        if lane.progress.completed() + 1 >= seq {
+            self.wake_for_idle_queue();
+        }
+        Ok(seq)
+    }
+
+    /// An idle queue became busy: stops a spinning worker's spin, and wakes a parked one.
+    fn wake_for_idle_queue(&self) {
+        self.work_word.kick();
+        if self.sleepers.should_notify() {
+            // The lock orders this notify after a parking worker's last look (see
+            // `Sleepers`); the notify itself comes after the unlock so the woken worker
+            // does not block on the lock we hold.
+            // Every parked worker notified already looks after this section (see
+            // `Idle::claim_wake`), and sees the post.
+            let wake = self.lock().claim_wake();
+            wake.send(self);
+        }
+    }
+
+    /// Waits until `lane`'s queue has half its depth free after `submitted` (its
+    /// [`room_target`](Lane::room_target)), or something else woke waiters (an abort): parks
+    /// on `done` with the target set, so that the workers notify once per half a depth of
+    /// tasks. The submitter holds the lane's submit lock; the lane is posted (its descriptors
+    /// reach the executor through the worker that finishes the queue's tasks).
+    fn wait_for_room(&self, lane: &Lane, submitted: u64) {
+        let target = lane.room_target(submitted);
+        // No spin: half a depth of tasks takes longer than a spin lasts, and a spinning
+        // submitter takes a core from the workers it waits for.
+        // Lock order: the lane's submit lock (held), then state.
+        let mut st = self.lock();
+        // Under the lock this thread is the ring's consumer too: move what fits.
+        let had_ready = st.exec.has_ready();
+        drain_lane(&mut st, lane);
+        if !had_ready && st.exec.has_ready() {
+            signal_work(self, &mut st);
+        }
+        if lane.progress.completed() >= target {
+            return;
+        }
+        lane.wake_me_at(target);
+        st.waiters += 1;
+        st = self.done.wait(st).unwrap_or_else(|p| p.into_inner());
+        st.waiters -= 1;
+    }
+}
+
+/// A queue's submission port ([`hal::Queues::port`]): its lane and the device's shared
+/// scheduler state, so a submit finds neither the device nor the lane again. It keeps only
+/// memory alive (no worker, no device window): a port of a destroyed queue finds its lane
+/// closed.
+#[derive(Debug)]
+pub(crate) struct Port {
+    shared: Arc<Shared>,
+    lane: Arc<Lane>,
+}
+
+impl hal::QueuePort for Port {
+    fn submit(&self, task: TaskDesc) -> Result<u64> {
+        if task.ticket().is_some() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "a task that names a staged ticket goes through Queues::submit",
+            ));
+        }
+        self.shared.submit_plain(&self.lane, &encode(&task))
+    }
+
+    fn submitted(&self) -> u64 {
+        self.lane.submitted()
+    }
+}
+
 fn sched_err(e: sched::Error) -> Error {
     match e {
         sched::Error::NoSuchStream => Error::new(ErrorKind::InvalidHandle, "unknown queue"),
@@ -304,7 +409,12 @@ impl Scheduler {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.shared.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.shared.lock()
+    }
+
+    /// The submission port of queue `q`, if the queue is live.
+    pub(crate) fn port(&self, q: QueueId) -> Option<Port> {
+        self.lane_arc(q).map(|lane| Port { shared: Arc::clone(&self.shared), lane })
     }
 
     /// The lane of queue `q` if the queue is live (an `Arc`: for the locked paths).
@@ -524,74 +634,8 @@ impl Scheduler {
             });
         }
         let words = encode(&task);
-        let posted = self.with_lane(q, |lane| -> Result<(u64, bool)> {
-            let mut p = lane.producer();
-            Lane::check_open(&p)?;
-            // Back pressure: the queue's depth bounds its unfinished tasks, ring and executor
-            // together (the ring alone could hold another `depth` behind a full executor).
-            loop {
-                if lane.has_room_for(&mut p) && lane.ring.try_push(&words).is_ok() {
-                    break;
-                }
-                self.wait_for_room(lane, p.submitted);
-            }
-            let seq = p.submitted + 1;
-            lane.note_submitted(&mut p, seq);
-            // Cleared only under this lock (`Producer::posted`).
-            let must_post = !std::mem::replace(&mut p.posted, true);
-            drop(p);
-            if !must_post {
-                // Posted already (a worker owns the lane): it drains this descriptor too.
-                return Ok((seq, false));
-            }
-            self.shared.inbox.post(lane.index);
-            // Read after the post (a read-modify-write; see `Inbox::take`): a queue with an
-            // earlier task unfinished needs no wake-up, since the worker that finishes that
-            // task looks at the inbox afterwards and drains this post (or this read sees the
-            // finish, and the queue counts as idle).
-            Ok((seq, lane.progress.completed() + 1 >= seq))
-        });
-        let Some(posted) = posted else { return Err(sched_err(sched::Error::NoSuchStream)) };
-        let (seq, was_idle) = posted?;
-        if was_idle {
-            // An idle queue became busy: stop a spinning worker's spin, and wake a parked one.
-            self.shared.work_word.kick();
-            if self.shared.sleepers.should_notify() {
-                // The lock orders this notify after a parking worker's last look (see
-                // `Sleepers`); the notify itself comes after the unlock so the woken worker
-                // does not block on the lock we hold.
-                // Every parked worker notified already looks after this section (see
-                // `Idle::claim_wake`), and sees the post.
-                let wake = self.lock().claim_wake();
-                wake.send(&self.shared);
-            }
-        }
-        Ok(seq)
-    }
-
-    /// Waits until `lane`'s queue has half its depth free after `submitted` (its
-    /// [`room_target`](Lane::room_target)), or something else woke waiters (an abort): parks
-    /// on `done` with the target set,
-    /// so that the workers notify once per half a depth of tasks. The submitter holds the
-    /// lane's submit lock; the lane is posted (its descriptors reach the executor through the
-    /// worker that finishes the queue's tasks).
-    fn wait_for_room(&self, lane: &Lane, submitted: u64) {
-        let target = lane.room_target(submitted);
-        // No spin: half a depth of tasks takes longer than a spin lasts, and a spinning
-        // submitter takes a core from the workers it waits for.
-        // Lock order: the lane's submit lock (held), then state.
-        let mut st = self.lock();
-        // Under the lock this thread is the ring's consumer too: move what fits.
-        let had_ready = st.exec.has_ready();
-        drain_lane(&mut st, lane);
-        self.wake_if_newly_ready(&mut st, had_ready);
-        if lane.progress.completed() >= target {
-            return;
-        }
-        lane.wake_me_at(target);
-        st.waiters += 1;
-        st = self.shared.done.wait(st).unwrap_or_else(|p| p.into_inner());
-        st.waiters -= 1;
+        self.with_lane(q, |lane| self.shared.submit_plain(lane, &words))
+            .unwrap_or_else(|| Err(sched_err(sched::Error::NoSuchStream)))
     }
 
     /// Holds `ticket` until a task naming it is submitted ([`Self::submit`]) or it is

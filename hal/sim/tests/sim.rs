@@ -742,6 +742,61 @@ fn queue_runs_tasks_in_order_with_back_pressure() {
     sim.destroy_queue(D0, q2).unwrap();
 }
 
+/// A queue's port submits in one order with `Queues::submit` and the locked paths (its
+/// submitted word counts them all), keeps back-pressure, refuses ticketed tasks without
+/// numbering them, and refuses everything once the queue is destroyed.
+#[test]
+fn a_queue_port_submits_in_the_queues_order_until_the_queue_is_gone() {
+    use hal::Events;
+    let fx = start("port");
+    let sim = &fx.sim;
+    let a = base0();
+    sim.back(D0, &req(a, MIB, PageSize::Normal)).unwrap();
+    let q = sim.create_queue(D0, 4).unwrap();
+    let port = sim.port(D0, q).expect("a port of a live queue");
+    assert_eq!(port.submitted(), 0);
+    let chunk = 4 * KIB;
+    let mut expected = 0;
+    for k in 0..8u64 {
+        // The fill goes through the port, the copy of it through `submit`: the copy must see it.
+        let fill = TaskDesc::Memset { dst: DeviceAddr(a), value: (k + 1) as u8, len_bytes: chunk };
+        let s1 = port.submit(fill).unwrap();
+        let copy =
+            TaskDesc::Copy { dst: DeviceAddr(a + (k + 1) * chunk), src: DeviceAddr(a), len_bytes: chunk };
+        let s2 = sim.submit(D0, q, copy).unwrap();
+        expected += 2;
+        assert_eq!((s1, s2), (expected - 1, expected));
+        assert_eq!(port.submitted(), expected);
+        // Back-pressure holds through the port as through `submit`.
+        let (done, _) = done(sim, D0, q);
+        assert!(done + 4 >= s2, "completed {done} after submitting {s2}");
+    }
+    // An event record (the locked path) takes the next number, and the port's word shows it.
+    let ev = sim.create_event(D0).unwrap();
+    let rec = sim.record_event(D0, q, ev).unwrap();
+    assert_eq!(rec, expected + 1);
+    assert_eq!(port.submitted(), rec);
+    // A task naming a staged ticket is refused by the port and numbers nothing.
+    let kernel = TaskDesc::Kernel { func: 1, blocks: 1, args: 7, timeout_us: 0 };
+    assert_eq!(kind(port.submit(kernel)), ErrorKind::InvalidArgument);
+    assert_eq!(kind(port.submit(TaskDesc::CopyBatch { batch: 7 })), ErrorKind::InvalidArgument);
+    let last = port.submit(TaskDesc::Marker).unwrap();
+    assert_eq!(last, rec + 1);
+    sim.wait(D0, q, last, None).unwrap();
+    assert_eq!(done(sim, D0, q), (last, TaskStatus::Ok));
+    for k in 0..8u64 {
+        assert_eq!(read(sim, D0, a + (k + 1) * chunk, chunk), vec![(k + 1) as u8; chunk as usize], "{k}");
+    }
+    // No port for a queue that does not exist or a device that is not open.
+    assert!(sim.port(D0, QueueId(q.0 + 4242)).is_none());
+    assert!(sim.port(D1, q).is_none());
+    sim.destroy_event(D0, ev).unwrap();
+    sim.destroy_queue(D0, q).unwrap();
+    // The port outlives its queue only to refuse work.
+    assert_eq!(kind(port.submit(TaskDesc::Marker)), ErrorKind::InvalidHandle);
+    assert_eq!(port.submitted(), last);
+}
+
 /// A task touching unbacked memory fails with InvalidHandle via `completed`; later tasks still run.
 #[test]
 fn queue_reports_failed_tasks() {
