@@ -3,7 +3,8 @@
 //! ran, and a forced one lets it run or drops it) or refused with `InvalidHandle`. None is
 //! accepted and then lost, and nothing of the queue runs after its destroy returned. Shallow
 //! queues keep the submitters in back-pressure, where the destroy's wait and their pushes
-//! overlap. A test binary of its own: one `Sim` per process.
+//! overlap. Every other submitter goes through the queue's port instead of `Queues::submit`.
+//! A test binary of its own: one `Sim` per process.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -42,7 +43,7 @@ fn a_submission_racing_its_queues_destroy_runs_or_is_refused() {
     let done = Arc::new(AtomicUsize::new(0));
     let over = Arc::new(AtomicBool::new(false));
     let threads: Vec<_> = (0..SUBMITTERS)
-        .map(|_| {
+        .map(|i| {
             let (sim, rounds, target, done, over) = (
                 Arc::clone(&sim),
                 Arc::clone(&rounds),
@@ -60,9 +61,28 @@ fn a_submission_racing_its_queues_destroy_runs_or_is_refused() {
                     }
                     last = r;
                     let round = &rounds[usize::try_from(r).expect("round")];
+                    // Every other submitter goes through the queue's port (`Queues::port`),
+                    // taken once per round as the runtime does; a queue already gone has none.
+                    let port = if i % 2 == 1 {
+                        match sim.port(D0, q) {
+                            Some(p) => Some(p),
+                            None => {
+                                round.refused.fetch_add(1, Ordering::AcqRel);
+                                done.fetch_add(1, Ordering::AcqRel);
+                                continue;
+                            }
+                        }
+                    } else {
+                        None
+                    };
                     loop {
                         let call = HostCall { func: 0, data: r, report: None };
-                        match sim.submit(D0, q, TaskDesc::HostFunc { call }) {
+                        let task = TaskDesc::HostFunc { call };
+                        let submitted = match &port {
+                            Some(p) => p.submit(task),
+                            None => sim.submit(D0, q, task),
+                        };
+                        match submitted {
                             Ok(_) => {
                                 round.accepted.fetch_add(1, Ordering::AcqRel);
                             }
