@@ -2,7 +2,9 @@
 //! on one and four streams) against a plain bounded SPSC ring, and asynchronous copy bandwidth
 //! (64 MiB pinned<->device and device<->device; a batch of 4096 x 4 KiB) against `memcpy` of the
 //! same bytes, and the launch-to-start latency of a host function and of a kernel on an idle
-//! stream against a ring + futex hand-off to a parked thread, all measured in the same run by
+//! stream against a ring + futex hand-off to a parked thread, and on one stream the submitting
+//! thread's cost and the device threads' cost apart (tasks held behind a host function, then
+//! drained), all measured in the same run by
 //! `tests/c/stream_bench.c` through the C ABI of the release `libascendcl` (the kernel is
 //! `tests/c/kernels/bench_kernels.c`'s). Prints Markdown tables; asserts nothing about time.
 //!

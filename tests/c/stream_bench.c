@@ -6,8 +6,10 @@
  * (64 MiB pinned<->device, device<->device; a batch of 4096 x 4 KiB) against
  * memcpy of the same bytes, and the launch-to-start latency of a host function
  * and of a kernel on an idle stream against the same hand-off through a ring
- * to a futex-parked thread, all measured in the same run. Prints Markdown
- * tables (the bench harness of tests/benches/streams.rs re-prints them).
+ * to a futex-parked thread, all measured in the same run; and, on one stream,
+ * the submitting thread's cost alone (tasks held behind a host function) and the
+ * device threads' cost alone (draining them). Prints Markdown tables (the bench
+ * harness of tests/benches/streams.rs re-prints them).
  *
  * usage: stream_bench [TASKS] [ROUNDS]
  * ACLRS_TEST_KERNELS names the kernel library of the kernel row (built from
@@ -127,6 +129,42 @@ static double tasks_ns(aclrtStream *s, int k, size_t n, int memset_kind, void *d
         TRY(aclrtSynchronizeStream(s[j]));
     }
     return (now() - t0) * 1e9 / (double)n;
+}
+
+/* ---- submission and completion apart: a host function holds stream `s` while `n` tasks
+ * are submitted behind it (the submitting thread's cost alone, with nothing running), then
+ * lets go; the stream then drains with no submitter (the device threads' cost alone, plus one
+ * wake-up of the synchronising thread). `n` stays below the stream's depth (1024), so the
+ * submitter never waits for room. ---- */
+#define APART_TASKS 1000
+static _Atomic int gate_open;
+
+static void hold(void *arg)
+{
+    (void)arg;
+    while (!atomic_load_explicit(&gate_open, memory_order_acquire)) {
+    }
+}
+
+static void apart(aclrtStream s, int memset_kind, void *dev, double *submit_ns, double *drain_ns)
+{
+    size_t i;
+    double t0, t1;
+    atomic_store(&gate_open, 0);
+    TRY(aclrtLaunchHostFunc(s, hold, NULL));
+    t0 = now();
+    for (i = 0; i < APART_TASKS; i++) {
+        if (memset_kind) {
+            TRY(aclrtMemsetAsync(dev, 4, (int)i, 4, s));
+        } else {
+            TRY(aclrtLaunchHostFunc(s, empty, NULL));
+        }
+    }
+    t1 = now();
+    atomic_store_explicit(&gate_open, 1, memory_order_release);
+    TRY(aclrtSynchronizeStream(s));
+    *submit_ns = (t1 - t0) * 1e9 / APART_TASKS;
+    *drain_ns = (now() - t1) * 1e9 / APART_TASKS;
 }
 
 static double median(double *v, int n)
@@ -325,7 +363,7 @@ int main(int argc, char **argv)
             "aclrtMemsetAsync 4 bytes, 1 stream",
             "aclrtMemsetAsync 4 bytes, 4 streams",
         };
-        static double row[4][MAX_ROUNDS];
+        static double row[4][MAX_ROUNDS], sub[2][MAX_ROUNDS], drn[2][MAX_ROUNDS];
         int c;
         for (c = 0; c < 4; c++) {
             (void)tasks_ns(s, (c % 2) ? 4 : 1, tasks / 10 + 1, c >= 2, dev); /* warm-up */
@@ -338,6 +376,9 @@ int main(int argc, char **argv)
             for (c = 0; c < 4; c++) {
                 row[c][r] = tasks_ns(s, (c % 2) ? 4 : 1, tasks, c >= 2, dev);
             }
+            for (c = 0; c < 2; c++) {
+                apart(s[0], c, dev, &sub[c][r], &drn[c][r]);
+            }
         }
         floor_ns = median(v, rounds);
         printf("### Task submission and completion on the software NPU (%zu tasks per round, median of %d rounds)\n\n",
@@ -349,6 +390,18 @@ int main(int argc, char **argv)
         for (c = 0; c < 4; c++) {
             double m = median(row[c], rounds);
             printf("| %s | %.1f | %.0f | %.1f | %.1fx | <= 10x |\n", what[c], m, 1e9 / m, floor_ns, m / floor_ns);
+        }
+        printf("\n### Submission and completion apart (1 stream, %d tasks held behind a host function, then drained; "
+               "median of %d rounds)\n\n",
+               APART_TASKS, rounds);
+        printf("| task | submitting thread alone ns/task | vs floor (%.1f ns, same run) | device threads alone ns/task "
+               "(drain, one wake-up included) |\n",
+               floor_ns);
+        printf("|---|---|---|---|\n");
+        for (c = 0; c < 2; c++) {
+            double sm = median(sub[c], rounds), dm = median(drn[c], rounds);
+            printf("| %s | %.1f | %.1fx | %.1f |\n", c ? "aclrtMemsetAsync 4 bytes" : "aclrtLaunchHostFunc (empty)", sm,
+                   sm / floor_ns, dm);
         }
     }
     printf("\n");
