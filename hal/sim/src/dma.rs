@@ -4,12 +4,9 @@
 //! It must not change what is mapped; a byte that is not mapped is a fault reported as
 //! [`ErrorKind::InvalidHandle`], never a host crash.
 
-use std::sync::Arc;
-
 use hal::layout::{device_of, window_of, Window as Region};
 use hal::{DeviceAddr, Error, ErrorKind, Result, TaskDesc, TaskStatus};
 
-use crate::device::Device;
 use crate::kernel;
 use crate::scheduler::Ticket;
 use crate::sys::{Fault, Window};
@@ -23,95 +20,86 @@ fn fault(_: Fault) -> Error {
     Error::new(ErrorKind::InvalidHandle, "DMA touched device memory that is not mapped")
 }
 
-/// A window resolved from an address, kept alive for the transfer.
-pub(crate) enum Target {
-    /// A device's window.
-    Device(Arc<Device>),
-    /// The pinned-host window.
-    Host,
-}
-
 impl Fabric {
-    /// Finds the window that owns `addr`.
-    pub(crate) fn resolve(&self, addr: u64) -> Result<Target> {
+    /// Runs `f` on the window that owns `addr`: a device's window (its own or its pool slice),
+    /// under the device slot's guard (no reference count taken: see `Fabric::with_slot`), or
+    /// the pinned-host window.
+    fn with_window<R>(&self, addr: u64, f: impl FnOnce(&Window) -> Result<R>) -> Result<R> {
         match window_of(addr) {
             Region::Device(_) | Region::Pool => {
                 let i = device_of(addr).unwrap_or(u32::MAX);
-                self.device(i).map(Target::Device).ok_or(Error::new(
-                    ErrorKind::InvalidHandle,
-                    "address in the window of a device that is not open",
-                ))
+                self.with_slot(i, |s| f(s.device.window_at(addr))).unwrap_or_else(|| {
+                    Err(Error::new(
+                        ErrorKind::InvalidHandle,
+                        "address in the window of a device that is not open",
+                    ))
+                })
             }
-            Region::PinnedHost => Ok(Target::Host),
+            Region::PinnedHost => f(&self.host),
             _ => Err(Error::new(ErrorKind::InvalidHandle, "address is not device or pinned-host memory")),
-        }
-    }
-
-    /// The window of `t` that holds `addr` (a device's own window or its pool slice).
-    fn window<'a>(&'a self, t: &'a Target, addr: u64) -> &'a Window {
-        match t {
-            Target::Device(d) => d.window_at(addr),
-            Target::Host => &self.host,
         }
     }
 
     /// Copies host bytes to `dst` (device or pinned host).
     pub(crate) fn write(&self, dst: DeviceAddr, src: &[u8]) -> Result<()> {
-        let t = self.resolve(dst.as_u64())?;
-        let w = self.window(&t, dst.as_u64());
-        let mut done = 0usize;
-        // CAST: SLICE_BYTES fits in usize on every supported host.
-        for chunk in src.chunks(SLICE_BYTES as usize) {
-            w.write(dst.as_u64() + done as u64, chunk).map_err(fault)?;
-            done += chunk.len();
-        }
-        Ok(())
+        self.with_window(dst.as_u64(), |w| {
+            let mut done = 0usize;
+            // CAST: SLICE_BYTES fits in usize on every supported host.
+            for chunk in src.chunks(SLICE_BYTES as usize) {
+                w.write(dst.as_u64() + done as u64, chunk).map_err(fault)?;
+                done += chunk.len();
+            }
+            Ok(())
+        })
     }
 
     /// Copies from `src` (device or pinned host) into host bytes.
     pub(crate) fn read(&self, dst: &mut [u8], src: DeviceAddr) -> Result<()> {
-        let t = self.resolve(src.as_u64())?;
-        let w = self.window(&t, src.as_u64());
-        let mut done = 0usize;
-        // CAST: SLICE_BYTES fits in usize on every supported host.
-        for chunk in dst.chunks_mut(SLICE_BYTES as usize) {
-            let n = chunk.len();
-            w.read(src.as_u64() + done as u64, chunk).map_err(fault)?;
-            done += n;
-        }
-        Ok(())
+        self.with_window(src.as_u64(), |w| {
+            let mut done = 0usize;
+            // CAST: SLICE_BYTES fits in usize on every supported host.
+            for chunk in dst.chunks_mut(SLICE_BYTES as usize) {
+                let n = chunk.len();
+                w.read(src.as_u64() + done as u64, chunk).map_err(fault)?;
+                done += n;
+            }
+            Ok(())
+        })
     }
 
     /// Copies between two resolved addresses.
     pub(crate) fn copy(&self, dst: DeviceAddr, src: DeviceAddr, len_bytes: u64) -> Result<()> {
-        let (td, ts) = (self.resolve(dst.as_u64())?, self.resolve(src.as_u64())?);
-        let (wd, ws) = (self.window(&td, dst.as_u64()), self.window(&ts, src.as_u64()));
-        let overlapping_forward = src.as_u64() < dst.as_u64()
-            && src.as_u64().checked_add(len_bytes).is_none_or(|end| end > dst.as_u64());
-        if overlapping_forward {
-            // Slicing front to back would read bytes already overwritten: copy in one piece.
-            return Window::copy(wd, dst.as_u64(), ws, src.as_u64(), len_bytes).map_err(fault);
-        }
-        let mut done = 0u64;
-        while done < len_bytes {
-            let n = (len_bytes - done).min(SLICE_BYTES);
-            Window::copy(wd, dst.as_u64() + done, ws, src.as_u64() + done, n).map_err(fault)?;
-            done += n;
-        }
-        Ok(())
+        self.with_window(dst.as_u64(), |wd| {
+            self.with_window(src.as_u64(), |ws| {
+                let overlapping_forward = src.as_u64() < dst.as_u64()
+                    && src.as_u64().checked_add(len_bytes).is_none_or(|end| end > dst.as_u64());
+                if overlapping_forward {
+                    // Slicing front to back would read bytes already overwritten: copy in one
+                    // piece.
+                    return Window::copy(wd, dst.as_u64(), ws, src.as_u64(), len_bytes).map_err(fault);
+                }
+                let mut done = 0u64;
+                while done < len_bytes {
+                    let n = (len_bytes - done).min(SLICE_BYTES);
+                    Window::copy(wd, dst.as_u64() + done, ws, src.as_u64() + done, n).map_err(fault)?;
+                    done += n;
+                }
+                Ok(())
+            })
+        })
     }
 
     /// Fills `len_bytes` at `dst` with `value`.
     pub(crate) fn fill(&self, dst: DeviceAddr, value: u8, len_bytes: u64) -> Result<()> {
-        let t = self.resolve(dst.as_u64())?;
-        let w = self.window(&t, dst.as_u64());
-        let mut done = 0u64;
-        while done < len_bytes {
-            let n = (len_bytes - done).min(SLICE_BYTES);
-            w.fill(dst.as_u64() + done, value, n).map_err(fault)?;
-            done += n;
-        }
-        Ok(())
+        self.with_window(dst.as_u64(), |w| {
+            let mut done = 0u64;
+            while done < len_bytes {
+                let n = (len_bytes - done).min(SLICE_BYTES);
+                w.fill(dst.as_u64() + done, value, n).map_err(fault)?;
+                done += n;
+            }
+            Ok(())
+        })
     }
 
     /// Fills `count` 32-bit words at `dst` with `value`.

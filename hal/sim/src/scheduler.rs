@@ -1098,6 +1098,11 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>, me: usize) {
     let mut st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
     // Whether this worker spun since it last found work (then it parks instead).
     let mut spun = false;
+    // The fabric, upgraded at the first task after an idle spell and let go before the worker
+    // spins or parks: one update of its reference count (a line every worker of every device
+    // writes) per streak of tasks, not two per task. A device's close stops its workers, and
+    // so drops these, before the fabric can go.
+    let mut held: Option<Arc<Fabric>> = None;
     loop {
         // Taken before this look, so that a kick after it ends the spin below.
         let seen = shared.work_word.seen();
@@ -1138,7 +1143,10 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>, me: usize) {
             drop(st);
             wake.send(shared);
             crate::fault::set_queue(stream.0);
-            let status = match fabric.upgrade() {
+            if held.is_none() {
+                held = fabric.upgrade();
+            }
+            let status = match &held {
                 Some(f) => f.execute(&task, ticket),
                 None => TaskStatus::Failed(ErrorKind::NoDevice),
             };
@@ -1189,6 +1197,7 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>, me: usize) {
             // push (its submitter posts nothing: see `KEEP_IDLE`), or the spin runs out; then
             // look again under the lock before deciding to park.
             drop(st);
+            held = None;
             // While it pauses on its core, submitters leave the wake-up to it (`Sleepers`);
             // once it yields the core, they wake a parked worker again (on a loaded machine a
             // yielding thread may wait long for a core). It looks under the lock afterwards,
@@ -1230,6 +1239,7 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>, me: usize) {
             spun = false;
             continue;
         }
+        held = None;
         st.idle.park();
         st.parked.push(me);
         let work = &shared.work[me];
