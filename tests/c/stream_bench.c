@@ -285,6 +285,16 @@ static double pct(double *v, int n, int p)
     return v[(n - 1) * p / 100];
 }
 
+/* `x / floor` as "N.NNx", or "- (floor 0)" when the floor is 0. */
+static void ratio(char *out, size_t len, double x, double floor)
+{
+    if (floor > 0.0) {
+        snprintf(out, len, "%.2fx", x / floor);
+    } else {
+        snprintf(out, len, "- (floor 0)");
+    }
+}
+
 /* `kernel` may be NULL (ACLRS_TEST_KERNELS not set): then the kernel row is left out. */
 static void launch_latency(aclrtStream s, aclrtFuncHandle kernel, int n)
 {
@@ -328,9 +338,12 @@ static void launch_latency(aclrtStream s, aclrtFuncHandle kernel, int n)
         if (via == VIA_KERNEL && kernel == NULL) {
             continue;
         }
-        printf("| %s | %.1f | %.1f | %.1f | %.1f | %.2fx | %.2fx | %s |\n", what[via], p50[via] / 1e3,
-               p99[via] / 1e3, p50[VIA_RING] / 1e3, p99[VIA_RING] / 1e3, p50[via] / p50[VIA_RING],
-               p99[via] / p99[VIA_RING], via == VIA_RING ? "-" : "p50 <= 1.2x, p99 <= 3x");
+        char r50[32], r99[32];
+        /* A floor of 0 (its hand-off done before the posting call returned) has no ratio. */
+        ratio(r50, sizeof r50, p50[via], p50[VIA_RING]);
+        ratio(r99, sizeof r99, p99[via], p99[VIA_RING]);
+        printf("| %s | %.1f | %.1f | %.1f | %.1f | %s | %s | %s |\n", what[via], p50[via] / 1e3, p99[via] / 1e3,
+               p50[VIA_RING] / 1e3, p99[VIA_RING] / 1e3, r50, r99, via == VIA_RING ? "-" : "p50 <= 1.2x, p99 <= 3x");
     }
     printf("\n");
 }
