@@ -497,8 +497,8 @@ pub trait Queues {
     /// A submission port of `queue`: [`QueuePort::submit`] queues a task exactly as
     /// [`submit`](Self::submit) does, without finding the device and the queue again on every
     /// call. `None` (the default) where the backend has none; callers then use
-    /// [`submit`](Self::submit). A port outlives nothing it refers to: once the queue is
-    /// destroyed its submissions fail with
+    /// [`submit`](Self::submit). A port may outlive its queue and its device (it keeps memory
+    /// alive, never a device): once the queue is destroyed its submissions fail with
     /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle).
     fn port(&self, dev: DeviceId, queue: QueueId) -> Option<Arc<dyn QueuePort>> {
         let _ = (dev, queue);

@@ -58,7 +58,9 @@ const CACHED: usize = 4;
 /// Exact, not a hint: an entry counts only while its whole [`Key`] holds, and a key with the
 /// same epoch means no handle died since the entry was made, so the stream it names is the one
 /// a fresh lookup finds. It holds a reference to each stream object (released on the thread's
-/// next miss that replaces it, or at the thread's exit); a stale entry is never used.
+/// next miss that replaces it, or at the thread's exit), and through the stream's port, on the
+/// software NPU, to its lane and its device's scheduler state (memory only: no thread, no
+/// window); a stale entry is never used.
 #[derive(Debug)]
 struct SubmitCache {
     entries: [Option<(Key, u64, Arc<StreamObj>)>; CACHED],

@@ -617,11 +617,7 @@ impl Scheduler {
     /// Submits `task`. A task without a ticket goes through the queue's lane (no device lock
     /// in steady state, see the module documentation); a ticketed one through the executor.
     pub(crate) fn submit(&self, q: QueueId, task: TaskDesc) -> Result<u64> {
-        let staged = match task {
-            TaskDesc::Kernel { args: t, .. } | TaskDesc::CopyBatch { batch: t } => Some(t),
-            _ => None,
-        };
-        if let Some(t) = staged {
+        if let Some(t) = task.ticket() {
             // A task that names a ticket must name one staged for it, and takes it over.
             if self.lock().tickets.get(&t).is_none_or(|h| h.queue != STAGED) {
                 return Err(Error::new(ErrorKind::InvalidHandle, "the task's ticket was not staged"));
@@ -1118,12 +1114,7 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>, me: usize) {
         }
         if let Some((stream, seq, task)) = taken {
             spun = false;
-            let ticket = match task {
-                TaskDesc::Kernel { args: t, .. } | TaskDesc::CopyBatch { batch: t } => {
-                    st.tickets.remove(&t).and_then(|h| h.ticket)
-                }
-                _ => None,
-            };
+            let ticket = task.ticket().and_then(|t| st.tickets.remove(&t)).and_then(|h| h.ticket);
             // No longer looking: look once more (`Sleepers`), since a submitter that saw this
             // worker looking left its post to it.
             shared.sleepers.executes();

@@ -772,6 +772,8 @@ fn a_queue_port_submits_in_the_queues_order_until_the_queue_is_gone() {
         assert!(done + 4 >= s2, "completed {done} after submitting {s2}");
     }
     // An event record (the locked path) takes the next number, and the port's word shows it.
+    // (A record finding the queue full answers QueueFull: let the queue drain first.)
+    sim.wait(D0, q, expected, None).unwrap();
     let ev = sim.create_event(D0).unwrap();
     let rec = sim.record_event(D0, q, ev).unwrap();
     assert_eq!(rec, expected + 1);
