@@ -273,6 +273,14 @@ impl Shared {
         Ok(seq)
     }
 
+    /// [`Scheduler::wake_if_newly_ready`]: signals the workers only when the ready queue just
+    /// went from empty to non-empty.
+    fn wake_if_newly_ready(&self, st: &mut State, had_ready: bool) {
+        if !had_ready && st.exec.has_ready() {
+            signal_work(self, st);
+        }
+    }
+
     /// An idle queue became busy: stops a spinning worker's spin, and wakes a parked one.
     fn wake_for_idle_queue(&self) {
         self.work_word.kick();
@@ -301,9 +309,7 @@ impl Shared {
         // Under the lock this thread is the ring's consumer too: move what fits.
         let had_ready = st.exec.has_ready();
         drain_lane(&mut st, lane);
-        if !had_ready && st.exec.has_ready() {
-            signal_work(self, &mut st);
-        }
+        self.wake_if_newly_ready(&mut st, had_ready);
         if lane.progress.completed() >= target {
             return;
         }
@@ -434,9 +440,7 @@ impl Scheduler {
     /// non-empty (`had_ready` is whether it was non-empty before the change): otherwise a
     /// worker is already on its way to it.
     fn wake_if_newly_ready(&self, st: &mut State, had_ready: bool) {
-        if !had_ready && st.exec.has_ready() {
-            signal_work(&self.shared, st);
-        }
+        self.shared.wake_if_newly_ready(st, had_ready);
     }
 
     /// Tells the workers that work may have appeared (after `st` changed under the lock):
