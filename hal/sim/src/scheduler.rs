@@ -81,6 +81,7 @@
 //! other lock is taken under it, and no task runs under it).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 
 use arc_swap::ArcSwapOption;
@@ -224,6 +225,71 @@ struct Shared {
     inbox: CachePadded<Inbox>,
     /// Parked workers and the spinner, as lane submitters see them.
     sleepers: CachePadded<Sleepers>,
+    /// The host CPUs the workers run on, for steering a woken one off the waker's.
+    cores: Cores,
+}
+
+/// Which host CPUs each worker thread may run on, for [`Wake::send`]: a parked worker that
+/// may run on the waking thread's CPU is moved off it before it is woken.
+///
+/// When a kernel wakes a thread it may queue it on the waker's own CPU (on a virtual machine it
+/// does so whenever the thread's last CPU is an idle virtual CPU its host took away), and on a
+/// machine whose CPUs share no cache nothing moves it to an idle CPU for milliseconds, while
+/// the waker (spinning on the result, or going on with its work) keeps the CPU: a launch on an
+/// idle stream then starts milliseconds late. A device's cores are not the host's, so the
+/// software NPU keeps a woken worker off its waker's CPU: the waker restricts the worker to the
+/// other CPUs the process may use. The restriction stays until a waker on another CPU wakes the
+/// worker, so a launching thread that stays on its CPU makes no system call for this: one
+/// `sched_setaffinity` only when a parked worker is woken from a CPU it may run on.
+#[derive(Debug)]
+struct Cores {
+    /// The CPUs the device's creator could use (the workers' set), when there are several.
+    all: Option<crate::sys::cpu::CpuSet>,
+    workers: [CachePadded<WorkerCpu>; WORKERS],
+}
+
+#[derive(Debug, Default)]
+struct WorkerCpu {
+    /// The worker's thread id (0 until it starts).
+    tid: AtomicI32,
+    /// The one CPU of `all` it may not run on (`usize::MAX`: none).
+    excluded: AtomicUsize,
+}
+
+impl Cores {
+    fn new() -> Self {
+        let all = crate::sys::cpu::CpuSet::of_current_thread().filter(|s| s.count() > 1);
+        Self {
+            all,
+            workers: std::array::from_fn(|_| {
+                CachePadded(WorkerCpu { excluded: AtomicUsize::new(usize::MAX), ..WorkerCpu::default() })
+            }),
+        }
+    }
+
+    /// Worker `w` starts on the calling thread.
+    fn started(&self, w: usize) {
+        self.workers[w].tid.store(crate::sys::cpu::thread_id(), Ordering::Relaxed);
+    }
+
+    /// About to wake parked worker `w`: restricts it to the CPUs but the calling thread's,
+    /// unless it is already (best effort: a refusal leaves it as it was). Wakers of one worker
+    /// are serialised by its claim (see [`Idle::claim_wake`]), so `excluded` has one writer
+    /// at a time.
+    fn steer_off_current_cpu(&self, w: usize) {
+        let Some(all) = &self.all else { return };
+        let worker = &self.workers[w];
+        let Some(cpu) = crate::sys::cpu::current_cpu() else { return };
+        let tid = worker.tid.load(Ordering::Relaxed);
+        if worker.excluded.load(Ordering::Relaxed) == cpu || tid == 0 {
+            return;
+        }
+        if let Some(rest) = all.without(cpu) {
+            if rest.apply_to(tid) {
+                worker.excluded.store(cpu, Ordering::Relaxed);
+            }
+        }
+    }
 }
 
 /// A device's task scheduler: its executor and the threads that drain it.
@@ -393,6 +459,7 @@ impl Scheduler {
             lanes: CachePadded((0..MAX_QUEUES).map(|_| ArcSwapOption::empty()).collect()),
             inbox: CachePadded(Inbox::new(MAX_QUEUES).map_err(|_| std::io::Error::other("inbox too large"))?),
             sleepers: CachePadded(Sleepers::new()),
+            cores: Cores::new(),
         });
         let sched = Self { shared, fabric: fabric.clone(), threads: Mutex::new(Vec::new()) };
         for w in 0..WORKERS {
@@ -1052,6 +1119,7 @@ impl Wake {
 
     fn send(self, shared: &Shared) {
         if let Some(w) = self.0 {
+            shared.cores.steer_off_current_cpu(w);
             shared.work[w].notify_one();
         }
     }
@@ -1093,6 +1161,7 @@ fn watch_idle(st: &State) -> Option<[Option<Arc<Lane>>; KEEP_IDLE]> {
 /// without the lock, finish it; when there is nothing to take, spin briefly (one worker at a
 /// time), then announce itself, look once more and park.
 fn run(shared: &Shared, fabric: &Weak<Fabric>, me: usize) {
+    shared.cores.started(me);
     // Looking (see `Sleepers`) from its first look on.
     shared.sleepers.looks();
     let mut st = shared.state.lock().unwrap_or_else(|p| p.into_inner());

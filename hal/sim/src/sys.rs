@@ -5,6 +5,7 @@
 //! callers above it decide *what* is mapped where; this module only makes it so, and its
 //! types' invariants keep every raw access inside memory this process reserved.
 
+pub(crate) mod cpu;
 pub(crate) mod kernel;
 pub(crate) mod memfd;
 pub(crate) mod shared;
