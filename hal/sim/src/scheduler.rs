@@ -272,6 +272,11 @@ impl Cores {
         self.workers[w].tid.store(crate::sys::cpu::thread_id(), Ordering::Relaxed);
     }
 
+    /// Worker `w` stopped: no waker may steer its thread id (which the kernel may reuse).
+    fn stopped(&self, w: usize) {
+        self.workers[w].tid.store(0, Ordering::Relaxed);
+    }
+
     /// About to wake parked worker `w`: restricts it to the CPUs but the calling thread's,
     /// unless it is already (best effort: a refusal leaves it as it was). Wakers of one worker
     /// are serialised by its claim (see [`Idle::claim_wake`]), so `excluded` has one writer
@@ -468,7 +473,8 @@ impl Scheduler {
             let handle =
                 std::thread::Builder::new().name(format!("aclrs-sim-ts{index}.{w}")).spawn(move || {
                     crate::fault::set_device(index);
-                    run(&worker, &fabric, w)
+                    run(&worker, &fabric, w);
+                    worker.cores.stopped(w);
                 });
             match handle {
                 Ok(h) => sched.threads.lock().unwrap_or_else(|p| p.into_inner()).push(h),
