@@ -81,7 +81,7 @@
 //! other lock is taken under it, and no task runs under it).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 
 use arc_swap::ArcSwapOption;
@@ -225,22 +225,26 @@ struct Shared {
     inbox: CachePadded<Inbox>,
     /// Parked workers and the spinner, as lane submitters see them.
     sleepers: CachePadded<Sleepers>,
-    /// The host CPUs the workers run on, for steering a woken one off the waker's.
+    /// How the host runs the workers (see [`Cores`]).
     cores: Cores,
 }
 
-/// Which host CPUs each worker thread may run on, for [`Wake::send`]: a parked worker that
-/// may run on the waking thread's CPU is moved off it before it is woken.
+/// How the host runs the worker threads, so that a launch on an idle stream starts at once.
 ///
 /// When a kernel wakes a thread it may queue it on the waker's own CPU (on a virtual machine it
-/// does so whenever the thread's last CPU is an idle virtual CPU its host took away), and on a
-/// machine whose CPUs share no cache nothing moves it to an idle CPU for milliseconds, while
-/// the waker (spinning on the result, or going on with its work) keeps the CPU: a launch on an
-/// idle stream then starts milliseconds late. A device's cores are not the host's, so the
-/// software NPU keeps a woken worker off its waker's CPU: the waker restricts the worker to the
-/// other CPUs the process may use. The restriction stays until a waker on another CPU wakes the
-/// worker, so a launching thread that stays on its CPU makes no system call for this: one
-/// `sched_setaffinity` only when a parked worker is woken from a CPU it may run on.
+/// does so whenever the thread's last CPU is an idle virtual CPU its host took away), and a
+/// worker that spun before it parked has used its share: it then waits there for the waker's
+/// slice to end (milliseconds), and nothing moves it to an idle CPU in that time on a machine
+/// whose CPUs share no cache, while the waker (spinning on the result, or going on with its work)
+/// keeps the CPU. A device's cores are not the host's, so the software NPU keeps a woken worker
+/// from waiting behind its waker:
+///
+/// - Each worker asks for [`WORKER_SLICE_NS`] time slices (`sched_setattr`, Linux 6.12 on): a
+///   woken worker's early deadline lets it preempt its waker at once, wherever it is queued.
+/// - Where the kernel does not take custom slices, a waker instead restricts a parked worker it
+///   wakes to the other CPUs the process may use. The restriction stays until a waker on another
+///   CPU wakes the worker, so a launching thread that stays on its CPU makes no system call for
+///   this: one `sched_setaffinity` only when a parked worker is woken from a CPU it may run on.
 #[derive(Debug)]
 struct Cores {
     /// The CPUs the device's creator could use (the workers' set), when there are several.
@@ -248,10 +252,15 @@ struct Cores {
     workers: [CachePadded<WorkerCpu>; WORKERS],
 }
 
+/// A worker's time slice: the kernel's shortest (0.1 ms).
+const WORKER_SLICE_NS: u64 = 100_000;
+
 #[derive(Debug, Default)]
 struct WorkerCpu {
-    /// The worker's thread id (0 until it starts).
+    /// The worker's thread id (0 until it starts and once it stops).
     tid: AtomicI32,
+    /// Whether its wakers steer it (the kernel did not take its slice).
+    steered: AtomicBool,
     /// The one CPU of `all` it may not run on (`usize::MAX`: none).
     excluded: AtomicUsize,
 }
@@ -267,9 +276,16 @@ impl Cores {
         }
     }
 
-    /// Worker `w` starts on the calling thread.
+    /// Worker `w` starts on the calling thread: asks for its slice, and is steered without it.
     fn started(&self, w: usize) {
-        self.workers[w].tid.store(crate::sys::cpu::thread_id(), Ordering::Relaxed);
+        self.start(w, !crate::sys::cpu::request_slice(WORKER_SLICE_NS));
+    }
+
+    /// Worker `w` runs on the calling thread, and its wakers steer it when `steered`.
+    fn start(&self, w: usize, steered: bool) {
+        self.workers[w].steered.store(steered, Ordering::Relaxed);
+        // Release: a waker that reads the id reads the steering decision too.
+        self.workers[w].tid.store(crate::sys::cpu::thread_id(), Ordering::Release);
     }
 
     /// Worker `w` stopped: no waker may steer its thread id (which the kernel may reuse).
@@ -277,16 +293,20 @@ impl Cores {
         self.workers[w].tid.store(0, Ordering::Relaxed);
     }
 
-    /// About to wake parked worker `w`: restricts it to the CPUs but the calling thread's,
-    /// unless it is already (best effort: a refusal leaves it as it was). Wakers of one worker
-    /// are serialised by its claim (see [`Idle::claim_wake`]), so `excluded` has one writer
-    /// at a time.
+    /// About to wake parked worker `w`: restricts it to the CPUs but the calling thread's when
+    /// it is steered and not restricted so already (best effort: a refusal leaves it as it was).
+    /// Wakers of one worker are serialised by its claim (see [`Idle::claim_wake`]), so
+    /// `excluded` has one writer at a time.
     fn steer_off_current_cpu(&self, w: usize) {
         let Some(all) = &self.all else { return };
         let worker = &self.workers[w];
+        // Acquire: pairs with `started`.
+        let tid = worker.tid.load(Ordering::Acquire);
+        if tid == 0 || !worker.steered.load(Ordering::Relaxed) {
+            return;
+        }
         let Some(cpu) = crate::sys::cpu::current_cpu() else { return };
-        let tid = worker.tid.load(Ordering::Relaxed);
-        if worker.excluded.load(Ordering::Relaxed) == cpu || tid == 0 {
+        if worker.excluded.load(Ordering::Relaxed) == cpu {
             return;
         }
         if let Some(rest) = all.without(cpu) {
@@ -1326,5 +1346,60 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>, me: usize) {
         st.idle.unpark();
         shared.sleepers.withdraw();
         spun = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::cpu::{current_cpu, thread_id, CpuSet};
+
+    /// The steering fallback as wakers apply it: a waker on a CPU restricts a steered worker to
+    /// the other CPUs (once: a second wake from the same CPU leaves it as it is), and leaves a
+    /// worker that got its slice alone.
+    #[test]
+    fn a_steered_worker_is_restricted_off_its_wakers_cpu() {
+        let Some(all) = CpuSet::of_current_thread().filter(|s| s.count() > 1) else { return };
+        let cores = Arc::new(Cores::new());
+        // Pin the waker (this test's own thread) so that its CPU is known.
+        let here = current_cpu().expect("sched_getcpu");
+        let mut only_here = all;
+        for c in 0..1024 {
+            if c != here {
+                only_here = only_here.without(c).unwrap_or(only_here);
+            }
+        }
+        assert!(only_here.apply_to(thread_id()));
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (back, answers) = std::sync::mpsc::channel::<Option<CpuSet>>();
+        let worker = {
+            let cores = Arc::clone(&cores);
+            std::thread::spawn(move || {
+                cores.start(0, true);
+                cores.start(1, false);
+                while rx.recv().is_ok() {
+                    back.send(CpuSet::of_current_thread()).expect("answer");
+                }
+            })
+        };
+        // Both "workers" are the one thread: worker 1 (sliced) is never steered.
+        while cores.workers[0].tid.load(Ordering::Acquire) == 0 {
+            std::thread::yield_now();
+        }
+        cores.steer_off_current_cpu(1);
+        tx.send(()).expect("ask");
+        let mask = answers.recv().expect("mask").expect("sched_getaffinity");
+        assert!(mask.contains(here), "a worker with its slice is never restricted");
+        cores.steer_off_current_cpu(0);
+        tx.send(()).expect("ask");
+        let mask = answers.recv().expect("mask").expect("sched_getaffinity");
+        assert!(!mask.contains(here), "the steered worker may still run on its waker's CPU {here}");
+        assert_eq!(mask.count(), all.count() - 1);
+        assert_eq!(cores.workers[0].excluded.load(Ordering::Relaxed), here);
+        cores.stopped(0);
+        cores.stopped(1);
+        drop(tx);
+        worker.join().expect("worker");
+        assert!(all.apply_to(thread_id()));
     }
 }

@@ -1,15 +1,17 @@
-//! The host CPUs the software NPU's worker threads run on: which CPU a thread is on, a thread's
-//! id, and the set of CPUs a thread may run on.
+//! How the host runs the software NPU's worker threads: their time slices, which CPU a thread
+//! is on, a thread's id, and the set of CPUs a thread may run on.
 //!
 //! A device's cores are not the host's: a kernel launched on an idle stream starts on the
 //! device while the launching thread goes on. The workers model those cores, but they are host
 //! threads, and a kernel that wakes a parked thread puts it on a CPU of its choosing — often
 //! the waker's own, where it waits (milliseconds on a machine whose CPUs share no cache) for the
-//! waker, which is busy, to give the CPU up. The scheduler uses this module to steer a parked
-//! worker off the waking thread's CPU just before it wakes it (see `scheduler`'s `Wake`).
+//! waker, which is busy, to give the CPU up. The scheduler uses this module to ask for short
+//! slices for its workers (so that a woken one preempts its waker at once), or, where the
+//! kernel does not take them, to steer a parked worker off the waking thread's CPU just before
+//! it wakes it (see `scheduler`'s `Cores`).
 //!
-//! This module owns the `sched_getcpu`, `gettid` and `sched_{get,set}affinity` calls; it
-//! decides nothing about which worker is steered or when.
+//! This module owns the `sched_{get,set}attr`, `sched_getcpu`, `gettid` and
+//! `sched_{get,set}affinity` calls; it decides nothing about which worker gets what, or when.
 
 use std::mem::MaybeUninit;
 
@@ -73,6 +75,39 @@ pub(crate) fn current_cpu() -> Option<usize> {
     // SAFETY: sched_getcpu takes no arguments and only reads the thread's state (a vDSO call).
     let cpu = unsafe { libc::sched_getcpu() };
     usize::try_from(cpu).ok()
+}
+
+/// Asks the kernel for time slices of `ns` nanoseconds for the calling thread, keeping its
+/// policy (`SCHED_OTHER`) and nice value: a thread with a short slice gets an early deadline
+/// when it wakes, so it preempts a thread that runs on without sleeping instead of waiting for
+/// that thread's slice to end. `true` when the kernel now reports that slice for the thread
+/// (custom slices came with Linux 6.12; an older kernel takes the call and ignores the value,
+/// and this reads it back to tell); nothing changes when it does not.
+pub(crate) fn request_slice(ns: u64) -> bool {
+    // SAFETY: getpriority reads the calling thread's nice value (PRIO_PROCESS with id 0 is the
+    // calling thread on Linux); it cannot fail for the calling thread.
+    let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+    let mut attr = zeroed_attr();
+    attr.sched_nice = nice;
+    attr.sched_runtime = ns;
+    // SAFETY: `attr` is an initialised `sched_attr` whose `size` says how much the kernel may
+    // read; pid 0 is the calling thread; no flags.
+    let set = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &raw const attr, 0u32) };
+    let mut got = zeroed_attr();
+    // SAFETY: `got` is a writable `sched_attr` of the size passed; pid 0 is the calling thread;
+    // no flags. The kernel writes at most that size.
+    let read = unsafe { libc::syscall(libc::SYS_sched_getattr, 0, &raw mut got, got.size, 0u32) };
+    set == 0 && read == 0 && got.sched_runtime == ns
+}
+
+/// A `sched_attr` of `SCHED_OTHER` with its size set and everything else 0.
+fn zeroed_attr() -> libc::sched_attr {
+    // SAFETY: `sched_attr` is plain integers: all zeroes is a valid value.
+    let mut attr: libc::sched_attr = unsafe { std::mem::zeroed() };
+    // CAST: the struct's size (48 bytes) and SCHED_OTHER (0) fit in u32.
+    attr.size = size_of::<libc::sched_attr>() as u32;
+    attr.sched_policy = libc::SCHED_OTHER as u32;
+    attr
 }
 
 /// The kernel's id of the calling thread.
