@@ -376,6 +376,11 @@ impl Window {
         addr >= self.base && addr - self.base < self.len_bytes
     }
 
+    /// Whether `[addr, addr + len_bytes)` lies in the window (mapped or not).
+    pub(crate) fn spans(&self, addr: u64, len_bytes: u64) -> bool {
+        self.contains(addr) && addr - self.base <= self.len_bytes - len_bytes.min(self.len_bytes)
+    }
+
     fn page_range(&self, offset: u64, len_bytes: u64) -> io::Result<*mut libc::c_void> {
         let end = offset.checked_add(len_bytes).ok_or(io::ErrorKind::InvalidInput)?;
         if len_bytes == 0 || end > self.len_bytes || offset % 4096 != 0 || len_bytes % 4096 != 0 {
@@ -614,30 +619,71 @@ impl Window {
 
     /// Whether `[addr, addr + len_bytes)` is wholly mapped (and writable if `write`).
     fn covered(&self, map: &BTreeMap<u64, Entry>, addr: u64, len_bytes: u64, write: bool) -> bool {
+        self.covered_span(map, addr, len_bytes, write).is_some()
+    }
+
+    /// [`Self::covered`], answering the span of window offsets `[lo, hi)` the mappings it
+    /// walked cover (every byte of it mapped, and writable with `write`), which holds the range.
+    fn covered_span(
+        &self,
+        map: &BTreeMap<u64, Entry>,
+        addr: u64,
+        len_bytes: u64,
+        write: bool,
+    ) -> Option<(u64, u64)> {
         if !self.contains(addr) {
-            return false;
+            return None;
         }
         let offset = addr - self.base;
-        let Some(end) = offset.checked_add(len_bytes) else { return false };
+        let end = offset.checked_add(len_bytes)?;
         if end > self.len_bytes {
-            return false;
+            return None;
         }
+        let (&first, _) = map.range(..=offset).next_back()?;
         let mut cursor = offset;
-        let mut entries = match map.range(..=offset).next_back() {
-            Some((&o, _)) => map.range(o..),
-            None => return false,
-        };
+        // Verified so far (empty until an entry is walked).
+        let mut span = (offset, offset);
+        let mut entries = map.range(first..);
         while cursor < end {
             match entries.next() {
                 Some((&o, e))
                     if o <= cursor && o + e.len_bytes > cursor && !e.hidden && (e.writable || !write) =>
                 {
+                    if span.0 == span.1 {
+                        span.0 = o;
+                    }
                     cursor = o + e.len_bytes;
+                    span.1 = cursor;
                 }
-                _ => return false,
+                _ => return None,
             }
         }
-        true
+        Some(span)
+    }
+
+    /// [`Self::covered`] for one of a run of ranges: `span` is the last span found covered
+    /// (window offsets; empty at first), looked at before the map and replaced when the map is
+    /// asked.
+    fn covered_within(
+        &self,
+        map: &BTreeMap<u64, Entry>,
+        span: &mut (u64, u64),
+        addr: u64,
+        len_bytes: u64,
+        write: bool,
+    ) -> bool {
+        let off = addr.wrapping_sub(self.base);
+        // A zero-length range asks the map, as `covered` does.
+        if len_bytes > 0 && self.contains(addr) && off >= span.0 && len_bytes <= span.1.saturating_sub(off) {
+            return true;
+        }
+        match self.covered_span(map, addr, len_bytes, write) {
+            Some(found) => {
+                *span = found;
+                true
+            }
+            None => false,
+        }
     }
 
     /// How many mappings the window records (tests).
@@ -780,6 +826,35 @@ impl Window {
     /// Copies `len_bytes` from `src` in window `from` to `dst` in window `to` (which may be the
     /// same window; the ranges may overlap).
     pub(crate) fn copy(to: &Window, dst: u64, from: &Window, src: u64, len_bytes: u64) -> Result<(), Fault> {
+        Self::copy_many(to, from, &[(dst, src, len_bytes)], u64::MAX)
+    }
+
+    /// [`Self::copy`] of each `(dst, src, len)` entry in order, from `from` to `to`, taking the
+    /// windows' read locks once for every `hold_bytes` copied (at least one entry each time)
+    /// rather than once per entry; stops at the first entry not wholly mapped (the entries
+    /// before it are copied).
+    pub(crate) fn copy_many(
+        to: &Window,
+        from: &Window,
+        entries: &[(u64, u64, u64)],
+        hold_bytes: u64,
+    ) -> Result<(), Fault> {
+        let mut rest = entries;
+        while !rest.is_empty() {
+            let done = Self::copy_locked(to, from, rest, hold_bytes)?;
+            rest = &rest[done..];
+        }
+        Ok(())
+    }
+
+    /// One taking of the locks for [`Self::copy_many`]: copies entries from the front of
+    /// `entries` until `hold_bytes` are copied; how many it copied.
+    fn copy_locked(
+        to: &Window,
+        from: &Window,
+        entries: &[(u64, u64, u64)],
+        hold_bytes: u64,
+    ) -> Result<usize, Fault> {
         // Lock order: windows are taken by ascending base address, so two copies in opposite
         // directions cannot deadlock against a writer waiting on either window.
         let same = core::ptr::eq(to, from);
@@ -793,16 +868,28 @@ impl Window {
                 g2.as_deref().unwrap_or(&g1)
             }
         };
-        if !from.covered(map_of(from), src, len_bytes, false) || !to.covered(map_of(to), dst, len_bytes, true)
-        {
-            return Err(Fault);
+        let (mut copied, mut bytes) = (0, 0u64);
+        // The spans last found mapped on each side: a run of entries inside one mapping looks
+        // the mapping up once.
+        let (mut from_span, mut to_span) = ((0, 0), (0, 0));
+        for &(dst, src, len_bytes) in entries {
+            if copied > 0 && bytes >= hold_bytes {
+                break;
+            }
+            if !from.covered_within(map_of(from), &mut from_span, src, len_bytes, false)
+                || !to.covered_within(map_of(to), &mut to_span, dst, len_bytes, true)
+            {
+                return Err(Fault);
+            }
+            // CAST: covered addresses lie in the address space.
+            let (d, s) = (dst as usize as *mut u8, src as usize as *const u8);
+            // SAFETY: both ranges are mapped (checked above) and stay mapped while we hold both
+            // read locks; `copy` allows overlap.
+            unsafe { core::ptr::copy(s, d, len_bytes as usize) };
+            copied += 1;
+            bytes = bytes.saturating_add(len_bytes);
         }
-        // CAST: covered addresses lie in the address space.
-        let (d, s) = (dst as usize as *mut u8, src as usize as *const u8);
-        // SAFETY: both ranges are mapped (checked above) and stay mapped while we hold both
-        // read locks; `copy` allows overlap.
-        unsafe { core::ptr::copy(s, d, len_bytes as usize) };
-        Ok(())
+        Ok(copied)
     }
 }
 
@@ -865,5 +952,58 @@ mod tests {
         w.unmap(0, 6 * PAGE).unwrap();
         w.unmap(6 * PAGE, PAGE).unwrap();
         assert_eq!(w.entry_count(), 0);
+    }
+
+    /// A run of copies between two windows under one taking of their locks: entries inside
+    /// one mapping, then inside another, are copied; an entry reaching a hole or a read-only
+    /// destination faults (after the entries before it were copied), whatever the spans found
+    /// mapped for the entries before it; `hold_bytes` only splits the run.
+    #[test]
+    fn copy_many_copies_in_order_and_faults_at_the_first_unmapped_entry() {
+        let name = format!("/aclrs-test-copymany-{}", std::process::id());
+        let object = ShmObject::open(&name, 32 * PAGE, true).unwrap();
+        shm_unlink(&name);
+        let base = 0x6b00_0000_0000 + u64::from(std::process::id() % 4096) * (1 << 30);
+        let mut w = Window::reserve(base, 32 * PAGE).unwrap();
+        w.map_identity(&object, 0).unwrap();
+        // Sources: pages 0..4. Destinations: pages 8..10 and 12..14 (a hole at 10..12), and a
+        // read-only page at 14.
+        w.map_shared(0, 4 * PAGE, &object, 0, true).unwrap();
+        w.map_shared(8 * PAGE, 2 * PAGE, &object, 8 * PAGE, true).unwrap();
+        w.map_shared(12 * PAGE, 2 * PAGE, &object, 12 * PAGE, true).unwrap();
+        w.map_shared(14 * PAGE, PAGE, &object, 14 * PAGE, false).unwrap();
+        let pattern: Vec<u8> = (0..4 * PAGE).map(|i| (i % 251) as u8).collect();
+        w.write(base, &pattern).unwrap();
+        let at = |page: u64, off: u64| base + page * PAGE + off;
+        for hold in [1, 64, u64::MAX] {
+            let ok = [
+                (at(8, 0), at(0, 0), 100),
+                (at(8, 100), at(0, 100), 3000),
+                (at(12, 8), at(1, 0), 2 * PAGE - 8),
+            ];
+            Window::copy_many(&w, &w, &ok, hold).unwrap();
+            let mut back = vec![0u8; 3100];
+            w.read(at(8, 0), &mut back).unwrap();
+            assert_eq!(back, pattern[..3100]);
+            let mut back = vec![0u8; (2 * PAGE - 8) as usize];
+            w.read(at(12, 8), &mut back).unwrap();
+            assert_eq!(back, pattern[PAGE as usize..(3 * PAGE - 8) as usize]);
+            // Inside the first mapping, then one byte into the hole: the first is copied, the
+            // second faults.
+            w.write(at(9, 0), &[0u8; 16]).unwrap();
+            let bad = [(at(9, 0), at(2, 0), 16), (at(9, 16), at(2, 16), PAGE - 15)];
+            assert!(Window::copy_many(&w, &w, &bad, hold).is_err());
+            let mut back = [0u8; 16];
+            w.read(at(9, 0), &mut back).unwrap();
+            assert_eq!(back[..], pattern[2 * PAGE as usize..2 * PAGE as usize + 16]);
+            // A read-only destination right after a writable one faults too.
+            let ro = [(at(13, 0), at(0, 0), 16), (at(14, 0), at(0, 0), 16)];
+            assert!(Window::copy_many(&w, &w, &ro, hold).is_err());
+            // A zero-length entry in a hole is refused as by a lone copy.
+            assert_eq!(
+                Window::copy_many(&w, &w, &[(at(10, 0), at(0, 0), 0)], hold).is_ok(),
+                Window::copy(&w, at(10, 0), &w, at(0, 0), 0).is_ok()
+            );
+        }
     }
 }
