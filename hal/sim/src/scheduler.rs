@@ -1355,8 +1355,7 @@ mod tests {
     use crate::sys::cpu::{current_cpu, thread_id, CpuSet};
 
     /// The steering fallback as wakers apply it: a waker on a CPU restricts a steered worker to
-    /// the other CPUs (once: a second wake from the same CPU leaves it as it is), and leaves a
-    /// worker that got its slice alone.
+    /// the other CPUs, and leaves a worker that got its slice alone.
     #[test]
     fn a_steered_worker_is_restricted_off_its_wakers_cpu() {
         let Some(all) = CpuSet::of_current_thread().filter(|s| s.count() > 1) else { return };
@@ -1382,8 +1381,9 @@ mod tests {
                 }
             })
         };
-        // Both "workers" are the one thread: worker 1 (sliced) is never steered.
-        while cores.workers[0].tid.load(Ordering::Acquire) == 0 {
+        // Both "workers" are the one thread (which started pinned to `here`, as its creator
+        // was): worker 1 (sliced) is never steered. Worker 1 starts second.
+        while cores.workers[1].tid.load(Ordering::Acquire) == 0 {
             std::thread::yield_now();
         }
         cores.steer_off_current_cpu(1);
