@@ -34,7 +34,7 @@
 //! ([`crate::sync::lock`]); `Device::rebuild` (device reset, `aclFinalize`) starts the state
 //! again from nothing and clears the poison.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::error::Result;
@@ -42,6 +42,60 @@ use crate::state::memory::DevMem;
 use crate::state::pool::Pools;
 use crate::state::stream::{DeviceStreams, Limits};
 use crate::state::vmm::VmmState;
+
+/// Low bits of [`Device`]'s `mem_version` that count releases of `mem` (2^40 of them).
+const VERSION_COUNT_BITS: u32 = 40;
+
+/// The device's memory state, locked ([`Device::mem`]). Every release of it moves the device's
+/// memory version, so a range a thread found live is known live only while nobody took the lock
+/// since ([`Self::seal`]).
+#[derive(Debug)]
+pub(crate) struct MemGuard<'a> {
+    guard: MutexGuard<'a, DevMem>,
+    version: &'a AtomicU64,
+    /// Whether the version was moved already for what this guard saw (and nothing was changed
+    /// through it since).
+    sealed: bool,
+}
+
+impl MemGuard<'_> {
+    /// Publishes the state as this guard sees it now and returns its version: until another
+    /// taking of the lock, [`Device::mem_version`] stays this value, so whatever was found in
+    /// the state holds while it does. A change through the guard after this moves it again.
+    pub(crate) fn seal(&mut self) -> u64 {
+        let v = self.version.load(Ordering::Relaxed) + 1;
+        // Release (under the lock, the only writer): what was read before is ordered before.
+        self.version.store(v, Ordering::Release);
+        self.sealed = true;
+        v
+    }
+}
+
+impl std::ops::Deref for MemGuard<'_> {
+    type Target = DevMem;
+
+    fn deref(&self) -> &DevMem {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for MemGuard<'_> {
+    fn deref_mut(&mut self) -> &mut DevMem {
+        self.sealed = false;
+        &mut self.guard
+    }
+}
+
+impl Drop for MemGuard<'_> {
+    fn drop(&mut self) {
+        if !self.sealed {
+            // Before the unlock (the guard field drops after this): a thread that sees the old
+            // version took nothing from a state after this one.
+            let v = self.version.load(Ordering::Relaxed) + 1;
+            self.version.store(v, Ordering::Release);
+        }
+    }
+}
 
 /// The state of one logical device of this process.
 #[derive(Debug)]
@@ -59,8 +113,14 @@ pub struct Device {
     /// Serialises open and teardown. Lock order: outermost (see the module docs).
     pub(crate) life: Mutex<()>,
     /// The allocation table, the address map and the stream-ordered frees. Lock order: after
-    /// `vmm` and a pool's mutex.
-    pub(crate) mem: Mutex<DevMem>,
+    /// `vmm` and a pool's mutex. Taken only through [`Self::mem`] (and [`Self::rebuild`]), whose
+    /// guard moves `mem_version`.
+    mem: Mutex<DevMem>,
+    /// Which state of `mem` threads may have seen: moved (under `mem`) by every release of
+    /// the lock, so that a range found live under one state is known live without the lock
+    /// until the lock is taken again ([`MemGuard::seal`]). Unique process-wide: this device's
+    /// instance number in the high bits, a count in the low ones.
+    mem_version: AtomicU64,
     /// The pools of this device, by handle (lock-free lookups).
     pub(crate) pools: Pools,
     /// VMM reservations and mappings, physical handles, IPC keys and imports, peer access from
@@ -99,6 +159,7 @@ impl Device {
             deferred: AtomicUsize::new(0),
             life: Mutex::new(()),
             mem: Mutex::new(DevMem::default()),
+            mem_version: AtomicU64::new(crate::state::memory::next_epoch() << VERSION_COUNT_BITS),
             pools: Pools::new(id, generation),
             vmm: Mutex::new(VmmState::new(id)),
             streams: DeviceStreams::new(id, generation, limits),
@@ -153,8 +214,21 @@ impl Device {
     /// # Errors
     ///
     /// 507000 when a panic poisoned it.
-    pub(crate) fn mem(&self, api: &str) -> Result<MutexGuard<'_, DevMem>> {
-        crate::sync::lock(&self.mem, api, &format_args!("device {}'s memory", self.id))
+    pub(crate) fn mem(&self, api: &str) -> Result<MemGuard<'_>> {
+        let guard = crate::sync::lock(&self.mem, api, &format_args!("device {}'s memory", self.id))?;
+        Ok(MemGuard { guard, version: &self.mem_version, sealed: false })
+    }
+
+    /// [`Self::mem`] even when a panic poisoned it (a teardown that takes what it can).
+    pub(crate) fn mem_even_if_failed(&self) -> MemGuard<'_> {
+        MemGuard { guard: crate::sync::relock(&self.mem), version: &self.mem_version, sealed: false }
+    }
+
+    /// The state of `mem` last published (see [`MemGuard::seal`]); no lock.
+    #[inline]
+    pub(crate) fn mem_version(&self) -> u64 {
+        // Acquire: pairs with the release of the guard that published it.
+        self.mem_version.load(Ordering::Acquire)
     }
 
     /// Locks the VMM/IPC/peer state. Lock order: before a pool's mutex and `mem`.
@@ -174,7 +248,7 @@ impl Device {
         *crate::sync::relock(&self.vmm) = VmmState::new(self.id);
         self.vmm.clear_poison();
         self.pools.clear();
-        *crate::sync::relock(&self.mem) = DevMem::default();
+        *self.mem_even_if_failed() = DevMem::default();
         self.note_deferred(0);
         self.mem.clear_poison();
         self.life.clear_poison();

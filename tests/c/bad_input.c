@@ -250,6 +250,35 @@ int main(void)
     fill_pattern(buf, SZ, 2); /* the second half must still hold the old pattern */
     CHECK(memcmp((unsigned char *)pinned + SZ / 2, buf + SZ / 2, SZ / 2) == 0);
 
+    check_section("aclrtMemsetAsync after a free, past the end, into another allocation");
+    {
+        /* A thread's async memsets into one buffer skip the device's memory lock once the
+         * buffer was found live; the range is still checked, and a free ends it at once. */
+        void *a = NULL, *b = NULL;
+        aclrtStream s = NULL;
+        CHECK_OK(aclrtCreateStream(&s));
+        CHECK_OK(aclrtMalloc(&a, SZ, ACL_MEM_MALLOC_HUGE_FIRST));
+        CHECK_OK(aclrtMalloc(&b, SZ, ACL_MEM_MALLOC_HUGE_FIRST));
+        CHECK_OK(aclrtMemsetAsync(a, SZ, 1, SZ, s));
+        CHECK_OK(aclrtMemsetAsync((unsigned char *)a + 8, SZ - 8, 2, SZ - 8, s));
+        CHECK_FAIL(aclrtMemsetAsync((unsigned char *)a + SZ / 2, SZ, 3, SZ, s), ACL_ERROR_RT_PARAM_INVALID);
+        CHECK_OK(aclrtMemsetAsync(b, SZ, 4, SZ, s));
+        CHECK_OK(aclrtMemsetAsync(a, SZ, 5, SZ / 2, s));
+        CHECK_OK(aclrtSynchronizeStream(s));
+        memset(buf, 0, SZ);
+        CHECK_OK(aclrtMemcpy(buf, SZ, a, SZ, ACL_MEMCPY_DEVICE_TO_HOST));
+        CHECK(all_bytes(buf, SZ / 2, 5) && buf[SZ / 2] == 2 && buf[SZ - 1] == 2);
+        CHECK_OK(aclrtFree(a));
+        CHECK_FAIL(aclrtMemsetAsync(a, SZ, 6, SZ, s), ACL_ERROR_RT_PARAM_INVALID);
+        CHECK_FAIL(aclrtMemsetAsync((unsigned char *)a + 8, 8, 6, 8, s), ACL_ERROR_RT_PARAM_INVALID);
+        CHECK_OK(aclrtMemsetAsync(b, SZ, 7, SZ, s));
+        CHECK_OK(aclrtSynchronizeStream(s));
+        CHECK_OK(aclrtFree(b));
+        CHECK_FAIL(aclrtMemsetAsync(b, SZ, 8, SZ, s), ACL_ERROR_RT_PARAM_INVALID);
+        CHECK_OK(aclrtSynchronizeStream(s));
+        CHECK_OK(aclrtDestroyStream(s));
+    }
+
     check_section("aclrtGetMemInfo misuse");
     CHECK_FAIL(aclrtGetMemInfo((aclrtMemAttr)18, &f, &t), ACL_ERROR_INVALID_PARAM);
     CHECK_FAIL(aclrtGetMemInfo(ACL_HBM_MEM, NULL, &t), ACL_ERROR_INVALID_PARAM);

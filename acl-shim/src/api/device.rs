@@ -189,7 +189,7 @@ impl Runtime {
         dev.set_refcount(life, 0, force);
         // A failed (poisoned) memory state is not walked: closing the device gives its memory
         // back, and `rebuild` below starts again from nothing.
-        let alloc = dev.mem.lock().ok().and_then(|mut m| m.alloc.take());
+        let alloc = dev.mem("teardown").ok().and_then(|mut m| m.alloc.take());
         if let Some(mut alloc) = alloc {
             let mut backer = crate::state::memory::HalBacker::new(self.backend.driver(), d);
             alloc.release_all(&mut backer);

@@ -623,25 +623,37 @@ impl Runtime {
     fn check_live_writable(&self, api: &str, what: &str, loc: Loc, addr: u64, len: u64) -> Result<()> {
         let plain = match loc {
             Loc::Device(d) if d < self.device_count() => {
+                let dev = self.device(d);
+                // No lock when this thread found the range's allocation writable in the state
+                // the device still shows (the common case of a stream of async memsets or
+                // copies into one buffer).
+                if live_cache::holds(dev.mem_version(), addr, len) {
+                    return Ok(());
+                }
                 // Lock order: `mem` alone.
-                let m = self.device(d).mem(api)?;
-                match m.map.find(addr) {
+                let mut m = dev.mem(api)?;
+                let found = match m.map.find(addr) {
                     Some(r)
                         if r.value == Owner::Allocation
                             && addr.checked_add(len).is_some_and(|e| e <= r.end()) =>
                     {
-                        m.alloc.as_ref().and_then(|a| a.find(DeviceAddr(addr))).map(|i| i.attrs)
+                        m.alloc
+                            .as_ref()
+                            .and_then(|a| a.find(DeviceAddr(addr)))
+                            .map(|i| (r.start, r.end(), i.attrs))
                     }
                     // Slab objects (and, without a sanitizer, blocks) are not in the map: the
                     // allocator's slot table has them.
                     None => m
                         .unmapped_allocation(addr)
-                        .filter(|i| {
-                            addr.checked_add(len).is_some_and(|e| e <= i.base.as_u64() + i.usable_bytes)
-                        })
-                        .map(|i| i.attrs),
+                        .map(|i| (i.base.as_u64(), i.base.as_u64() + i.usable_bytes, i.attrs))
+                        .filter(|&(_, end, _)| addr.checked_add(len).is_some_and(|e| e <= end)),
                     _ => None,
+                };
+                if let Some((start, end, _)) = found.filter(|f| !f.2.contains(MemAttr::READONLY)) {
+                    live_cache::remember(m.seal(), start, end);
                 }
+                found.map(|f| f.2)
             }
             _ => None,
         };
@@ -1098,5 +1110,43 @@ impl Runtime {
             // 1 GiB pages.
             _ => (info.giant_free_bytes, info.giant_total_bytes),
         })
+    }
+}
+
+/// The device range a thread last found to be one live, writable plain allocation, with the
+/// device's memory version it found it in ([`crate::device::MemGuard::seal`]): while the
+/// device still shows that version nobody took its memory lock since, so nothing was freed or
+/// changed, and a range inside it is live and writable without the lock. Versions are unique
+/// process-wide (each device instance has its own high bits), so an entry never answers for
+/// another device, or for a device after a reset or `aclFinalize`.
+mod live_cache {
+    use std::cell::Cell;
+
+    #[derive(Clone, Copy)]
+    struct Entry {
+        version: u64,
+        start: u64,
+        end: u64,
+    }
+
+    thread_local! {
+        static LAST: Cell<Entry> = const { Cell::new(Entry { version: 0, start: 0, end: 0 }) };
+    }
+
+    /// Whether `[addr, addr + len)` (at least one byte) lies in the remembered range, found in
+    /// memory state `version`.
+    #[inline]
+    pub(super) fn holds(version: u64, addr: u64, len: u64) -> bool {
+        let e = LAST.with(Cell::get);
+        e.version == version
+            && version != 0
+            && addr >= e.start
+            && addr.checked_add(len.max(1)).is_some_and(|end| end <= e.end)
+    }
+
+    /// Remembers `[start, end)` as live and writable in memory state `version`.
+    #[inline]
+    pub(super) fn remember(version: u64, start: u64, end: u64) {
+        LAST.with(|c| c.set(Entry { version, start, end }));
     }
 }
