@@ -78,35 +78,41 @@ pub(crate) fn current_cpu() -> Option<usize> {
 }
 
 /// Asks the kernel for time slices of `ns` nanoseconds for the calling thread, keeping its
-/// policy (`SCHED_OTHER`) and nice value: a thread with a short slice gets an early deadline
-/// when it wakes, so it preempts a thread that runs on without sleeping instead of waiting for
-/// that thread's slice to end. `true` when the kernel now reports that slice for the thread
-/// (custom slices came with Linux 6.12; an older kernel takes the call and ignores the value,
-/// and this reads it back to tell); nothing changes when it does not.
+/// policy and nice value: a thread with a short slice gets an early deadline when it wakes, so
+/// it preempts a thread that runs on without sleeping instead of waiting for that thread's slice
+/// to end. Only a normal (`SCHED_OTHER`) thread asks: one under another policy (a real-time
+/// application's, inherited from the thread that opened the device) is left as it is. `true`
+/// when the kernel now reports that slice for the thread (custom slices came with Linux 6.12; an
+/// older kernel takes the call and ignores the value, and this reads it back to tell); nothing
+/// changes when it does not.
 pub(crate) fn request_slice(ns: u64) -> bool {
-    // SAFETY: getpriority reads the calling thread's nice value (PRIO_PROCESS with id 0 is the
-    // calling thread on Linux); it cannot fail for the calling thread.
-    let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
-    let mut attr = zeroed_attr();
-    attr.sched_nice = nice;
+    let Some(mut attr) = current_attr() else { return false };
+    // CAST: SCHED_OTHER is 0.
+    if attr.sched_policy != libc::SCHED_OTHER as u32 {
+        return false;
+    }
     attr.sched_runtime = ns;
     // SAFETY: `attr` is an initialised `sched_attr` whose `size` says how much the kernel may
     // read; pid 0 is the calling thread; no flags.
     let set = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &raw const attr, 0u32) };
+    set == 0 && current_attr().is_some_and(|got| got.sched_runtime == ns)
+}
+
+/// The calling thread's scheduling attributes (policy, flags, nice value, slice).
+fn current_attr() -> Option<libc::sched_attr> {
     let mut got = zeroed_attr();
     // SAFETY: `got` is a writable `sched_attr` of the size passed; pid 0 is the calling thread;
     // no flags. The kernel writes at most that size.
     let read = unsafe { libc::syscall(libc::SYS_sched_getattr, 0, &raw mut got, got.size, 0u32) };
-    set == 0 && read == 0 && got.sched_runtime == ns
+    (read == 0).then_some(got)
 }
 
-/// A `sched_attr` of `SCHED_OTHER` with its size set and everything else 0.
+/// A `sched_attr` with its size set and everything else 0 (`SCHED_OTHER`).
 fn zeroed_attr() -> libc::sched_attr {
     // SAFETY: `sched_attr` is plain integers: all zeroes is a valid value.
     let mut attr: libc::sched_attr = unsafe { std::mem::zeroed() };
-    // CAST: the struct's size (48 bytes) and SCHED_OTHER (0) fit in u32.
+    // CAST: the struct's size (48 bytes) fits in u32.
     attr.size = size_of::<libc::sched_attr>() as u32;
-    attr.sched_policy = libc::SCHED_OTHER as u32;
     attr
 }
 
