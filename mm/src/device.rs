@@ -37,7 +37,9 @@
 //! of its class; the chunks of a class with free slots form an intrusive list, so a slab
 //! allocation or free is O(1). In steady state (no table growing past its high-water mark)
 //! allocation and free allocate nothing on the heap: shared-slot tables, ids and chunk storage are
-//! recycled. (Stream-ordered pool reservations, [`DeviceAllocator::reserve_range`] and the pages
+//! recycled. The VA of a block or chunk comes from [`VaAllocator`]'s handle path, whose cache
+//! hands the range of a freed block straight to the next request of the same VA length (see
+//! [`crate::va`]). (Stream-ordered pool reservations, [`DeviceAllocator::reserve_range`] and the pages
 //! backed in them, still use ordered maps; they take VA from a window of their own when one is
 //! set, [`DeviceAllocator::set_pool_window`].)
 //!
@@ -517,46 +519,83 @@ impl Accounting {
     }
 }
 
-/// What backs a direct block: up to two ranges (2 MiB pages, then a 4 KiB-page tail).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Pieces {
-    va: VaRange,
-    first: (VaRange, PageSize),
-    tail: Option<VaRange>,
-    /// The backer's tokens of `first` and `tail` ([`Backer::back_token`]).
-    tokens: [u32; 2],
-    /// Whether `first` and `tail` were backed in one step ([`Backer::back_huge_with_tail`]):
-    /// `tokens[0]` is then the token of the two as one range.
-    joint: bool,
-}
-
-impl Pieces {
-    fn backed_bytes(&self) -> u64 {
-        self.first.0.len_bytes() + self.tail.map_or(0, |t| t.len_bytes())
-    }
-
-    /// `first` and `tail` as one range (what a joint backing covers).
-    fn joint_range(&self) -> VaRange {
-        // The two are adjacent and were each valid, so the union is valid.
-        VaRange::try_new(self.first.0.start(), self.backed_bytes()).unwrap_or(self.first.0)
-    }
-}
-
+/// A live direct block in one small record (the hot paths copy it): its VA range
+/// `[base, base + va_len)`, what backs it — a first piece of `first_page` pages from `base`,
+/// `first_len` bytes, then a 4 KiB-page tail of `tail_len` bytes (0: none) — and who it is
+/// charged to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Block {
+    base: u64,
+    va_len: u64,
     usable: u64,
+    first_len: u64,
+    tail_len: u64,
+    /// The backer's tokens of the first piece and of the tail ([`Backer::back_token`]); with
+    /// `joint`, `tokens[0]` is the token of the two as one range.
+    tokens: [u32; 2],
+    /// The VA allocator's handle of the VA range.
+    va_node: u32,
     attrs: MemAttr,
     component: Component,
     class: PolicyClass,
-    pieces: Pieces,
-    /// The VA allocator's handle of `pieces.va`.
-    va_node: u32,
+    first_page: PageSize,
+    /// Whether the first piece and the tail were backed in one step
+    /// ([`Backer::back_huge_with_tail`]).
+    joint: bool,
+}
+
+/// `[start, start + len)`, a range the allocator made valid before (a block's VA or a piece
+/// inside it).
+#[inline(always)]
+fn known_range(start: u64, len: u64) -> VaRange {
+    match VaRange::try_new(DeviceAddr(start), len) {
+        Ok(r) => r,
+        // INVARIANT: every range rebuilt here was a valid VaRange when the block was made.
+        Err(_) => unreachable!("a recorded range is valid"),
+    }
 }
 
 impl Block {
+    #[inline(always)]
     fn base(&self) -> u64 {
-        self.pieces.va.start().as_u64()
+        self.base
     }
+
+    #[inline(always)]
+    fn va(&self) -> VaRange {
+        known_range(self.base, self.va_len)
+    }
+
+    #[inline(always)]
+    fn backed_bytes(&self) -> u64 {
+        self.first_len + self.tail_len
+    }
+
+    #[inline(always)]
+    fn first(&self) -> VaRange {
+        known_range(self.base, self.first_len)
+    }
+
+    #[inline(always)]
+    fn tail(&self) -> Option<VaRange> {
+        (self.tail_len > 0).then(|| known_range(self.base + self.first_len, self.tail_len))
+    }
+
+    /// The first piece and the tail as one range (what a joint backing covers).
+    #[inline(always)]
+    fn joint_range(&self) -> VaRange {
+        known_range(self.base, self.backed_bytes())
+    }
+}
+
+/// How a direct block was backed (see [`Block`]).
+#[derive(Clone, Copy, Debug)]
+struct Backing {
+    first_len: u64,
+    first_page: PageSize,
+    tail_len: u64,
+    tokens: [u32; 2],
+    joint: bool,
 }
 
 /// Slab objects also carry who they are charged to; kept per chunk slot would cost memory, so
@@ -867,9 +906,9 @@ impl DeviceAllocator {
             .flatten()
             .map(|b| Segment {
                 base: DeviceAddr(b.base()),
-                len_bytes: b.pieces.va.len_bytes(),
-                backed_bytes: b.pieces.backed_bytes(),
-                page_size: b.pieces.first.1,
+                len_bytes: b.va_len,
+                backed_bytes: b.backed_bytes(),
+                page_size: b.first_page,
                 component: b.component,
                 is_slab: false,
                 blocks: vec![(b.base(), b.usable)],
@@ -925,7 +964,7 @@ impl DeviceAllocator {
         let i = ((addr % CHUNK_BYTES) / GRANULE_BYTES) as u32;
         let contains = |id: u32| {
             let b = self.blocks.get(id as usize)?.as_ref()?;
-            b.pieces.va.contains(DeviceAddr(addr)).then_some(Loc::Block(id))
+            b.va().contains(DeviceAddr(addr)).then_some(Loc::Block(id))
         };
         // The starts in granules 0..=i; only granule i's may lie above `addr`.
         let mut m = g.mask & (u32::MAX >> (31 - i));
@@ -1097,28 +1136,28 @@ impl DeviceAllocator {
         if let Some(addr) = self.alloc_slab_fast(req, component) {
             return Ok(addr);
         }
-        self.allocate_slow(backer, req, component)
+        match self.allocate_once(backer, req, component) {
+            Err(e) if is_pressure(&e) => self.allocate_again(backer, req, component, e),
+            r => r,
+        }
     }
 
-    /// [`Self::allocate`] past the slab fast path.
+    /// [`Self::allocate`] after a first attempt failed with `e` for lack of memory or VA:
+    /// memory kept for reuse (spare chunks, empty top segments) goes, and the allocation is
+    /// tried once more.
     #[cold]
     #[inline(never)]
-    fn allocate_slow<B: Backer>(
+    fn allocate_again<B: Backer>(
         &mut self,
         backer: &mut B,
         req: &Request,
         component: Component,
+        e: AllocError,
     ) -> Result<DeviceAddr, AllocError> {
-        match self.allocate_once(backer, req, component) {
-            // Memory kept for reuse (spare chunks, empty top segments) goes before a failure.
-            Err(e) if is_pressure(&e) => {
-                if self.trim(backer) > 0 {
-                    self.allocate_once(backer, req, component)
-                } else {
-                    Err(e)
-                }
-            }
-            r => r,
+        if self.trim(backer) > 0 {
+            self.allocate_once(backer, req, component)
+        } else {
+            Err(e)
         }
     }
 
@@ -1288,12 +1327,6 @@ impl DeviceAllocator {
         Ok(id)
     }
 
-    /// A free block id, growing the table when none is left.
-    #[inline]
-    fn block_id(&mut self) -> u32 {
-        put_slot(&mut self.blocks, &mut self.free_block_ids, None)
-    }
-
     #[inline]
     fn alloc_direct<B: Backer>(
         &mut self,
@@ -1301,134 +1334,135 @@ impl DeviceAllocator {
         req: &Request,
         component: Component,
     ) -> Result<DeviceAddr, AllocError> {
-        let bad = |_| AllocError::Backing(hal::Error::new(ErrorKind::InvalidArgument, "size overflows"));
-        let (va_page, first_page) = match req.plan {
-            PagePlan::HugeFirst | PagePlan::HugeOnly => (PageSize::Huge, PageSize::Huge),
-            PagePlan::NormalOnly => (PageSize::Normal, PageSize::Normal),
-            PagePlan::Giant => (PageSize::Giant, PageSize::Giant),
+        let va_page = match req.plan {
+            PagePlan::HugeFirst | PagePlan::HugeOnly => PageSize::Huge,
+            PagePlan::NormalOnly => PageSize::Normal,
+            PagePlan::Giant => PageSize::Giant,
         };
         let va_len = va_page.round_up(req.usable_bytes).ok_or(AllocError::OutOfVa)?;
         let (va, va_node) = self.va.alloc_handle(va_len, va_page.bytes()).map_err(|_| AllocError::OutOfVa)?;
-        let start = va.start();
-        let mk = |off: u64, len: u64| VaRange::try_new(DeviceAddr(start.as_u64() + off), len);
-        let normal_len = PageSize::Normal.round_up(req.usable_bytes).ok_or(AllocError::OutOfVa)?;
-        let result: Result<Pieces, hal::Error> = match req.plan {
-            PagePlan::HugeFirst => 'huge_first: {
-                let mut whole = req.usable_bytes / PageSize::Huge.bytes() * PageSize::Huge.bytes();
-                // A tail that needs a whole 2 MiB of 4 KiB pages anyway takes a 2 MiB page.
-                if normal_len - whole == PageSize::Huge.bytes() {
-                    whole = normal_len;
-                }
-                let tail_len = normal_len - whole;
-                if whole > 0 && tail_len > 0 {
-                    // 2 MiB pages and a tail in one step where the backer has one (and finds
-                    // the frames in one piece); otherwise, or on any error, one by one below.
-                    let (r, t) = (mk(0, whole).map_err(bad)?, mk(whole, tail_len).map_err(bad)?);
-                    if let Ok(Some(token)) = backer.back_huge_with_tail(r, t, req.attrs) {
-                        break 'huge_first Ok(Pieces {
-                            va,
-                            first: (r, PageSize::Huge),
-                            tail: Some(t),
-                            tokens: [token, NO_TOKEN],
-                            joint: true,
-                        });
-                    }
-                }
-                let huge = if whole > 0 {
-                    let r = mk(0, whole).map_err(bad)?;
-                    backer.back_token(r, PageSize::Huge, req.attrs).map(|t| Some((r, t)))
-                } else {
-                    Ok(None)
-                };
-                let normal = |backer: &mut B| -> Result<Pieces, hal::Error> {
-                    let r = mk(0, normal_len)
-                        .map_err(|_| hal::Error::new(ErrorKind::InvalidArgument, "size overflows"))?;
-                    backer.back_token(r, PageSize::Normal, req.attrs).map(|t| Pieces {
-                        va,
-                        first: (r, PageSize::Normal),
-                        tail: None,
-                        tokens: [t, NO_TOKEN],
-                        joint: false,
-                    })
-                };
-                match huge {
-                    Ok(Some((r, rt))) => {
-                        if tail_len == 0 {
-                            Ok(Pieces {
-                                va,
-                                first: (r, PageSize::Huge),
-                                tail: None,
-                                tokens: [rt, NO_TOKEN],
-                                joint: false,
-                            })
-                        } else {
-                            let t = mk(whole, tail_len).map_err(bad)?;
-                            match backer.back_token(t, PageSize::Normal, req.attrs) {
-                                Ok(tt) => Ok(Pieces {
-                                    va,
-                                    first: (r, PageSize::Huge),
-                                    tail: Some(t),
-                                    tokens: [rt, tt],
-                                    joint: false,
-                                }),
-                                Err(e) => {
-                                    let _ = backer.unback_token(r, rt);
-                                    Err(e)
-                                }
-                            }
-                        }
-                    }
-                    // No whole 2 MiB (a request between 64 KiB and 2 MiB): 4 KiB pages.
-                    Ok(None) => normal(backer),
-                    // Out of 2 MiB pages: fall back to 4 KiB pages for everything.
-                    Err(e) if e.kind() == ErrorKind::OutOfMemory => normal(backer),
-                    Err(e) => Err(e),
-                }
-            }
-            _ => {
-                let len = first_page.round_up(req.usable_bytes).ok_or(AllocError::OutOfVa)?;
-                let r = mk(0, len).map_err(bad)?;
-                backer.back_token(r, first_page, req.attrs).map(|t| Pieces {
-                    va,
-                    first: (r, first_page),
-                    tail: None,
-                    tokens: [t, NO_TOKEN],
-                    joint: false,
-                })
-            }
-        };
-        let pieces = match result {
-            Ok(p) => p,
+        let base = va.start().as_u64();
+        let backing = match Self::back_direct(backer, req, base) {
+            Ok(b) => b,
             Err(e) => {
                 let _ = self.va.free_handle(va, va_node);
                 return Err(AllocError::Backing(e));
             }
         };
-        self.acct.backed.add(pieces.backed_bytes());
+        self.acct.backed.add(backing.first_len + backing.tail_len);
         self.acct.charge(component, req.class, req.usable_bytes);
         let block = Block {
+            base,
+            va_len,
             usable: req.usable_bytes,
+            first_len: backing.first_len,
+            tail_len: backing.tail_len,
+            tokens: backing.tokens,
+            va_node,
             attrs: req.attrs,
             component,
             class: req.class,
-            pieces,
-            va_node,
+            first_page: backing.first_page,
+            joint: backing.joint,
         };
-        let id = self.block_id();
         // INVARIANT: backed and VA-allocated above; recorded where `locate` looks.
-        self.blocks[id as usize] = Some(block);
+        let id = put_slot(&mut self.blocks, &mut self.free_block_ids, Some(block));
         if !self.record_short(va, id) {
             self.record_block(va, id, true);
         }
         self.live_blocks += 1;
-        Ok(start)
+        Ok(DeviceAddr(base))
+    }
+
+    /// Backs the direct block of `req` at `base` (whose VA, rounded to the plan's VA page, is
+    /// taken): HUGE_FIRST as 2 MiB pages for every whole 2 MiB and 4 KiB pages for the tail
+    /// (in one step where the backer has one), or all 4 KiB pages when no 2 MiB page is left;
+    /// the other plans as pages of their one size. All or nothing.
+    #[inline]
+    fn back_direct<B: Backer>(backer: &mut B, req: &Request, base: u64) -> Result<Backing, hal::Error> {
+        let one = |first_len: u64, first_page: PageSize, token: u32| Backing {
+            first_len,
+            first_page,
+            tail_len: 0,
+            tokens: [token, NO_TOKEN],
+            joint: false,
+        };
+        // Every range below lies inside the VA just taken (of at least `first_page.round_up`
+        // of the usable bytes), so it is valid.
+        let huge = PageSize::Huge.bytes();
+        let normal_len = PageSize::Normal.round_up(req.usable_bytes).ok_or(size_overflow())?;
+        match req.plan {
+            PagePlan::HugeFirst => {
+                let mut whole = req.usable_bytes / huge * huge;
+                // A tail that needs a whole 2 MiB of 4 KiB pages anyway takes a 2 MiB page.
+                if normal_len - whole == huge {
+                    whole = normal_len;
+                }
+                let tail_len = normal_len - whole;
+                if whole == 0 {
+                    // No whole 2 MiB (a request between 64 KiB and 2 MiB): 4 KiB pages.
+                    let t = backer.back_token(known_range(base, normal_len), PageSize::Normal, req.attrs)?;
+                    return Ok(one(normal_len, PageSize::Normal, t));
+                }
+                let (r, t) =
+                    (known_range(base, whole), (tail_len > 0).then(|| known_range(base + whole, tail_len)));
+                if let Some(t) = t {
+                    // 2 MiB pages and the tail in one step where the backer has one (and finds
+                    // the frames in one piece); otherwise, or on any error, one by one below.
+                    if let Ok(Some(token)) = backer.back_huge_with_tail(r, t, req.attrs) {
+                        return Ok(Backing {
+                            first_len: whole,
+                            first_page: PageSize::Huge,
+                            tail_len,
+                            tokens: [token, NO_TOKEN],
+                            joint: true,
+                        });
+                    }
+                }
+                match backer.back_token(r, PageSize::Huge, req.attrs) {
+                    Ok(rt) => {
+                        let Some(t) = t else { return Ok(one(whole, PageSize::Huge, rt)) };
+                        match backer.back_token(t, PageSize::Normal, req.attrs) {
+                            Ok(tt) => Ok(Backing {
+                                first_len: whole,
+                                first_page: PageSize::Huge,
+                                tail_len,
+                                tokens: [rt, tt],
+                                joint: false,
+                            }),
+                            Err(e) => {
+                                let _ = backer.unback_token(r, rt);
+                                Err(e)
+                            }
+                        }
+                    }
+                    // Out of 2 MiB pages: fall back to 4 KiB pages for everything.
+                    Err(e) if e.kind() == ErrorKind::OutOfMemory => {
+                        let t =
+                            backer.back_token(known_range(base, normal_len), PageSize::Normal, req.attrs)?;
+                        Ok(one(normal_len, PageSize::Normal, t))
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            plan => {
+                let page = match plan {
+                    PagePlan::HugeOnly => PageSize::Huge,
+                    PagePlan::Giant => PageSize::Giant,
+                    _ => PageSize::Normal,
+                };
+                let len = page.round_up(req.usable_bytes).ok_or(size_overflow())?;
+                let t = backer.back_token(known_range(base, len), page, req.attrs)?;
+                Ok(one(len, page, t))
+            }
+        }
     }
 
     fn block_info(b: &Block) -> Info {
         Info {
-            base: b.pieces.va.start(),
+            base: DeviceAddr(b.base),
             usable_bytes: b.usable,
-            page_size: b.pieces.first.1,
+            page_size: b.first_page,
             attrs: b.attrs,
             component: b.component,
             is_slab: false,
@@ -1457,7 +1491,7 @@ impl DeviceAllocator {
             }
             Loc::Block(id) => {
                 let b = self.blocks.get(id as usize)?.as_ref()?;
-                b.pieces.va.contains(addr).then(|| Self::block_info(b))
+                b.va().contains(addr).then(|| Self::block_info(b))
             }
         }
     }
@@ -1524,27 +1558,27 @@ impl DeviceAllocator {
     #[inline]
     pub fn free<B: Backer>(&mut self, backer: &mut B, base: DeviceAddr) -> Result<Info, FreeError> {
         let addr = base.as_u64();
-        let info =
-            if let Some(info) = self.free_slab_fast(base) { info } else { self.free_slow(backer, base)? };
+        let info = if let Some(info) = self.free_slab_fast(base) {
+            info
+        } else if let Some((id, at)) = self.block_in_slot(addr) {
+            self.free_block(backer, id, base, at)?
+        } else {
+            self.free_slow(backer, base)?
+        };
         self.recent[self.recent_next] = addr;
         self.recent_next = (self.recent_next + 1) % RECENT_FREES;
         Ok(info)
     }
 
-    /// [`Self::free`] past the slab fast path (without recording the free).
+    /// [`Self::free`] past the slab and block fast paths (without recording the free).
     #[cold]
     #[inline(never)]
     fn free_slow<B: Backer>(&mut self, backer: &mut B, base: DeviceAddr) -> Result<Info, FreeError> {
-        // One call of `free_block`, so that it stays inlined.
-        let (id, at) = match self.block_in_slot(base.as_u64()) {
-            Some(found) => found,
-            None => match self.locate(base.as_u64()) {
-                Some(Loc::Chunk(id)) => return self.free_slab(backer, id, base),
-                Some(Loc::Block(id)) => (id, None),
-                None => return Err(FreeError::NotLive(self.not_live(base))),
-            },
-        };
-        self.free_block(backer, id, base, at)
+        match self.locate(base.as_u64()) {
+            Some(Loc::Chunk(id)) => self.free_slab(backer, id, base),
+            Some(Loc::Block(id)) => self.free_block(backer, id, base, None),
+            None => Err(FreeError::NotLive(self.not_live(base))),
+        }
     }
 
     /// Whether `req` is served from the slab (small objects sharing chunks) rather than by a
@@ -1573,28 +1607,24 @@ impl DeviceAllocator {
             return Err(self.not_live(base));
         };
         if b.base() != addr {
-            return Err(if b.pieces.va.contains(base) {
-                NotLive::Interior { base: b.pieces.va.start() }
+            return Err(if b.va().contains(base) {
+                NotLive::Interior { base: DeviceAddr(b.base) }
             } else {
                 self.not_live(base)
             });
         }
-        self.record_block(b.pieces.va, id, false);
+        self.record_block(b.va(), id, false);
         self.blocks[id as usize] = None;
         self.free_block_ids.push(id);
         self.live_blocks -= 1;
-        self.acct.backed.sub(b.pieces.backed_bytes());
+        self.acct.backed.sub(b.backed_bytes());
         self.acct.refund(b.component, b.class, b.usable);
         self.recent[self.recent_next] = addr;
         self.recent_next = (self.recent_next + 1) % RECENT_FREES;
         Ok(Some(Detached {
-            va: b.pieces.va,
+            va: b.va(),
             va_node: b.va_node,
-            ranges: if b.pieces.joint {
-                [None, Some(b.pieces.joint_range())]
-            } else {
-                [b.pieces.tail, Some(b.pieces.first.0)]
-            },
+            ranges: if b.joint { [None, Some(b.joint_range())] } else { [b.tail(), Some(b.first())] },
             info: Self::block_info(&b),
         }))
     }
@@ -1631,7 +1661,7 @@ impl DeviceAllocator {
         }
         let id = g.starts[i];
         let b = self.blocks.get(id as usize)?.as_ref()?;
-        (b.base() == addr && b.pieces.va.len_bytes() < CHUNK_BYTES).then_some((id, Some((s, f, i))))
+        (b.base() == addr && b.va_len < CHUNK_BYTES).then_some((id, Some((s, f, i))))
     }
 
     /// Frees block `id` at `base`; `at` is where its only record is when
@@ -1648,33 +1678,33 @@ impl DeviceAllocator {
             return Err(FreeError::NotLive(self.not_live(base)));
         };
         if b.base() != base.as_u64() {
-            return Err(FreeError::NotLive(if b.pieces.va.contains(base) {
-                NotLive::Interior { base: b.pieces.va.start() }
+            return Err(FreeError::NotLive(if b.va().contains(base) {
+                NotLive::Interior { base: DeviceAddr(b.base) }
             } else {
                 self.not_live(base)
             }));
         }
-        let [first_token, tail_token] = b.pieces.tokens;
-        if b.pieces.joint {
+        let [first_token, tail_token] = b.tokens;
+        if b.joint {
             // One range, one step: all or nothing.
-            backer.unback_token(b.pieces.joint_range(), first_token).map_err(FreeError::Backing)?;
+            backer.unback_token(b.joint_range(), first_token).map_err(FreeError::Backing)?;
         } else {
-            if let Some(t) = b.pieces.tail {
+            if let Some(t) = b.tail() {
                 backer.unback_token(t, tail_token).map_err(FreeError::Backing)?;
             }
-            if let Err(e) = backer.unback_token(b.pieces.first.0, first_token) {
+            if let Err(e) = backer.unback_token(b.first(), first_token) {
                 // Put the tail back so that nothing changed.
-                if let Some(t) = b.pieces.tail {
+                if let Some(t) = b.tail() {
                     if let (Ok(tt), Some(rec)) =
                         (backer.back_token(t, PageSize::Normal, b.attrs), self.blocks[id as usize].as_mut())
                     {
-                        rec.pieces.tokens[1] = tt;
+                        rec.tokens[1] = tt;
                     }
                 }
                 return Err(FreeError::Backing(e));
             }
         }
-        let _ = self.va.free_handle(b.pieces.va, b.va_node);
+        let _ = self.va.free_handle(b.va(), b.va_node);
         match at {
             Some((s, f, i)) => {
                 let g = &mut self.fine[f as usize];
@@ -1684,18 +1714,16 @@ impl DeviceAllocator {
                     self.free_fine.push(f);
                 }
                 // A short block reaching into the next slot is that slot's head.
-                if (b.base() - self.window.start().as_u64()) % CHUNK_BYTES + b.pieces.va.len_bytes()
-                    > CHUNK_BYTES
-                {
+                if (b.base - self.window.start().as_u64()) % CHUNK_BYTES + b.va_len > CHUNK_BYTES {
                     self.record_partial(s + 1, None, id, false);
                 }
             }
-            None => self.record_block(b.pieces.va, id, false),
+            None => self.record_block(b.va(), id, false),
         }
         self.blocks[id as usize] = None;
         self.free_block_ids.push(id);
         self.live_blocks -= 1;
-        self.acct.backed.sub(b.pieces.backed_bytes());
+        self.acct.backed.sub(b.backed_bytes());
         self.acct.refund(b.component, b.class, b.usable);
         Ok(Self::block_info(&b))
     }
@@ -1904,7 +1932,8 @@ impl DeviceAllocator {
     }
 
     /// Gives back every spare chunk kept for reuse and every empty segment kept at the top of a
-    /// chunk; returns the bytes released. Time linear in the number of chunks.
+    /// chunk, and the VA allocator's cache of freed ranges (VA, not memory); returns the bytes
+    /// released. Time linear in the number of chunks.
     pub fn trim<B: Backer>(&mut self, backer: &mut B) -> u64 {
         let before = self.acct.backed.current;
         for id in 0..self.chunks.len() {
@@ -1932,6 +1961,7 @@ impl DeviceAllocator {
                 }
             }
         }
+        self.va.flush_cache();
         backer.trim();
         released
     }
@@ -2104,6 +2134,11 @@ impl From<Error> for AllocError {
             other => AllocError::Backing(other.into()),
         }
     }
+}
+
+/// The error of a size whose rounding overflows.
+fn size_overflow() -> hal::Error {
+    hal::Error::new(ErrorKind::InvalidArgument, "size overflows")
 }
 
 /// Whether an allocation failed for lack of memory or VA (so that releasing spares may help).

@@ -126,6 +126,7 @@ fn base_plan(base: u32, size: u64) -> (PagePlan, MemAttr) {
 ///
 /// A [`PolicyError`] naming the problem: zero size, a size that overflows when rounded, or a
 /// policy word the entry point does not accept.
+#[inline]
 pub fn request(api: Api, soc: SocProfile, size: u64, policy: u32) -> Result<Request, PolicyError> {
     if size == 0 {
         return Err(PolicyError("size must be greater than 0"));

@@ -155,7 +155,10 @@ impl Chunk {
             live: Box::new([0; MAP_WORDS]),
             sizes: vec![0; capacity as usize].into_boxed_slice(),
         };
-        this.clear();
+        // The storage was allocated zeroed (every slot free): only the fixed bits are set, so
+        // that the large size arrays of small classes are not written (and, for those the
+        // system allocator maps fresh, not even touched) until their slots are used.
+        this.set_fixed_bits();
         this
     }
 
@@ -180,8 +183,12 @@ impl Chunk {
         self.lowest = 0;
         self.live.fill(0);
         self.sizes.fill(0);
-        // Words past the last live word count as full, and so do the bits past the capacity in
-        // the last word.
+        self.set_fixed_bits();
+    }
+
+    /// Sets the bits that never change in an empty chunk's bitmaps: words past the last live
+    /// word count as full, and so do the bits past the capacity in the last word.
+    fn set_fixed_bits(&mut self) {
         self.full = [u64::MAX; FULL_WORDS];
         let words = self.capacity.div_ceil(64) as usize;
         for w in 0..words {

@@ -23,6 +23,19 @@
 //! fit, up to the class of `len + align - 1`, above which every block fits again (apart from the
 //! very top of the address space, where aligning can overflow and the search goes on).
 //!
+//! The handle path ([`VaAllocator::alloc_handle`], which the device allocator uses) keeps a
+//! small cache in front of the lists: a range freed by handle goes onto a stack of ranges of its
+//! exact length (64 buckets by length, at most 64 ranges each and [`CACHE_RANGES`] in all), and
+//! the next handle allocation of that length whose alignment the range meets takes it back with
+//! no search, split or merge. A device allocator's VA requests come in few lengths (the tensors
+//! of a training step, 2 MiB slab chunks), so most of them are served there. A cached range is
+//! free space to every query ([`VaAllocator::free_bytes`], [`VaAllocator::find`], equality), but
+//! it does not merge with its free neighbours until the cache gives it back: a search that finds
+//! no free range gives the whole cache back and searches again, so the cache never makes an
+//! allocation fail, and [`VaAllocator::flush_cache`] gives it back on demand. A bucket holding
+//! another length keeps it until it empties (a length that finds both its buckets taken is not
+//! cached), so a mix of many lengths costs no more than the lists.
+//!
 //! Costs: alloc is O(SCAN · k) where `k` is the number of non-empty classes visited (1 or 2
 //! for unaligned requests, bounded by 32 per doubling of `align`); free is O(1) expected;
 //! [`VaAllocator::find`] walks the ranges in address order, O(n): it serves tests and cold
@@ -30,6 +43,7 @@
 //!
 //! Every address computation is checked; a window may end anywhere below 2^64.
 
+use alloc::boxed::Box;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -50,6 +64,34 @@ pub const SCAN: usize = 8;
 const PRESIZED_NODES: usize = 512;
 /// No node.
 const NIL: u32 = u32::MAX;
+/// Buckets of the handle cache (a power of two); each holds ranges of one length.
+const CACHE_BUCKETS: usize = 64;
+/// Ranges one bucket of the handle cache holds at most.
+const CACHE_PER_BUCKET: u32 = 64;
+/// Ranges the handle cache holds at most, over all buckets.
+pub const CACHE_RANGES: usize = 512;
+
+/// One bucket of the handle cache: a stack (last freed, first reused) of cached nodes of
+/// `len` bytes, linked through their `next_free`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct CacheBucket {
+    len: u64,
+    head: u32,
+    count: u32,
+}
+
+impl CacheBucket {
+    const EMPTY: Self = Self { len: 0, head: NIL, count: 0 };
+}
+
+/// The handle-cache bucket of ranges of `len` bytes (a range may also sit in the bucket
+/// after it, `^ 1`, when this one holds another length).
+#[inline(always)]
+fn bucket_of(len: u64) -> usize {
+    // CAST: the shift leaves log2(CACHE_BUCKETS) bits.
+    ((len ^ (len >> 21)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - CACHE_BUCKETS.trailing_zeros()))
+        as usize
+}
 
 /// The class of a free range of `len` bytes (rounded down: every range in a class is at least
 /// the class's lower bound).
@@ -74,10 +116,14 @@ struct Node {
     /// Address neighbours (NIL at the window's ends).
     prev_phys: u32,
     next_phys: u32,
-    /// Free-list neighbours within the class (free nodes only).
+    /// Free-list neighbours within the class (free nodes only); a cached node's next node in
+    /// its bucket is `next_free`.
     prev_free: u32,
     next_free: u32,
     free: bool,
+    /// Handed out by [`VaAllocator::alloc_handle`], freed, and kept in the handle cache (not
+    /// free in the lists: its neighbours do not merge with it until the cache gives it back).
+    cached: bool,
 }
 
 /// Allocates ranges of device VA inside one window.
@@ -95,6 +141,11 @@ struct Node {
 ///   in `sl_bitmap` (and its first level's in `fl_bitmap`) exactly when its list is non-empty.
 /// - `allocated` maps the start of every allocated node, and nothing else, to its index.
 /// - `free_bytes` is the sum of the free nodes' lengths; `spare` holds the unused node indices.
+/// - A node is `cached` exactly when it is on the stack of a cache bucket (linked through
+///   `next_free`, from the bucket's `head`); it is then neither free nor counted as a live
+///   allocation. A bucket's `count` is the length of its stack and every node on it has the
+///   bucket's `len`; an empty bucket is `CacheBucket::EMPTY`. `cached` and `cached_bytes` count
+///   the cached nodes and their bytes.
 #[derive(Clone, Debug)]
 pub struct VaAllocator {
     window: VaRange,
@@ -107,14 +158,19 @@ pub struct VaAllocator {
     /// Live ranges handed out by [`Self::alloc_handle`] (not in `allocated`).
     handles: usize,
     free_bytes: u64,
+    /// The handle cache (boxed, so that the allocator stays small enough for a firmware stack).
+    cache: Box<[CacheBucket; CACHE_BUCKETS]>,
+    /// Ranges in the handle cache, and their bytes.
+    cached: usize,
+    cached_bytes: u64,
 }
 
 impl PartialEq for VaAllocator {
     fn eq(&self, other: &Self) -> bool {
         self.window == other.window
-            && self.free_bytes == other.free_bytes
+            && self.free_bytes() == other.free_bytes()
             && self.live_count() == other.live_count()
-            && self.ranges().eq(other.ranges())
+            && self.merged_ranges().eq(other.merged_ranges())
     }
 }
 
@@ -139,6 +195,9 @@ impl VaAllocator {
             allocated: AddrMap::new(),
             handles: 0,
             free_bytes: 0,
+            cache: Box::new([CacheBucket::EMPTY; CACHE_BUCKETS]),
+            cached: 0,
+            cached_bytes: 0,
         };
         // INVARIANT: the whole window is one free node, node 0.
         let n = this.new_node(window.start().as_u64(), window.len_bytes());
@@ -146,19 +205,44 @@ impl VaAllocator {
         this
     }
 
-    /// Every range in address order: (start, length, whether free).
+    /// Every range in address order: (start, length, whether free); a cached range is free.
     fn ranges(&self) -> impl Iterator<Item = (u64, u64, bool)> + '_ {
         let mut i = 0;
         core::iter::from_fn(move || {
             let n = self.nodes.get(i as usize)?;
             i = n.next_phys;
-            Some((n.start, n.len, n.free))
+            Some((n.start, n.len, n.free || n.cached))
         })
     }
 
+    /// [`Self::ranges`] with adjacent free ranges joined (as giving the cache back would
+    /// join them): the same sequence for two allocators with the same free and live ranges.
+    fn merged_ranges(&self) -> impl Iterator<Item = (u64, u64, bool)> + '_ {
+        let mut it = self.ranges().peekable();
+        core::iter::from_fn(move || {
+            let (start, mut len, free) = it.next()?;
+            if free {
+                while let Some(&(_, l, true)) = it.peek() {
+                    len += l;
+                    it.next();
+                }
+            }
+            Some((start, len, free))
+        })
+    }
+
+    #[inline(always)]
     fn new_node(&mut self, start: u64, len: u64) -> u32 {
-        let node =
-            Node { start, len, prev_phys: NIL, next_phys: NIL, prev_free: NIL, next_free: NIL, free: false };
+        let node = Node {
+            start,
+            len,
+            prev_phys: NIL,
+            next_phys: NIL,
+            prev_free: NIL,
+            next_free: NIL,
+            free: false,
+            cached: false,
+        };
         match self.spare.pop() {
             Some(i) => {
                 self.nodes[i as usize] = node;
@@ -174,7 +258,7 @@ impl VaAllocator {
     }
 
     /// Puts free node `n` at the head of its class's list.
-    #[inline]
+    #[inline(always)]
     fn link_free(&mut self, n: u32) {
         let c = class_of(self.nodes[n as usize].len);
         let head = self.heads[c];
@@ -194,7 +278,7 @@ impl VaAllocator {
     }
 
     /// Takes free node `n` off its class's list.
-    #[inline]
+    #[inline(always)]
     fn unlink_free(&mut self, n: u32) {
         let Node { len, prev_free, next_free, .. } = self.nodes[n as usize];
         let c = class_of(len);
@@ -218,7 +302,7 @@ impl VaAllocator {
     }
 
     /// The first non-empty class at or above `c`.
-    #[inline]
+    #[inline(always)]
     fn nonempty_from(&self, c: usize) -> Option<usize> {
         let fl = c / SL_COUNT;
         if fl >= FL_COUNT {
@@ -239,7 +323,7 @@ impl VaAllocator {
 
     /// The best of the first [`SCAN`] blocks of class `c` that hold `len_bytes` at a multiple
     /// of `align`: (node, aligned start).
-    #[inline]
+    #[inline(always)]
     fn best_in_class(&self, c: usize, len_bytes: u64, align: u64) -> Option<(u32, u64)> {
         let mut best: Option<(u32, u64)> = None;
         let mut n = self.heads[c];
@@ -286,11 +370,108 @@ impl VaAllocator {
     /// # Errors
     ///
     /// Those of [`Self::alloc`].
-    #[inline]
+    ///
+    /// A range of exactly `len_bytes` that [`Self::free_handle`] put in the handle cache, and
+    /// whose start is a multiple of `align`, is taken back first (the one freed last): no
+    /// search, no split.
+    #[inline(always)]
     pub(crate) fn alloc_handle(&mut self, len_bytes: u64, align: u64) -> Result<(VaRange, u32)> {
+        if self.cached > 0 && align.is_power_of_two() {
+            if let Some(hit) = self.take_cached(len_bytes, align) {
+                self.handles += 1;
+                return Ok(hit);
+            }
+        }
         let placed = self.place(len_bytes, align)?;
         self.handles += 1;
         Ok(placed)
+    }
+
+    /// Takes the cached range of `len` bytes freed last, if its start is a multiple of `align`.
+    #[inline(always)]
+    fn take_cached(&mut self, len: u64, align: u64) -> Option<(VaRange, u32)> {
+        let b0 = bucket_of(len);
+        let b = if self.cache[b0].len == len { b0 } else { b0 ^ 1 };
+        let CacheBucket { len: blen, head: n, .. } = self.cache[b];
+        if blen != len || n == NIL {
+            return None;
+        }
+        let node = self.nodes[n as usize];
+        if node.start & (align - 1) != 0 {
+            return None;
+        }
+        let range = VaRange::try_new(DeviceAddr(node.start), len).ok()?;
+        let bucket = &mut self.cache[b];
+        bucket.head = node.next_free;
+        bucket.count -= 1;
+        if bucket.head == NIL {
+            *bucket = CacheBucket::EMPTY;
+        }
+        self.nodes[n as usize].cached = false;
+        self.cached -= 1;
+        self.cached_bytes -= len;
+        Some((range, n))
+    }
+
+    /// Keeps handle node `n`, just freed, in the handle cache, or gives it back to the free
+    /// lists when its buckets are full or the cache is.
+    #[inline(always)]
+    fn cache_or_release(&mut self, n: u32) {
+        let len = self.nodes[n as usize].len;
+        let b0 = bucket_of(len);
+        let b = match (self.cache[b0], self.cache[b0 ^ 1]) {
+            (x, _) if x.len == len || x.head == NIL => b0,
+            (_, y) if y.len == len || y.head == NIL => b0 ^ 1,
+            // Both buckets hold other lengths (until they empty): this length is not cached.
+            _ => NIL as usize,
+        };
+        if b == NIL as usize || self.cache[b].count >= CACHE_PER_BUCKET || self.cached >= CACHE_RANGES {
+            self.release(n);
+            return;
+        }
+        let bucket = &mut self.cache[b];
+        let next = bucket.head;
+        *bucket = CacheBucket { len, head: n, count: bucket.count + 1 };
+        let node = &mut self.nodes[n as usize];
+        node.cached = true;
+        node.next_free = next;
+        self.cached += 1;
+        self.cached_bytes += len;
+    }
+
+    /// Gives the ranges of cache bucket `b` back to the free lists.
+    fn release_bucket(&mut self, b: usize) {
+        let CacheBucket { len, mut head, count } = self.cache[b];
+        while head != NIL {
+            let next = self.nodes[head as usize].next_free;
+            self.nodes[head as usize].cached = false;
+            self.release(head);
+            head = next;
+        }
+        // CAST: a count below CACHE_PER_BUCKET.
+        self.cached -= count as usize;
+        self.cached_bytes -= len * u64::from(count);
+        self.cache[b] = CacheBucket::EMPTY;
+    }
+
+    /// Gives every range of the handle cache back to the free lists (merging them with their
+    /// free neighbours); returns how many there were. Allocations do this themselves before
+    /// they fail for lack of VA.
+    pub fn flush_cache(&mut self) -> usize {
+        let n = self.cached;
+        if n > 0 {
+            for b in 0..CACHE_BUCKETS {
+                if self.cache[b].head != NIL {
+                    self.release_bucket(b);
+                }
+            }
+        }
+        n
+    }
+
+    /// Ranges in the handle cache.
+    pub fn cached_ranges(&self) -> usize {
+        self.cached
     }
 
     /// Frees `range` handed out by [`Self::alloc_handle`] with `handle` (never a range from
@@ -300,20 +481,36 @@ impl VaAllocator {
     ///
     /// [`Error::NotAllocated`] when `handle` does not name exactly `range`, live; nothing
     /// changes.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn free_handle(&mut self, range: VaRange, handle: u32) -> Result<()> {
         match self.nodes.get(handle as usize) {
-            Some(n) if !n.free && n.start == range.start().as_u64() && n.len == range.len_bytes() => {}
+            Some(n)
+                if !n.free
+                    && !n.cached
+                    && n.start == range.start().as_u64()
+                    && n.len == range.len_bytes() => {}
             _ => return Err(Error::NotAllocated),
         }
         self.handles -= 1;
-        self.release(handle);
+        self.cache_or_release(handle);
         Ok(())
     }
 
-    /// Finds and carves a range; returns it and its node.
-    #[inline]
+    /// Finds and carves a range; returns it and its node. When no free range holds it, the
+    /// handle cache is given back and the search made once more.
+    #[inline(always)]
     fn place(&mut self, len_bytes: u64, align: u64) -> Result<(VaRange, u32)> {
+        match self.place_once(len_bytes, align) {
+            Err(Error::OutOfVa) if self.cached > 0 => {
+                self.flush_cache();
+                self.place_once(len_bytes, align)
+            }
+            r => r,
+        }
+    }
+
+    #[inline(always)]
+    fn place_once(&mut self, len_bytes: u64, align: u64) -> Result<(VaRange, u32)> {
         if len_bytes == 0 || !align.is_power_of_two() {
             return Err(Error::InvalidArgument);
         }
@@ -332,7 +529,7 @@ impl VaAllocator {
 
     /// Carves `[aligned, aligned + len)` out of free node `n`; the head and the tail stay free.
     /// Returns the node of the carved range.
-    #[inline]
+    #[inline(always)]
     fn take(&mut self, n: u32, aligned: u64, len: u64) -> u32 {
         self.unlink_free(n);
         let Node { start, len: block_len, next_phys, .. } = self.nodes[n as usize];
@@ -387,7 +584,7 @@ impl VaAllocator {
     }
 
     /// Frees allocated node `n`, merging it with free neighbours.
-    #[inline]
+    #[inline(always)]
     fn release(&mut self, mut n: u32) {
         let prev = self.nodes[n as usize].prev_phys;
         if prev != NIL && self.nodes[prev as usize].free {
@@ -404,7 +601,7 @@ impl VaAllocator {
     }
 
     /// Merges the address neighbour after `n` into `n` and recycles its node.
-    #[inline]
+    #[inline(always)]
     fn absorb_next(&mut self, n: u32) {
         let next = self.nodes[n as usize].next_phys;
         let Node { len, next_phys: after, .. } = self.nodes[next as usize];
@@ -418,22 +615,23 @@ impl VaAllocator {
         self.spare.push(next);
     }
 
-    /// Bytes of the window not allocated.
+    /// Bytes of the window not allocated (the handle cache's ranges are free).
     pub fn free_bytes(&self) -> u64 {
-        self.free_bytes
+        self.free_bytes + self.cached_bytes
     }
 
-    /// Length of the largest free range (0 when the window is full).
+    /// Length of the largest free range (0 when the window is full). A range in the handle
+    /// cache counts on its own: joined with its free neighbours when the cache is given back
+    /// (as an allocation that needs it does), the largest range may be longer.
     pub fn largest_free(&self) -> u64 {
-        // The largest free range is in the highest non-empty class; that class's list is
-        // walked for its longest member (a class spans sizes within 1/32 of each other).
+        let cached = self.cache.iter().filter(|b| b.head != NIL).map(|b| b.len).max().unwrap_or(0);
         if self.fl_bitmap == 0 {
-            return 0;
+            return cached;
         }
         let fl = 63 - self.fl_bitmap.leading_zeros() as usize;
         let sl = 31 - self.sl_bitmap[fl].leading_zeros() as usize;
         let mut n = self.heads[fl * SL_COUNT + sl];
-        let mut best = 0;
+        let mut best = cached;
         while n != NIL {
             let node = &self.nodes[n as usize];
             best = best.max(node.len);
@@ -633,5 +831,135 @@ mod tests {
         va.free(b).unwrap();
         va.free(a).unwrap();
         assert_eq!(va.free_bytes(), 0x2000);
+    }
+
+    #[test]
+    fn a_freed_handle_range_is_taken_back_by_the_next_of_its_length() {
+        let mut va = fresh(0x10_0000);
+        let (a, ha) = va.alloc_handle(0x4000, 0x1000).unwrap();
+        let (b, hb) = va.alloc_handle(0x4000, 0x1000).unwrap();
+        va.free_handle(a, ha).unwrap();
+        assert_eq!(va.cached_ranges(), 1);
+        assert_eq!(va.free_bytes(), 0x10_0000 - 0x4000, "a cached range is free");
+        assert_eq!(va.live_count(), 1);
+        assert_eq!(va.find(a.start()), None, "a cached range holds no live allocation");
+        // The double free of a cached range is refused.
+        assert_eq!(va.free_handle(a, ha), Err(Error::NotAllocated));
+        // Another length does not take it; the same length does (the one freed last).
+        let (c, hc) = va.alloc_handle(0x2000, 0x1000).unwrap();
+        assert_ne!(c.start(), a.start());
+        let (d, hd) = va.alloc_handle(0x4000, 0x1000).unwrap();
+        assert_eq!((d, hd), (a, ha));
+        assert_eq!(va.cached_ranges(), 0);
+        // Cached at BASE + 0x4000 (b), the range does not meet a 0x8000 alignment: the search
+        // places the request elsewhere and the range stays cached.
+        va.free_handle(b, hb).unwrap();
+        assert_eq!(b.start().as_u64() % 0x8000, 0x4000);
+        let (e, he) = va.alloc_handle(0x4000, 0x8000).unwrap();
+        assert_eq!(e.start().as_u64() % 0x8000, 0);
+        assert_eq!(va.cached_ranges(), 1);
+        for (r, h) in [(c, hc), (d, hd), (e, he)] {
+            va.free_handle(r, h).unwrap();
+        }
+        assert!(va.cached_ranges() > 0);
+        assert_eq!(va, fresh(0x10_0000), "cached ranges compare as free space");
+        let cached = va.cached_ranges();
+        assert_eq!(va.flush_cache(), cached);
+        assert_eq!(va.cached_ranges(), 0);
+        assert_eq!(va.largest_free(), 0x10_0000, "flushed ranges merge back");
+    }
+
+    #[test]
+    fn cached_ranges_go_back_before_an_allocation_fails() {
+        // Fill the window with 16 handle ranges, free every other one (all cached: no two free
+        // neighbours merge), then ask for a range only the merged space can hold.
+        let mut va = fresh(0x10_000);
+        let live: Vec<_> = (0..16).map(|_| va.alloc_handle(0x1000, 0x1000).unwrap()).collect();
+        assert_eq!(va.alloc_handle(0x1000, 0x1000), Err(Error::OutOfVa));
+        for &(r, h) in live.iter().step_by(2).chain(live.iter().skip(1).step_by(2).take(2)) {
+            va.free_handle(r, h).unwrap();
+        }
+        assert_eq!(va.cached_ranges(), 10);
+        let (big, hbig) = va.alloc_handle(0x3000, 0x1000).unwrap();
+        assert_eq!(big.start(), DeviceAddr(BASE), "the cache went back and merged");
+        assert_eq!(va.cached_ranges(), 0);
+        va.free_handle(big, hbig).unwrap();
+        for &(r, h) in live.iter().skip(5).step_by(2) {
+            va.free_handle(r, h).unwrap();
+        }
+        va.flush_cache();
+        assert_eq!(va, fresh(0x10_000));
+    }
+
+    #[test]
+    fn the_handle_cache_is_bounded() {
+        let mut va = fresh(1 << 40);
+        let live: Vec<_> = (0..CACHE_RANGES + 100)
+            .map(|i| {
+                // CAST: small indices.
+                let len = 0x1000 * (1 + (i % 8) as u64);
+                va.alloc_handle(len, 0x1000).unwrap()
+            })
+            .collect();
+        for &(r, h) in &live {
+            va.free_handle(r, h).unwrap();
+        }
+        assert!(va.cached_ranges() <= CACHE_RANGES);
+        assert!(va.cached_ranges() <= 8 * CACHE_PER_BUCKET as usize);
+        va.flush_cache();
+        assert_eq!(va, fresh(1 << 40));
+    }
+
+    proptest::proptest! {
+        /// Handle allocations and frees (with the cache) against a list of live ranges: no
+        /// overlap, alignment, exact free bytes, refused double frees; everything freed and the
+        /// cache given back, the allocator is a fresh one.
+        #[test]
+        fn handles_with_the_cache_match_a_model(
+            ops in proptest::collection::vec((0..4u8, 0..6u64, 0..3u32, proptest::prelude::any::<usize>()), 1..300)
+        ) {
+            const LEN: u64 = 0x40_0000;
+            let mut va = fresh(LEN);
+            let mut live: Vec<(VaRange, u32)> = Vec::new();
+            for (kind, len, align, pick) in ops {
+                match kind {
+                    0 | 1 => {
+                        let (len, align) = (0x1000 * (1 + len * len), 0x1000u64 << (4 * align));
+                        match va.alloc_handle(len, align) {
+                            Ok((r, h)) => {
+                                proptest::prop_assert_eq!(r.len_bytes(), len);
+                                proptest::prop_assert_eq!(r.start().as_u64() % align, 0);
+                                proptest::prop_assert!(r.start().as_u64() >= BASE && r.end() <= BASE + LEN);
+                                for (o, _) in &live {
+                                    proptest::prop_assert!(r.end() <= o.start().as_u64() || o.end() <= r.start().as_u64());
+                                }
+                                live.push((r, h));
+                            }
+                            Err(e) => {
+                                proptest::prop_assert_eq!(e, Error::OutOfVa);
+                                proptest::prop_assert_eq!(va.cached_ranges(), 0, "a failure gives the cache back first");
+                            }
+                        }
+                    }
+                    2 if !live.is_empty() => {
+                        let (r, h) = live.swap_remove(pick % live.len());
+                        proptest::prop_assert_eq!(va.free_handle(r, h), Ok(()));
+                        proptest::prop_assert_eq!(va.free_handle(r, h), Err(Error::NotAllocated));
+                    }
+                    _ => {
+                        va.flush_cache();
+                    }
+                }
+                let used: u64 = live.iter().map(|(r, _)| r.len_bytes()).sum();
+                proptest::prop_assert_eq!(va.free_bytes(), LEN - used);
+                proptest::prop_assert_eq!(va.live_count(), live.len());
+            }
+            for (r, h) in live.drain(..) {
+                va.free_handle(r, h).unwrap();
+            }
+            proptest::prop_assert_eq!(&va, &fresh(LEN));
+            va.flush_cache();
+            proptest::prop_assert_eq!(va.largest_free(), LEN);
+        }
     }
 }
