@@ -1004,8 +1004,11 @@ impl DeviceAllocator {
             self.record_partial(last, None, id, add);
             hi_full = last;
         }
-        if lo_full < hi_full {
-            self.slots[lo_full..hi_full].fill(if add { id | BLOCK_FLAG } else { 0 });
+        let v = if add { id | BLOCK_FLAG } else { 0 };
+        if let Some(full) = self.slots.get_mut(lo_full..hi_full) {
+            for e in full {
+                *e = v;
+            }
         }
     }
 

@@ -13,8 +13,9 @@
 //! taken or put back, in O(log64 n) word operations; a count per order answers capacity
 //! questions in O(19). What is allocated is one bit per page of each page size (per 4 KiB frame,
 //! per 2 MiB, per 1 GiB), which frees and claims check a word (64 pages) at a time. All of this
-//! storage is sized once by [`FrameAllocator::new`] (about 3 bits per frame: 1.5 MiB for 16 GiB
-//! of HBM) and no operation allocates on the heap, apart from the [`Vec`] that
+//! storage, with the held-slack tables below (about 0.6 bit per frame), is sized once by
+//! [`FrameAllocator::new`] (about 3.5 bits per frame: 1.8 MiB for 16 GiB of HBM) and no
+//! operation allocates on the heap, apart from the [`Vec`] that
 //! [`FrameAllocator::alloc_pages`] returns; [`FrameAllocator::alloc_pages_into`] writes into the
 //! caller's buffer instead. The initial free memory is the largest aligned blocks covering
 //! `[0, total)`.
@@ -39,19 +40,27 @@
 //!   in 256 buckets by length and page size (a stack of up to 32 runs of one size per bucket),
 //!   and the next allocation of that exact size takes the run freed last back in O(1) with no
 //!   split or merge, so that a churn of a few sizes (slab segments, the tensors of a training
-//!   step) runs without touching the buddy bitmaps. Cached frames are free memory (counted free, exactly); an
-//!   allocation that finds no free block large enough gives them all back first.
-//! - Held slack (quick reuse on): an allocation whose block is of order 9 (2 MiB) or more and
+//!   step) runs without touching the buddy bitmaps. Cached frames are free memory (counted
+//!   free, exactly); an allocation that finds no free block large enough gives them all back
+//!   first.
+//! - Held slack (quick reuse on): an allocation whose block is of order 4 (64 KiB) or more and
 //!   that does not fill it keeps the rest of the block off the free lists instead of splitting
-//!   it onto them (one `u32` per 2 MiB records the holder: `held`). Freed whole, such a run
-//!   puts the whole block in the quick-reuse cache as a block of its order, and the next
+//!   it onto them. Two tables record the holders by their first frame (a holder's block starts
+//!   there): blocks of order 9 (2 MiB) or more in `held` (one `u32` per 2 MiB), blocks of
+//!   orders 4 to 8 in `held_lo` (one `u8` per 64 KiB: such a holder has fewer than 256
+//!   frames), and a bitmap with one bit per 64 KiB marks where any holder starts. Freed whole,
+//!   such a run puts the whole block in the quick-reuse cache as a block of its order (a stack
+//!   of up to 32 blocks per order, besides the runs cached by exact length), and the next
 //!   allocation whose block has that order, whatever its exact length, takes it back: the
 //!   cache is keyed by size class (block order) for these runs, so a churn of varied sizes
-//!   costs no split on allocation and no merge on free. Held frames are free memory too:
-//!   [`MemoryInfo::free_bytes`] counts them, the huge and giant figures count the whole pages
-//!   inside them, and they are given back with the cache (an allocation that finds no free
-//!   block large enough, [`FrameAllocator::flush_quick`], trim); freeing a piece of a holder
-//!   gives its slack back first.
+//!   from 64 KiB up costs no split on allocation and no merge on free. Held frames are free
+//!   memory too: [`MemoryInfo::free_bytes`] counts them, the huge and giant figures count the
+//!   whole pages inside them, and they are given back with the cache (an allocation that
+//!   finds no free block large enough, [`FrameAllocator::flush_quick`],
+//!   [`FrameAllocator::claim_pages`], trim). A free that frees the first frame of a holder
+//!   other than as the holder's whole run (a piece of it, or a run spanning it and other
+//!   allocations) gives that holder's slack back first; a free of a piece that leaves the
+//!   holder's first frame allocated leaves the slack held until that frame is freed.
 //!
 //! - Huge-first allocations with a tail ([`FrameAllocator::alloc_huge_with_tail`]): whole
 //!   2 MiB pages and a 4 KiB-page tail of under 2 MiB as one run from one block (each part
@@ -68,11 +77,12 @@
 //! O(pages / 64) to check and clear its pages and O(19 · L) per buddy block released.
 //! [`FrameAllocator::info`] is O(19), plus O(cached runs) (at most 1024) with quick reuse on.
 //! With quick reuse, an allocation that takes a cached run and a free that caches one cost
-//! O(pages / 64) (the allocation bits) and O(1) otherwise; a free whose bucket holds another
-//! size first gives that bucket's runs back, and giving the whole cache back (a single-block
-//! search that fails, [`FrameAllocator::flush_quick`]) is O(cached runs · 19 · L), each cached
-//! run given back once per time it was cached, plus O(frames / 64) to find the held slack and
-//! O(19 · L) per holder to give it back.
+//! O(pages / 64) (the allocation bits) and O(1) otherwise (a free also looks for holders
+//! starting inside its run, O(frames / 1024), and gives their slack back, O(19 · L) each); a
+//! free whose bucket holds another size first gives that bucket's runs back, and giving the
+//! whole cache back (a single-block search that fails, [`FrameAllocator::flush_quick`]) is
+//! O(cached runs · 19 · L), each cached run given back once per time it was cached, plus
+//! O(frames / 1024) to find the holders and O(19 · L) per holder to give its slack back.
 //!
 //! Frame arithmetic inside the allocator is bounded by its invariants (every frame number is
 //! below `total_frames` ≤ 2^36), so only values that come from callers are checked explicitly.
@@ -96,7 +106,7 @@ const ORDERS: usize = MAX_ORDER as usize + 1;
 /// The largest HBM size [`FrameAllocator::new`] accepts: 256 TiB.
 ///
 /// The bound keeps every byte offset and frame count far from overflow. The allocator's own
-/// storage is about 3 bits per 4 KiB frame.
+/// storage is about 3.5 bits per 4 KiB frame.
 pub const MAX_TOTAL_BYTES: u64 = 1 << 48;
 
 /// The buddy order of one page of `page` size.
@@ -134,6 +144,20 @@ fn ix(i: u64) -> usize {
     i as usize
 }
 
+/// Sets every word of `words` to `v`: the few words of a run of a few hundred frames one by
+/// one (a call to `memset` costs more than the stores), longer spans with `fill`.
+#[inline(always)]
+fn fill_words(words: &mut [u64], v: u64) {
+    match words {
+        [] => {}
+        [a] => *a = v,
+        [a, b] => (*a, *b) = (v, v),
+        [a, b, c] => (*a, *b, *c) = (v, v, v),
+        [a, b, c, d] => (*a, *b, *c, *d) = (v, v, v, v),
+        _ => words.fill(v),
+    }
+}
+
 /// A flat bitmap with range operations.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Bits {
@@ -154,20 +178,57 @@ impl Bits {
         (ix(lo / 64), ix((hi - 1) / 64), m0, m1)
     }
 
-    #[inline]
+    #[inline(always)]
+    fn set(&mut self, i: u64) {
+        self.words[ix(i / 64)] |= 1 << (i % 64);
+    }
+
+    #[inline(always)]
+    fn clear(&mut self, i: u64) {
+        self.words[ix(i / 64)] &= !(1 << (i % 64));
+    }
+
+    /// The lowest set bit in `[lo, hi)`.
+    fn next_set(&self, lo: u64, hi: u64) -> Option<u64> {
+        if lo >= hi {
+            return None;
+        }
+        let (a, b, m0, m1) = Self::words_of(lo, hi);
+        let mut w = a;
+        let mut m = m0;
+        loop {
+            if w == b {
+                m &= m1;
+            }
+            let bits = self.words[w] & m;
+            if bits != 0 {
+                // CAST: a word index of a Vec, far below 2^58.
+                return Some(w as u64 * 64 + u64::from(bits.trailing_zeros()));
+            }
+            if w == b {
+                return None;
+            }
+            w += 1;
+            m = u64::MAX;
+        }
+    }
+
+    #[inline(always)]
     fn all_set(&self, lo: u64, hi: u64) -> bool {
         if lo >= hi {
             return true;
         }
         let (a, b, m0, m1) = Self::words_of(lo, hi);
-        if a == b {
-            return self.words[a] & m0 & m1 == m0 & m1;
+        match &self.words[a..b + 1] {
+            [w] => w & m0 & m1 == m0 & m1,
+            [first, mid @ .., last] => {
+                first & m0 == m0 && mid.iter().all(|&w| w == u64::MAX) && last & m1 == m1
+            }
+            [] => true,
         }
-        self.words[a] & m0 == m0
-            && self.words[a + 1..b].iter().all(|&w| w == u64::MAX)
-            && self.words[b] & m1 == m1
     }
 
+    #[inline]
     fn none_set(&self, lo: u64, hi: u64) -> bool {
         if lo >= hi {
             return true;
@@ -179,18 +240,20 @@ impl Bits {
         self.words[a] & m0 == 0 && self.words[a + 1..b].iter().all(|&w| w == 0) && self.words[b] & m1 == 0
     }
 
-    #[inline]
+    #[inline(always)]
     fn set_range(&mut self, lo: u64, hi: u64) {
         if lo >= hi {
             return;
         }
         let (a, b, m0, m1) = Self::words_of(lo, hi);
-        if a == b {
-            self.words[a] |= m0 & m1;
-        } else {
-            self.words[a] |= m0;
-            self.words[a + 1..b].fill(u64::MAX);
-            self.words[b] |= m1;
+        match &mut self.words[a..b + 1] {
+            [w] => *w |= m0 & m1,
+            [first, mid @ .., last] => {
+                *first |= m0;
+                fill_words(mid, u64::MAX);
+                *last |= m1;
+            }
+            [] => {}
         }
     }
 
@@ -201,34 +264,41 @@ impl Bits {
             return true;
         }
         let (a, b, m0, m1) = Self::words_of(lo, hi);
-        if a == b {
-            let m = m0 & m1;
-            let w = &mut self.words[a];
-            if *w & m != m {
-                return false;
+        match &mut self.words[a..b + 1] {
+            [w] => {
+                let m = m0 & m1;
+                if *w & m != m {
+                    return false;
+                }
+                *w &= !m;
             }
-            *w &= !m;
-            return true;
+            [first, mid @ .., last] => {
+                if *first & m0 != m0 || *last & m1 != m1 || mid.iter().any(|&w| w != u64::MAX) {
+                    return false;
+                }
+                *first &= !m0;
+                fill_words(mid, 0);
+                *last &= !m1;
+            }
+            [] => {}
         }
-        if !self.all_set(lo, hi) {
-            return false;
-        }
-        self.clear_range(lo, hi);
         true
     }
 
-    #[inline]
+    #[inline(always)]
     fn clear_range(&mut self, lo: u64, hi: u64) {
         if lo >= hi {
             return;
         }
         let (a, b, m0, m1) = Self::words_of(lo, hi);
-        if a == b {
-            self.words[a] &= !(m0 & m1);
-        } else {
-            self.words[a] &= !m0;
-            self.words[a + 1..b].fill(0);
-            self.words[b] &= !m1;
+        match &mut self.words[a..b + 1] {
+            [w] => *w &= !(m0 & m1),
+            [first, mid @ .., last] => {
+                *first &= !m0;
+                fill_words(mid, 0);
+                *last &= !m1;
+            }
+            [] => {}
         }
     }
 }
@@ -359,14 +429,19 @@ impl PhysRun {
     }
 }
 
-/// Where an allocation writes its runs (frame spans, coalesced).
+/// Where an allocation writes its runs (coalesced).
 trait Sink {
-    /// Appends a span; `false` when there is no room (the allocation is then undone).
+    /// Appends the run of `frames` frames from frame `start` (written in bytes); `false` when
+    /// there is no room (the allocation is then undone).
     fn push(&mut self, start: u64, frames: u64) -> bool;
-    /// The spans written so far.
+    /// The runs written so far.
     fn written(&self) -> &[PhysRun];
-    /// The spans written so far, to rewrite in place.
-    fn written_mut(&mut self) -> &mut [PhysRun];
+}
+
+/// The run of `frames` frames from frame `start`, in bytes.
+#[inline(always)]
+const fn byte_run(start: u64, frames: u64) -> PhysRun {
+    PhysRun { offset: start << FRAME_SHIFT, len_bytes: frames << FRAME_SHIFT }
 }
 
 /// Runs written into a caller's slice.
@@ -376,9 +451,10 @@ struct SliceSink<'a> {
 }
 
 impl Sink for SliceSink<'_> {
+    #[inline(always)]
     fn push(&mut self, start: u64, frames: u64) -> bool {
         let Some(slot) = self.out.get_mut(self.n) else { return false };
-        *slot = PhysRun { offset: start, len_bytes: frames };
+        *slot = byte_run(start, frames);
         self.n += 1;
         true
     }
@@ -386,23 +462,15 @@ impl Sink for SliceSink<'_> {
     fn written(&self) -> &[PhysRun] {
         &self.out[..self.n]
     }
-
-    fn written_mut(&mut self) -> &mut [PhysRun] {
-        &mut self.out[..self.n]
-    }
 }
 
 impl Sink for Vec<PhysRun> {
     fn push(&mut self, start: u64, frames: u64) -> bool {
-        Vec::push(self, PhysRun { offset: start, len_bytes: frames });
+        Vec::push(self, byte_run(start, frames));
         true
     }
 
     fn written(&self) -> &[PhysRun] {
-        self
-    }
-
-    fn written_mut(&mut self) -> &mut [PhysRun] {
         self
     }
 }
@@ -421,15 +489,21 @@ const QNIL: u16 = u16::MAX;
 /// The quick-reuse tag (in place of a page order) of a joint run: whole 2 MiB pages followed
 /// by a 4 KiB-page tail of fewer than 512 frames ([`FrameAllocator::alloc_huge_with_tail`]).
 const JOINT_TAG: u32 = 31;
-/// The quick-reuse tag of a whole buddy block (of `frames` = 2^k frames) freed by the run that
-/// held its slack: reused by the next allocation whose block is of order k, whatever its exact
-/// length (the size class of the cache).
-const BLOCK_TAG: u32 = 30;
-/// log2 of the frames per entry of the held-slack table: only blocks of order
-/// [`HOLD_SHIFT`] (2 MiB) or more hold their slack, and such a block's first frame is a
-/// multiple of 2^HOLD_SHIFT, so one `u32` per 2 MiB of HBM (1/16 bit per frame) records
-/// every holder.
+/// Whole blocks of one order the quick-reuse cache holds at most (see
+/// [`FrameAllocator::keep_block`]).
+const BLOCKS_PER_ORDER: usize = 32;
+/// The smallest block order whose slack is held (16 frames, 64 KiB), and log2 of the frames
+/// per entry of the fine held-slack table and of its bitmap of holders: a holder's block starts
+/// at its first frame, so every holder starts on a multiple of 2^HOLD_MIN frames. A holder of a
+/// block below [`HOLD_SHIFT`] has fewer than 256 frames: one `u8` per 64 KiB (1/2 bit per frame)
+/// records it.
+const HOLD_MIN: u32 = 4;
+/// log2 of the frames per entry of the coarse held-slack table: the holders of blocks of order
+/// `HOLD_SHIFT` (2 MiB) or more start on a multiple of 2^HOLD_SHIFT, so one `u32` per 2 MiB
+/// (1/16 bit per frame) records them.
 const HOLD_SHIFT: u32 = 9;
+// A fine entry holds the length of a run of fewer than 2^(HOLD_SHIFT - 1) frames.
+const _: () = assert!(HOLD_MIN < HOLD_SHIFT && HOLD_SHIFT - 1 <= u8::BITS);
 
 /// One bucket of the quick-reuse cache: a stack (last freed, first reused) of runs of `frames`
 /// frames freed as pages of `order`, linked through [`QuickRun::next`] from `head`.
@@ -474,7 +548,7 @@ fn reset_pool(pool: &mut [QuickRun]) {
 /// Words of the bitmap of non-empty quick-reuse buckets.
 const QUICK_MASK_WORDS: usize = QUICK_BUCKETS / 64;
 
-/// The bucket of runs of `frames` frames of page order `order`.
+/// The bucket of runs of `frames` frames of page order `order` (or tag).
 #[inline]
 fn quick_slot(order: u32, frames: u64) -> usize {
     // CAST: the shift leaves log2(QUICK_BUCKETS) bits.
@@ -499,23 +573,27 @@ fn quick_slot(order: u32, frames: u64) -> usize {
 /// - `allocated_frames` is the number of frames allocated; `huge_in_use` and `giant_in_use`
 ///   count the pages allocated with that page size and never exceed their budgets.
 /// - With quick reuse on, the buckets of `quick` hold runs freed whole that are neither in the
-///   free bitmaps nor allocated (their frames count as free); `quick_runs` counts them, each
-///   bucket's `len` its own, and the pool entries not in a bucket are on the `quick_free`
-///   list. Free blocks, allocated pages and cached runs partition the frames; with quick reuse
-///   off no run is cached. A bucket with no run is `QuickBucket::EMPTY`, and bit `q` of
-///   `quick_nonempty` is set exactly when bucket `q` holds a run. Pool entries from
-///   `quick_high` on have never been handed out (still linked in index order as `new` left
-///   them). `quick_touched` is false only while the cache is as [`FrameAllocator::new`] made
-///   it (pool linked in index order), so two allocators with the same free frames and an
-///   empty, untouched cache compare equal.
-/// - Entry `h` of `held` is non-zero exactly when a run of `held[h]` frames from frame
-///   `h · 2^HOLD_SHIFT` was allocated as one run (quick reuse on) and its first page is still
-///   allocated, `held[h]` is not a power of two, and the rest of that run's block of order
-///   ⌈log2 `held[h]`⌉ ≥ HOLD_SHIFT (the frames from `held[h]` on) is held: neither free,
-///   cached nor allocated (free blocks, allocated pages, cached runs and held slack partition
-///   the frames). `held_count` counts those entries and `held_cap` the aligned 4 KiB and
-///   2 MiB blocks inside the held slack (it holds no whole 1 GiB block: a holder's block is at
-///   most 1 GiB and starts with the holder's first page).
+///   free bitmaps nor allocated (their frames count as free); `quick_runs` counts them and the
+///   cached blocks (below), each bucket's `len` its own, and the pool entries not in a bucket
+///   are on the `quick_free` list. Free blocks, allocated pages and cached runs partition the
+///   frames; with quick reuse off no run is cached. A bucket with no run is
+///   `QuickBucket::EMPTY`, and bit `q` of `quick_nonempty` is set exactly when bucket `q` holds
+///   a run. Pool entries from `quick_high` on have never been handed out (still linked in
+///   index order as `new` left them). `quick_touched` is false only while the cache is as
+///   [`FrameAllocator::new`] made it (pool linked in index order), so two allocators with the
+///   same free frames and an empty, untouched cache compare equal.
+/// - With quick reuse on, `blocks[o][..block_len[o]]` are the first frames of the cached whole
+///   blocks of order `o` (freed by the holders of their slack; the last freed last): cached
+///   runs too, neither in the free bitmaps nor allocated. The other entries of `blocks` are 0.
+/// - A holder is a run of `f` frames from frame `s`, `f` not a power of two, allocated as one
+///   run (quick reuse on) whose first page is still allocated, and the rest of whose block
+///   (the block of order k = ⌈log2 f⌉ ≥ HOLD_MIN from `s`, frames `s + f` on) is held: neither
+///   free, cached nor allocated (free blocks, allocated pages, cached runs and held slack
+///   partition the frames). For k ≥ HOLD_SHIFT, entry `s / 2^HOLD_SHIFT` of `held` is `f`;
+///   for k < HOLD_SHIFT, entry `s / 2^HOLD_MIN` of `held_lo` is `f`; bit `s / 2^HOLD_MIN` of
+///   `held_at` is set. Every other entry and bit is 0. `held_count` counts the holders and
+///   `held_huge` the aligned 2 MiB blocks inside the held slack (it holds no whole 1 GiB
+///   block: a holder's block is at most 1 GiB and starts with the holder's first page).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FrameAllocator {
     total_frames: u64,
@@ -537,13 +615,23 @@ pub struct FrameAllocator {
     /// allocator itself stays small enough to live on a firmware stack).
     quick: Box<[QuickBucket; QUICK_BUCKETS]>,
     quick_pool: Box<[QuickRun; QUICK_RUNS]>,
-    /// Held slack, by block start / 2^HOLD_SHIFT: the frames of the run that holds the rest of
-    /// its block (0: none).
+    /// Cached whole blocks by order: a stack of first frames per order (the size classes of
+    /// the cache), of `block_len[o]` entries.
+    blocks: Box<[[u64; BLOCKS_PER_ORDER]; ORDERS]>,
+    block_len: [u8; ORDERS],
+    /// Held slack of blocks of order HOLD_SHIFT or more, by block start / 2^HOLD_SHIFT: the
+    /// frames of the run that holds the rest of its block (0: none).
     held: Vec<u32>,
-    /// Entries of `held` that are not 0.
+    /// Held slack of blocks of orders HOLD_MIN to HOLD_SHIFT - 1, by block start / 2^HOLD_MIN
+    /// (0: none).
+    held_lo: Vec<u8>,
+    /// Bit `start / 2^HOLD_MIN` for the first frame of every holder (of either table), so that a
+    /// free finds the holders that start in the run it frees a word (1024 frames) at a time.
+    held_at: Bits,
+    /// Holders: entries of `held` and `held_lo` that are not 0, bits of `held_at`.
     held_count: usize,
-    /// Aligned 4 KiB and 2 MiB blocks inside the held slack.
-    held_cap: [u64; 2],
+    /// Aligned 2 MiB blocks inside the held slack.
+    held_huge: u64,
 }
 
 /// The index of `page` in `used`.
@@ -596,9 +684,13 @@ impl FrameAllocator {
             quick_nonempty: [0; QUICK_MASK_WORDS],
             quick: boxed_array(QuickBucket::EMPTY),
             quick_pool: boxed_array(QuickRun { frame: 0, next: QNIL }),
+            blocks: boxed_array([0; BLOCKS_PER_ORDER]),
+            block_len: [0; ORDERS],
             held: vec![0; ix(total_frames.div_ceil(order_frames(HOLD_SHIFT)))],
+            held_lo: vec![0; ix(total_frames.div_ceil(order_frames(HOLD_MIN)))],
+            held_at: Bits::new(total_frames.div_ceil(order_frames(HOLD_MIN))),
             held_count: 0,
-            held_cap: [0; 2],
+            held_huge: 0,
         };
         reset_pool(&mut this.quick_pool[..]);
         // INVARIANT: the largest aligned blocks covering [0, total_frames) are free.
@@ -615,13 +707,14 @@ impl FrameAllocator {
     /// frames are free memory: they count in [`MemoryInfo::free_bytes`] (exact) and in the huge
     /// and giant free figures by the whole pages each cached run holds (a cached run is not
     /// merged with its free neighbours until given back, so those two figures may be lower than
-    /// after [`Self::flush_quick`]). A run whose block is 2 MiB or more and that leaves part
-    /// of it unused holds that part (free memory, counted likewise) and is cached as the whole
-    /// block when freed, for the next allocation whose block has the same order (see the
-    /// module docs). An allocation that finds no free block large enough gives every cached
-    /// run and all held slack back and searches again, so neither ever makes an allocation fail
-    /// or take several runs where one free block could hold it. The cache holds at most 1024
-    /// runs, 32 of one size or block order.
+    /// after [`Self::flush_quick`]). A run whose block is 64 KiB (16 frames) or more and that
+    /// leaves part of it unused holds that part (free memory, counted likewise) and is cached
+    /// as the whole block when freed, for the next allocation whose block has the same order
+    /// (see the module docs). An allocation that finds no free block large enough gives every
+    /// cached run and all held slack back and searches again, so neither ever makes an
+    /// allocation fail or take several runs where one free block could hold it. The cache
+    /// holds at most 1024 runs by exact length, 32 of one size, and 32 whole blocks of each
+    /// order.
     pub fn set_quick_reuse(&mut self, on: bool) {
         self.quick_on = on;
         if !on {
@@ -629,11 +722,17 @@ impl FrameAllocator {
         }
     }
 
-    /// Gives every run of the quick-reuse cache back to the buddy lists (merging them with
-    /// their free neighbours); returns the bytes given back. Changes no figure but the huge and
-    /// giant free bytes of [`Self::info`].
+    /// Gives every run of the quick-reuse cache and all held slack back to the buddy lists
+    /// (merging them with their free neighbours); returns the bytes given back. Changes no
+    /// figure but the huge and giant free bytes of [`Self::info`].
     pub fn flush_quick(&mut self) -> u64 {
         let mut bytes = self.release_held();
+        for o in 0..=MAX_ORDER {
+            while let Some(frame) = self.take_block(o) {
+                self.release_block(frame, o);
+                bytes += order_frames(o) << FRAME_SHIFT;
+            }
+        }
         if !self.quick_touched {
             return bytes;
         }
@@ -746,8 +845,8 @@ impl FrameAllocator {
                     break 'found frame;
                 }
                 if hold {
-                    if let Some(frame) = self.take_quick(BLOCK_TAG, order_frames(want)) {
-                        self.hold(frame, frames);
+                    if let Some(frame) = self.take_block(want) {
+                        self.hold(frame, frames, order_frames(want));
                         break 'found frame;
                     }
                 }
@@ -771,7 +870,7 @@ impl FrameAllocator {
             let frame = self.pop_block(o);
             if hold {
                 self.release_split(frame + order_frames(want), order_frames(o) - order_frames(want));
-                self.hold(frame, frames);
+                self.hold(frame, frames, order_frames(want));
             } else {
                 self.release_split(frame + frames, order_frames(o) - frames);
             }
@@ -830,9 +929,29 @@ impl FrameAllocator {
     fn take_quick(&mut self, order: u32, frames: u64) -> Option<u64> {
         let q = quick_slot(order, frames);
         let bucket = self.quick[q];
-        if bucket.head == QNIL || bucket.frames != frames || bucket.order != order {
+        // (An empty bucket has 0 frames.)
+        if bucket.frames != frames || bucket.order != order {
             return None;
         }
+        Some(self.pop_quick(q))
+    }
+
+    /// Takes the whole block of `order` freed last from the quick-reuse cache, if it holds
+    /// one; its first frame.
+    #[inline(always)]
+    fn take_block(&mut self, order: u32) -> Option<u64> {
+        let o = slot(order);
+        let n = self.block_len[o].checked_sub(1)?;
+        self.block_len[o] = n;
+        self.quick_runs -= 1;
+        // INVARIANT: entries above the top are 0.
+        Some(core::mem::take(&mut self.blocks[o][usize::from(n)]))
+    }
+
+    /// Takes the run on top of bucket `q` (which holds one) out of the cache; its first frame.
+    #[inline(always)]
+    fn pop_quick(&mut self, q: usize) -> u64 {
+        let bucket = self.quick[q];
         let i = usize::from(bucket.head);
         let QuickRun { frame, next } = self.quick_pool[i];
         if next == QNIL {
@@ -846,11 +965,11 @@ impl FrameAllocator {
         self.quick_pool[i].next = self.quick_free;
         self.quick_free = bucket.head;
         self.quick_runs -= 1;
-        Some(frame)
+        frame
     }
 
     fn alloc_core(&mut self, page: PageSize, count: u64, sink: &mut impl Sink) -> Result<()> {
-        if count == 0 || count.checked_mul(page.bytes()).is_none() {
+        if count == 0 || count > u64::MAX >> page.shift() {
             return Err(Error::InvalidArgument);
         }
         let in_use = match page {
@@ -866,36 +985,46 @@ impl FrameAllocator {
         }
         let order = page_order(page);
         let frames = count << order;
-        // One block when some free block holds every page: the smallest such order.
-        let want = order + count.next_power_of_two().ilog2();
-        // With quick reuse, a run that leaves part of a block of 2 MiB or more unused holds
+        // One block when some free block holds every page: the smallest such order
+        // (order + ⌈log2 count⌉).
+        let want = order + (u64::BITS - (count - 1).leading_zeros());
+        // With quick reuse, a run that leaves part of a block of 64 KiB or more unused holds
         // that slack (see `hold`), and is cached as its whole block: such sizes look only for
         // a cached block of their order (runs of their exact length are cached only when
         // allocated in pieces, and are given back with the rest of the cache).
-        let hold = self.quick_on && (HOLD_SHIFT..=MAX_ORDER).contains(&want) && frames < order_frames(want);
-        if self.quick_runs > 0 && !hold {
-            if let Some(frame) = self.take_quick(order, frames) {
+        let hold = self.quick_on && (HOLD_MIN..=MAX_ORDER).contains(&want) && !count.is_power_of_two();
+        if self.quick_runs > 0 {
+            let hit = if hold { self.take_block(want) } else { self.take_quick(order, frames) };
+            if let Some(frame) = hit {
                 if !sink.push(frame, frames) {
-                    // Back where it was: a sink always holds one run, so this is unreachable.
-                    self.keep_quick(frame, frames, order);
+                    // No room for one run (an empty buffer): back where it was.
+                    self.put_back_quick(frame, frames, order, hold.then_some(want));
                     return Err(Error::InvalidArgument);
                 }
-                self.commit(page, count, frames, sink);
+                if hold {
+                    self.hold(frame, frames, order_frames(want));
+                }
+                self.used[used_index(page)].set_range(frame >> order, (frame + frames) >> order);
+                self.account(page, count, frames);
                 return Ok(());
             }
         }
-        if hold && self.quick_runs > 0 {
-            if let Some(frame) = self.take_quick(BLOCK_TAG, order_frames(want)) {
-                if !sink.push(frame, frames) {
-                    // Back where it was (unreachable: a sink always holds one run).
-                    self.keep_quick(frame, order_frames(want), BLOCK_TAG);
-                    return Err(Error::InvalidArgument);
-                }
-                self.hold(frame, frames);
-                self.commit(page, count, frames, sink);
-                return Ok(());
-            }
-        }
+        self.alloc_fresh(page, count, want, hold, sink)
+    }
+
+    /// The part of [`Self::alloc_core`] that does not take a cached run: `want` is the order of
+    /// the single block that would hold the pages, `hold` whether that block's slack is held.
+    #[inline(never)]
+    fn alloc_fresh(
+        &mut self,
+        page: PageSize,
+        count: u64,
+        want: u32,
+        hold: bool,
+        sink: &mut impl Sink,
+    ) -> Result<()> {
+        let order = page_order(page);
+        let frames = count << order;
         let find_single = |this: &Self| {
             if want <= MAX_ORDER {
                 (want..=MAX_ORDER).find(|&o| this.free_count[slot(o)] > 0)
@@ -921,14 +1050,13 @@ impl FrameAllocator {
             }
             if hold {
                 self.release_split(frame + order_frames(want), order_frames(o) - order_frames(want));
-                self.hold(frame, frames);
+                self.hold(frame, frames, order_frames(want));
             } else {
                 self.release_split(frame + frames, order_frames(o) - frames);
             }
         } else if !self.take_greedy(order, count, sink) {
             for r in sink.written() {
-                let (start, len) = (r.offset, r.len_bytes);
-                self.release_range(start, len);
+                self.release_range(r.offset >> FRAME_SHIFT, r.len_bytes >> FRAME_SHIFT);
             }
             return Err(Error::InvalidArgument);
         }
@@ -936,23 +1064,24 @@ impl FrameAllocator {
         Ok(())
     }
 
-    /// Records the frame spans in `sink` (`count` pages of `page`, `frames` frames in all) as
-    /// allocated and turns them into byte runs.
-    #[inline]
-    fn commit(&mut self, page: PageSize, count: u64, frames: u64, sink: &mut impl Sink) {
-        let n = sink.written().len();
-        for i in 0..n {
-            let r = sink.written()[i];
-            self.mark(page, r.offset, r.offset + r.len_bytes, true);
+    /// Records the runs in `sink` (`count` pages of `page`, `frames` frames in all) as
+    /// allocated.
+    fn commit(&mut self, page: PageSize, count: u64, frames: u64, sink: &impl Sink) {
+        let bits = &mut self.used[used_index(page)];
+        for r in sink.written() {
+            bits.set_range(r.offset >> page.shift(), (r.offset + r.len_bytes) >> page.shift());
         }
+        self.account(page, count, frames);
+    }
+
+    /// Counts `count` pages of `page` (`frames` frames) as allocated.
+    #[inline(always)]
+    fn account(&mut self, page: PageSize, count: u64, frames: u64) {
         self.allocated_frames += frames;
         match page {
             PageSize::Normal => {}
             PageSize::Huge => self.huge_in_use += count,
             PageSize::Giant => self.giant_in_use += count,
-        }
-        for r in sink.written_mut() {
-            *r = PhysRun { offset: r.offset << FRAME_SHIFT, len_bytes: r.len_bytes << FRAME_SHIFT };
         }
     }
 
@@ -1087,7 +1216,8 @@ impl FrameAllocator {
     ///   run is not free (the runs overlap each other or something allocated).
     /// - [`Error::BudgetExhausted`] when the page size's budget does not allow the runs.
     ///
-    /// On error nothing changes.
+    /// The quick-reuse cache and held slack are given back first ([`Self::flush_quick`]), so
+    /// frames cached or held (free memory) can be claimed. On error nothing else changes.
     pub fn claim_pages(&mut self, page: PageSize, runs: &[PhysRun]) -> Result<()> {
         // The runs are looked for in the buddy lists: give the cached runs back first.
         self.flush_quick();
@@ -1186,12 +1316,18 @@ impl FrameAllocator {
         self.allocated_frames << FRAME_SHIFT
     }
 
-    /// How many blocks of `order` the free blocks of that order or larger could provide.
+    /// How many aligned blocks of `order` the free memory (free blocks, cached runs, held
+    /// slack) could provide.
     fn capacity(&self, order: u32) -> u64 {
-        let free: u64 = (order..=MAX_ORDER).map(|o| self.free_count[slot(o)] << (o - order)).sum::<u64>()
+        if order == 0 {
+            // Every frame not allocated is free, cached or held.
+            return self.total_frames - self.allocated_frames;
+        }
+        let free: u64 = (order..=MAX_ORDER)
+            .map(|o| (self.free_count[slot(o)] + u64::from(self.block_len[slot(o)])) << (o - order))
+            .sum::<u64>()
             + match order {
-                0 => self.held_cap[0],
-                9 => self.held_cap[1],
+                9 => self.held_huge,
                 // No held slack holds a whole 1 GiB block (see the invariants).
                 _ => 0,
             };
@@ -1231,6 +1367,29 @@ impl FrameAllocator {
             self.release_run(frame, frames);
             return;
         }
+        self.push_quick(q, frame, frames, order);
+    }
+
+    /// Keeps the whole block of `order` from `frame`, just freed by the run that held its
+    /// slack, in the quick-reuse cache (on its order's stack, the size class); gives it back
+    /// instead when the stack is full.
+    #[inline(always)]
+    fn keep_block(&mut self, frame: u64, order: u32) {
+        let o = slot(order);
+        let n = usize::from(self.block_len[o]);
+        let Some(top) = self.blocks[o].get_mut(n) else {
+            self.release_block(frame, order);
+            return;
+        };
+        *top = frame;
+        self.block_len[o] += 1;
+        self.quick_runs += 1;
+    }
+
+    /// Pushes the run of `frames` frames from `frame` (tag `order`) on bucket `q`, which is
+    /// empty or holds such runs and has room, taking a free pool entry (there is one).
+    #[inline(always)]
+    fn push_quick(&mut self, q: usize, frame: u64, frames: u64, order: u32) {
         let i = self.quick_free;
         self.quick_free = self.quick_pool[usize::from(i)].next;
         self.quick_high = self.quick_high.max(i + 1);
@@ -1240,6 +1399,17 @@ impl FrameAllocator {
         self.quick_nonempty[q / 64] |= 1 << (q % 64);
         self.quick_runs += 1;
         self.quick_touched = true;
+    }
+
+    /// Puts a run just taken from the cache back: the whole block of order `block` when it
+    /// was one, else the run of `frames` frames of page order `order`.
+    #[cold]
+    #[inline(never)]
+    fn put_back_quick(&mut self, frame: u64, frames: u64, order: u32, block: Option<u32>) {
+        match block {
+            Some(k) => self.keep_block(frame, k),
+            None => self.keep_quick(frame, frames, order),
+        }
     }
 
     /// Gives the runs of bucket `q` back to the buddy lists and its pool entries to the free
@@ -1259,100 +1429,137 @@ impl FrameAllocator {
     }
 
     /// Records that the run of `frames` frames from `start` (the first frame of a block of
-    /// order `k` = ⌈log2 frames⌉ ≥ [`HOLD_SHIFT`], with `frames` < 2^k) holds the rest of its
-    /// block: those frames stay off the free lists (they count as free memory) until the run is
-    /// freed, which then gives the whole block back in one step, or until [`Self::flush_quick`].
-    #[inline]
-    fn hold(&mut self, start: u64, frames: u64) {
-        let (lo, hi) = (start + frames, start + frames.next_power_of_two());
-        // CAST: `frames` < 2^MAX_ORDER.
-        self.held[ix(start >> HOLD_SHIFT)] = frames as u32;
+    /// `block` = 2^k frames, k ≥ [`HOLD_MIN`], with 2^(k - 1) < `frames` < 2^k) holds the rest
+    /// of its block: those frames stay off the free lists (they count as free memory) until the
+    /// run is freed, which then gives the whole block back in one step, or until
+    /// [`Self::flush_quick`].
+    #[inline(always)]
+    fn hold(&mut self, start: u64, frames: u64, block: u64) {
+        if block < order_frames(HOLD_SHIFT) {
+            // CAST: `frames` < 2^(HOLD_SHIFT - 1), which fits in u8 (checked above).
+            self.held_lo[ix(start >> HOLD_MIN)] = frames as u8;
+        } else {
+            // CAST: `frames` < 2^MAX_ORDER.
+            self.held[ix(start >> HOLD_SHIFT)] = frames as u32;
+            self.held_huge += aligned_blocks(start + frames, start + block, page_order(PageSize::Huge));
+        }
+        self.held_at.set(start >> HOLD_MIN);
         self.held_count += 1;
-        self.held_cap[0] += hi - lo;
-        self.held_cap[1] += aligned_blocks(lo, hi, page_order(PageSize::Huge));
     }
 
     /// Forgets the slack held by the run of `frames` frames from `start` (see [`Self::hold`]).
-    #[inline]
-    fn unhold(&mut self, start: u64, frames: u64) {
-        let (lo, hi) = (start + frames, start + frames.next_power_of_two());
-        self.held[ix(start >> HOLD_SHIFT)] = 0;
+    #[inline(always)]
+    fn unhold(&mut self, start: u64, frames: u64, block: u64) {
+        if block < order_frames(HOLD_SHIFT) {
+            self.held_lo[ix(start >> HOLD_MIN)] = 0;
+        } else {
+            self.held[ix(start >> HOLD_SHIFT)] = 0;
+            self.held_huge -= aligned_blocks(start + frames, start + block, page_order(PageSize::Huge));
+        }
+        self.held_at.clear(start >> HOLD_MIN);
         self.held_count -= 1;
-        self.held_cap[0] -= hi - lo;
-        self.held_cap[1] -= aligned_blocks(lo, hi, page_order(PageSize::Huge));
     }
 
-    /// The frames of the run from `start` that holds slack, if it does.
-    #[inline]
-    fn holder(&self, start: u64) -> Option<u64> {
-        if self.held_count == 0 || start % order_frames(HOLD_SHIFT) != 0 {
+    /// The frames of the holder that starts at `start` (a multiple of 2^HOLD_MIN), or 0 when
+    /// none does: a low one is in `held_lo`, a high one (on a 2 MiB boundary) in `held`.
+    #[inline(always)]
+    fn holder_at(&self, start: u64) -> u64 {
+        match self.held_lo[ix(start >> HOLD_MIN)] {
+            0 if start % order_frames(HOLD_SHIFT) == 0 => u64::from(self.held[ix(start >> HOLD_SHIFT)]),
+            f => u64::from(f),
+        }
+    }
+
+    /// Takes the held slack out of the way of the run of `frames` frames from `start`, just
+    /// validated and unmarked. When the run is a holder freed whole, forgets its slack and
+    /// returns its block's order (the caller gives the whole block back, from `start`);
+    /// otherwise gives back the slack of every holder whose first frame the run frees (a piece
+    /// of a holder, or a run spanning several allocations) and returns `None`.
+    ///
+    /// A holder freed whole (its run just validated as allocated) starts no other holder inside
+    /// its run: the block of a holder that started there would lie inside this run (this run's
+    /// slack was held all along), so its slack, not allocated, would have failed the check.
+    #[inline(always)]
+    fn take_held(&mut self, start: u64, frames: u64) -> Option<u32> {
+        if self.held_count == 0 {
             return None;
         }
-        let f = self.held[ix(start >> HOLD_SHIFT)];
-        (f != 0).then_some(u64::from(f))
+        // The first granule of `held_at` in which a holder starting in the run would start.
+        let mut lo = start.div_ceil(order_frames(HOLD_MIN));
+        if start % order_frames(HOLD_MIN) == 0 {
+            let f = self.holder_at(start);
+            if f == frames {
+                let block = f.next_power_of_two();
+                self.unhold(start, f, block);
+                return Some(block.ilog2());
+            }
+            if f == 0 {
+                // No holder at `start`: only the granules after it are left to look at.
+                lo += 1;
+            }
+        }
+        let end = start + frames;
+        let hi = end.div_ceil(order_frames(HOLD_MIN));
+        if lo < hi && !self.held_at.none_set(lo, hi) {
+            self.release_held_in(start, end);
+        }
+        None
+    }
+
+    /// Gives back the slack of every holder that starts in frames `[start, end)`.
+    #[inline(never)]
+    fn release_held_in(&mut self, start: u64, end: u64) {
+        let hi = end.div_ceil(order_frames(HOLD_MIN));
+        let mut lo = start.div_ceil(order_frames(HOLD_MIN));
+        while let Some(g) = self.held_at.next_set(lo, hi) {
+            self.release_holder(g << HOLD_MIN);
+            lo = g + 1;
+        }
+    }
+
+    /// Gives back the slack of the holder that starts at `at`; the frames given back.
+    fn release_holder(&mut self, at: u64) -> u64 {
+        let f = self.holder_at(at);
+        let block = f.next_power_of_two();
+        self.unhold(at, f, block);
+        self.release_range(at + f, block - f);
+        block - f
     }
 
     /// Gives back the run of `frames` frames from `start`, just unmarked, with quick reuse on:
-    /// a run that held its block's slack and is freed whole caches the whole block (tag
-    /// [`BLOCK_TAG`]); a piece of such a run first gives the slack back; any other run is
-    /// cached by its exact length and `tag`.
+    /// a run that held its block's slack and is freed whole caches the whole block (by its
+    /// order, [`Self::keep_block`]); any other run gives back the slack of the holders it frees
+    /// the first frame of (see [`Self::take_held`]) and is cached by its exact length and `tag`.
     #[inline(always)]
     fn give_back(&mut self, start: u64, frames: u64, tag: u32) {
-        if self.holder(start).is_some() && self.give_back_holder(start, frames) {
-            return;
+        match self.take_held(start, frames) {
+            Some(order) => self.keep_block(start, order),
+            None => self.keep_quick(start, frames, tag),
         }
-        self.keep_quick(start, frames, tag);
-    }
-
-    /// The part of [`Self::give_back`] for a run from a holder's first frame: caches the whole
-    /// block when the run is the holder (`true`), or gives the slack back (`false`: the run is
-    /// then given back as any other).
-    #[inline(never)]
-    fn give_back_holder(&mut self, start: u64, frames: u64) -> bool {
-        let Some(f) = self.holder(start) else { return false };
-        self.unhold(start, f);
-        let block = f.next_power_of_two();
-        if frames == f {
-            self.keep_quick(start, block, BLOCK_TAG);
-            return true;
-        }
-        self.release_range(start + f, block - f);
-        false
     }
 
     /// [`Self::give_back`] without caching: straight to the free lists.
     fn give_back_uncached(&mut self, start: u64, frames: u64) {
-        if let Some(f) = self.holder(start) {
-            self.unhold(start, f);
-            let block = f.next_power_of_two();
-            if frames == f {
-                self.release_range(start, block);
-                return;
-            }
-            self.release_range(start + f, block - f);
+        match self.take_held(start, frames) {
+            Some(order) => self.release_block(start, order),
+            None => self.release_run(start, frames),
         }
-        self.release_run(start, frames);
     }
 
     /// Gives every held slack back to the free lists; the bytes given back.
     fn release_held(&mut self) -> u64 {
-        let mut left = self.held_count;
         let mut frames = 0;
-        let mut h = 0;
-        while left > 0 {
-            let f = u64::from(self.held[h]);
-            if f != 0 {
-                self.held[h] = 0;
-                left -= 1;
-                let start = (h as u64) << HOLD_SHIFT;
-                let block = f.next_power_of_two();
-                self.release_range(start + f, block - f);
-                frames += block - f;
+        let mut w = 0;
+        while self.held_count > 0 {
+            let mut m = self.held_at.words[w];
+            while m != 0 {
+                // CAST: a word index of a Vec, far below 2^58.
+                let at = (w as u64 * 64 + u64::from(m.trailing_zeros())) << HOLD_MIN;
+                m &= m - 1;
+                frames += self.release_holder(at);
             }
-            h += 1;
+            w += 1;
         }
-        self.held_count = 0;
-        self.held_cap = [0; 2];
         frames << FRAME_SHIFT
     }
 
@@ -1518,6 +1725,75 @@ mod tests {
         runs.iter().map(|r| r.len_bytes).sum()
     }
 
+    /// Checks the held-slack invariants (and that free blocks, allocated frames, cached runs
+    /// and held slack partition the frames) by brute force.
+    fn check_held(a: &FrameAllocator) {
+        let free_at = |f: u64| {
+            (0..=MAX_ORDER).any(|o| (f >> o) < (a.total_frames >> o) && a.free[slot(o)].test(f >> o))
+        };
+        let allocated_at = |f: u64| {
+            (0..3).any(|p| {
+                let o = [0, 9, 18][p];
+                a.used[p].words.get(ix((f >> o) / 64)).is_some_and(|w| w & (1 << ((f >> o) % 64)) != 0)
+            })
+        };
+        let mut cached = Vec::new();
+        for (q, b) in a.quick.iter().enumerate() {
+            let mut head = b.head;
+            let mut n = 0;
+            while head != QNIL {
+                let r = a.quick_pool[usize::from(head)];
+                cached.push((r.frame, r.frame + b.frames));
+                head = r.next;
+                n += 1;
+            }
+            assert_eq!(n, b.len, "bucket {q}");
+            assert_eq!(a.quick_nonempty[q / 64] & (1 << (q % 64)) != 0, n > 0, "bucket {q}");
+        }
+        for o in 0..=MAX_ORDER {
+            let (stack, n) = (&a.blocks[slot(o)], usize::from(a.block_len[slot(o)]));
+            for &frame in &stack[..n] {
+                assert_eq!(frame % order_frames(o), 0, "cached block of order {o}");
+                cached.push((frame, frame + order_frames(o)));
+            }
+            assert!(stack[n..].iter().all(|&f| f == 0), "stale entries of order {o}");
+        }
+        assert_eq!(cached.len(), a.quick_runs);
+        let mut holders = 0;
+        let (mut slack_frames, mut huge) = (0, 0);
+        for g in 0..a.held_lo.len() as u64 {
+            let at = g << HOLD_MIN;
+            let bit = a.held_at.words[ix(g / 64)] & (1 << (g % 64)) != 0;
+            let lo = u64::from(a.held_lo[ix(g)]);
+            let hi =
+                if at % order_frames(HOLD_SHIFT) == 0 { u64::from(a.held[ix(at >> HOLD_SHIFT)]) } else { 0 };
+            assert!(lo == 0 || hi == 0, "two holders at {at}");
+            assert_eq!(bit, lo != 0 || hi != 0, "holder bit at {at}");
+            if !bit {
+                continue;
+            }
+            holders += 1;
+            let f = lo.max(hi);
+            let block = f.next_power_of_two();
+            assert!(!f.is_power_of_two() && block >= order_frames(HOLD_MIN), "holder {f} at {at}");
+            assert_eq!(lo != 0, block < order_frames(HOLD_SHIFT), "table of holder {f} at {at}");
+            assert_eq!(at % block, 0, "holder {f} at {at}");
+            assert!(at + block <= a.total_frames);
+            assert!(allocated_at(at), "holder {f} at {at}: first frame not allocated");
+            for s in at + f..at + block {
+                assert!(!free_at(s) && !allocated_at(s), "slack frame {s} of holder at {at}");
+                assert!(cached.iter().all(|&(c0, c1)| s < c0 || c1 <= s), "slack frame {s} cached");
+            }
+            slack_frames += block - f;
+            huge += aligned_blocks(at + f, at + block, HOLD_SHIFT);
+        }
+        assert_eq!(holders, a.held_count);
+        assert_eq!(huge, a.held_huge);
+        let free: u64 = (0..=MAX_ORDER).map(|o| a.free_count[slot(o)] << o).sum();
+        let cached_frames: u64 = cached.iter().map(|(c0, c1)| c1 - c0).sum();
+        assert_eq!(free + cached_frames + slack_frames + a.allocated_frames, a.total_frames);
+    }
+
     #[test]
     fn claim_rebuilds_what_alloc_took() {
         let mut a = alloc(64 * MIB, 32 * MIB, 0);
@@ -1622,24 +1898,19 @@ mod tests {
         for r in runs[..32].iter().rev() {
             a.free_pages(PageSize::Normal, r).unwrap();
         }
-        // A size that maps to the same bucket gives that bucket's runs back first. (A size
-        // that holds slack is cached as its whole block, by the block's order.)
+        // A size that maps to the same bucket gives that bucket's runs back first. (Only runs
+        // cached by their exact length share buckets: a run that holds slack is cached as its
+        // whole block, in its block order's own bucket. Sizes that hold no slack: under 16
+        // frames, powers of two, and any size allocated with quick reuse off.)
         a.flush_quick();
-        let key = |n: u64| {
-            if n > 1 << HOLD_SHIFT && !n.is_power_of_two() {
-                quick_slot(BLOCK_TAG, n.next_power_of_two())
-            } else {
-                quick_slot(0, n)
-            }
-        };
-        let sizes: Vec<u64> =
-            (1..=1 << HOLD_SHIFT).chain((HOLD_SHIFT + 1..14).map(|k| (1 << k) - 1)).collect();
-        let (first, clash) = sizes
-            .iter()
-            .flat_map(|&p| sizes.iter().map(move |&q| (p, q)))
-            .find(|&(p, q)| p != q && key(p) == key(q))
+        let exact: Vec<u64> = (1..1 << HOLD_MIN).chain((HOLD_MIN..14).map(|k| 1 << k)).collect();
+        let (first, clash) = (1..=1 << HOLD_SHIFT)
+            .flat_map(|p| exact.iter().map(move |&q| (p, q)))
+            .find(|&(p, q)| p != q && quick_slot(0, p) == quick_slot(0, q))
             .unwrap();
+        a.set_quick_reuse(false);
         let f = a.alloc_pages(PageSize::Normal, first).unwrap();
+        a.set_quick_reuse(true);
         a.free_pages(PageSize::Normal, &f).unwrap();
         assert_eq!(a.quick_runs, 1);
         let c = a.alloc_pages(PageSize::Normal, clash).unwrap();
@@ -1662,7 +1933,7 @@ mod tests {
         // 3 MiB of 4 KiB pages takes a 4 MiB block; the last 1 MiB is held, not split off.
         let x = a.alloc_pages(PageSize::Normal, 768).unwrap();
         assert_eq!(x, [run(0, 3 * MIB)]);
-        assert_eq!((a.held_count, a.held_cap), (1, [256, 0]));
+        assert_eq!((a.held_count, a.held_huge), (1, 0));
         // Held frames are free memory, exactly; the huge figure counts none (no whole 2 MiB page).
         assert_eq!(a.info().free_bytes, 61 * MIB);
         assert_eq!(a.info().huge_free_bytes, 60 * MIB);
@@ -1674,13 +1945,13 @@ mod tests {
         let j = a.alloc_huge_with_tail(1, 128).unwrap().unwrap();
         assert_eq!(j, run(0, 2 * MIB + 512 * KIB));
         assert_eq!(a.quick_runs, 0);
-        assert_eq!(a.held_cap, [384, 0]);
+        assert_eq!((a.held_count, a.held_huge), (1, 0));
         a.free_huge_with_tail(j).unwrap();
         // A piece of a holder gives the slack back; the rest frees as usual.
         // (Its 4 MiB block is cached: 6 MiB takes an 8 MiB block from the free lists.)
         let y = a.alloc_pages(PageSize::Huge, 3).unwrap();
         assert_eq!(y, [run(8 * MIB, 6 * MIB)]);
-        assert_eq!(a.held_cap, [512, 1]);
+        assert_eq!((a.held_count, a.held_huge), (1, 1));
         a.free_pages(PageSize::Huge, &[run(8 * MIB, 2 * MIB)]).unwrap();
         assert_eq!(a.held_count, 0);
         assert_eq!(a.info().free_bytes, 60 * MIB);
@@ -1697,10 +1968,139 @@ mod tests {
     }
 
     #[test]
+    fn varied_sizes_reuse_cached_blocks_by_order() {
+        let mut a = alloc(64 * MIB, 0, 0);
+        a.set_quick_reuse(true);
+        let fresh_info = a.info();
+        // 75 frames take a 128-frame block (order 7) and hold its last 53 frames.
+        let x = a.alloc_pages(PageSize::Normal, 75).unwrap();
+        assert_eq!(x, [run(0, 300 * KIB)]);
+        assert_eq!(a.held_count, 1);
+        assert_eq!(a.info().free_bytes, 64 * MIB - 300 * KIB);
+        let y = a.alloc_pages(PageSize::Normal, 100).unwrap();
+        assert_eq!(y, [run(512 * KIB, 400 * KIB)]);
+        let z = a.alloc_pages(PageSize::Normal, 20).unwrap();
+        assert_eq!(z, [run(MIB, 80 * KIB)]);
+        // Freed whole, each holder caches its block by order; the slack is free all along.
+        a.free_pages(PageSize::Normal, &x).unwrap();
+        a.free_pages(PageSize::Normal, &y).unwrap();
+        assert_eq!((a.quick_runs, a.held_count), (2, 1));
+        assert_eq!(a.info().free_bytes, 64 * MIB - 80 * KIB);
+        // Runs of other lengths in order 7 take those blocks back, last freed first, without
+        // touching the free lists.
+        let lists = (a.free.clone(), a.free_count);
+        assert_eq!(a.alloc_pages(PageSize::Normal, 127).unwrap(), [run(512 * KIB, 508 * KIB)]);
+        let mut out = [PhysRun::default(); 1];
+        assert_eq!(a.alloc_pages_into(PageSize::Normal, 65, &mut out), Ok(1));
+        assert_eq!(out, [run(0, 260 * KIB)]);
+        assert_eq!((a.quick_runs, a.held_count), (0, 3));
+        assert_eq!((a.free.clone(), a.free_count), lists);
+        a.free_pages(PageSize::Normal, &[run(512 * KIB, 508 * KIB)]).unwrap();
+        a.free_pages(PageSize::Normal, &out).unwrap();
+        a.free_pages(PageSize::Normal, &z).unwrap();
+        assert_eq!(a.held_count, 0);
+        assert_eq!(a.info(), fresh_info);
+        a.set_quick_reuse(false);
+        assert_eq!(a, alloc(64 * MIB, 0, 0));
+    }
+
+    #[test]
+    fn low_order_slack_is_free_and_given_back_under_pressure() {
+        let mut a = alloc(256 * KIB, 0, 0);
+        a.set_quick_reuse(true);
+        // 9 frames take a 16-frame block and hold 7 frames: free memory, exactly.
+        let h = a.alloc_pages(PageSize::Normal, 9).unwrap();
+        assert_eq!(h, [run(0, 36 * KIB)]);
+        assert_eq!((a.held_count, a.quick_runs), (1, 0));
+        assert_eq!(a.info().free_bytes, 220 * KIB);
+        // 48 frames want a 64-frame block: none is free, so the slack is given back before the
+        // allocation takes the largest free blocks.
+        let b = a.alloc_pages(PageSize::Normal, 48).unwrap();
+        assert_eq!(b, [run(128 * KIB, 128 * KIB), run(64 * KIB, 64 * KIB)]);
+        assert_eq!(a.held_count, 0);
+        // The last 7 free frames are the former slack.
+        let c = a.alloc_pages(PageSize::Normal, 7).unwrap();
+        assert_eq!(sum(&c), 28 * KIB);
+        assert!(c.iter().all(|r| r.offset >= 36 * KIB && r.offset + r.len_bytes <= 64 * KIB));
+        assert_eq!(a.info().free_bytes, 0);
+        a.free_pages(PageSize::Normal, &h).unwrap();
+        a.free_pages(PageSize::Normal, &b).unwrap();
+        a.free_pages(PageSize::Normal, &c).unwrap();
+        // Everything free again, cached (held by nothing): one block holds all of it.
+        assert_eq!(a.alloc_pages(PageSize::Normal, 64).unwrap(), [run(0, 256 * KIB)]);
+        a.free_pages(PageSize::Normal, &[run(0, 256 * KIB)]).unwrap();
+        a.set_quick_reuse(false);
+        assert_eq!(a, alloc(256 * KIB, 0, 0));
+    }
+
+    #[test]
+    fn freeing_a_low_holders_first_frame_gives_its_slack_back() {
+        let mut a = alloc(2 * MIB, 0, 0);
+        a.set_quick_reuse(true);
+        let x = a.alloc_pages(PageSize::Normal, 128).unwrap();
+        let h = a.alloc_pages(PageSize::Normal, 100).unwrap();
+        assert_eq!((x[0], h[0]), (run(0, 512 * KIB), run(512 * KIB, 400 * KIB)));
+        assert_eq!(a.held_count, 1);
+        // A piece from the middle leaves the slack held; a run spanning the end of `x` and
+        // the first frame of `h` gives it back first.
+        a.free_pages(PageSize::Normal, &[run(712 * KIB, 4 * KIB)]).unwrap();
+        assert_eq!(a.held_count, 1);
+        a.free_pages(PageSize::Normal, &[run(508 * KIB, 8 * KIB)]).unwrap();
+        assert_eq!(a.held_count, 0);
+        assert_eq!(a.info().free_bytes, 2 * MIB - 225 * 4 * KIB);
+        // The slack is on the free lists: the best fit for 4 frames is its first 4.
+        let s = a.alloc_pages(PageSize::Normal, 4).unwrap();
+        assert_eq!(s, [run(912 * KIB, 16 * KIB)]);
+        // Frames inside held slack can be claimed.
+        let g = a.alloc_pages(PageSize::Normal, 40).unwrap();
+        assert_eq!(g, [run(MIB, 160 * KIB)]);
+        assert_eq!(a.held_count, 1);
+        let claimed = [run(MIB + 176 * KIB, 8 * KIB)];
+        a.claim_pages(PageSize::Normal, &claimed).unwrap();
+        assert_eq!(a.held_count, 0);
+        assert_eq!(a.claim_pages(PageSize::Normal, &claimed), Err(Error::OutOfMemory));
+        for r in
+            [run(0, 508 * KIB), run(516 * KIB, 196 * KIB), run(716 * KIB, 196 * KIB), s[0], g[0], claimed[0]]
+        {
+            a.free_pages(PageSize::Normal, &[r]).unwrap();
+        }
+        assert_eq!(a.allocated_bytes(), 0);
+        a.set_quick_reuse(false);
+        assert_eq!(a, alloc(2 * MIB, 0, 0));
+    }
+
+    #[test]
+    fn a_free_spanning_a_holders_first_frame_releases_its_slack() {
+        // The 2 MiB-and-up table too: the run before a holder and the holder's first page
+        // freed as one run (with the rest freed later) leave nothing held behind.
+        let mut a = alloc(64 * MIB, 0, 0);
+        a.set_quick_reuse(true);
+        let _x = a.alloc_pages(PageSize::Normal, 1024).unwrap();
+        let h = a.alloc_pages(PageSize::Normal, 768).unwrap();
+        assert_eq!(h, [run(4 * MIB, 3 * MIB)]);
+        a.free_pages(PageSize::Normal, &[run(4 * MIB - 4 * KIB, 8 * KIB), run(0, 4 * MIB - 4 * KIB)])
+            .unwrap();
+        assert_eq!(a.held_count, 0);
+        a.free_pages(
+            PageSize::Normal,
+            &[run(4 * MIB + 4 * KIB, 4 * KIB), run(4 * MIB + 8 * KIB, 3 * MIB - 8 * KIB)],
+        )
+        .unwrap();
+        assert_eq!(a.allocated_bytes(), 0);
+        // The old slack merged back: a new holder takes the lowest 2 MiB.
+        let y = a.alloc_pages(PageSize::Normal, 300).unwrap();
+        assert_eq!(y, [run(0, 1200 * KIB)]);
+        assert_eq!(a.held_count, 1);
+        a.free_pages(PageSize::Normal, &y).unwrap();
+        a.set_quick_reuse(false);
+        assert_eq!(a, alloc(64 * MIB, 0, 0));
+    }
+
+    #[test]
     fn quick_reuse_pool_is_bounded() {
         let mut a = alloc(256 * MIB, 0, 0);
-        a.set_quick_reuse(true);
-        // Sizes in distinct buckets, 32 runs each: more than the pool holds.
+        // Sizes in distinct buckets, 32 runs each: more than the pool holds. (Allocated with
+        // quick reuse off, they hold no slack, so each is cached by its exact length.)
         let mut sizes: Vec<u64> = Vec::new();
         for n in 1..512u64 {
             let wanted = QUICK_RUNS / usize::from(QUICK_PER_BUCKET) + 2;
@@ -1713,6 +2113,7 @@ mod tests {
             .flat_map(|&n| (0..QUICK_PER_BUCKET).map(move |_| n))
             .map(|n| a.alloc_pages(PageSize::Normal, n).unwrap())
             .collect();
+        a.set_quick_reuse(true);
         for r in &runs {
             a.free_pages(PageSize::Normal, r).unwrap();
         }
@@ -1851,5 +2252,130 @@ mod tests {
         assert_eq!(a.alloc_pages(PageSize::Huge, 1), Err(Error::BudgetExhausted));
         assert_eq!(a.alloc_pages(PageSize::Normal, 257), Err(Error::OutOfMemory));
         assert_eq!(a, alloc(MIB, 0, 0));
+    }
+
+    /// One step of [`held_slack_stays_consistent`].
+    #[derive(Clone, Debug)]
+    enum Step {
+        /// Allocate this many normal pages (huge pages when the flag is set, count / 128 + 1).
+        Alloc(bool, u64),
+        /// Free a live allocation whole.
+        Free(usize),
+        /// Free the first page of a live allocation's first run.
+        FreeFirst(usize),
+        /// Free the last page of a live allocation's last run.
+        FreeLast(usize),
+        /// Free the last page before a live allocation and its first page as one run, when
+        /// the page before is live with the same page size.
+        Span(usize),
+        /// Claim this many 4 KiB pages just after a live allocation.
+        Claim(usize, u64),
+        /// Give the cache and held slack back.
+        Flush,
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        prop_oneof![
+            6 => (prop::bool::weighted(0.1), 1..600u64).prop_map(|(h, n)| Step::Alloc(h, n)),
+            3 => any::<usize>().prop_map(Step::Free),
+            1 => any::<usize>().prop_map(Step::FreeFirst),
+            1 => any::<usize>().prop_map(Step::FreeLast),
+            2 => any::<usize>().prop_map(Step::Span),
+            1 => (any::<usize>(), 1..20u64).prop_map(|(i, n)| Step::Claim(i, n)),
+            1 => Just(Step::Flush),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(if cfg!(miri) { 2 } else { 64 }))]
+
+        /// Random churns of varied sizes with pieces, spans, claims and flushes keep the
+        /// held-slack tables exact (checked by brute force after every step), and end as a
+        /// fresh allocator.
+        #[test]
+        fn held_slack_stays_consistent(steps in proptest::collection::vec(step(), 1..150)) {
+            let total = 16 * MIB;
+            let mut a = alloc(total, total, 0);
+            a.set_quick_reuse(true);
+            let mut live: Vec<(PageSize, PhysRun)> = Vec::new();
+            let page_at = |live: &[(PageSize, PhysRun)], page: PageSize, end: u64| {
+                live.iter().position(|(p, r)| *p == page && r.offset + r.len_bytes == end)
+            };
+            for st in steps {
+                match st {
+                    Step::Alloc(huge, n) => {
+                        let (page, count) =
+                            if huge { (PageSize::Huge, n / 128 + 1) } else { (PageSize::Normal, n) };
+                        if let Ok(runs) = a.alloc_pages(page, count) {
+                            live.extend(runs.into_iter().map(|r| (page, r)));
+                        }
+                    }
+                    Step::Free(i) if !live.is_empty() => {
+                        let (page, r) = live.swap_remove(i % live.len());
+                        a.free_pages(page, &[r]).unwrap();
+                    }
+                    Step::FreeFirst(i) | Step::FreeLast(i) if !live.is_empty() => {
+                        let i = i % live.len();
+                        let (page, r) = live[i];
+                        let first = matches!(st, Step::FreeFirst(_));
+                        let at = if first { r.offset } else { r.offset + r.len_bytes - page.bytes() };
+                        a.free_pages(page, &[run(at, page.bytes())]).unwrap();
+                        if r.len_bytes == page.bytes() {
+                            live.swap_remove(i);
+                        } else if first {
+                            live[i].1 = run(r.offset + page.bytes(), r.len_bytes - page.bytes());
+                        } else {
+                            live[i].1.len_bytes -= page.bytes();
+                        }
+                    }
+                    Step::Span(i) if !live.is_empty() => {
+                        let i = i % live.len();
+                        let (page, r) = live[i];
+                        if let Some(j) = page_at(&live, page, r.offset) {
+                            a.free_pages(page, &[run(r.offset - page.bytes(), 2 * page.bytes())]).unwrap();
+                            for k in [i, j] {
+                                let (_, q) = live[k];
+                                live[k].1 = if k == i {
+                                    run(q.offset + page.bytes(), q.len_bytes - page.bytes())
+                                } else {
+                                    run(q.offset, q.len_bytes - page.bytes())
+                                };
+                            }
+                            live.retain(|(_, q)| q.len_bytes > 0);
+                        }
+                    }
+                    Step::Claim(i, n) if !live.is_empty() => {
+                        let (_, r) = live[i % live.len()];
+                        let c = run(r.offset + r.len_bytes, n * FRAME_BYTES);
+                        let end = c.offset + c.len_bytes;
+                        let taken =
+                            live.iter().any(|(_, q)| q.offset < end && c.offset < q.offset + q.len_bytes);
+                        let fits = end <= total;
+                        match a.claim_pages(PageSize::Normal, &[c]) {
+                            Ok(()) => {
+                                proptest::prop_assert!(fits && !taken);
+                                live.push((PageSize::Normal, c));
+                            }
+                            Err(_) => proptest::prop_assert!(!fits || taken),
+                        }
+                    }
+                    Step::Flush => {
+                        a.flush_quick();
+                        proptest::prop_assert_eq!(a.held_count, 0);
+                    }
+                    _ => {}
+                }
+                check_held(&a);
+                let used: u64 = live.iter().map(|(_, r)| r.len_bytes).sum();
+                proptest::prop_assert_eq!(a.info().free_bytes, total - used);
+            }
+            for (page, r) in live {
+                a.free_pages(page, &[r]).unwrap();
+            }
+            check_held(&a);
+            a.set_quick_reuse(false);
+            proptest::prop_assert_eq!(a, alloc(total, total, 0));
+        }
     }
 }

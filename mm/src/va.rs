@@ -911,6 +911,8 @@ mod tests {
     }
 
     proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(if cfg!(miri) { 2 } else { 256 }))]
+
         /// Handle allocations and frees (with the cache) against a list of live ranges: no
         /// overlap, alignment, exact free bytes, refused double frees; everything freed and the
         /// cache given back, the allocator is a fresh one.

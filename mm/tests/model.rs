@@ -33,6 +33,18 @@ enum PhysOp {
     Free(usize),
     /// Free the first page of the first run of a live allocation.
     FreeFirstPage(usize),
+    /// Free the last page of the last run of a live allocation (a piece that leaves the first
+    /// frame of a run that holds slack allocated).
+    FreeLastPage(usize),
+    /// Free, as one run, the last page of the live run just before a live allocation's first
+    /// run and that allocation's first page (a run spanning two allocations, and the first
+    /// frame of one that may hold slack).
+    FreeSpan(usize),
+    /// Claim pages of this size just after the end of a live allocation's last run (where the
+    /// slack it may hold lies), this many pages (page-aligned).
+    ClaimAfter(usize, PageSize, u64),
+    /// Give the quick-reuse cache and held slack back.
+    Flush,
     /// Free a live allocation with the wrong page size.
     FreeWrongSize(usize, PageSize),
     /// Free an arbitrary page-aligned run.
@@ -58,6 +70,10 @@ fn phys_op() -> impl Strategy<Value = PhysOp> {
         4 => (page_size(), any::<usize>()).prop_map(|(p, n)| PhysOp::AllocFew(p, n)),
         3 => any::<usize>().prop_map(PhysOp::Free),
         1 => any::<usize>().prop_map(PhysOp::FreeFirstPage),
+        1 => any::<usize>().prop_map(PhysOp::FreeLastPage),
+        1 => any::<usize>().prop_map(PhysOp::FreeSpan),
+        1 => (any::<usize>(), page_size(), 1..8u64).prop_map(|(i, p, n)| PhysOp::ClaimAfter(i, p, n)),
+        1 => Just(PhysOp::Flush),
         1 => (any::<usize>(), page_size()).prop_map(|(i, p)| PhysOp::FreeWrongSize(i, p)),
         1 => (page_size(), any::<u64>(), 1..4u64)
             .prop_map(|(p, at, n)| PhysOp::FreeArbitrary(p, at, n)),
@@ -179,6 +195,40 @@ fn with_joints(live: &Live, joints: &[PhysRun]) -> Live {
     all
 }
 
+/// Whether any byte of `[start, end)` lies in a live run (of any page size).
+fn overlaps(live: &Live, start: u64, end: u64) -> bool {
+    live.iter().flat_map(|(_, runs)| runs.iter()).any(|r| r.offset < end && start < r.offset + r.len_bytes)
+}
+
+/// Bytes of the aligned blocks of `bytes` (a power of two) inside `[0, total)` that no live run
+/// touches.
+fn free_aligned(live: &Live, total: u64, bytes: u64) -> u64 {
+    (0..total / bytes).filter(|&b| !overlaps(live, b * bytes, (b + 1) * bytes)).count() as u64 * bytes
+}
+
+/// Takes `[start, end)` (all of it in live runs of `page` size) out of the live runs, dropping
+/// allocations left with no run.
+fn cut(live: &mut Live, page: PageSize, start: u64, end: u64) {
+    for (_, runs) in live.iter_mut().filter(|(p, _)| *p == page) {
+        let mut kept = Vec::new();
+        for r in runs.drain(..) {
+            let (s, e) = (r.offset, r.offset + r.len_bytes);
+            if e <= start || end <= s {
+                kept.push(r);
+                continue;
+            }
+            if s < start {
+                kept.push(PhysRun { offset: s, len_bytes: start - s });
+            }
+            if end < e {
+                kept.push(PhysRun { offset: end, len_bytes: e - end });
+            }
+        }
+        *runs = kept;
+    }
+    live.retain(|(_, runs)| !runs.is_empty());
+}
+
 /// `a` with its quick-reuse cache given back: the canonical state, equal for equal free frames.
 fn norm(a: &FrameAllocator) -> FrameAllocator {
     let mut c = a.clone();
@@ -243,8 +293,11 @@ fn run_phys(cfg: PhysConfig, ops: Vec<PhysOp>, quick: bool) -> Result<(), TestCa
                         // 600, 700 and 1000 4 KiB pages (and 3 huge pages) leave part of their
                         // block unused: with quick reuse they hold it, and reuse each other's
                         // cached blocks (all take a 4 MiB block).
-                        // CAST: an index below 7.
-                        (page, i as u64, [1, 2, 3, 16, 600, 700, 1000][i % 7])
+                        // 9 to 255 pages leave part of a block of 16 to 256 frames unused too
+                        // (75 and 100, 200 and 255 share a block order).
+                        const FEW: [u64; 14] = [1, 2, 3, 16, 600, 700, 1000, 9, 20, 33, 75, 100, 200, 255];
+                        // CAST: usize fits in u64 (the raw value only picks the buffer).
+                        (page, i as u64, FEW[i % FEW.len()])
                     }
                     _ => unreachable!(),
                 };
@@ -325,6 +378,90 @@ fn run_phys(cfg: PhysConfig, ops: Vec<PhysOp>, quick: bool) -> Result<(), TestCa
                         len_bytes: first.len_bytes - page.bytes(),
                     };
                 }
+            }
+            PhysOp::FreeLastPage(i) if !live.is_empty() => {
+                let i = i % live.len();
+                let page = live[i].0;
+                let last = *live[i].1.last().unwrap();
+                let end = last.offset + last.len_bytes;
+                a.free_pages(page, &[PhysRun { offset: end - page.bytes(), len_bytes: page.bytes() }])
+                    .unwrap();
+                cut(&mut live, page, end - page.bytes(), end);
+            }
+            PhysOp::FreeSpan(i) => {
+                // The allocations whose first run directly follows a live run of their size.
+                let follows = |(page, runs): &&(PageSize, Vec<PhysRun>)| {
+                    let at = runs[0].offset;
+                    live.iter()
+                        .filter(|(p, _)| p == page)
+                        .flat_map(|(_, r)| r.iter())
+                        .any(|r| r.offset + r.len_bytes == at)
+                };
+                let candidates: Vec<(PageSize, u64)> =
+                    live.iter().filter(follows).map(|(p, runs)| (*p, runs[0].offset)).collect();
+                if !candidates.is_empty() {
+                    let (page, at) = candidates[i % candidates.len()];
+                    let span = PhysRun { offset: at - page.bytes(), len_bytes: 2 * page.bytes() };
+                    a.free_pages(page, &[span]).unwrap();
+                    cut(&mut live, page, span.offset, span.offset + span.len_bytes);
+                }
+            }
+            PhysOp::ClaimAfter(i, page, n) if !live.is_empty() => {
+                let last = *live[i % live.len()].1.last().unwrap();
+                let start = (last.offset + last.len_bytes).next_multiple_of(page.bytes());
+                let run = PhysRun { offset: start, len_bytes: n * page.bytes() };
+                let total = total_frames * 4 * KIB;
+                let (in_use, budget) = match page {
+                    PageSize::Normal => (0, u64::MAX),
+                    PageSize::Huge => (live_bytes(&all, Some(page)), a.info().huge_total_bytes),
+                    PageSize::Giant => (live_bytes(&all, Some(page)), a.info().giant_total_bytes),
+                };
+                let before = a.clone();
+                match a.claim_pages(page, &[run]) {
+                    Ok(()) => {
+                        prop_assert!(start + run.len_bytes <= total);
+                        prop_assert!(!overlaps(&all, start, start + run.len_bytes), "claimed {:?}", run);
+                        prop_assert!(in_use + run.len_bytes <= budget);
+                        live.push((page, vec![run]));
+                    }
+                    Err(e) => {
+                        let expected = if start + run.len_bytes > total {
+                            Error::InvalidArgument
+                        } else if in_use + run.len_bytes > budget {
+                            Error::BudgetExhausted
+                        } else {
+                            Error::OutOfMemory
+                        };
+                        prop_assert_eq!(e, expected);
+                        if e == Error::OutOfMemory {
+                            prop_assert!(overlaps(&all, start, start + run.len_bytes));
+                        }
+                        prop_assert_eq!(norm(&a), norm(&before));
+                    }
+                }
+            }
+            PhysOp::Flush => {
+                let info = a.info();
+                let flushed = a.flush_quick();
+                prop_assert!(flushed <= info.free_bytes);
+                // Given back, the huge and giant figures are exact: the whole aligned pages
+                // that no live run touches, within the budget left.
+                let total = total_frames * 4 * KIB;
+                let after = a.info();
+                prop_assert_eq!(after.free_bytes, info.free_bytes);
+                for (page, figure, total_budget) in [
+                    (PageSize::Huge, after.huge_free_bytes, after.huge_total_bytes),
+                    (PageSize::Giant, after.giant_free_bytes, after.giant_total_bytes),
+                ] {
+                    let left = total_budget - live_bytes(&all, Some(page));
+                    prop_assert_eq!(figure, left.min(free_aligned(&all, total, page.bytes())), "{:?}", page);
+                }
+                prop_assert!(info.huge_free_bytes <= after.huge_free_bytes);
+                prop_assert!(info.giant_free_bytes <= after.giant_free_bytes);
+                // And the allocator is in its canonical state.
+                let mut canonical = norm(&a);
+                canonical.set_quick_reuse(quick);
+                prop_assert_eq!(&canonical, &a);
             }
             PhysOp::FreeWrongSize(i, wrong) if !live.is_empty() => {
                 let (page, runs) = &live[i % live.len()];
