@@ -1539,6 +1539,13 @@ impl DeviceAllocator {
         }
     }
 
+    /// Whether `addr` lies in a slab chunk's 2 MiB slot (one slot-table load): a free of such
+    /// an address is a slab object's (or refused as not live), never a block's.
+    #[inline]
+    pub fn in_slab_chunk(&self, addr: DeviceAddr) -> bool {
+        self.slot_index(addr.as_u64()).is_some_and(|s| self.slots[s] & SLAB_FLAG != 0)
+    }
+
     /// The live allocation starting exactly at `base`.
     ///
     /// # Errors
@@ -1561,19 +1568,25 @@ impl DeviceAllocator {
     #[inline]
     pub fn free<B: Backer>(&mut self, backer: &mut B, base: DeviceAddr) -> Result<Info, FreeError> {
         let addr = base.as_u64();
-        let info = if let Some(info) = self.free_slab_fast(base) {
-            info
-        } else if let Some((id, at)) = self.block_in_slot(addr) {
-            self.free_block(backer, id, base, at)?
-        } else {
-            self.free_slow(backer, base)?
-        };
+        let info =
+            if let Some(info) = self.free_slab_fast(base) { info } else { self.free_other(backer, base)? };
         self.recent[self.recent_next] = addr;
         self.recent_next = (self.recent_next + 1) % RECENT_FREES;
         Ok(info)
     }
 
-    /// [`Self::free`] past the slab and block fast paths (without recording the free).
+    /// [`Self::free`] past the slab fast path (without recording the free): a block found by
+    /// its slot entry, then the general lookup. Out of line, so that the slab fast path's
+    /// caller stays small.
+    #[inline(never)]
+    fn free_other<B: Backer>(&mut self, backer: &mut B, base: DeviceAddr) -> Result<Info, FreeError> {
+        if let Some((id, at)) = self.block_in_slot(base.as_u64()) {
+            return self.free_block(backer, id, base, at);
+        }
+        self.free_slow(backer, base)
+    }
+
+    /// [`Self::free_other`] past the block found by its slot entry.
     #[cold]
     #[inline(never)]
     fn free_slow<B: Backer>(&mut self, backer: &mut B, base: DeviceAddr) -> Result<Info, FreeError> {
@@ -2403,6 +2416,21 @@ mod tests {
         a.free(&mut b, x).unwrap();
         assert_eq!(b.frames.info().free_bytes, 64 * MIB);
         assert_eq!(a.accounting().backed.current, 0);
+    }
+
+    #[test]
+    fn in_slab_chunk_tells_slab_slots_from_blocks() {
+        let (mut a, mut b) = setup(64 * MIB, 32 * MIB, 0);
+        let x = a.allocate(&mut b, &req(100, NORMAL_ONLY), APP).unwrap();
+        let y = a.allocate(&mut b, &req(3 * MIB, HUGE_FIRST), APP).unwrap();
+        assert!(a.in_slab_chunk(x));
+        assert!(a.in_slab_chunk(DeviceAddr(x.as_u64() + 64)), "any address of the chunk's slot");
+        assert!(!a.in_slab_chunk(y));
+        assert!(!a.in_slab_chunk(DeviceAddr(BASE - 1)), "below the window");
+        assert!(!a.in_slab_chunk(DeviceAddr(u64::MAX)), "past the window");
+        a.free(&mut b, x).unwrap();
+        assert!(!a.in_slab_chunk(x), "the chunk went back with its last object");
+        a.free(&mut b, y).unwrap();
     }
 
     #[test]

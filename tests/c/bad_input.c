@@ -42,6 +42,17 @@ static int dev_has_pattern(const void *dev, size_t len, unsigned seed)
     return ok;
 }
 
+/* A host function that holds its stream until `gate` opens (so that work queued behind it,
+ * such as a stream-ordered free, is still pending). */
+static int gate;
+
+static void wait_gate(void *arg)
+{
+    (void)arg;
+    while (!__atomic_load_n(&gate, __ATOMIC_ACQUIRE)) {
+    }
+}
+
 /* 1 when the most recent message exists and mentions `word`; reading it clears it. */
 static int msg_mentions(const char *word)
 {
@@ -277,6 +288,50 @@ int main(void)
         CHECK_FAIL(aclrtMemsetAsync(b, SZ, 8, SZ, s), ACL_ERROR_RT_PARAM_INVALID);
         CHECK_OK(aclrtSynchronizeStream(s));
         CHECK_OK(aclrtDestroyStream(s));
+    }
+
+    check_section("aclrtFree of small (slab) objects: inside, twice, after a stream-ordered free");
+    {
+        /* Small allocations share 2 MiB chunks: a free of one is checked by the chunk's slot
+         * arithmetic alone; every misuse is still refused and changes nothing. */
+        void *a = NULL, *b = NULL, *c = NULL;
+        unsigned char small[4096];
+        aclrtStream s = NULL;
+        size_t f0 = hbm_free();
+
+        CHECK_OK(aclrtCreateStream(&s));
+        CHECK_OK(aclrtMalloc(&a, 4096, ACL_MEM_MALLOC_HUGE_FIRST));
+        CHECK_OK(aclrtMalloc(&b, 100, ACL_MEM_MALLOC_NORMAL_ONLY));
+        CHECK_OK(aclrtMalloc(&c, 4096, ACL_MEM_MALLOC_HUGE_FIRST));
+        if (a != NULL && b != NULL && c != NULL) {
+            fill_pattern(small, sizeof small, 9);
+            CHECK_OK(aclrtMemcpy(c, 4096, small, sizeof small, ACL_MEMCPY_HOST_TO_DEVICE));
+            CHECK_RET(aclrtFree((unsigned char *)a + 64), ACL_ERROR_RT_PARAM_INVALID);
+            CHECK(msg_mentions("inside"));
+            CHECK_FAIL(aclrtFree((unsigned char *)a + 4096 + 1), ACL_ERROR_RT_PARAM_INVALID);
+            CHECK_OK(aclrtFree(a));
+            CHECK_RET(aclrtFree(a), ACL_ERROR_RT_PARAM_INVALID);
+            CHECK(msg_mentions("double free"));
+            /* While the stream-ordered free waits behind the held stream, aclrtFree is refused;
+             * once it ran, the pointer is freed (a second free is a double free). */
+            __atomic_store_n(&gate, 0, __ATOMIC_RELEASE);
+            CHECK_OK(aclrtLaunchHostFunc(s, wait_gate, NULL));
+            CHECK_OK(aclrtMemPoolFreeAsync(b, s));
+            CHECK_RET(aclrtFree(b), ACL_ERROR_RT_PARAM_INVALID);
+            CHECK(msg_mentions("pending"));
+            __atomic_store_n(&gate, 1, __ATOMIC_RELEASE);
+            CHECK_OK(aclrtSynchronizeStream(s));
+            CHECK_RET(aclrtFree(b), ACL_ERROR_RT_PARAM_INVALID);
+            CHECK(msg_mentions("double free"));
+            /* The neighbour is live and holds what was written. */
+            memset(buf, 0, 4096);
+            CHECK_OK(aclrtMemcpy(buf, 4096, c, 4096, ACL_MEMCPY_DEVICE_TO_HOST));
+            CHECK(memcmp(buf, small, sizeof small) == 0);
+            CHECK_OK(aclrtFree(c));
+            CHECK_FAIL(aclrtFree(c), ACL_ERROR_RT_PARAM_INVALID);
+        }
+        CHECK_OK(aclrtDestroyStream(s));
+        CHECK(hbm_free() == f0);
     }
 
     check_section("aclrtGetMemInfo misuse");

@@ -45,6 +45,7 @@ use mm::device::{DeviceAllocator, FreeError, Info as DeviceInfo, NotLive};
 use mm::heap::Allocation;
 
 use crate::codes::*;
+use crate::device::MemGuard;
 use crate::error::{AclError, Result};
 use crate::runtime::{round_up, Runtime};
 use crate::state::memory::*;
@@ -133,10 +134,15 @@ impl Runtime {
             Ok(p) => {
                 // Slab objects stay out of the address map: the allocator's slot table answers
                 // for them in O(1) (`find_slab`), so the map's size does not grow with them.
-                let usable = alloc.get(p).map_or(req.usable_bytes, |i| i.usable_bytes);
                 if !DeviceAllocator::is_slab_request(&req)
                     && blocks_in_map()
-                    && map.insert(p.as_u64(), usable, Owner::Allocation).is_err()
+                    && map
+                        .insert(
+                            p.as_u64(),
+                            alloc.get(p).map_or(req.usable_bytes, |i| i.usable_bytes),
+                            Owner::Allocation,
+                        )
+                        .is_err()
                 {
                     // Cannot happen (the allocator handed out fresh VA); undo so nothing changes.
                     let _ = alloc.free(&mut backer, p);
@@ -282,6 +288,16 @@ impl Runtime {
     /// device (double free, interior or host pointer, another device); nothing changes then.
     pub fn free(&self, api: &str, ptr: u64) -> Result<()> {
         let d = self.owning_device(api, "devPtr", ptr)?;
+        // A slab object (the common small allocation) with no sanitizer: one lock, one lookup.
+        // A slab chunk's slot is never pool memory, and memcheck's quarantine takes every
+        // allocation first when it is on.
+        if !crate::sanitize::settings().memcheck {
+            // Lock order: `mem` alone.
+            let st = self.device(d).mem(api)?;
+            if st.alloc.as_ref().is_some_and(|a| a.in_slab_chunk(DeviceAddr(ptr))) {
+                return self.free_device_locked(api, d, ptr, st);
+            }
+        }
         // Pool memory freed with aclrtFree: the block goes back to its pool at once.
         if let Some(r) = self.pool_free_now(api, ptr) {
             return r;
@@ -342,7 +358,13 @@ impl Runtime {
     /// Frees the plain device allocation at `ptr` on device `d`, whatever the current device.
     pub(crate) fn free_device_now(&self, api: &str, d: u32, ptr: u64) -> Result<()> {
         // Lock order: `mem` alone.
-        let mut st = self.device(d).mem(api)?;
+        let st = self.device(d).mem(api)?;
+        self.free_device_locked(api, d, ptr, st)
+    }
+
+    /// [`Self::free_device_now`] with device `d`'s memory lock held (`st`); a block's pages are
+    /// unbacked after the lock is let go.
+    fn free_device_locked(&self, api: &str, d: u32, ptr: u64, mut st: MemGuard<'_>) -> Result<()> {
         if st.deferred.pending(ptr).is_some() {
             return Err(AclError::rt_invalid(format!(
                 "{api}: devPtr {ptr:#x} already has a stream-ordered free pending (aclrtMemPoolFreeAsync): double free"
@@ -353,12 +375,21 @@ impl Runtime {
         let Some(alloc) = alloc.as_mut() else {
             return Err(AclError::rt_invalid(format!("{api}: device {d} has no context")));
         };
-        if alloc.get(DeviceAddr(ptr)).is_ok_and(|i| i.component == crate::state::memory::POOL_COMPONENT) {
-            return Err(AclError::rt_invalid(format!("{api}: devPtr {ptr:#x} is a memory pool's segment")));
-        }
-        // A block: out of the tables under the lock, unbacked with no lock held, then its VA
-        // goes back (it is not handed out again before its pages are gone).
-        match alloc.detach(DeviceAddr(ptr)) {
+        // An address in a slab chunk is a slab object's (the free below checks it): it shares
+        // its pages, so it is freed under the lock, with one lookup. Anything else may be a
+        // block: out of the tables under the lock, unbacked with no lock held, then its VA goes
+        // back (it is not handed out again before its pages are gone).
+        let detached = if alloc.in_slab_chunk(DeviceAddr(ptr)) {
+            Ok(None)
+        } else {
+            if alloc.get(DeviceAddr(ptr)).is_ok_and(|i| i.component == crate::state::memory::POOL_COMPONENT) {
+                return Err(AclError::rt_invalid(format!(
+                    "{api}: devPtr {ptr:#x} is a memory pool's segment"
+                )));
+            }
+            alloc.detach(DeviceAddr(ptr))
+        };
+        match detached {
             Ok(Some(det)) => {
                 if blocks_in_map() {
                     map.remove(ptr);
