@@ -2288,7 +2288,12 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(if cfg!(miri) { 2 } else { 64 }))]
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: if cfg!(miri) { 2 } else { 64 },
+            // No file of failing seeds: Miri runs isolated, with no file system.
+            failure_persistence: None,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
 
         /// Random churns of varied sizes with pieces, spans, claims and flushes keep the
         /// held-slack tables exact (checked by brute force after every step), and end as a

@@ -911,7 +911,12 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(if cfg!(miri) { 2 } else { 256 }))]
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: if cfg!(miri) { 2 } else { 256 },
+            // No file of failing seeds: Miri runs isolated, with no file system.
+            failure_persistence: None,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
 
         /// Handle allocations and frees (with the cache) against a list of live ranges: no
         /// overlap, alignment, exact free bytes, refused double frees; everything freed and the
