@@ -23,18 +23,18 @@
 //! fit, up to the class of `len + align - 1`, above which every block fits again (apart from the
 //! very top of the address space, where aligning can overflow and the search goes on).
 //!
-//! The handle path ([`VaAllocator::alloc_handle`], which the device allocator uses) keeps a
-//! small cache in front of the lists: a range freed by handle goes onto a stack of ranges of its
-//! exact length (64 buckets by length, at most 64 ranges each and [`CACHE_RANGES`] in all), and
-//! the next handle allocation of that length whose alignment the range meets takes it back with
-//! no search, split or merge. A device allocator's VA requests come in few lengths (the tensors
-//! of a training step, 2 MiB slab chunks), so most of them are served there. A cached range is
-//! free space to every query ([`VaAllocator::free_bytes`], [`VaAllocator::find`], equality), but
-//! it does not merge with its free neighbours until the cache gives it back: a search that finds
-//! no free range gives the whole cache back and searches again, so the cache never makes an
-//! allocation fail, and [`VaAllocator::flush_cache`] gives it back on demand. A bucket holding
-//! another length keeps it until it empties (a length that finds both its buckets taken is not
-//! cached), so a mix of many lengths costs no more than the lists.
+//! The handle path (`VaAllocator::alloc_handle`, crate-private: the device allocator uses it) keeps
+//! a small cache in front of the lists: a range freed by handle goes onto a stack of ranges of its
+//! exact length (64 buckets by length, at most 64 ranges each and [`CACHE_RANGES`] in all), and the
+//! next handle allocation of that length whose alignment the range meets takes it back with no
+//! search, split or merge. A device allocator's VA requests come in few lengths (the tensors of a
+//! training step, 2 MiB slab chunks), so most of them are served there. A cached range is free
+//! space to every query ([`VaAllocator::free_bytes`], [`VaAllocator::find`], equality), but it does
+//! not merge with its free neighbours until the cache gives it back: a search that finds no free
+//! range gives the whole cache back and searches again, so the cache never makes an allocation
+//! fail, and [`VaAllocator::flush_cache`] gives it back on demand. A bucket holding another length
+//! keeps it until it empties (a length that finds both its buckets taken is not cached), so a mix
+//! of many lengths costs no more than the lists.
 //!
 //! Costs: alloc is O(SCAN · k) where `k` is the number of non-empty classes visited (1 or 2
 //! for unaligned requests, bounded by 32 per doubling of `align`); free is O(1) expected;
