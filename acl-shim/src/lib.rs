@@ -22,6 +22,7 @@
 //!   memory, pools, VMM, IPC, peer access, host registration, staging, streams, memory walks);
 //!   and the queuing of a planned copy as tasks (`api::copy`);
 //! - [`runtime`]: the `Runtime` struct, the `RUNTIME` global and its lookup, `aclInit`;
+//! - [`tls`]: the calling thread's state (current device, submit cache), one thread-local;
 //! - [`backend`]: the `Backend` enum and its selection from `ACLRS_BACKEND`;
 //! - [`device`]: one `Device` per logical device, owning its state;
 //! - [`state`]: that state (memory tables, pools, VMM, streams, the memory history) and its logic
@@ -47,6 +48,7 @@ pub mod safe;
 pub mod sanitize;
 pub mod state;
 pub mod sync;
+pub(crate) mod tls;
 
 /// Serialises the unit tests that start a software NPU: a software NPU reserves the fixed
 /// pinned-host VA window of the process, so two at once in one test binary collide.

@@ -22,8 +22,9 @@
 //!
 //! # Cost
 //!
-//! With the API trace off (level 1 and above) a call pays one `Once` check and two of
-//! `tracing`'s level checks (atomic loads): no allocation, no formatting, no system call.
+//! With the API trace off (level 1 and above) a call pays one `Once` check and one of
+//! `tracing`'s level checks (atomic loads), once at its start: no allocation, no formatting, no
+//! system call.
 
 use std::cell::RefCell;
 use std::fmt::{self, Write as _};
@@ -117,6 +118,7 @@ fn log_root(get: &impl Fn(&str) -> Option<String>) -> PathBuf {
 static INIT: Once = Once::new();
 
 /// Installs the log on the first call of the process; later calls cost one atomic load.
+#[inline]
 pub fn init() {
     INIT.call_once(|| install(Settings::from_env()));
 }
@@ -146,7 +148,9 @@ fn process_name() -> String {
         .unwrap_or_else(|| "unknown".to_owned())
 }
 
-/// Whether the per-call API trace (DEBUG) is on. Installs the log first.
+/// Whether the per-call API trace (DEBUG) is on. Installs the log first. Off, it costs the
+/// `Once` check and `tracing`'s level check (two atomic loads).
+#[inline]
 pub fn api_trace_enabled() -> bool {
     init();
     tracing::enabled!(target: API_TARGET, Level::DEBUG)
@@ -238,22 +242,26 @@ pub fn set_args(args: &[(&str, &dyn TraceArg)]) {
     });
 }
 
-/// Records the arguments of the export it stands in, for the DEBUG line its `guard` writes:
-/// `trace_args!(dev_ptr, size, policy);` on the line before the `guard(...)` call. Formats
-/// nothing unless the API trace is on. (Textually scoped: `lib.rs` declares this module first.)
+/// Records the arguments of the export it stands in, for the DEBUG line its `guard` writes, and
+/// says whether the API trace is on (installing the log first, [`api_trace_enabled`]): `let
+/// trace = trace_args!(dev_ptr, size, policy);` before the `guard(API, trace, ...)` call. Formats
+/// nothing unless the API trace is on. A body may use it again (as a statement) to show other
+/// arguments. (Textually scoped: `lib.rs` declares this module first.)
 macro_rules! trace_args {
-    ($($name:ident),* $(,)?) => {
-        if $crate::log::api_trace_enabled() {
+    ($($name:ident),* $(,)?) => {{
+        let on = $crate::log::api_trace_enabled();
+        if on {
             $crate::log::set_args(&[$((stringify!($name), &$name as &dyn $crate::log::TraceArg)),*]);
         }
-    };
+        on
+    }};
 }
 
-/// Logs the end of a C call: at DEBUG `api(args) = code`, the API trace.
+/// Logs the end of a C call: at DEBUG `api(args) = code`, the API trace. Called only while the
+/// API trace is on (the `trace` that `trace_args!` returned at the call's start).
+#[cold]
+#[inline(never)]
 pub fn api_return(api: &str, code: i32) {
-    if !tracing::enabled!(target: API_TARGET, Level::DEBUG) {
-        return;
-    }
     ARGS.with(|a| {
         let (recorded, args) = &mut *a.borrow_mut();
         // An export without `trace_args!` shows `?` for its arguments.

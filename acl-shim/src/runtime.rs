@@ -17,7 +17,6 @@
 //! [`crate::device`]; the pinned-host table has its own lock, taken alone. A device's reference
 //! count is an atomic (reading it takes no lock).
 
-use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -76,23 +75,26 @@ pub(crate) fn note_forked() {
 /// # Errors
 ///
 /// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` in such a child.
+#[inline]
 pub(crate) fn refuse_in_forked_child(api: &str) -> Result<()> {
     if !FORKED.load(Ordering::Relaxed) {
         return Ok(());
     }
-    Err(AclError::new(
+    Err(forked_child(api))
+}
+
+/// [`refuse_in_forked_child`]'s error.
+#[cold]
+#[inline(never)]
+fn forked_child(api: &str) -> AclError {
+    AclError::new(
         ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
         format!(
             "{api}: this process (pid {}) was forked from pid {} after aclInit, and the runtime cannot be used in a forked child (CANN does not support fork after aclInit); fork before aclInit, or exec a new program in the child",
             std::process::id(),
             INIT_PID.load(Ordering::Relaxed)
         ),
-    ))
-}
-
-thread_local! {
-    /// The calling thread's current device, tagged with the runtime generation it was set in.
-    pub(crate) static CURRENT: Cell<Option<(u64, u32)>> = const { Cell::new(None) };
+    )
 }
 
 /// Initialises the runtime (`aclInit`). The caller has registered the `fork()` child handler
@@ -243,6 +245,7 @@ impl Rt {
 
 impl std::ops::Deref for Rt {
     type Target = Arc<Runtime>;
+    #[inline]
     fn deref(&self) -> &Arc<Runtime> {
         // `runtime_ref` makes an `Rt` only from a full slot.
         self.0.as_ref().unwrap_or_else(|| unreachable!("an Rt is made from a full slot"))
@@ -261,22 +264,26 @@ impl std::fmt::Debug for Rt {
 ///
 /// `ACL_ERROR_UNINITIALIZE` before `aclInit` or after `aclFinalize`;
 /// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` in a child forked after `aclInit`.
+#[inline]
 pub fn runtime_ref(api: &str) -> Result<Rt> {
     refuse_in_forked_child(api)?;
     // No lock and no reference count: an atomic load of the slot under an arc-swap guard.
     let guard = RUNTIME.load();
     if guard.is_none() {
-        return Err(AclError::new(ACL_ERROR_UNINITIALIZE, uninitialised_message(api)));
+        return Err(uninitialised(api));
     }
     Ok(Rt(guard))
 }
 
-/// "call aclInit first", with the reason the last `aclInit` failed when it did.
-fn uninitialised_message(api: &str) -> String {
+/// `ACL_ERROR_UNINITIALIZE`: "call aclInit first", with the reason the last `aclInit` failed
+/// when it did.
+#[cold]
+#[inline(never)]
+fn uninitialised(api: &str) -> AclError {
     // Relock: only read here; written by single stores (`remember_init`).
     let failed = crate::sync::relock(&INIT_FAILURE);
     let why = failed.as_deref().map(|m| format!(" (aclInit failed: {m})")).unwrap_or_default();
-    format!("{api}: call aclInit first{why}")
+    AclError::new(ACL_ERROR_UNINITIALIZE, format!("{api}: call aclInit first{why}"))
 }
 
 /// `v` rounded up to a multiple of `to`, or `None` on overflow.
@@ -340,7 +347,7 @@ impl Runtime {
     /// `ACL_ERROR_RT_CONTEXT_NULL` when the thread has none (or it was reset).
     pub fn current_device(&self, api: &str) -> Result<u32> {
         let generation = self.generation;
-        let cur = CURRENT.with(Cell::get).filter(|&(g, _)| g == generation).map(|(_, d)| d);
+        let cur = crate::tls::current().filter(|&(g, _)| g == generation).map(|(_, d)| d);
         match cur {
             Some(d) if self.device(d).is_open() => Ok(d),
             _ => Err(AclError::new(

@@ -80,7 +80,7 @@ fn finalize_now() -> Result<()> {
     // ACLRS_SANITIZE=leak: pinned host memory and host registrations still live (crate::sanitize).
     rt.sanitize_host_leaks();
     rt.release_pinned();
-    CURRENT.with(|c| c.set(None));
+    crate::tls::set_current(None);
     Ok(())
 }
 
@@ -131,7 +131,7 @@ impl Runtime {
         }
         dev.set_refcount(&life, count, count > 1 && dev.forced());
         let generation = self.generation;
-        CURRENT.with(|c| c.set(Some((generation, d))));
+        crate::tls::set_current(Some((generation, d)));
         Ok(())
     }
 
@@ -164,11 +164,9 @@ impl Runtime {
             // The context is gone: it is no longer current on this thread. (Other threads find
             // out through the zero reference count.)
             let generation = self.generation;
-            CURRENT.with(|c| {
-                if c.get() == Some((generation, d)) {
-                    c.set(None);
-                }
-            });
+            if crate::tls::current() == Some((generation, d)) {
+                crate::tls::set_current(None);
+            }
         }
         Ok(())
     }

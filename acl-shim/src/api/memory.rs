@@ -1151,24 +1151,13 @@ impl Runtime {
 /// process-wide (each device instance has its own high bits), so an entry never answers for
 /// another device, or for a device after a reset or `aclFinalize`.
 mod live_cache {
-    use std::cell::Cell;
-
-    #[derive(Clone, Copy)]
-    struct Entry {
-        version: u64,
-        start: u64,
-        end: u64,
-    }
-
-    thread_local! {
-        static LAST: Cell<Entry> = const { Cell::new(Entry { version: 0, start: 0, end: 0 }) };
-    }
+    use crate::tls::LiveRange;
 
     /// Whether `[addr, addr + len)` (at least one byte) lies in the remembered range, found in
     /// memory state `version`.
     #[inline]
     pub(super) fn holds(version: u64, addr: u64, len: u64) -> bool {
-        let e = LAST.with(Cell::get);
+        let e = crate::tls::with(|l| l.live.get());
         e.version == version
             && version != 0
             && addr >= e.start
@@ -1178,6 +1167,6 @@ mod live_cache {
     /// Remembers `[start, end)` as live and writable in memory state `version`.
     #[inline]
     pub(super) fn remember(version: u64, start: u64, end: u64) {
-        LAST.with(|c| c.set(Entry { version, start, end }));
+        crate::tls::with(|l| l.live.set(LiveRange { version, start, end }));
     }
 }

@@ -35,70 +35,7 @@ use crate::state::stream::{
     bad_handle, owner, same_device, DeviceStreams, EventObj, HostCall, Report, StreamObj, Timeout,
     ACL_ERROR_RT_STREAM_CONTEXT, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, ACL_ERROR_RT_THREAD_SUBSCRIBE,
 };
-
-/// How a submission named its stream, and the state its resolution held under: an entry of
-/// [`SubmitCache`] answers only the same key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Key {
-    /// The handle as the caller passed it (0: the current device's default stream).
-    handle: u64,
-    /// [`crate::handles::removal_epoch`] before the resolution: any destroy, reset or
-    /// finalize since moves it.
-    epoch: u64,
-    /// The thread's current device ([`crate::runtime::CURRENT`]), tagged with its runtime.
-    current: Option<(u64, u32)>,
-    /// The runtime's generation (a re-initialised runtime resolves afresh).
-    runtime: u64,
-}
-
-/// Entries of [`SubmitCache`]: enough for a thread that feeds a few streams in turn.
-const CACHED: usize = 4;
-
-/// The calling thread's last few stream resolutions for submission ([`Runtime::submit_target`]).
-/// Exact, not a hint: an entry counts only while its whole [`Key`] holds, and a key with the
-/// same epoch means no handle died since the entry was made, so the stream it names is the one
-/// a fresh lookup finds. It holds a reference to each stream object (released on the thread's
-/// next miss that replaces it, or at the thread's exit), and through the stream's port, on the
-/// software NPU, to its lane and its device's scheduler state (memory only: no thread, no
-/// window); a stale entry is never used.
-#[derive(Debug)]
-struct SubmitCache {
-    entries: [Option<(Key, u64, Arc<StreamObj>)>; CACHED],
-    /// The entry the next miss replaces.
-    next: usize,
-}
-
-impl SubmitCache {
-    const fn new() -> Self {
-        Self { entries: [const { None }; CACHED], next: 0 }
-    }
-
-    /// The resolved handle and stream of `key`, if an entry has exactly that key.
-    #[inline]
-    fn find(&self, key: &Key) -> Option<(u64, &Arc<StreamObj>)> {
-        self.entries.iter().flatten().find(|(k, _, _)| k == key).map(|(_, h, s)| (*h, s))
-    }
-
-    /// Remembers `key`'s resolution, dropping every entry of an older epoch or runtime (their
-    /// streams may be gone) and then the oldest one.
-    fn insert(&mut self, key: Key, handle: u64, s: Arc<StreamObj>) {
-        for e in &mut self.entries {
-            if e.as_ref().is_some_and(|(k, _, _)| {
-                k.epoch != key.epoch || k.runtime != key.runtime || k.handle == key.handle
-            }) {
-                *e = None;
-            }
-        }
-        let slot = self.entries.iter().position(Option::is_none).unwrap_or(self.next);
-        self.entries[slot] = Some((key, handle, s));
-        self.next = (slot + 1) % CACHED;
-    }
-}
-
-thread_local! {
-    /// The calling thread's [`SubmitCache`].
-    static SUBMIT_CACHE: std::cell::RefCell<SubmitCache> = const { std::cell::RefCell::new(SubmitCache::new()) };
-}
+use crate::tls::Key;
 
 impl Runtime {
     fn drv(&self) -> &dyn hal::Driver {
@@ -138,7 +75,7 @@ impl Runtime {
     /// through the calling thread's submit cache: a stream this thread submitted to lately is
     /// found with one atomic load (the [removal epoch](crate::handles::removal_epoch)) and one
     /// thread-local access, as long as no handle of any table died since, the thread's current
-    /// device is the same and still open, and the runtime is the same (see [`SubmitCache`]).
+    /// device is the same and still open, and the runtime is the same (see [`crate::tls::SubmitCache`]).
     pub(crate) fn submit_target(&self, api: &str, handle: u64) -> Result<(u64, Arc<StreamObj>)> {
         self.with_submit_target(api, handle, |h, s| Ok((h, Arc::clone(s))))
     }
@@ -146,6 +83,7 @@ impl Runtime {
     /// Runs `f` on what [`Self::submit_target`] resolves, without taking a reference when the
     /// calling thread's cache answers (`f` then runs with the cache borrowed for reading: a
     /// nested submission on this thread still reads it, and only skips remembering a miss).
+    #[inline]
     pub(crate) fn with_submit_target<R>(
         &self,
         api: &str,
@@ -155,33 +93,36 @@ impl Runtime {
         // Read before the lookup a miss makes, so that a removal during it leaves the entry
         // stale.
         let epoch = crate::handles::removal_epoch();
-        let current = crate::runtime::CURRENT.with(std::cell::Cell::get);
-        let key = Key { handle, epoch, current, runtime: self.generation };
-        let mut f = Some(f);
-        let hit = SUBMIT_CACHE.with(|c| {
-            let c = c.try_borrow().ok()?;
-            let (h, s) = c.find(&key)?;
-            if !self.device(s.device).is_open() {
-                return None;
+        // One thread-local access for the current device and the cache.
+        crate::tls::with(|l| {
+            let key = Key { handle, epoch, current: l.current(), runtime: self.generation };
+            if let Ok(c) = l.submit.try_borrow() {
+                if let Some((h, s)) = c.find(&key) {
+                    if self.device(s.device).is_open() {
+                        return f(h, s);
+                    }
+                }
             }
-            f.take().map(|f| f(h, s))
-        });
-        if let Some(r) = hit {
-            return r;
+            self.submit_miss(api, key, l, f)
+        })
+    }
+
+    /// [`Self::with_submit_target`] when the cache does not answer: resolves afresh and
+    /// remembers the resolution.
+    #[cold]
+    #[inline(never)]
+    fn submit_miss<R>(
+        &self,
+        api: &str,
+        key: Key,
+        l: &crate::tls::Local,
+        f: impl FnOnce(u64, &Arc<StreamObj>) -> Result<R>,
+    ) -> Result<R> {
+        let (h, s) = self.resolve_submit(api, key.handle)?;
+        if let Ok(mut c) = l.submit.try_borrow_mut() {
+            c.insert(key, h, Arc::clone(&s));
         }
-        let (h, s) = self.resolve_submit(api, handle)?;
-        SUBMIT_CACHE.with(|c| {
-            if let Ok(mut c) = c.try_borrow_mut() {
-                c.insert(key, h, Arc::clone(&s));
-            }
-        });
-        match f.take() {
-            Some(f) => f(h, &s),
-            None => Err(AclError::new(
-                crate::codes::ACL_ERROR_INTERNAL_ERROR,
-                format!("{api}: submission ran twice"),
-            )),
-        }
+        f(h, &s)
     }
 
     /// [`Self::submit_target`] without the cache: the stream must belong to the current device.

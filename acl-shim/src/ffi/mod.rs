@@ -79,9 +79,9 @@ macro_rules! export {
         #[no_mangle]
         pub $($q)* extern "C" fn $name($($arg: $ty),*) -> $crate::ffi::AclErrorCode {
             const API: &str = stringify!($name);
-            trace_args!($($arg),*);
+            let trace = trace_args!($($arg),*);
             let $cx = $crate::ffi::Call::new(API);
-            $crate::ffi::guard(API, || {
+            $crate::ffi::guard(API, trace, || {
                 let $cx = &$cx;
                 let _ = $cx;
                 $body
@@ -143,40 +143,51 @@ pub(crate) fn record(e: &AclError) {
 
 /// The single conversion point from a runtime result to an `aclError`; a failure is logged at
 /// ERROR with its code and message (which names the call).
+#[inline]
 fn status(r: Result<()>) -> AclErrorCode {
     match r {
         Ok(()) => ACL_SUCCESS,
-        Err(e) => {
-            crate::log::api_error(e.code(), e.message());
-            record(&e);
-            e.code()
-        }
+        Err(e) => failed(e),
     }
 }
 
-/// Runs `body` behind the panic wall and converts its result. The log is installed on the
-/// first call; at DEBUG the call is logged with the arguments `trace_args!` recorded and its
-/// result.
-pub(crate) fn guard(api: &'static str, body: impl FnOnce() -> Result<()>) -> AclErrorCode {
-    crate::log::init();
-    if let Err(e) = runtime::refuse_in_forked_child(api) {
-        let code = status(Err(e));
-        crate::log::api_return(api, code);
-        return code;
-    }
-    let code = match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(r) => status(r),
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_owned());
-            status(Err(AclError::new(ACL_ERROR_INTERNAL_ERROR, format!("{api}: internal error: {what}"))))
-        }
+/// [`status`] of a failure: logs and records it (the thread's last error and message).
+#[cold]
+#[inline(never)]
+fn failed(e: AclError) -> AclErrorCode {
+    crate::log::api_error(e.code(), e.message());
+    record(&e);
+    e.code()
+}
+
+/// Runs `body` behind the panic wall and converts its result. `trace` is whether the API trace
+/// is on, as `trace_args!` found it at the start of the call (which installed the log): then
+/// the call is logged at DEBUG with the arguments `trace_args!` recorded and its result.
+#[inline]
+pub(crate) fn guard(api: &'static str, trace: bool, body: impl FnOnce() -> Result<()>) -> AclErrorCode {
+    let code = match runtime::refuse_in_forked_child(api) {
+        Err(e) => status(Err(e)),
+        Ok(()) => match catch_unwind(AssertUnwindSafe(body)) {
+            Ok(r) => status(r),
+            Err(panic) => panicked(api, panic),
+        },
     };
-    crate::log::api_return(api, code);
+    if trace {
+        crate::log::api_return(api, code);
+    }
     code
+}
+
+/// [`guard`]'s code for a panic: `ACL_ERROR_INTERNAL_ERROR`, with the panic's message.
+#[cold]
+#[inline(never)]
+fn panicked(api: &str, panic: Box<dyn std::any::Any + Send>) -> AclErrorCode {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned());
+    status(Err(AclError::new(ACL_ERROR_INTERNAL_ERROR, format!("{api}: internal error: {what}"))))
 }
 
 /// Runs `body` behind the panic wall for an export that returns a value instead of an
@@ -211,6 +222,7 @@ impl Call {
 
     /// The initialised runtime, held for the call ([`runtime::runtime_ref`]:
     /// `ACL_ERROR_UNINITIALIZE` before `aclInit`; no lock taken, no reference counted).
+    #[inline]
     pub(crate) fn rt(&self) -> Result<runtime::Rt> {
         runtime::runtime_ref(self.api)
     }
@@ -527,7 +539,7 @@ mod tests {
 
     #[test]
     fn the_panic_wall_turns_a_panic_into_the_internal_error_code() {
-        let code = guard("aclrtTest", || panic!("boom"));
+        let code = guard("aclrtTest", crate::log::api_trace_enabled(), || panic!("boom"));
         assert_eq!(code, ACL_ERROR_INTERNAL_ERROR);
         // SAFETY: read before any other call on this thread.
         let msg = unsafe { CStr::from_ptr(aclGetRecentErrMsg()) }.to_str().unwrap().to_owned();

@@ -435,7 +435,7 @@ fn check_level(level: i32) -> bool {
 /// message, and the thread's last error left as it was (ACL-layer refusals are not recorded).
 fn bad_level(api: &'static str, level: i32) -> AclErrorCode {
     let kept = LAST_ERROR.with(Cell::get);
-    let code = guard(api, || {
+    let code = guard(api, crate::log::api_trace_enabled(), || {
         Err(AclError::invalid(format!("{api}: level {level} is not ACL_RT_THREAD_LEVEL (0), the only level")))
     });
     LAST_ERROR.with(|l| l.set(kept));

@@ -153,6 +153,9 @@ pub(crate) struct StreamObj {
     /// plain tasks go through it without the backend finding the device and the queue again,
     /// and its submitted word stands in for `submitted`.
     port: Option<Arc<dyn hal::QueuePort>>,
+    /// The backend runs host calls (it has a loader, [`Driver::loader`]): read once here, so
+    /// that a host call asks no `dyn` question of the backend.
+    host_calls: bool,
 }
 
 impl StreamObj {
@@ -166,11 +169,30 @@ impl StreamObj {
             detached: AtomicBool::new(false),
             ext: Default::default(),
             port: drv.port(DeviceId(device), queue),
+            host_calls: drv.loader().is_some(),
+        }
+    }
+
+    /// A stream object of device `device` with no queue behind it (unit tests of what holds
+    /// stream objects).
+    #[cfg(test)]
+    pub(crate) fn detached_for_test(device: u32) -> Self {
+        Self {
+            device,
+            queue: QueueId(0),
+            flags: 0,
+            is_default: false,
+            submitted: AtomicU64::new(0),
+            detached: AtomicBool::new(true),
+            ext: Default::default(),
+            port: None,
+            host_calls: false,
         }
     }
 
     /// Submits `task` to the stream's queue: through its port when it has one and the task
     /// names no staged ticket, else through the backend's [`hal::Queues::submit`].
+    #[inline]
     pub(crate) fn submit(&self, drv: &dyn Driver, task: TaskDesc) -> hal::Result<u64> {
         match &self.port {
             Some(port) if task.ticket().is_none() => port.submit(task),
@@ -182,6 +204,8 @@ impl StreamObj {
     /// gone or closing because the stream was destroyed while the call was submitting (a
     /// race the caller lost: the destroy came first) is an invalid stream handle, as for a
     /// call made after the destroy; anything else maps as usual.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn submit_error(&self, api: &str, e: hal::Error) -> AclError {
         if e.kind() == hal::ErrorKind::InvalidHandle && self.detached.load(Ordering::Acquire) {
             return AclError::new(
@@ -195,6 +219,7 @@ impl StreamObj {
     }
 
     /// Notes that the backend numbered a task of this stream `seq` (kept monotonic).
+    #[inline]
     pub(crate) fn note_submitted(&self, seq: u64) {
         // With a port, its word already counts every task of the queue (no write here).
         if self.port.is_none() {
@@ -866,6 +891,7 @@ impl DeviceStreams {
     ///
     /// `ACL_ERROR_RT_STREAM_NO_CB_REG` for a callback on a stream without a subscribed thread;
     /// `ACL_ERROR_RT_FEATURE_NOT_SUPPORT` when the backend has no loader to run host calls.
+    #[inline]
     pub(crate) fn launch_host_call(
         &self,
         api: &str,
@@ -878,7 +904,7 @@ impl DeviceStreams {
             call.report = Some((self.subscriber_of(api, handle)?, block));
         }
         // Host calls need the device's loader to reach this process's hook.
-        if drv.loader().is_none() {
+        if !s.host_calls {
             return Err(no_loader(api));
         }
         s.submit(drv, TaskDesc::HostFunc { call: call.to_task() })
