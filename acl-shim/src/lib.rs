@@ -22,7 +22,7 @@
 //!   memory, pools, VMM, IPC, peer access, host registration, staging, streams, memory walks);
 //!   and the queuing of a planned copy as tasks (`api::copy`);
 //! - [`runtime`]: the `Runtime` struct, the `RUNTIME` global and its lookup, `aclInit`;
-//! - [`tls`]: the calling thread's state (current device, submit cache), one thread-local;
+//! - `tls`: the calling thread's state (current device, submit cache), one thread-local;
 //! - [`backend`]: the `Backend` enum and its selection from `ACLRS_BACKEND`;
 //! - [`device`]: one `Device` per logical device, owning its state;
 //! - [`state`]: that state (memory tables, pools, VMM, streams, the memory history) and its logic
