@@ -55,6 +55,19 @@
 //! submitted count, so only the slow path looks at either, and only the slow path puts a
 //! stream in the ready queue.
 //!
+//! # Runs
+//!
+//! An owner that runs tasks outside the executor's lock may take a ready stream's task together
+//! with the plain tasks queued right behind it ([`Executor::take_run_if`]): they all count as
+//! running (the stream stays unready, and they count against its capacity until they finish), it
+//! runs them in order, and [`Executor::finish`] of the first task not counted yet ends the run.
+//! Only a stream in [`FailureMode::Continue`] is taken in runs (a failure there only records
+//! the stream's error, so the tasks behind it run either way). While the run goes on, the owner
+//! publishes each finished task in the stream's [`Progress`] word itself, and comes back to count
+//! the run so far ([`Executor::complete_run_to`]) when the word's watch asks it to: a stream that
+//! parks on a point of this one sets the watch (see [`Progress::watch`]), and a wait examines
+//! the published word, which may lead the stream's own count.
+//!
 //! # Progress
 //!
 //! Every stream publishes its completed sequence in a [`Progress`] word each time it changes,
@@ -258,8 +271,8 @@ enum Head {
     Run,
     /// Refused by the gate: park until the next finish or recheck.
     Gated,
-    /// A wait on the stream in this slot that has not reached its point.
-    WaitsOn(u32),
+    /// A wait on the stream in this slot that has not reached its point (this sequence).
+    WaitsOn(u32, u64),
 }
 
 /// Streams of tasks and events, the waits between them, and the round-robin choice of what
@@ -643,12 +656,14 @@ impl<T> Executor<T> {
                 let own = self.slots[slot].id;
                 match self.slot_of(StreamId(stream)) {
                     Some(t) if stream != own.0 => {
-                        let done = self.slots[t].stream.completed();
+                        // The published word, which leads the stream's count while a run's
+                        // owner publishes its tasks itself (see `take_run_if`).
+                        let done = self.slots[t].progress.completed();
                         // CAST: slot indices are below 2^31.
                         if done >= seq {
                             Head::Run
                         } else {
-                            Head::WaitsOn(t as u32)
+                            Head::WaitsOn(t as u32, seq)
                         }
                     }
                     _ => Head::Run,
@@ -674,6 +689,82 @@ impl<T> Executor<T> {
     /// as a value in memory).
     pub fn take_ready_if(&mut self, may_start: impl FnMut(&T) -> bool) -> Option<(StreamId, u64, T)> {
         self.take_slot_if(may_start).map(|(_, id, seq, task)| (id, seq, task))
+    }
+
+    /// [`take_ready_if`](Self::take_ready_if) for an owner that runs a stream's tasks in
+    /// *runs*: takes the next task as it does and, when the stream is in
+    /// [`FailureMode::Continue`], also the tasks queued right behind it that `extend` accepts
+    /// (up to `max` tasks in all, stopping at the first internal item or refusal), all counted
+    /// as running. The tasks go to `out` in order (cleared first); the answer is the stream
+    /// and the first task's sequence number, the others following it.
+    ///
+    /// The owner runs them in order, may count the first ones finished with
+    /// [`complete_run_to`](Self::complete_run_to) while the rest run, and ends the run with
+    /// [`finish`](Self::finish) of the first task not yet counted, with the status of the
+    /// run (the first failure's, if any: in `Continue` mode a failure only records the
+    /// stream's error). Meanwhile it may publish each finished task in the stream's
+    /// [`Progress`] word itself (see [`Progress::watched`] for when it must come back
+    /// sooner).
+    pub fn take_run_if(
+        &mut self,
+        may_start: impl FnMut(&T) -> bool,
+        mut extend: impl FnMut(&T) -> bool,
+        max: usize,
+        out: &mut Vec<T>,
+    ) -> Option<(StreamId, u64)> {
+        out.clear();
+        let (slot, id, seq, task) = self.take_slot_if(may_start)?;
+        out.push(task);
+        let stream = &mut self.slots[slot].stream;
+        if max > 1 && stream.mode() == FailureMode::Continue && !stream.is_stopped() {
+            stream.extend_run(
+                max - 1,
+                |item| {
+                    let Some(Item::Task(t)) = item else { return None };
+                    if !extend(t) {
+                        return None;
+                    }
+                    take_task(item)
+                },
+                |t| out.push(t),
+            );
+        }
+        Some((id, seq))
+    }
+
+    /// Counts the tasks of stream `id`'s running run up to `seq` as finished while its later
+    /// tasks still run (see [`take_run_if`](Self::take_run_if)): publishes `seq` and moves the
+    /// streams whose waits it satisfies to the ready queue.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchStream`] for an unknown id; [`Error::InvalidArgument`] when `seq` is
+    /// not inside the running run, before its last task. Nothing changes on error.
+    pub fn complete_run_to(&mut self, id: StreamId, seq: u64) -> Result<()> {
+        let slot = self.slot_of(id).ok_or(Error::NoSuchStream)?;
+        let s = &mut self.slots[slot];
+        s.stream.complete_run_to(seq)?;
+        s.progress.advance(seq);
+        self.finished_items = self.finished_items.wrapping_add(1);
+        self.wake_waiters(slot, seq);
+        self.rewatch(slot);
+        Ok(())
+    }
+
+    /// Sets the watch of the stream in `slot`'s progress word to the lowest point a stream
+    /// parked on it waits for (none: no watch).
+    #[inline]
+    fn rewatch(&mut self, slot: usize) {
+        let s = &self.slots[slot];
+        let lowest = s
+            .waiters
+            .iter()
+            .filter_map(|&w| match self.slots.get(w as usize)?.stream.head() {
+                Some(&Item::Wait { seq, .. }) => Some(seq),
+                _ => None,
+            })
+            .min();
+        s.progress.set_watch(lowest.unwrap_or(u64::MAX));
     }
 
     /// [`take_ready_if`](Self::take_ready_if), also answering the stream's slot.
@@ -711,7 +802,14 @@ impl<T> Executor<T> {
                     self.gated.push(slot);
                     continue;
                 }
-                Some(Head::WaitsOn(t)) => {
+                Some(Head::WaitsOn(t, seq)) => {
+                    // A run's owner that publishes `seq` after this watch comes back to tell
+                    // us; one that published it before is seen here (`Progress::watch`).
+                    if self.slots[t as usize].progress.watch(seq) {
+                        // INVARIANT: still ready; examined again from the back of the queue.
+                        self.ready.push_back(slot);
+                        continue;
+                    }
                     // INVARIANT: parked on the stream it waits for.
                     self.slots[t as usize].waiters.push(slot);
                     self.slots[at].parked_on = Some(t);
@@ -822,7 +920,11 @@ impl<T> Executor<T> {
             false
         });
         self.parked_waits -= before - waiters.len();
+        let emptied = waiters.is_empty();
         self.slots[slot].waiters = waiters;
+        if emptied {
+            self.slots[slot].progress.set_watch(u64::MAX);
+        }
     }
 
     #[inline]
@@ -2012,5 +2114,143 @@ mod tests {
         // A stream aborted while parked leaves nothing behind: its slot works again.
         ex.submit(c, 3).unwrap();
         assert_eq!(ex.take_ready().map(|t| t.2), Some(3));
+    }
+
+    #[test]
+    fn a_run_takes_the_tasks_behind_the_head_up_to_an_item_or_a_refusal() {
+        let mut ex = Executor::new(4);
+        let a = ex.create_stream(16).unwrap();
+        let ev = ex.create_event().unwrap();
+        for t in 1..=3 {
+            ex.submit(a, t).unwrap();
+        }
+        ex.record_event(ev, a).unwrap();
+        for t in 5..=8 {
+            ex.submit(a, t).unwrap();
+        }
+        let mut out = Vec::new();
+        // Stops at the record (an internal item).
+        assert_eq!(ex.take_run_if(|_| true, |_| true, 16, &mut out), Some((a, 1)));
+        assert_eq!(out, [1, 2, 3]);
+        assert_eq!(ex.take_ready(), None, "nothing else of the stream starts while it runs");
+        assert_eq!(ex.completed_seq(a), Ok(0));
+        // The run ends with the finish of its first task not counted yet.
+        assert_eq!(ex.finish(a, 2, TaskStatus::Ok), Err(Error::InvalidArgument));
+        ex.finish(a, 1, TaskStatus::Ok).unwrap();
+        assert_eq!(ex.completed_seq(a), Ok(3));
+        // The record completes on the way to the next run, which `extend` and `max` cut.
+        assert_eq!(ex.take_run_if(|_| true, |&t| t != 7, 16, &mut out), Some((a, 5)));
+        assert_eq!(out, [5, 6]);
+        assert_eq!(ex.event_status(ev), Ok(EventStatus::Complete));
+        ex.finish(a, 5, TaskStatus::Ok).unwrap();
+        assert_eq!(ex.take_run_if(|_| true, |_| true, 1, &mut out), Some((a, 7)));
+        assert_eq!(out, [7]);
+        ex.finish(a, 7, TaskStatus::Ok).unwrap();
+        assert_eq!(ex.take_run_if(|_| true, |_| true, 16, &mut out), Some((a, 8)));
+        ex.finish(a, 8, TaskStatus::Ok).unwrap();
+        assert!(ex.is_idle());
+        assert_eq!(ex.take_run_if(|_| true, |_| true, 16, &mut out), None);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_stream_that_stops_on_failure_runs_one_task_at_a_time() {
+        let mut ex = Executor::new(4);
+        let a = ex.create_stream(16).unwrap();
+        ex.set_failure_mode(a, FailureMode::StopOnFailure).unwrap();
+        for t in 1..=3 {
+            ex.submit(a, t).unwrap();
+        }
+        let mut out = Vec::new();
+        assert_eq!(ex.take_run_if(|_| true, |_| true, 16, &mut out), Some((a, 1)));
+        assert_eq!(out, [1]);
+        ex.finish(a, 1, TaskStatus::Failed(ErrorKind::DeviceFault)).unwrap();
+        assert_eq!(ex.completed_seq(a), Ok(3), "the failure skipped the rest");
+    }
+
+    #[test]
+    fn a_run_counts_its_tasks_as_unfinished_until_they_finish() {
+        let mut ex = Executor::new(4);
+        let a = ex.create_stream(4).unwrap();
+        for t in 1..=4 {
+            ex.submit(a, t).unwrap();
+        }
+        let mut out = Vec::new();
+        ex.take_run_if(|_| true, |_| true, 8, &mut out).unwrap();
+        assert_eq!(out.len(), 4);
+        // Four tasks run: the stream is full until some finish.
+        assert_eq!(ex.has_room(a), Ok(false));
+        assert_eq!(ex.submit(a, 5), Err(Error::Full));
+        ex.complete_run_to(a, 2).unwrap();
+        assert_eq!(ex.completed_seq(a), Ok(2));
+        assert_eq!(ex.progress(a).unwrap().completed(), 2);
+        assert_eq!(ex.submit(a, 5), Ok(5));
+        assert_eq!(ex.submit(a, 6), Ok(6));
+        assert_eq!(ex.submit(a, 7), Err(Error::Full));
+        // Only points inside the run, before its last task, may be counted.
+        assert_eq!(ex.complete_run_to(a, 2), Err(Error::InvalidArgument));
+        assert_eq!(ex.complete_run_to(a, 4), Err(Error::InvalidArgument));
+        assert_eq!(ex.complete_run_to(a, 5), Err(Error::InvalidArgument));
+        ex.finish(a, 3, TaskStatus::Failed(ErrorKind::DeviceFault)).unwrap();
+        assert_eq!(ex.completed_seq(a), Ok(4));
+        assert_eq!(ex.take_error(a), Ok(Some(ErrorKind::DeviceFault)), "a failed run records its error");
+        assert_eq!(ex.take_run_if(|_| true, |_| true, 8, &mut out), Some((a, 5)));
+        assert_eq!(out, [5, 6]);
+    }
+
+    #[test]
+    fn a_wait_on_a_point_inside_a_run_is_watched_and_released_by_its_owner() {
+        let mut ex = Executor::new(4);
+        let a = ex.create_stream(16).unwrap();
+        let b = ex.create_stream(16).unwrap();
+        for t in 1..=4 {
+            ex.submit(a, t).unwrap();
+        }
+        let mut out = Vec::new();
+        ex.take_run_if(|_| true, |_| true, 16, &mut out).unwrap();
+        let word = ex.progress(a).unwrap();
+        assert_eq!(word.watched(), u64::MAX, "nobody waits yet");
+        ex.submit_wait(b, pt(a, 2)).unwrap();
+        ex.submit(b, 10).unwrap();
+        // `b` parks on `a`, which now watches point 2.
+        assert_eq!(ex.take_ready(), None);
+        assert_eq!(word.watched(), 2);
+        // The run's owner publishes task 1 (nobody waits for it), then task 2 (someone does).
+        assert!(!word.publish_run(1));
+        assert!(word.publish_run(2));
+        ex.complete_run_to(a, 2).unwrap();
+        assert_eq!(word.watched(), u64::MAX, "nobody waits any more");
+        assert_eq!(ex.take_ready().map(|t| (t.0, t.2)), Some((b, 10)));
+        // A wait whose point the owner published already (without the lock) does not park.
+        ex.submit_wait(b, pt(a, 3)).unwrap();
+        assert!(!word.publish_run(3));
+        ex.finish(b, 2, TaskStatus::Ok).unwrap();
+        ex.submit(b, 11).unwrap();
+        assert_eq!(ex.take_ready().map(|t| (t.0, t.2)), Some((b, 11)));
+        assert_eq!(word.watched(), u64::MAX);
+        ex.finish(a, 3, TaskStatus::Ok).unwrap();
+        assert_eq!(ex.completed_seq(a), Ok(4));
+    }
+
+    #[test]
+    fn an_abort_during_a_run_drops_only_what_is_queued_behind_it() {
+        let mut ex = Executor::new(4);
+        let a = ex.create_stream(16).unwrap();
+        for t in 1..=3 {
+            ex.submit(a, t).unwrap();
+        }
+        let mut out = Vec::new();
+        ex.take_run_if(|_| true, |_| true, 16, &mut out).unwrap();
+        ex.submit(a, 4).unwrap();
+        ex.submit(a, 5).unwrap();
+        let (dropped, started) = ex.abort_keep_head(a, |_| true).unwrap();
+        assert_eq!((dropped, started), (2, None), "the run is on the device");
+        assert_eq!(ex.completed_seq(a), Ok(0));
+        ex.complete_run_to(a, 1).unwrap();
+        ex.finish(a, 2, TaskStatus::Ok).unwrap();
+        assert_eq!(ex.completed_seq(a), Ok(5));
+        assert!(ex.is_idle());
+        ex.submit(a, 6).unwrap();
+        assert_eq!(ex.take_run_if(|_| true, |_| true, 16, &mut out), Some((a, 6)));
     }
 }

@@ -5,8 +5,18 @@
 //! written); any thread may read. A reader that sees sequence `s` also sees every effect of the
 //! tasks up to `s` (release/acquire), which is what a lock-free "is this stream done?" query
 //! needs. This module must not know about tasks.
+//!
+//! # Watches
+//!
+//! An owner that runs a stream's tasks in a run ([`Executor::take_run_if`](crate::Executor::take_run_if))
+//! publishes each finished task here without the executor's lock, and takes the lock only when
+//! someone waits for a point it just reached. A waiter that cannot see its point yet sets a
+//! *watch* ([`Progress::watch`], or a word of its own read the same way) and looks at the word
+//! again; the owner publishes and then reads the watch ([`Progress::publish_run`]). Each side
+//! writes, then a sequentially consistent fence, then reads the other's word, so at least one
+//! of them sees the other's write: the owner comes back, or the waiter sees its point.
 
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{fence, AtomicU64, Ordering};
 
 /// The highest completed sequence of one stream, shared between threads.
 ///
@@ -16,6 +26,9 @@ use crate::sync::{AtomicU64, Ordering};
 #[derive(Debug)]
 pub struct Progress {
     completed: AtomicU64,
+    /// The lowest point someone parked waits for ([`u64::MAX`]: nobody); see the module
+    /// documentation.
+    watch: AtomicU64,
 }
 
 impl Default for Progress {
@@ -27,7 +40,7 @@ impl Default for Progress {
 impl Progress {
     /// Progress of a stream that has completed nothing (sequence 0).
     pub fn new() -> Self {
-        Self { completed: AtomicU64::new(0) }
+        Self { completed: AtomicU64::new(0), watch: AtomicU64::new(u64::MAX) }
     }
 
     /// Publishes that every task up to `seq` has completed. A smaller `seq` than the current
@@ -53,6 +66,40 @@ impl Progress {
             // Release: the tasks' effects happen before the value.
             self.completed.store(seq, Ordering::Release);
         }
+    }
+
+    /// [`advance`](Self::advance) by the owner of a run, which then reads the watch: `true`
+    /// when someone waits for a point at or below `seq` (the owner must then tell the
+    /// executor, under its lock, that the run got this far).
+    #[inline]
+    pub fn publish_run(&self, seq: u64) -> bool {
+        self.advance(seq);
+        // SeqCst: the write above, then the read below (see the module documentation).
+        fence(Ordering::SeqCst);
+        self.watch.load(Ordering::Relaxed) <= seq
+    }
+
+    /// Asks the owner of a run to come back once it reaches `seq`, and answers whether `seq`
+    /// has completed already (then nobody needs to wait).
+    #[inline]
+    pub fn watch(&self, seq: u64) -> bool {
+        self.watch.fetch_min(seq, Ordering::Relaxed);
+        // SeqCst: the write above, then the read below (see the module documentation).
+        fence(Ordering::SeqCst);
+        self.completed.load(Ordering::Acquire) >= seq
+    }
+
+    /// Replaces the watch (by the executor's owner, when the waiters it watched for change;
+    /// [`u64::MAX`]: none).
+    #[inline]
+    pub fn set_watch(&self, seq: u64) {
+        self.watch.store(seq, Ordering::Relaxed);
+    }
+
+    /// The lowest point someone waits for ([`u64::MAX`]: nobody).
+    #[inline]
+    pub fn watched(&self) -> u64 {
+        self.watch.load(Ordering::Relaxed)
     }
 
     /// The highest completed sequence published so far.
@@ -114,6 +161,45 @@ mod loom_models {
             writer.join().unwrap();
             assert_eq!(progress.completed(), 1);
         });
+    }
+
+    /// A run's owner publishes its tasks without the lock ([`Progress::publish_run`]) and takes
+    /// the lock to notify only when the watch asks for it; a waiter sets its watch under the
+    /// lock ([`Progress::watch`]) and parks unless it sees its point. The owner publishes 1
+    /// and 2; the waiter waits for 1 (whatever the interleaving, it is never left parked) or,
+    /// in the second part, for 2 with the owner's second publish the one that must tell.
+    #[test]
+    fn loom_a_run_owner_tells_a_watching_waiter() {
+        use loom::sync::{Condvar, Mutex};
+        for target in [1u64, 2] {
+            loom::model(move || {
+                let shared = Arc::new((Mutex::new(false), Condvar::new(), Progress::new()));
+                let s2 = Arc::clone(&shared);
+                let owner = loom::thread::spawn(move || {
+                    let (parked, done, progress) = &*s2;
+                    for seq in 1..=2 {
+                        if progress.publish_run(seq) {
+                            // Lock order: the waiter's lock (alone).
+                            let p = parked.lock().unwrap();
+                            progress.set_watch(u64::MAX);
+                            if *p {
+                                done.notify_all();
+                            }
+                        }
+                    }
+                });
+                let (parked, done, progress) = &*shared;
+                let mut p = parked.lock().unwrap();
+                while !progress.watch(target) {
+                    *p = true;
+                    p = done.wait(p).unwrap();
+                    *p = false;
+                }
+                drop(p);
+                owner.join().unwrap();
+                assert!(progress.completed() >= target);
+            });
+        }
     }
 
     /// The software NPU's wait: spin on the word, then park on a condition variable counted

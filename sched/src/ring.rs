@@ -82,10 +82,17 @@ pub trait SlotStorage {
     fn read(&self, index: usize) -> Self::Desc;
 }
 
-/// Heap slots of `W` atomic 64-bit words each: the software NPU's descriptor memory.
+/// 64-bit words in a 64-byte cache line.
+const LINE_WORDS: usize = 8;
+
+/// Heap slots of `W` atomic 64-bit words each: the software NPU's descriptor memory. The
+/// first slot starts on a 64-byte boundary, so slots of 8 words each have a cache line of
+/// their own (a producer writing one never takes a line a consumer is reading).
 #[derive(Debug)]
 pub struct WordSlots<const W: usize> {
     words: Box<[AtomicU64]>,
+    /// The index of slot 0's first word: the slots start on a cache-line boundary.
+    first: usize,
     capacity: usize,
 }
 
@@ -96,11 +103,18 @@ impl<const W: usize> WordSlots<W> {
     ///
     /// [`Error::InvalidArgument`] when the words cannot be allocated.
     pub fn new(capacity: usize) -> Result<Self> {
-        let n = capacity.checked_mul(W).ok_or(Error::InvalidArgument)?;
+        // Room for the slots and for moving them to the next 64-byte boundary.
+        let n =
+            capacity.checked_mul(W).and_then(|n| n.checked_add(LINE_WORDS)).ok_or(Error::InvalidArgument)?;
         let mut words = Vec::new();
         words.try_reserve_exact(n).map_err(|_| Error::InvalidArgument)?;
         words.extend((0..n).map(|_| AtomicU64::new(0)));
-        Ok(Self { words: words.into_boxed_slice(), capacity })
+        let words = words.into_boxed_slice();
+        // The words up to the first 64-byte boundary are left unused, so that a slot of a
+        // multiple of 8 words never shares a cache line with its neighbours.
+        let misaligned = (words.as_ptr().addr() / 8) % LINE_WORDS;
+        let first = (LINE_WORDS - misaligned) % LINE_WORDS;
+        Ok(Self { words, first, capacity })
     }
 }
 
@@ -113,7 +127,7 @@ impl<const W: usize> SlotStorage for WordSlots<W> {
 
     #[inline]
     fn write(&self, index: usize, desc: &[u64; W]) {
-        let base = index * W;
+        let base = self.first + index * W;
         for (w, v) in self.words[base..base + W].iter().zip(desc) {
             // Relaxed: the ring's tail store (release) publishes the words.
             w.store(*v, Ordering::Relaxed);
@@ -122,7 +136,7 @@ impl<const W: usize> SlotStorage for WordSlots<W> {
 
     #[inline]
     fn read(&self, index: usize) -> [u64; W] {
-        let base = index * W;
+        let base = self.first + index * W;
         let mut out = [0u64; W];
         for (o, w) in out.iter_mut().zip(&self.words[base..base + W]) {
             // Relaxed: the ring's tail load (acquire) made the words visible.

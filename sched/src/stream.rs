@@ -39,12 +39,15 @@ pub enum FailureMode {
 /// - `completed <= started <= submitted`; the slots of `started + 1 ..= submitted` hold `Some`,
 ///   every other slot `None`.
 /// - With nothing running, `completed == started`. With a task running, it is the task
-///   numbered `completed + 1`, and `completed + 1 <= started`: `<` only when the items behind it
-///   were dropped while it ran ([`discard_queued`](Self::discard_queued)); they count as
-///   finished already, and `completed` reaches `started` when the running task finishes.
-/// - `submitted - started` plus one if a task is running is at most `capacity`, which is at
-///   most the ring's length.
-/// - `limit <= started - running + capacity` (saturating): a lower bound of the first sequence
+///   numbered `completed + 1`, and `completed + 1 <= started`: `<` when the items behind it
+///   were dropped while it ran ([`discard_queued`](Self::discard_queued)), which count as
+///   finished already, or when it heads a *run* of started tasks
+///   ([`extend_run`](Self::extend_run)), which run after it in order; `completed` reaches
+///   `started` when the last of them finishes.
+/// - `submitted - started`, plus `run_end - completed` if a task is running (the unfinished
+///   tasks of its run), is at most `capacity`, which is at most the ring's length.
+/// - `limit <= started - in_run + capacity` (saturating, `in_run` being `run_end - completed`
+///   while a task runs and 0 otherwise): a lower bound of the first sequence
 ///   number that does not fit, so `submitted < limit` lets [`push`](Self::push) skip counting.
 ///   While the stream is stopped ([`is_stopped`](Self::is_stopped)) `limit` is 0, so that every
 ///   push takes the slow path, where the owner turns what it submits into skips
@@ -69,6 +72,9 @@ pub(crate) struct Stream<T> {
     completed: u64,
     /// Whether task `completed + 1` is running.
     running: bool,
+    /// While a task runs, the last task of its run (`completed + 1` for a lone task): the
+    /// tasks `completed + 1 ..= run_end` are unfinished.
+    run_end: u64,
     /// What a failure does to the queued tasks.
     mode: FailureMode,
     /// Most unfinished (queued or running) items the stream holds.
@@ -112,6 +118,7 @@ impl<T> Stream<T> {
             started: 0,
             completed: 0,
             running: false,
+            run_end: 0,
             mode: FailureMode::Continue,
             capacity: 0,
             error: None,
@@ -134,10 +141,21 @@ impl<T> Stream<T> {
         (self.submitted - self.started) as usize
     }
 
-    /// Tasks queued or running.
+    /// Tasks queued or running (every unfinished task of a run counts).
     #[inline]
     pub(crate) fn unfinished(&self) -> usize {
-        self.queued_len() + usize::from(self.running)
+        // CAST: at most `capacity` tasks are unfinished, a usize.
+        self.queued_len() + self.in_run() as usize
+    }
+
+    /// The unfinished tasks of the running run (0 when nothing runs).
+    #[inline]
+    fn in_run(&self) -> u64 {
+        if self.running {
+            self.run_end - self.completed
+        } else {
+            0
+        }
     }
 
     /// Whether nothing is queued.
@@ -224,9 +242,9 @@ impl<T> Stream<T> {
         if self.unfinished() >= self.capacity {
             return Err(Error::Full);
         }
-        // INVARIANT: `submitted - unfinished`, plus `capacity`; `started >= 1` while a task
+        // INVARIANT: `started - in_run`, plus `capacity`; `started >= run_end` while a task
         // runs, so the subtraction does not wrap.
-        let base = self.started - u64::from(self.running);
+        let base = self.started - self.in_run();
         let limit = base.saturating_add(u64::try_from(self.capacity).unwrap_or(u64::MAX));
         if self.submitted >= limit {
             // Room, but no sequence number left.
@@ -263,6 +281,7 @@ impl<T> Stream<T> {
         let task = slot.take()?;
         self.started = seq;
         self.running = true;
+        self.run_end = seq;
         Some((seq, task))
     }
 
@@ -285,6 +304,7 @@ impl<T> Stream<T> {
         let out = take(self.ring.get_mut(pos)?)?;
         self.started = seq;
         self.running = true;
+        self.run_end = seq;
         Some((seq, out))
     }
 
@@ -345,6 +365,7 @@ impl<T> Stream<T> {
             self.started = base + n;
             self.completed = self.started - u64::from(failed);
             self.running = failed;
+            self.run_end = self.started;
             self.settle();
             // CAST: at most `capacity` items, a usize.
             done += n as usize - usize::from(failed);
@@ -386,6 +407,57 @@ impl<T> Stream<T> {
         // INVARIANT: task `completed + 1 == started` runs, as after `start`.
         self.completed = seq - 1;
         self.running = true;
+        self.run_end = seq;
+    }
+
+    /// Extends the running task into a *run*: starts the queued items after it, oldest first,
+    /// while `take` takes each out of its slot, at most `max` of them; returns how many were
+    /// started. The run's tasks then finish in order: [`Self::complete_run_to`] counts the
+    /// first ones finished while the rest still run, and [`Self::finish`] of the first task not
+    /// yet counted finishes the whole run (as it finishes items dropped behind a running task).
+    ///
+    /// `take` must leave the slot `None` exactly when it answers `Some`.
+    #[inline]
+    pub(crate) fn extend_run<U>(
+        &mut self,
+        max: usize,
+        mut take: impl FnMut(&mut Option<T>) -> Option<U>,
+        mut out: impl FnMut(U),
+    ) -> usize {
+        // Not behind dropped items (they count as finished: the run must end at `started`).
+        if !self.running || self.run_end != self.started {
+            return 0;
+        }
+        let mut n = 0;
+        while n < max && self.started < self.submitted {
+            let seq = self.started + 1;
+            let pos = self.pos(seq);
+            let Some(item) = self.ring.get_mut(pos).and_then(&mut take) else { break };
+            // INVARIANT: the item is started (part of the running run, which ends at it);
+            // `completed + 1` still names the run's oldest unfinished task.
+            self.started = seq;
+            self.run_end = seq;
+            out(item);
+            n += 1;
+        }
+        n
+    }
+
+    /// Counts the tasks of the running run up to `seq` as finished while the later ones still
+    /// run (`completed < seq < run_end`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when nothing runs or `seq` is outside that range; nothing
+    /// changes.
+    #[inline]
+    pub(crate) fn complete_run_to(&mut self, seq: u64) -> Result<()> {
+        if !self.running || seq <= self.completed || seq >= self.run_end {
+            return Err(Error::InvalidArgument);
+        }
+        // INVARIANT: task `seq + 1 <= run_end` is the run's oldest unfinished one.
+        self.completed = seq;
+        Ok(())
     }
 
     /// Completes the running task `seq` and returns how many tasks finished (it plus any
@@ -448,6 +520,12 @@ impl<T> Stream<T> {
     #[inline]
     pub(crate) fn is_stopped(&self) -> bool {
         self.stopped
+    }
+
+    /// The failure mode.
+    #[inline]
+    pub(crate) fn mode(&self) -> FailureMode {
+        self.mode
     }
 
     /// Sets the failure mode for failures from now on.

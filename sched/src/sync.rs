@@ -4,7 +4,7 @@
 //! otherwise they are `core`'s. Nothing else in the crate names `core::sync::atomic`.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicU64, Ordering};
 
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{AtomicU64, Ordering};
+pub(crate) use core::sync::atomic::{fence, AtomicU64, Ordering};

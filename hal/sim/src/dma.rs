@@ -9,7 +9,7 @@ use hal::{DeviceAddr, Error, ErrorKind, Result, TaskDesc, TaskStatus};
 
 use crate::kernel;
 use crate::scheduler::Ticket;
-use crate::sys::{Fault, Window};
+use crate::sys::{Fault, SpanCache, Window};
 use crate::Fabric;
 
 /// Largest piece one DMA descriptor moves; longer transfers are cut into such slices, as the
@@ -120,11 +120,16 @@ impl Fabric {
 
     /// Fills `len_bytes` at `dst` with `value`.
     pub(crate) fn fill(&self, dst: DeviceAddr, value: u8, len_bytes: u64) -> Result<()> {
+        self.fill_cached(&mut SpanCache::default(), dst, value, len_bytes)
+    }
+
+    /// [`Self::fill`] with a worker's [`SpanCache`].
+    fn fill_cached(&self, cache: &mut SpanCache, dst: DeviceAddr, value: u8, len_bytes: u64) -> Result<()> {
         self.with_window(dst.as_u64(), |w| {
             let mut done = 0u64;
             while done < len_bytes {
                 let n = (len_bytes - done).min(SLICE_BYTES);
-                w.fill(dst.as_u64() + done, value, n).map_err(fault)?;
+                w.fill_cached(cache, dst.as_u64() + done, value, n).map_err(fault)?;
                 done += n;
             }
             Ok(())
@@ -150,8 +155,14 @@ impl Fabric {
         Ok(())
     }
 
-    /// Runs one queued task; `ticket` is the work its descriptor names, if any.
-    pub(crate) fn execute(&self, task: &TaskDesc, ticket: Option<Ticket>) -> TaskStatus {
+    /// Runs one queued task; `ticket` is the work its descriptor names, if any; `spans` is the
+    /// calling worker's cache of the last span its fills found mapped.
+    pub(crate) fn execute(
+        &self,
+        task: &TaskDesc,
+        ticket: Option<Ticket>,
+        spans: &mut SpanCache,
+    ) -> TaskStatus {
         let r = match *task {
             TaskDesc::Copy { dst, src, len_bytes } => self.copy(dst, src, len_bytes),
             TaskDesc::Copy2d { dst, dst_pitch, src, src_pitch, width, height } => {
@@ -165,7 +176,7 @@ impl Fabric {
                 Some(Ticket::Batch(entries)) => self.copy_batch(&entries),
                 _ => Err(Error::new(ErrorKind::InvalidHandle, "batch copy without its entries")),
             },
-            TaskDesc::Memset { dst, value, len_bytes } => self.fill(dst, value, len_bytes),
+            TaskDesc::Memset { dst, value, len_bytes } => self.fill_cached(spans, dst, value, len_bytes),
             TaskDesc::Memset32 { dst, value, count } => self.fill32(dst, value, count),
             TaskDesc::Kernel { func, blocks, timeout_us, .. } => {
                 return kernel::run(func, blocks, ticket, timeout_us)

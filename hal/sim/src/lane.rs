@@ -8,14 +8,14 @@
 //! touch the executor: the scheduler drains lanes into it under the device lock (the ring's
 //! one consumer).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use hal::{DeviceAddr, HostCall, QueueId, TaskDesc, WaitCompare};
 use sched::{CachePadded, Progress, Ring, WordSlots};
 
 /// Words of one encoded descriptor (a tag and the largest variant's six fields).
-pub(crate) const WORDS: usize = 7;
+pub(crate) const WORDS: usize = 8;
 
 /// An encoded descriptor.
 pub(crate) type Words = [u64; WORDS];
@@ -24,24 +24,24 @@ pub(crate) type Words = [u64; WORDS];
 pub(crate) fn encode(t: &TaskDesc) -> Words {
     let a = DeviceAddr::as_u64;
     match *t {
-        TaskDesc::Copy { dst, src, len_bytes } => [1, a(dst), a(src), len_bytes, 0, 0, 0],
+        TaskDesc::Copy { dst, src, len_bytes } => [1, a(dst), a(src), len_bytes, 0, 0, 0, 0],
         TaskDesc::Copy2d { dst, dst_pitch, src, src_pitch, width, height } => {
-            [2, a(dst), dst_pitch, a(src), src_pitch, width, height]
+            [2, a(dst), dst_pitch, a(src), src_pitch, width, height, 0]
         }
-        TaskDesc::CopyBatch { batch } => [3, batch, 0, 0, 0, 0, 0],
-        TaskDesc::Memset { dst, value, len_bytes } => [4, a(dst), u64::from(value), len_bytes, 0, 0, 0],
-        TaskDesc::Memset32 { dst, value, count } => [5, a(dst), u64::from(value), count, 0, 0, 0],
+        TaskDesc::CopyBatch { batch } => [3, batch, 0, 0, 0, 0, 0, 0],
+        TaskDesc::Memset { dst, value, len_bytes } => [4, a(dst), u64::from(value), len_bytes, 0, 0, 0, 0],
+        TaskDesc::Memset32 { dst, value, count } => [5, a(dst), u64::from(value), count, 0, 0, 0, 0],
         TaskDesc::Kernel { func, blocks, args, timeout_us } => {
-            [6, func, u64::from(blocks), args, timeout_us, 0, 0]
+            [6, func, u64::from(blocks), args, timeout_us, 0, 0, 0]
         }
         TaskDesc::HostFunc { call } => {
             let (has, thread, block) = match call.report {
                 Some((th, b)) => (1, th, u64::from(b)),
                 None => (0, 0, 0),
             };
-            [7, call.func, call.data, has, thread, block, 0]
+            [7, call.func, call.data, has, thread, block, 0, 0]
         }
-        TaskDesc::ValueWrite { dst, value } => [8, a(dst), value, 0, 0, 0, 0],
+        TaskDesc::ValueWrite { dst, value } => [8, a(dst), value, 0, 0, 0, 0, 0],
         TaskDesc::ValueWait { addr, value, compare } => {
             let c = match compare {
                 WaitCompare::GreaterOrEqual => 0,
@@ -49,10 +49,10 @@ pub(crate) fn encode(t: &TaskDesc) -> Words {
                 WaitCompare::And => 2,
                 WaitCompare::Nor => 3,
             };
-            [9, a(addr), value, c, 0, 0, 0]
+            [9, a(addr), value, c, 0, 0, 0, 0]
         }
-        TaskDesc::Timestamp { dst } => [10, a(dst), 0, 0, 0, 0, 0],
-        TaskDesc::Marker => [11, 0, 0, 0, 0, 0, 0],
+        TaskDesc::Timestamp { dst } => [10, a(dst), 0, 0, 0, 0, 0, 0],
+        TaskDesc::Marker => [11, 0, 0, 0, 0, 0, 0, 0],
     }
 }
 
@@ -97,33 +97,76 @@ pub(crate) fn decode(w: &Words) -> Option<TaskDesc> {
     })
 }
 
-/// The producer side of a lane, behind the lane's submit lock.
+/// The producer side of a lane: the lane's submit lock, held ([`Lane::producer`]), and the
+/// words it guards. Dropping it gives the lock back.
 #[derive(Debug)]
-pub(crate) struct Producer {
+pub(crate) struct Producer<'a> {
+    w: &'a ProducerWords,
+}
+
+impl Producer<'_> {
     /// The highest sequence number handed out on the queue (ring pushes and items the
     /// scheduler queued under its lock alike).
-    pub(crate) submitted: u64,
+    #[inline]
+    pub(crate) fn submitted(&self) -> u64 {
+        self.w.submitted.load(Ordering::Relaxed)
+    }
+
+    /// Whether the lane is posted: set by the push that finds it clear (which then posts the
+    /// lane in the device's inbox), cleared only by a worker that gives the lane back, which
+    /// does so holding this lock with the ring empty ([`Lane::try_producer`]). A push to a
+    /// posted lane therefore writes nothing a worker writes.
+    #[inline]
+    pub(crate) fn posted(&self) -> bool {
+        self.w.posted.load(Ordering::Relaxed)
+    }
+
+    /// Sets [`posted`](Self::posted), answering what it was.
+    #[inline]
+    pub(crate) fn replace_posted(&mut self, posted: bool) -> bool {
+        let was = self.posted();
+        if was != posted {
+            self.w.posted.store(posted, Ordering::Relaxed);
+        }
+        was
+    }
+}
+
+impl Drop for Producer<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        // Release: everything written under the lock happens before the next holder's
+        // acquire. A plain store, no read-modify-write: see `ProducerWords::locked`.
+        self.w.locked.store(false, Ordering::Release);
+    }
+}
+
+/// The submit lock and the words it guards, which a submitter writes on every submit, on a
+/// cache line of their own. The words are atomics only so that the lock needs no `unsafe`:
+/// they are read and written only by the lock's holder (relaxed), but for `submitted`, which
+/// any thread may read.
+#[derive(Debug)]
+struct ProducerWords {
+    /// The submit lock. Taken with a compare-and-swap and given back with a plain release
+    /// store: no read-modify-write at the end of a submission, which would make the
+    /// submitting core wait until the descriptor's cache lines reached it from the worker
+    /// that read the previous ones (a queue has one submitter at a time in the common case,
+    /// so the lock is rarely contended). A thread that finds it taken spins, then yields, then
+    /// sleeps briefly between tries ([`Lane::producer`]): nobody is woken, so giving it back
+    /// needs to know of no waiter.
+    locked: AtomicBool,
+    /// The highest sequence number handed out (written under the lock, readable by anyone).
+    submitted: AtomicU64,
     /// The last completed sequence this side read from the queue's progress word: room is
     /// judged by it first, so a flooding submitter reads the word (a line the workers write)
     /// only when the copy says the queue is full. Completion only grows, so a stale copy
     /// never shows room that is not there.
-    completed_seen: u64,
+    completed_seen: AtomicU64,
     /// The queue is being destroyed: nothing more may be submitted to it (set by
-    /// [`Lane::close`], so that no descriptor lands in a lane nobody will drain again).
-    closed: bool,
-    /// The lane is posted: set by the push that finds it clear (which then posts the lane in
-    /// the device's inbox), cleared only by a worker that gives the lane back, which does so
-    /// holding this lock with the ring empty ([`Lane::try_producer`]). A push to a posted lane
-    /// therefore writes nothing a worker writes.
-    pub(crate) posted: bool,
-}
-
-/// The words a submitter writes on every submit, on a cache line of their own.
-#[derive(Debug)]
-struct ProducerWords {
-    lock: Mutex<Producer>,
-    /// The highest sequence number handed out, readable without any lock.
-    submitted: AtomicU64,
+    /// [`Lane::set_closed`], so that no descriptor lands in a lane nobody will drain again).
+    closed: AtomicBool,
+    /// See [`Producer::posted`].
+    posted: AtomicBool,
 }
 
 /// One queue's lane.
@@ -131,8 +174,7 @@ struct ProducerWords {
 /// # Invariants
 ///
 /// Only a holder of `producer` pushes into `ring`; only the holder of the device's scheduler
-/// lock pops from it. `prod.submitted` mirrors the producer's `submitted` for lock-free
-/// readers.
+/// lock pops from it.
 #[derive(Debug)]
 pub(crate) struct Lane {
     /// The queue the lane feeds.
@@ -151,9 +193,18 @@ pub(crate) struct Lane {
     depth: u64,
     /// The lowest completed sequence a host thread parked on the scheduler's `done` waits
     /// for on this queue (`u64::MAX`: nobody): a worker that finishes a task of the queue
-    /// notifies `done` only once the queue reaches it. Read and written only under the
-    /// scheduler's lock (an atomic only because the lane is shared).
+    /// notifies `done` only once the queue reaches it. Written under the scheduler's lock;
+    /// also read without it by a worker that runs a run of the queue's tasks, which publishes
+    /// each task and then reads this word (the protocol of [`sched::progress`]'s watches: see
+    /// [`Lane::wake_me_at`] and [`Lane::run_reached`]).
     wake_at: AtomicU64,
+    /// While a worker runs a run of the queue's tasks: the next task of the run it may start
+    /// (0: no run, or the run was cancelled). The worker moves it past each task it starts with
+    /// a compare-and-swap; an abort swaps it to 0 (under the scheduler's lock), so each task of
+    /// the run either started before the abort or never starts (see [`Lane::cancel_run`]).
+    run_next: AtomicU64,
+    /// The last task of the run under way (written under the scheduler's lock).
+    run_last: AtomicU64,
 }
 
 impl Lane {
@@ -169,14 +220,19 @@ impl Lane {
             queue,
             index,
             prod: CachePadded(ProducerWords {
-                lock: Mutex::new(Producer { submitted: 0, completed_seen: 0, closed: false, posted: false }),
+                locked: AtomicBool::new(false),
                 submitted: AtomicU64::new(0),
+                completed_seen: AtomicU64::new(0),
+                closed: AtomicBool::new(false),
+                posted: AtomicBool::new(false),
             }),
             ring: Ring::new(WordSlots::new(depth.next_power_of_two())?)?,
             progress,
             // CAST: usize fits in u64.
             depth: depth as u64,
             wake_at: AtomicU64::new(u64::MAX),
+            run_next: AtomicU64::new(0),
+            run_last: AtomicU64::new(0),
         })
     }
 
@@ -188,9 +244,57 @@ impl Lane {
     }
 
     /// A host thread is about to park until the queue completed `seq` (under the scheduler's
-    /// lock).
-    pub(crate) fn wake_me_at(&self, seq: u64) {
+    /// lock): answers whether the queue completed `seq` already, read after the target was
+    /// set (then it must not park). A worker running a run publishes a task, then reads the
+    /// target ([`Lane::run_reached`]): one of the two sees the other's write.
+    pub(crate) fn wake_me_at(&self, seq: u64) -> bool {
         self.wake_at.fetch_min(seq, Ordering::Relaxed);
+        // SeqCst: the write above, then the read below (`sched::progress`'s watches).
+        std::sync::atomic::fence(Ordering::SeqCst);
+        self.progress.is_complete(seq)
+    }
+
+    /// The worker running a run of this queue's tasks finished task `seq`, not the run's last:
+    /// publishes it, and answers whether someone waits for it (a host thread parked on the
+    /// scheduler's `done`, or a stream parked in the executor): then the worker must count the
+    /// run so far under the scheduler's lock and notify.
+    #[inline]
+    pub(crate) fn run_reached(&self, seq: u64) -> bool {
+        // `publish_run` ends with a SeqCst fence, before the read of `wake_at`.
+        let watched = self.progress.publish_run(seq);
+        watched || self.wake_at.load(Ordering::Relaxed) <= seq
+    }
+
+    /// A worker took the run `first ..= last` of the queue's tasks and starts `first` now
+    /// (under the scheduler's lock).
+    pub(crate) fn begin_run(&self, first: u64, last: u64) {
+        self.run_last.store(last, Ordering::Relaxed);
+        self.run_next.store(first + 1, Ordering::Relaxed);
+    }
+
+    /// The worker running the run may start its task `seq` (the one after the last it
+    /// started): `false` when an abort cancelled the rest of the run.
+    #[inline]
+    pub(crate) fn start_next(&self, seq: u64) -> bool {
+        // AcqRel: ordered against the abort's swap, which comes first or second as a whole.
+        self.run_next.compare_exchange(seq, seq + 1, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+    }
+
+    /// The run ended (under the scheduler's lock).
+    pub(crate) fn end_run(&self) {
+        self.run_next.store(0, Ordering::Relaxed);
+    }
+
+    /// An abort of the queue (under the scheduler's lock): the run under way starts no task
+    /// after the one running now. Answers how many of its tasks it cancelled.
+    pub(crate) fn cancel_run(&self) -> usize {
+        let next = self.run_next.swap(0, Ordering::AcqRel);
+        let last = self.run_last.load(Ordering::Relaxed);
+        if next == 0 || next > last {
+            return 0;
+        }
+        // CAST: at most a run's length.
+        (last + 1 - next) as usize
     }
 
     /// Whether a parked host thread waits for what the queue completed now, forgetting the
@@ -215,9 +319,11 @@ impl Lane {
     /// [`has_room`](Self::has_room) for the holder of the submit lock, judged by its copy of
     /// the completed word first (read again only when the copy shows no room).
     pub(crate) fn has_room_for(&self, p: &mut Producer) -> bool {
-        if p.submitted.saturating_sub(p.completed_seen) >= self.depth {
-            p.completed_seen = self.progress.completed();
-            if p.submitted.saturating_sub(p.completed_seen) >= self.depth {
+        let submitted = p.submitted();
+        if submitted.saturating_sub(p.w.completed_seen.load(Ordering::Relaxed)) >= self.depth {
+            let seen = self.progress.completed();
+            p.w.completed_seen.store(seen, Ordering::Relaxed);
+            if submitted.saturating_sub(seen) >= self.depth {
                 return false;
             }
         }
@@ -227,18 +333,48 @@ impl Lane {
     }
 
     /// Takes the lane's submit lock (one submitter of this queue at a time).
-    pub(crate) fn producer(&self) -> MutexGuard<'_, Producer> {
-        self.prod.lock.lock().unwrap_or_else(|p| p.into_inner())
+    #[inline]
+    pub(crate) fn producer(&self) -> Producer<'_> {
+        match self.try_producer() {
+            Some(p) => p,
+            None => self.producer_contended(),
+        }
+    }
+
+    /// [`producer`](Self::producer) when another thread holds the lock: spins, then yields,
+    /// then sleeps a little between tries (a holder may be waiting for room in the queue, which
+    /// takes as long as the device needs; it notifies nobody when it lets go).
+    #[cold]
+    #[inline(never)]
+    fn producer_contended(&self) -> Producer<'_> {
+        let mut tries = 0u32;
+        loop {
+            if let Some(p) = self.try_producer() {
+                return p;
+            }
+            tries = tries.saturating_add(1);
+            if tries < 64 {
+                std::hint::spin_loop();
+            } else if tries < 128 {
+                std::thread::yield_now();
+            } else {
+                // A backoff, not a wait for anything in particular: the next try decides.
+                std::thread::sleep(std::time::Duration::from_micros(20));
+            }
+        }
     }
 
     /// Takes the lane's submit lock if nobody holds it (a worker giving the lane back, which
     /// holds the scheduler's lock and so may not wait for a submit lock: lock order).
-    pub(crate) fn try_producer(&self) -> Option<MutexGuard<'_, Producer>> {
-        match self.prod.lock.try_lock() {
-            Ok(p) => Some(p),
-            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
-            Err(TryLockError::WouldBlock) => None,
-        }
+    #[inline]
+    pub(crate) fn try_producer(&self) -> Option<Producer<'_>> {
+        // Acquire: what the last holder wrote under the lock happens before this holder's
+        // reads. Relaxed first, so a contended lock costs no write to its line.
+        let w = &self.prod.0;
+        // `then`, not `then_some`: a guard made and dropped on failure would give the lock back.
+        (!w.locked.load(Ordering::Relaxed)
+            && w.locked.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok())
+        .then(|| Producer { w })
     }
 
     /// Closes (or, when a destroy gives up, reopens) the lane to submitters: a submission
@@ -246,12 +382,12 @@ impl Lane {
     /// alone (lock order: the submit lock, then the scheduler's), so everything submitted
     /// before a close is in the lane or the executor once this returns.
     pub(crate) fn set_closed(&self, closed: bool) {
-        self.producer().closed = closed;
+        self.producer().w.closed.store(closed, Ordering::Relaxed);
     }
 
     /// An error for a submission that holds the submit lock, when the lane is closed.
     pub(crate) fn check_open(p: &Producer) -> hal::Result<()> {
-        if p.closed {
+        if p.w.closed.load(Ordering::Relaxed) {
             return Err(hal::Error::new(
                 hal::ErrorKind::InvalidHandle,
                 "the queue is being destroyed; the task was not queued",
@@ -261,10 +397,10 @@ impl Lane {
     }
 
     /// Records `seq` as handed out (under the submit lock).
+    #[inline]
     pub(crate) fn note_submitted(&self, p: &mut Producer, seq: u64) {
-        p.submitted = seq;
         // Release: a reader that sees `seq` sees the descriptor's publication.
-        self.prod.submitted.store(seq, Ordering::Release);
+        p.w.submitted.store(seq, Ordering::Release);
     }
 
     /// The highest sequence number handed out (any thread).
@@ -276,6 +412,38 @@ impl Lane {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_submit_lock_is_held_until_its_guard_goes_and_a_failed_try_takes_nothing() {
+        let lane = Lane::new(QueueId(0), 0, 8, Arc::new(sched::Progress::new())).unwrap();
+        let held = lane.producer();
+        assert!(lane.try_producer().is_none());
+        assert!(lane.try_producer().is_none(), "a failed try gave the holder's lock back");
+        drop(held);
+        let mut p = lane.try_producer().expect("free again");
+        assert!(!p.replace_posted(true));
+        lane.note_submitted(&mut p, 3);
+        drop(p);
+        let p = lane.producer();
+        assert!(p.posted(), "the next holder sees what the last one wrote");
+        assert_eq!((p.submitted(), lane.submitted()), (3, 3));
+    }
+
+    #[test]
+    fn a_run_starts_each_task_once_unless_an_abort_cancelled_it() {
+        let lane = Lane::new(QueueId(0), 0, 8, Arc::new(sched::Progress::new())).unwrap();
+        lane.begin_run(5, 8);
+        assert!(lane.start_next(6));
+        assert!(!lane.start_next(6), "started already");
+        // An abort while task 6 runs cancels 7 and 8.
+        assert_eq!(lane.cancel_run(), 2);
+        assert!(!lane.start_next(7));
+        lane.end_run();
+        assert_eq!(lane.cancel_run(), 0, "no run");
+        lane.begin_run(9, 10);
+        assert!(lane.start_next(10));
+        assert_eq!(lane.cancel_run(), 0, "every task of the run started");
+    }
 
     #[test]
     fn every_descriptor_round_trips() {
@@ -302,6 +470,6 @@ mod tests {
             assert_eq!(decode(&encode(&t)), Some(t));
         }
         assert_eq!(decode(&[0; WORDS]), None);
-        assert_eq!(decode(&[4, 0, 256, 0, 0, 0, 0]), None, "a memset byte out of range");
+        assert_eq!(decode(&[4, 0, 256, 0, 0, 0, 0, 0]), None, "a memset byte out of range");
     }
 }

@@ -97,6 +97,7 @@ use sched::wake::{self, Idle, Parked, Sleepers, WorkWord};
 use sched::{CachePadded, EventStatus, Executor, FailureMode, StreamId, StreamOrder, StreamPoint};
 
 use crate::lane::{decode, encode, Lane};
+use crate::sys::SpanCache;
 use crate::Fabric;
 
 /// The most queues (streams) one device runs, as on the real task scheduler (a power of two:
@@ -112,6 +113,13 @@ pub(crate) const WORKERS: usize = 4;
 /// that runs a task looks again when it finishes, and a worker gives every idle lane back
 /// before it parks (whose give-back fails, and drains, when a push came first).
 const KEEP_IDLE: usize = 4;
+/// The most tasks of one stream a worker takes at once, as a *run*
+/// ([`sched::Executor::take_run_if`]): it runs them in order without taking the device lock
+/// between them, publishing each through the queue's lane ([`Lane::run_reached`]) and taking
+/// the lock again only when someone waits for one of them, and at the run's end. A run stops
+/// before an internal item (event record, wait), a value wait, a ticketed task, and on a
+/// stream that stops on failure.
+const MAX_RUN: usize = 64;
 /// How often idle workers re-check value waits.
 const POLL: Duration = Duration::from_micros(200);
 /// Rounds of a spin before a thread parks: the first [`SPIN_PAUSES`] pause the core, the rest
@@ -342,12 +350,12 @@ impl Shared {
             if lane.has_room_for(&mut p) && lane.ring.try_push(words).is_ok() {
                 break;
             }
-            self.wait_for_room(lane, p.submitted);
+            self.wait_for_room(lane, p.submitted());
         }
-        let seq = p.submitted + 1;
+        let seq = p.submitted() + 1;
         lane.note_submitted(&mut p, seq);
         // Cleared only under this lock (`Producer::posted`).
-        let must_post = !std::mem::replace(&mut p.posted, true);
+        let must_post = !p.replace_posted(true);
         drop(p);
         if !must_post {
             // Posted already (a worker owns the lane): it drains this descriptor too.
@@ -401,10 +409,9 @@ impl Shared {
         let had_ready = st.exec.has_ready();
         drain_lane(&mut st, lane);
         self.wake_if_newly_ready(&mut st, had_ready);
-        if lane.progress.completed() >= target {
+        if lane.wake_me_at(target) {
             return;
         }
-        lane.wake_me_at(target);
         st.waiters += 1;
         st = self.done.wait(st).unwrap_or_else(|p| p.into_inner());
         st.waiters -= 1;
@@ -598,7 +605,9 @@ impl Scheduler {
         // Lock order: the lane's submit lock, then state.
         let _producer = lane.as_ref().map(|l| l.producer());
         let mut st = self.lock();
-        let mut dropped = 0;
+        // A run of the queue under way starts nothing more (its task running now is the head
+        // on the device); the tasks it cancels count as dropped.
+        let mut dropped = lane.as_ref().map_or(0, |l| l.cancel_run());
         let mut first = true;
         loop {
             if let Some(l) = &lane {
@@ -838,11 +847,12 @@ impl Scheduler {
         // Lock order: state (leaf).
         let mut st = self.lock();
         loop {
-            if word.is_complete(seq) {
+            // A finish notifies `done` once the queue reaches `seq` (or an abort does), and so
+            // does a worker running a run of the queue's tasks (it reads the target after
+            // publishing each task; this reads the word after setting the target).
+            if lane.wake_me_at(seq) {
                 return Ok(());
             }
-            // A finish notifies `done` once the queue reaches `seq` (or an abort does).
-            lane.wake_me_at(seq);
             st.waiters += 1;
             st = match deadline {
                 None => self.shared.done.wait(st).unwrap_or_else(|p| p.into_inner()),
@@ -1069,7 +1079,7 @@ fn poll_lane(st: &mut State, index: usize, keep_idle: bool) -> Poll {
         // the scheduler's lock before it tries again.
         let Some(mut p) = lane.try_producer() else { break Poll::Contended };
         if lane.ring.is_empty() {
-            p.posted = false;
+            p.replace_posted(false);
             break Poll::GivenBack;
         }
     };
@@ -1167,6 +1177,85 @@ impl State {
     }
 }
 
+/// Whether a task may join a run behind its stream's head (see [`MAX_RUN`]): not a value
+/// wait (its gate is looked at when it heads its stream) and no ticket (tickets are taken
+/// under the lock).
+fn joins_run(t: &TaskDesc) -> bool {
+    t.ticket().is_none() && !matches!(t, TaskDesc::ValueWait { .. })
+}
+
+/// A run of one stream's tasks that a worker took (see [`MAX_RUN`]).
+struct Run<'a> {
+    stream: StreamId,
+    /// The first task's sequence number; the others follow it.
+    first: u64,
+    /// The queue's lane, when the run has more than one task: each task after the first
+    /// starts only if no abort cancelled it ([`Lane::start_next`]), and each but the last is
+    /// published through it.
+    lane: Option<&'a Lane>,
+}
+
+impl Run<'_> {
+    /// Runs `tasks` in order without the lock (`ticket` is the first one's; `spans` is the
+    /// worker's [`SpanCache`]) and answers the
+    /// run's status (its first failure, if any) and the last task counted finished in the
+    /// executor ([`sched::Executor::complete_run_to`]; `first - 1` when none): the caller
+    /// ends the run with the finish of the task after it.
+    ///
+    /// After each task but the last the lane publishes it, and when someone waits for it (a
+    /// host thread parked on `done`, a stream parked in the executor) the worker takes the
+    /// lock to count the run so far and notify. An abort of the queue ends the run before
+    /// the next task starts ([`Lane::cancel_run`] counts the tasks left as dropped).
+    fn execute(
+        &self,
+        shared: &Shared,
+        fabric: Option<&Fabric>,
+        tasks: &mut Vec<TaskDesc>,
+        ticket: Option<Ticket>,
+        spans: &mut SpanCache,
+    ) -> (TaskStatus, u64) {
+        // CAST: at most `MAX_RUN` tasks.
+        let last = self.first + tasks.len() as u64 - 1;
+        let mut status = TaskStatus::Ok;
+        let mut counted = self.first - 1;
+        let mut ticket = ticket;
+        for (seq, task) in (self.first..).zip(tasks.drain(..)) {
+            if seq > self.first && self.lane.is_some_and(|l| !l.start_next(seq)) {
+                break;
+            }
+            let done = match fabric {
+                Some(f) => f.execute(&task, ticket.take(), spans),
+                None => TaskStatus::Failed(ErrorKind::NoDevice),
+            };
+            if matches!(status, TaskStatus::Ok) {
+                status = done;
+            }
+            let Some(lane) = self.lane.filter(|_| seq < last) else { continue };
+            if lane.run_reached(seq) {
+                // Lock order: state (leaf).
+                let mut st = shared.lock();
+                let had_ready = st.exec.has_ready();
+                if st.exec.complete_run_to(self.stream, seq).is_ok() {
+                    counted = seq;
+                }
+                if st.waiters > 0 && (st.blind > 0 || lane.take_due()) {
+                    shared.done.notify_all();
+                }
+                // Streams parked on this one may be ready now: a worker for them (notified
+                // after the unlock, see `claim_signal`).
+                let wake = if !had_ready && st.exec.has_ready() {
+                    claim_signal(shared, &mut st)
+                } else {
+                    Wake::NONE
+                };
+                drop(st);
+                wake.send(shared);
+            }
+        }
+        (status, counted)
+    }
+}
+
 /// The idle lanes kept (see [`KEEP_IDLE`]) for a spin to watch (under the lock), or `None`
 /// when more are kept than a spin watches (then the worker parks, giving them all back).
 fn watch_idle(st: &State) -> Option<[Option<Arc<Lane>>; KEEP_IDLE]> {
@@ -1198,22 +1287,42 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>, me: usize) {
     // writes) per streak of tasks, not two per task. A device's close stops its workers, and
     // so drops these, before the fabric can go.
     let mut held: Option<Arc<Fabric>> = None;
+    // The tasks of the run taken (see `MAX_RUN`), allocated once.
+    let mut tasks: Vec<TaskDesc> = Vec::with_capacity(MAX_RUN);
+    // The last span of mapped memory this worker's fills found (see `SpanCache`).
+    let mut spans = SpanCache::default();
     loop {
         // Taken before this look, so that a kick after it ends the spin below.
         let seen = shared.work_word.seen();
         drain_posted(shared, &mut st);
         let before = st.exec.finished_items();
         let taken = match st.started.pop() {
-            Some(t) => Some(t),
-            None => st.exec.take_ready_if(|t| gate(fabric, t)),
+            Some((stream, seq, task)) => {
+                tasks.clear();
+                tasks.push(task);
+                Some((stream, seq))
+            }
+            None => st.exec.take_run_if(|t| gate(fabric, t), joins_run, MAX_RUN, &mut tasks),
         };
         if st.exec.finished_items() != before && st.waiters > 0 {
             // Internal items (event records, satisfied waits) finished while taking.
             shared.done.notify_all();
         }
-        if let Some((stream, seq, task)) = taken {
+        if let Some((stream, seq)) = taken {
             spun = false;
-            let ticket = task.ticket().and_then(|t| st.tickets.remove(&t)).and_then(|h| h.ticket);
+            let ticket = tasks
+                .first()
+                .and_then(TaskDesc::ticket)
+                .and_then(|t| st.tickets.remove(&t))
+                .and_then(|h| h.ticket);
+            let index = lane_index(QueueId(stream.0));
+            // A run's tasks after the first are published one by one through the lane (one
+            // reference count per run, not per task), and stop at an abort.
+            let run_lane = if tasks.len() > 1 { st.lanes[index].clone() } else { None };
+            if let Some(l) = &run_lane {
+                // CAST: at most `MAX_RUN` tasks.
+                l.begin_run(seq, seq + tasks.len() as u64 - 1);
+            }
             // No longer looking: look once more (`Sleepers`), since a submitter that saw this
             // worker looking left its post to it.
             shared.sleepers.executes();
@@ -1236,13 +1345,14 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>, me: usize) {
             if held.is_none() {
                 held = fabric.upgrade();
             }
-            let status = match &held {
-                Some(f) => f.execute(&task, ticket),
-                None => TaskStatus::Failed(ErrorKind::NoDevice),
-            };
+            let run = Run { stream, first: seq, lane: run_lane.as_deref() };
+            let (status, counted) = run.execute(shared, held.as_deref(), &mut tasks, ticket, &mut spans);
             shared.sleepers.looks();
             // Lock order: state (leaf).
             st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(l) = run_lane {
+                l.end_run();
+            }
             if let TaskStatus::Fault(code) = status {
                 st.faults.entry(stream.0).or_insert(code);
             }
@@ -1250,12 +1360,12 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>, me: usize) {
                 TaskStatus::Fault(_) => TaskStatus::Failed(ErrorKind::DeviceFault),
                 s => s,
             };
-            // The stream cannot vanish while a task of it runs: destroy waits for idle.
-            let _ = st.exec.finish(stream, seq, exec_status);
+            // The stream cannot vanish while a task of it runs: destroy waits for idle. The
+            // finish of the first task not counted yet ends the run.
+            let _ = st.exec.finish(stream, counted + 1, exec_status);
             if !matches!(exec_status, TaskStatus::Ok) {
                 Scheduler::sweep_tickets(&mut st, stream.0);
             }
-            let index = lane_index(QueueId(stream.0));
             if st.backlog[index] {
                 // The queue has room again: move what its lane still holds.
                 if let Some(lane) = st.lanes[index].take() {

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
 
 /// A named POSIX shared-memory object holding one device's HBM, shared by every process
@@ -245,6 +246,27 @@ pub(crate) struct Window {
     len_bytes: u64,
     identity: Option<Identity>,
     mapped: RwLock<BTreeMap<u64, Entry>>,
+    /// The state of `mapped`: a number no other state of any window's map has had (see
+    /// [`next_map_state`]), replaced under the write lock whenever the map may change, so a
+    /// reader holding the read lock that finds the number it saw before finds the same map
+    /// ([`Window::fill_cached`]).
+    state: AtomicU64,
+}
+
+/// The next map state number: states of every window, process-wide, never repeat.
+fn next_map_state() -> u64 {
+    static STATES: AtomicU64 = AtomicU64::new(1);
+    STATES.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The last writable span of mapped memory a worker's fill found ([`Window::fill_cached`]):
+/// `[lo, hi)` in window state `state` (0: nothing remembered). A worker keeps one, so a
+/// stream of fills into one allocation looks at the window's map once.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct SpanCache {
+    state: u64,
+    lo: u64,
+    hi: u64,
 }
 
 impl Window {
@@ -275,7 +297,13 @@ impl Window {
             return Err(io::Error::from(io::ErrorKind::AddrInUse));
         }
         // INVARIANT: reserved above at exactly `base`; nothing mapped yet.
-        Ok(Self { base, len_bytes, identity: None, mapped: RwLock::new(BTreeMap::new()) })
+        Ok(Self {
+            base,
+            len_bytes,
+            identity: None,
+            mapped: RwLock::new(BTreeMap::new()),
+            state: AtomicU64::new(next_map_state()),
+        })
     }
 
     /// Maps `object` over the start of the window linearly, inaccessible: window offset `o`
@@ -416,7 +444,7 @@ impl Window {
         }
         let off =
             libc::off_t::try_from(object_offset).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-        let mut map = self.mapped.write().unwrap_or_else(|p| p.into_inner());
+        let mut map = self.write_map();
         // One lookup for the overlap check and both neighbours: the entries starting at or
         // before `end`, from the back. The first may be the successor (starting right at
         // `end`); the next one back is the last entry starting before `end`. Entries do not
@@ -473,7 +501,7 @@ impl Window {
     /// Maps private zero pages, readable and writable, at `offset` (pinned host memory).
     pub(crate) fn map_anonymous(&self, offset: u64, len_bytes: u64) -> io::Result<()> {
         let at = self.page_range(offset, len_bytes)?;
-        let mut map = self.mapped.write().unwrap_or_else(|p| p.into_inner());
+        let mut map = self.write_map();
         if Self::overlaps(&map, offset, len_bytes) {
             return Err(io::ErrorKind::AlreadyExists.into());
         }
@@ -515,7 +543,7 @@ impl Window {
     fn unmap_in(&self, offset: u64, len_bytes: u64, piece: bool) -> io::Result<()> {
         let at = self.page_range(offset, len_bytes)?;
         let end = offset + len_bytes;
-        let mut map = self.mapped.write().unwrap_or_else(|p| p.into_inner());
+        let mut map = self.write_map();
         // The common case: one identity entry is exactly the range (one descent of the map: the
         // entry is taken out first, and put back if it is not that or the kernel refuses).
         if let Some(e) = map.remove(&offset) {
@@ -734,7 +762,7 @@ impl Window {
     pub(crate) fn set_hidden(&self, offset: u64, len_bytes: u64, hidden: bool) -> io::Result<()> {
         let at = self.page_range(offset, len_bytes)?;
         let end = offset + len_bytes;
-        let mut map = self.mapped.write().unwrap_or_else(|p| p.into_inner());
+        let mut map = self.write_map();
         // Check coverage first: nothing changes on error.
         let mut cursor = offset;
         if let Some((&o, e)) = map.range(..=offset).next_back() {
@@ -809,16 +837,36 @@ impl Window {
         Ok(())
     }
 
-    /// Fills `len_bytes` at `addr` with `value`.
-    pub(crate) fn fill(&self, addr: u64, value: u8, len_bytes: u64) -> Result<(), Fault> {
+    /// The map under its write lock, in a new state (see `state`).
+    fn write_map(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<u64, Entry>> {
+        let map = self.mapped.write().unwrap_or_else(|p| p.into_inner());
+        // Under the write lock: a reader sees the new number once it holds the read lock.
+        self.state.store(next_map_state(), Ordering::Relaxed);
+        map
+    }
+
+    /// Fills `len_bytes` at `addr` with `value`, looking at the map only when the range is not
+    /// inside `cache`'s span in the map's present state (then `cache` takes the span found).
+    pub(crate) fn fill_cached(
+        &self,
+        cache: &mut SpanCache,
+        addr: u64,
+        value: u8,
+        len_bytes: u64,
+    ) -> Result<(), Fault> {
         let map = self.mapped.read().unwrap_or_else(|p| p.into_inner());
-        if !self.covered(&map, addr, len_bytes, true) {
-            return Err(Fault);
+        // Stable while the read lock is held (replaced only under the write lock).
+        let state = self.state.load(Ordering::Relaxed);
+        let end = addr.checked_add(len_bytes).ok_or(Fault)?;
+        if cache.state != state || addr < cache.lo || end > cache.hi {
+            let (lo, hi) = self.covered_span(&map, addr, len_bytes, true).ok_or(Fault)?;
+            *cache = SpanCache { state, lo: self.base + lo, hi: self.base + hi };
         }
         // CAST: a covered address lies in the address space.
         let d = addr as usize as *mut u8;
-        // SAFETY: the range is mapped writable (checked above) and stays mapped while we hold
-        // the read lock.
+        // SAFETY: the range lies in a span of the map found mapped writable in this very state
+        // (checked above or when `cache` was filled: the state number names one map of one
+        // window, never reused), and stays mapped while we hold the read lock.
         unsafe { core::ptr::write_bytes(d, value, len_bytes as usize) };
         Ok(())
     }
