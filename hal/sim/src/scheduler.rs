@@ -38,9 +38,11 @@
 //!
 //! # Threads
 //!
-//! [`WORKERS`] identical threads each loop: take the next ready task under the lock, run it
-//! without the lock (copies and fills on the DMA path, kernels on AI-core worker threads, host
-//! functions through the runtime's hook), then finish it under the lock. The executor never
+//! [`WORKERS`] identical threads each loop: take the next ready task under the lock, with the
+//! plain tasks queued behind it as a run ([`MAX_RUN`]), run them without the lock (copies and
+//! fills on the DMA path, kernels on AI-core worker threads, host functions through the
+//! runtime's hook), publishing each but the last as it finishes ([`Run`]), then finish the run
+//! under the lock. The executor never
 //! hands out two tasks of one stream at once, so each stream stays in order while different
 //! streams run concurrently, as on the real task scheduler with several engines. A value-wait
 //! task starts only once its word in memory satisfies it (a gate checked under the lock); while
