@@ -1204,9 +1204,10 @@ impl Run<'_> {
     /// executor ([`sched::Executor::complete_run_to`]; `first - 1` when none): the caller
     /// ends the run with the finish of the task after it.
     ///
-    /// After each task but the last the lane publishes it, and when someone waits for it (a
-    /// host thread parked on `done`, a stream parked in the executor) the worker takes the
-    /// lock to count the run so far and notify. An abort of the queue ends the run before
+    /// After each task but the last the lane publishes it (until a task fails: the rest is
+    /// published at the run's end, with the error), and when someone waits for it (a host
+    /// thread parked on `done`, a stream parked in the executor) the worker takes the lock to
+    /// count the run so far and notify. An abort of the queue ends the run before
     /// the next task starts ([`Lane::cancel_run`] counts the tasks left as dropped).
     fn execute(
         &self,
@@ -1232,7 +1233,11 @@ impl Run<'_> {
             if matches!(status, TaskStatus::Ok) {
                 status = done;
             }
-            let Some(lane) = self.lane.filter(|_| seq < last) else { continue };
+            // After a failure nothing more is published until the run's end, where the finish
+            // records the error first: nobody sees a failed task complete before its error.
+            let Some(lane) = self.lane.filter(|_| seq < last && matches!(status, TaskStatus::Ok)) else {
+                continue;
+            };
             if lane.run_reached(seq) {
                 // Lock order: state (leaf).
                 let mut st = shared.lock();

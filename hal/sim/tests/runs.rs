@@ -168,12 +168,22 @@ fn a_stream_waiting_on_a_point_inside_a_run_starts_before_the_run_ends() {
 }
 
 /// In the default failure mode a failure inside a run is the stream's error, and the tasks
-/// behind it in the run still run.
+/// behind it in the run still run; the failed task is not published complete before its error
+/// is recorded (the run's end).
 #[test]
 fn a_failure_inside_a_run_records_the_error_and_the_run_goes_on() {
     let (_g, sim, hook) = start("failure");
     let q = sim.create_queue(D0, 16).expect("queue");
-    let seqs = queue_as_run(&sim, &hook, q, &[(NOTE, 1), (FAIL, 2), (NOTE, 3), (FAIL, 4)]);
+    let seqs = queue_as_run(&sim, &hook, q, &[(NOTE, 1), (FAIL, 2), (BLOCK, 3), (FAIL, 4)]);
+    hook.wait_at(3);
+    let completed = sim.progress(D0, q).expect("progress").completed;
+    // Let the run go on before any check can fail (a failed check must not leave it blocked).
+    hook.open(3);
+    assert!(
+        completed < seqs[1],
+        "the failed task ({}) was published at {completed} before its error",
+        seqs[1]
+    );
     sim.wait(D0, q, seqs[3], Some(BOUND_MS)).expect("the run's end");
     assert_eq!(hook.ran(), [100, 1, 2, 3, 4]);
     // The first failure's code is the queue's error; taking it clears it.
