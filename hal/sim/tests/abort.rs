@@ -5,11 +5,14 @@
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use hal::{AbortHead, Events, HostCall, QueueId, Queues, TaskDesc};
+use hal::{AbortHead, Events, HostCall, QueueId, Queues};
 use hal_sim::{Sim, WORKERS_PER_DEVICE};
 
 mod common;
-use common::{small_sim, D0};
+#[path = "common/hooked.rs"]
+mod hooked;
+use common::D0;
+use hooked::{host, sim_with_hook};
 
 /// `func` of a host call that blocks until the gate opens.
 const BLOCK: u64 = 1;
@@ -70,20 +73,11 @@ impl Hook {
     }
 }
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
 /// The guard comes first so that it is dropped last (after the `Sim`).
 fn start(name: &str) -> (MutexGuard<'static, ()>, Sim, Arc<Hook>) {
-    let guard = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let sim = small_sim(format!("simabort-{}-{name}", std::process::id()));
     let hook = Arc::new(Hook::default());
-    let h = Arc::clone(&hook);
-    sim.set_host_hook(Arc::new(move |call: HostCall| h.call(call)));
+    let (guard, sim) = sim_with_hook(format!("simabort-{}-{name}", std::process::id()), &hook, Hook::call);
     (guard, sim, hook)
-}
-
-fn host(sim: &Sim, q: QueueId, func: u64, data: u64) -> u64 {
-    sim.submit(D0, q, TaskDesc::HostFunc { call: HostCall { func, data, report: None } }).expect("submit")
 }
 
 /// Occupies every worker of the device with a blocking task on a queue of its own, so that a
