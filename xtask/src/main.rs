@@ -755,12 +755,17 @@ fn install_test() -> Result {
     let prefix = install(&scratch.join("Ascend"), true)?;
     let p = prefix.display();
     let soname = format!("libascendcl.so.{}", soname_version(LIB_VERSION));
+    // Each check reads a command's whole output before `grep -q` looks at it: piping into
+    // `grep -q` under `pipefail` fails at random when grep exits on its first match and the
+    // writer then dies of SIGPIPE (a CI run failed that way on `ldd`).
     let layout = format!(
         "test -f '{p}/include/acl/acl.h'\n\
          test -f '{p}/lib64/libacl_rt.so'\n\
          test -f '{p}/{arch}-linux/include/acl/acl.h' && test -d '{p}/{arch}-linux/lib64'\n\
-         readelf -d '{p}/lib64/libascendcl.so' | grep -q 'Library soname: \\[{soname}\\]'\n\
-         '{p}/bin/aclrs-smi' --json | grep -q '\"running\": *false'\n\
+         out=$(readelf -d '{p}/lib64/libascendcl.so')\n\
+         grep -q 'Library soname: \\[{soname}\\]' <<<\"$out\" || {{ echo \"$out\"; exit 1; }}\n\
+         out=$('{p}/bin/aclrs-smi' --json)\n\
+         grep -q '\"running\": *false' <<<\"$out\" || {{ echo \"$out\"; exit 1; }}\n\
          echo 'install layout: ok'",
         arch = std::env::consts::ARCH
     );
@@ -770,7 +775,8 @@ fn install_test() -> Result {
          cmake -S '{src}' -B cmake-build\n\
          cmake --build cmake-build\n\
          for exe in main main_acl_rt main_package; do\n\
-           ldd cmake-build/$exe | grep -q \"$ASCEND_HOME_PATH/lib64/{soname}\"\n\
+           out=$(ldd cmake-build/$exe)\n\
+           grep -q \"$ASCEND_HOME_PATH/lib64/{soname}\" <<<\"$out\" || {{ echo \"$out\"; exit 1; }}\n\
            ./cmake-build/$exe\n\
          done",
         src = root().join("tests/cmake").display()
