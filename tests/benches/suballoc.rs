@@ -487,6 +487,8 @@ struct Row {
     peer: String,
     stats: Option<Stats>,
     ratio: Option<f64>,
+    /// False when `ACLRS_SUBALLOC_PEERS` left this allocator out.
+    measured: bool,
 }
 
 fn measure<A: SubAllocator>(
@@ -526,32 +528,37 @@ fn arena_scale(peak_live: u64) -> u64 {
 /// All allocators on one workload.
 fn workload(ops: &Ops, plan: Plan) -> (u64, Vec<Row>) {
     let mut rows = Vec::new();
-    let mut push = |peer: &str, (stats, ratio): (Option<Stats>, Option<f64>)| {
-        rows.push(Row { peer: peer.to_owned(), stats, ratio });
+    // ACLRS_SUBALLOC_PEERS=<text> measures only the allocators whose name contains it (for
+    // profiling one of them); the others show as dashes.
+    let peers = std::env::var("ACLRS_SUBALLOC_PEERS").ok();
+    let wanted = |peer: &str| peers.as_deref().is_none_or(|p| peer.contains(p));
+    let mut push = |peer: &str, m: &mut dyn FnMut() -> (Option<Stats>, Option<f64>)| {
+        let measured = wanted(peer);
+        let (stats, ratio) = if measured { m() } else { (None, None) };
+        rows.push(Row { peer: peer.to_owned(), stats, ratio, measured });
     };
     let total = (ops.peak_live * 3 / 2).next_multiple_of(GIB).max(4 * GIB);
-    push("mm (DeviceAllocator)", measure(|| Mm::new(total), ops, plan));
+    push("mm (DeviceAllocator)", &mut || measure(|| Mm::new(total), ops, plan));
     // offset-allocator: u32 units, the smallest power of two that spans 4× peak live.
     let span = 4 * ops.peak_live + 64 * MIB;
     let unit = span.div_ceil(u64::from(u32::MAX)).next_power_of_two();
     let units = u32::try_from(span / unit).unwrap_or(u32::MAX);
     let max_allocs = u32::try_from(2 * ops.slots + 1024).unwrap_or(u32::MAX);
-    push(
-        "offset-allocator",
+    push("offset-allocator", &mut || {
         measure(
             || Offset { a: offset_allocator::Allocator::with_max_allocs(units, max_allocs), unit, high: 0 },
             ops,
             plan,
-        ),
-    );
+        )
+    });
     let scale = arena_scale(ops.peak_live);
     let small = if scale == 1 { ops.clone() } else { ops.scaled(scale) };
     // Arena peers: 4× peak live plus slack; pages cost RAM only where the allocators touch.
     let arena = Arena::new(4 * small.peak_live + 64 * MIB);
-    push("talc", measure(|| Talc::new(&arena), &small, plan));
-    push("buddy_system_allocator", measure(|| Buddy::new(&arena), &small, plan));
-    push("linked_list_allocator", measure(|| LinkedList::new(&arena), &small, plan));
-    push("malloc (glibc)", measure(Malloc::new, ops, plan));
+    push("talc", &mut || measure(|| Talc::new(&arena), &small, plan));
+    push("buddy_system_allocator", &mut || measure(|| Buddy::new(&arena), &small, plan));
+    push("linked_list_allocator", &mut || measure(|| LinkedList::new(&arena), &small, plan));
+    push("malloc (glibc)", &mut || measure(Malloc::new, ops, plan));
     (scale, rows)
 }
 
@@ -633,8 +640,14 @@ fn main() {
                 r.stats.map_or_else(dash, |s| format!("{:.1}", s.median)),
                 r.stats.map_or_else(dash, |s| format!("{:.1}", s.p99)),
                 r.stats.map_or_else(dash, |s| s.spread(1)),
-                r.stats.map_or_else(dash, |s| format!("{:.2}×", s.median / best_peer)),
-                r.ratio.map_or_else(|| "out of memory".to_owned(), |v| format!("{v:.4}")),
+                r.stats
+                    .filter(|_| best_peer.is_finite())
+                    .map_or_else(dash, |s| format!("{:.2}×", s.median / best_peer)),
+                match (r.measured, r.ratio) {
+                    (false, _) => dash(),
+                    (true, None) => "out of memory".to_owned(),
+                    (true, Some(v)) => format!("{v:.4}"),
+                },
                 if k == 0 { format!("{t_ns}, {t_mem}") } else { dash() },
             ]);
         }

@@ -9,8 +9,18 @@ use hal::{DeviceAddr, Error, ErrorKind, Result, TaskDesc, TaskStatus};
 
 use crate::kernel;
 use crate::scheduler::Ticket;
-use crate::sys::{Fault, SpanCache, Window};
-use crate::Fabric;
+use crate::sys::{Fault, MapHold, SpanCache, Window};
+use crate::{Fabric, Slot};
+
+/// The most bytes a worker fills through one [`MapHold`] before letting the map go and taking
+/// it again: a map change (a free, an unmap) waits for the hold, so it waits for at most this
+/// much filling, not for a whole run of large fills.
+const HOLD_BYTES: u64 = 1 << 20;
+
+/// The device slot of the fills of one run, pinned for the run by its first fill (an
+/// `arc_swap` guard: no reference count taken), so that the run's fills into that device
+/// resolve their window without loading the slot again (see [`Fabric::fill_in_run`]).
+pub(crate) type RunPin = std::cell::OnceCell<Option<(u32, arc_swap::Guard<Option<std::sync::Arc<Slot>>>)>>;
 
 /// Largest piece one DMA descriptor moves; longer transfers are cut into such slices, as the
 /// runtime cuts copies into tasks ([`hal::copy::SLICE_BYTES`], 64 MiB).
@@ -136,6 +146,47 @@ impl Fabric {
         })
     }
 
+    /// [`Self::fill_cached`] for a fill inside a run of one stream's tasks: the fill's window
+    /// is resolved through `pin` (the device the run's first fill pinned) and its map kept
+    /// held in `hold` for the next fill of the run, until a fill goes elsewhere, or
+    /// [`HOLD_BYTES`] were filled through it. Other windows (another device, pinned host)
+    /// and fills larger than [`HOLD_BYTES`] take the plain path, holding nothing.
+    ///
+    /// The caller drops `hold` before anything that may wait for a map change (see
+    /// [`MapHold`]).
+    pub(crate) fn fill_in_run<'p>(
+        &self,
+        pin: &'p RunPin,
+        hold: &mut Option<MapHold<'p>>,
+        spans: &mut SpanCache,
+        dst: DeviceAddr,
+        value: u8,
+        len_bytes: u64,
+    ) -> Result<()> {
+        let addr = dst.as_u64();
+        let window = if len_bytes <= HOLD_BYTES { self.pinned_window(pin, addr) } else { None };
+        let Some(window) = window else {
+            *hold = None;
+            return self.fill_cached(spans, dst, value, len_bytes);
+        };
+        if hold.as_ref().is_some_and(|h| !core::ptr::eq(h.window(), window) || h.bytes() >= HOLD_BYTES) {
+            *hold = None;
+        }
+        hold.get_or_insert_with(|| window.hold()).fill(spans, addr, value, len_bytes).map_err(fault)
+    }
+
+    /// The window of `addr` when it lies in the device `pin` holds (pinning the device of
+    /// `addr` when `pin` is empty).
+    fn pinned_window<'p>(&self, pin: &'p RunPin, addr: u64) -> Option<&'p Window> {
+        let (Region::Device(_) | Region::Pool) = window_of(addr) else { return None };
+        let i = device_of(addr)?;
+        let (pinned, slot) = pin.get_or_init(|| Some((i, self.slots.get(i as usize)?.load()))).as_ref()?;
+        if *pinned != i {
+            return None;
+        }
+        slot.as_deref().map(|s| s.device.window_at(addr))
+    }
+
     /// Fills `count` 32-bit words at `dst` with `value`.
     pub(crate) fn fill32(&self, dst: DeviceAddr, value: u32, count: u64) -> Result<()> {
         if value.to_ne_bytes().iter().all(|&b| b == value.to_ne_bytes()[0]) {
@@ -187,10 +238,15 @@ impl Fabric {
             TaskDesc::Timestamp { dst } => self.write(dst, &crate::scheduler::clock_ns().to_le_bytes()),
             TaskDesc::Marker => Ok(()),
         };
-        match r {
-            Ok(()) => TaskStatus::Ok,
-            Err(e) => TaskStatus::Failed(e.kind()),
-        }
+        status_of(r)
+    }
+}
+
+/// The status of a task whose work returned `r`.
+pub(crate) fn status_of(r: Result<()>) -> TaskStatus {
+    match r {
+        Ok(()) => TaskStatus::Ok,
+        Err(e) => TaskStatus::Failed(e.kind()),
     }
 }
 

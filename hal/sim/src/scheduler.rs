@@ -98,6 +98,7 @@ use sched::inbox::Inbox;
 use sched::wake::{self, Idle, Parked, Sleepers, WorkWord};
 use sched::{CachePadded, EventStatus, Executor, FailureMode, StreamId, StreamOrder, StreamPoint};
 
+use crate::dma::{status_of, RunPin};
 use crate::lane::{decode, encode, Lane};
 use crate::sys::SpanCache;
 use crate::Fabric;
@@ -1222,13 +1223,23 @@ impl Run<'_> {
         let mut status = TaskStatus::Ok;
         let mut counted = self.first - 1;
         let mut ticket = ticket;
+        // The run's fills keep their device pinned and its window's map held between them
+        // (`Fabric::fill_in_run`); the hold goes before any other task and before the lock.
+        let pin = RunPin::new();
+        let mut hold = None;
         for (seq, task) in (self.first..).zip(tasks.drain(..)) {
             if seq > self.first && self.lane.is_some_and(|l| !l.start_next(seq)) {
                 break;
             }
-            let done = match fabric {
-                Some(f) => f.execute(&task, ticket.take(), spans),
-                None => TaskStatus::Failed(ErrorKind::NoDevice),
+            let done = match (fabric, task) {
+                (Some(f), TaskDesc::Memset { dst, value, len_bytes }) => {
+                    status_of(f.fill_in_run(&pin, &mut hold, spans, dst, value, len_bytes))
+                }
+                (Some(f), task) => {
+                    hold = None;
+                    f.execute(&task, ticket.take(), spans)
+                }
+                (None, _) => TaskStatus::Failed(ErrorKind::NoDevice),
             };
             if matches!(status, TaskStatus::Ok) {
                 status = done;
@@ -1239,7 +1250,8 @@ impl Run<'_> {
                 continue;
             };
             if lane.run_reached(seq) {
-                // Lock order: state (leaf).
+                // Lock order: a window's map, then state (leaf); none held here.
+                hold = None;
                 let mut st = shared.lock();
                 let had_ready = st.exec.has_ready();
                 if st.exec.complete_run_to(self.stream, seq).is_ok() {

@@ -269,6 +269,64 @@ pub(crate) struct SpanCache {
     hi: u64,
 }
 
+/// A window's map held for reading ([`Window::hold`]): fills through it take no lock of their
+/// own, so a worker running several fills of a run into one window takes the lock once for
+/// them. The window's map cannot change while it is held (a map change waits for it), so
+/// whoever keeps one must let it go before anything that may wait for a map change: a host
+/// function, a kernel, the scheduler's lock (lock order: a window's map, then the scheduler's
+/// state; nothing maps or unmaps under the scheduler's lock).
+pub(crate) struct MapHold<'w> {
+    window: &'w Window,
+    map: std::sync::RwLockReadGuard<'w, BTreeMap<u64, Entry>>,
+    /// The map's state number, read under the hold.
+    state: u64,
+    /// Bytes filled through this hold.
+    bytes: u64,
+}
+
+impl MapHold<'_> {
+    /// The window held.
+    pub(crate) fn window(&self) -> &Window {
+        self.window
+    }
+
+    /// Bytes filled through this hold so far.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Fills `len_bytes` at `addr` with `value`, looking at the map only when the range is not
+    /// inside `cache`'s span in the map's state (then `cache` takes the span found).
+    pub(crate) fn fill(
+        &mut self,
+        cache: &mut SpanCache,
+        addr: u64,
+        value: u8,
+        len_bytes: u64,
+    ) -> Result<(), Fault> {
+        let end = addr.checked_add(len_bytes).ok_or(Fault)?;
+        if cache.state != self.state || addr < cache.lo || end > cache.hi {
+            let w = self.window;
+            let (lo, hi) = w.covered_span(&self.map, addr, len_bytes, true).ok_or(Fault)?;
+            *cache = SpanCache { state: self.state, lo: w.base + lo, hi: w.base + hi };
+        }
+        // CAST: a covered address lies in the address space.
+        let d = addr as usize as *mut u8;
+        // SAFETY: the range lies in a span of the map found mapped writable in this very state
+        // (checked above or when `cache` was filled: the state number names one map of one
+        // window, never reused), and stays mapped while the hold keeps the read lock.
+        unsafe { core::ptr::write_bytes(d, value, len_bytes as usize) };
+        self.bytes = self.bytes.saturating_add(len_bytes);
+        Ok(())
+    }
+}
+
+impl core::fmt::Debug for MapHold<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("MapHold").field("base", &self.window.base).field("state", &self.state).finish()
+    }
+}
+
 impl Window {
     /// Reserves `[base, base + len_bytes)`; fails if any part of it is already in use.
     pub(crate) fn reserve(base: u64, len_bytes: u64) -> io::Result<Self> {
@@ -854,21 +912,15 @@ impl Window {
         value: u8,
         len_bytes: u64,
     ) -> Result<(), Fault> {
+        self.hold().fill(cache, addr, value, len_bytes)
+    }
+
+    /// The map held for reading, for fills until the hold is dropped.
+    pub(crate) fn hold(&self) -> MapHold<'_> {
         let map = self.mapped.read().unwrap_or_else(|p| p.into_inner());
         // Stable while the read lock is held (replaced only under the write lock).
         let state = self.state.load(Ordering::Relaxed);
-        let end = addr.checked_add(len_bytes).ok_or(Fault)?;
-        if cache.state != state || addr < cache.lo || end > cache.hi {
-            let (lo, hi) = self.covered_span(&map, addr, len_bytes, true).ok_or(Fault)?;
-            *cache = SpanCache { state, lo: self.base + lo, hi: self.base + hi };
-        }
-        // CAST: a covered address lies in the address space.
-        let d = addr as usize as *mut u8;
-        // SAFETY: the range lies in a span of the map found mapped writable in this very state
-        // (checked above or when `cache` was filled: the state number names one map of one
-        // window, never reused), and stays mapped while we hold the read lock.
-        unsafe { core::ptr::write_bytes(d, value, len_bytes as usize) };
-        Ok(())
+        MapHold { window: self, map, state, bytes: 0 }
     }
 
     /// Copies `len_bytes` from `src` in window `from` to `dst` in window `to` (which may be the

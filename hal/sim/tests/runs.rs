@@ -2,16 +2,22 @@
 //! them without the device lock between them. These tests check what must still hold inside a
 //! run: a host thread waiting for a task of the run (not its last) is woken while a later task
 //! of the run is still running, so a later task may wait for that thread; a stream waiting on a
-//! point inside another stream's run starts before that run ends; and a failure inside a run
-//! records the stream's error without stopping the tasks behind it. Deterministic: the tasks that
+//! point inside another stream's run starts before that run ends; a failure inside a run
+//! records the stream's error without stopping the tasks behind it; and the fills of a run,
+//! which keep their window's map held between them, let it go before any other task. Deterministic: the tasks that
 //! must be in flight block in the host hook on gates the test opens, so no outcome depends on
 //! timing (a broken rule makes a bounded wait time out). A test binary of its own (the host
 //! hook is process-wide).
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
-use hal::{HostCall, QueueId, Queues, TaskStatus};
+use hal::layout::device_window_base;
+use hal::{
+    BackRequest, CopyEngine, DeviceAddr, ErrorKind, HostCall, MemAttr, MemoryBacking, PageSize, QueueId,
+    Queues, TaskDesc, TaskStatus, VaRange,
+};
 use hal_sim::Sim;
 
 mod common;
@@ -183,5 +189,57 @@ fn a_failure_inside_a_run_records_the_error_and_the_run_goes_on() {
     // The first failure's code is the queue's error; taking it clears it.
     assert_eq!(sim.take_error(D0, q).expect("error"), Some(TaskStatus::Fault(7)));
     assert_eq!(sim.take_error(D0, q).expect("error"), None);
+    sim.destroy_queue(D0, q).expect("destroy");
+}
+
+fn back(sim: &Sim, start: u64, len: u64) -> VaRange {
+    let range = VaRange::try_new(DeviceAddr(start), len).expect("range");
+    sim.back(D0, &BackRequest { range, page_size: PageSize::Normal, attrs: MemAttr::CACHED }).expect("back");
+    range
+}
+
+fn fill(sim: &Sim, q: QueueId, dst: u64, value: u8, len_bytes: u64) -> u64 {
+    sim.submit(D0, q, TaskDesc::Memset { dst: DeviceAddr(dst), value, len_bytes }).expect("submit")
+}
+
+/// A run of fills with a host call in the middle: while the call blocks, the test thread
+/// unbacks memory of the same window, which waits for the window's map; the fills before the
+/// call held that map, and must have let it go (a hold kept across the call would make the
+/// unback wait for the call, and the call waits for the unback: the bounded wait fails). The
+/// fill after the call into the unbacked range then faults (the worker's cached span of it is
+/// stale), and the fill after that still runs.
+#[test]
+fn a_run_of_fills_lets_the_window_go_before_a_host_call() {
+    let (_g, sim, hook) = start("fills");
+    let a = device_window_base(0);
+    let b = a + (2 << 20);
+    back(&sim, a, 64 << 10);
+    let b_range = back(&sim, b, 64 << 10);
+    let q = sim.create_queue(D0, 16).expect("queue");
+    host(&sim, q, BLOCK, 100);
+    hook.wait_at(100);
+    fill(&sim, q, a, 1, 4096);
+    fill(&sim, q, b, 4, 16);
+    host(&sim, q, BLOCK, 2);
+    fill(&sim, q, b, 5, 16);
+    let last = fill(&sim, q, a + 4096, 3, 4096);
+    hook.open(100);
+    hook.wait_at(2);
+    let (tx, rx) = mpsc::channel();
+    std::thread::scope(|s| {
+        let sim = &sim;
+        s.spawn(move || tx.send(sim.unback(D0, b_range)));
+        let unbacked = rx.recv_timeout(Duration::from_millis(u64::from(BOUND_MS)));
+        // Let the run go on before any check can fail (the unback above then ends too).
+        hook.open(2);
+        let unbacked = unbacked.expect("the unback waited for a map a run of fills still held");
+        unbacked.expect("unback");
+    });
+    sim.wait(D0, q, last, Some(BOUND_MS)).expect("the run's end");
+    assert_eq!(hook.ran(), [100, 2]);
+    assert_eq!(sim.take_error(D0, q).expect("error"), Some(TaskStatus::Failed(ErrorKind::InvalidHandle)));
+    let mut bytes = vec![0u8; 8192];
+    sim.copy_from_device(D0, &mut bytes, DeviceAddr(a)).expect("read");
+    assert_eq!(bytes, [vec![1u8; 4096], vec![3u8; 4096]].concat());
     sim.destroy_queue(D0, q).expect("destroy");
 }
