@@ -10,9 +10,10 @@
 //!
 //! # Locking
 //!
-//! The global runtime is an `ArcSwapOption`: looking it up ([`runtime_ref`], the C edge's) takes
-//! no lock and no reference count, only an atomic load under an arc-swap guard ([`runtime`]
-//! adds an `Arc` clone); `aclInit` and `aclFinalize` are serialised by one mutex taken
+//! The global runtime is published twice: in an `ArcSwapOption` and in a [`hazard::Published`].
+//! Looking it up ([`runtime_ref`], the C edge's) takes no lock, no reference count and no
+//! read-modify-write: the calling thread pins it through a hazard slot of its own (an arc-swap
+//! guard where no pin is to be had; [`runtime`] adds an `Arc` clone); `aclInit` and `aclFinalize` are serialised by one mutex taken
 //! nowhere else (`LIFECYCLE`). Each device's locks and their one order are in
 //! [`crate::device`]; the pinned-host table has its own lock, taken alone. A device's reference
 //! count is an atomic (reading it takes no lock).
@@ -47,6 +48,10 @@ pub struct Runtime {
 
 /// The initialised runtime, read by every call without a lock.
 pub(crate) static RUNTIME: ArcSwapOption<Runtime> = ArcSwapOption::const_empty();
+/// The same runtime, read with no read-modify-write ([`runtime_ref`]'s fast path): a thread
+/// pins it through a hazard slot of its own ([`hazard`]). Filled and emptied with `RUNTIME`,
+/// under `LIFECYCLE`.
+pub(crate) static PUBLISHED: hazard::Published<Runtime> = hazard::Published::new();
 /// Serialises `aclInit` and `aclFinalize` (and only them): the check that the slot is empty (or
 /// full) and the store that fills (or empties) it happen under it. It guards no data, so a
 /// panic that poisoned it left nothing half-updated behind it and [`crate::sync::relock`] is
@@ -135,14 +140,18 @@ pub fn init(config: Option<&str>) -> Result<()> {
             Device::with_limits(d, generation, crate::state::stream::Limits::of(soc))
         })
         .collect();
-    RUNTIME.store(Some(Arc::new(Runtime {
+    let rt = Arc::new(Runtime {
         generation,
         backend,
         soc,
         devices,
         host: Mutex::new(HostMem::new(host_window)),
         pinned: PinnedView::default(),
-    })));
+    });
+    // Under LIFECYCLE, after `RUNTIME` was found empty: `PUBLISHED` is empty too (`finalize`
+    // empties both under the same lock).
+    let _ = PUBLISHED.publish(Arc::clone(&rt));
+    RUNTIME.store(Some(rt));
     Ok(())
 }
 
@@ -230,25 +239,47 @@ pub fn runtime(api: &str) -> Result<Arc<Runtime>> {
     runtime_ref(api).map(|rt| rt.to_arc())
 }
 
-/// The initialised runtime as one call holds it: an arc-swap guard on the `RUNTIME` slot,
-/// which keeps the runtime alive for the call (an `aclFinalize` meanwhile hands the guard a
-/// reference of its own) with no update of the runtime's shared reference count, the cache
-/// line every calling thread would otherwise write twice per call.
-pub struct Rt(arc_swap::Guard<Option<Arc<Runtime>>>);
+/// The initialised runtime as one call holds it, with no update of its reference count (the
+/// cache line every calling thread would otherwise write twice per call):
+///
+/// - pinned through the calling thread's hazard slot (`PUBLISHED`): no read-modify-write
+///   and no fence instruction, so a call that ends by writing a task descriptor does not wait
+///   for that descriptor's cache lines to come back from the core that reads them;
+/// - or, where no pin is to be had (every hazard slot taken, a thread exiting, a call made
+///   inside a call that pinned a runtime since finalized), an arc-swap guard on `RUNTIME`.
+///
+/// Either way an `aclFinalize` meanwhile does not wait for the call: the runtime stays alive
+/// until the call lets it go.
+pub struct Rt(Held);
+
+enum Held {
+    Pinned(hazard::Pin<'static, Runtime>),
+    Guarded(arc_swap::Guard<Option<Arc<Runtime>>>),
+}
 
 impl Rt {
     /// A counted reference, for what outlives the call (a thread, a stored callback).
     pub fn to_arc(&self) -> Arc<Runtime> {
-        Arc::clone(self)
+        match &self.0 {
+            Held::Pinned(p) => p.to_arc(),
+            Held::Guarded(g) => {
+                Arc::clone(g.as_ref().unwrap_or_else(|| unreachable!("an Rt is made from a full slot")))
+            }
+        }
     }
 }
 
 impl std::ops::Deref for Rt {
-    type Target = Arc<Runtime>;
+    type Target = Runtime;
     #[inline]
-    fn deref(&self) -> &Arc<Runtime> {
-        // `runtime_ref` makes an `Rt` only from a full slot.
-        self.0.as_ref().unwrap_or_else(|| unreachable!("an Rt is made from a full slot"))
+    fn deref(&self) -> &Runtime {
+        match &self.0 {
+            Held::Pinned(p) => p,
+            // `runtime_ref` makes a guarded `Rt` only from a full slot.
+            Held::Guarded(g) => {
+                g.as_deref().unwrap_or_else(|| unreachable!("an Rt is made from a full slot"))
+            }
+        }
     }
 }
 
@@ -267,12 +298,23 @@ impl std::fmt::Debug for Rt {
 #[inline]
 pub fn runtime_ref(api: &str) -> Result<Rt> {
     refuse_in_forked_child(api)?;
-    // No lock and no reference count: an atomic load of the slot under an arc-swap guard.
+    // One thread-local access: the thread's hazard slot claim (made on its first call, and
+    // given back when it exits: `tls::arm_release`).
+    if let Some(p) = crate::tls::with(|l| PUBLISHED.pin(&l.pin, crate::tls::arm_release)) {
+        return Ok(Rt(Held::Pinned(p)));
+    }
+    runtime_guarded(api)
+}
+
+/// [`runtime_ref`] when no pin is to be had: an arc-swap guard (two read-modify-writes).
+#[cold]
+#[inline(never)]
+fn runtime_guarded(api: &str) -> Result<Rt> {
     let guard = RUNTIME.load();
     if guard.is_none() {
         return Err(uninitialised(api));
     }
-    Ok(Rt(guard))
+    Ok(Rt(Held::Guarded(guard)))
 }
 
 /// `ACL_ERROR_UNINITIALIZE`: "call aclInit first", with the reason the last `aclInit` failed

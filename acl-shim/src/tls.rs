@@ -1,5 +1,5 @@
 //! The calling thread's runtime state, in one thread-local ([`Local`]): its current device, its
-//! last live-and-writable memory range and its submit cache.
+//! last live-and-writable memory range, its submit cache and its hazard slot for the runtime.
 //!
 //! One thread-local, not one per part, because this library is a `cdylib`: every access to a
 //! thread-local goes through `__tls_get_addr`, and a submission reads all three parts. The
@@ -29,6 +29,9 @@ pub(crate) struct Local {
     /// The last few stream resolutions for submission. Never dropped with the thread-local
     /// (see the module docs): [`Release`] empties it when the thread exits.
     pub(crate) submit: ManuallyDrop<RefCell<SubmitCache>>,
+    /// The thread's hazard slot for pinning the runtime (`crate::runtime`'s fast lookup),
+    /// given back by [`Release`] when the thread exits.
+    pub(crate) pin: hazard::Local,
 }
 
 impl Local {
@@ -46,6 +49,7 @@ thread_local! {
             current: Cell::new(None),
             live: Cell::new(LiveRange { version: 0, start: 0, end: 0 }),
             submit: ManuallyDrop::new(RefCell::new(SubmitCache::new())),
+            pin: hazard::Local::new(),
         }
     };
     /// Empties [`LOCAL`]'s submit cache when the thread exits ([`arm_release`]).
@@ -69,7 +73,8 @@ pub(crate) fn set_current(current: Option<(u64, u32)>) {
     with(|l| l.current.set(current));
 }
 
-/// Empties the submit cache of the thread when it exits: the destructor of [`RELEASE`].
+/// Empties the submit cache of the thread and gives back its hazard slot when it exits: the
+/// destructor of [`RELEASE`].
 #[derive(Debug)]
 struct Release;
 
@@ -81,14 +86,15 @@ impl Drop for Release {
             if let Ok(mut c) = l.submit.try_borrow_mut() {
                 *c = SubmitCache::new();
             }
+            l.pin.release();
         });
     }
 }
 
-/// Makes sure the thread's exit empties its submit cache ([`Release`]); `false` when the
-/// thread is already exiting (its thread-locals' destructors have run), so that nothing may
-/// be cached any more.
-fn arm_release() -> bool {
+/// Makes sure the thread's exit empties its submit cache and gives back its hazard slot
+/// ([`Release`]); `false` when the thread is already exiting (its thread-locals' destructors
+/// have run), so that nothing may be cached or claimed any more.
+pub(crate) fn arm_release() -> bool {
     RELEASE.try_with(|_| ()).is_ok()
 }
 

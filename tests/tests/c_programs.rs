@@ -278,6 +278,13 @@ fn repeated_submissions_see_destroys_resets_reinit_and_device_changes() {
 }
 
 #[test]
+fn calls_racing_finalize_answer_documented_codes_and_let_the_runtime_go() {
+    let exe = compile_c("finalize_race", Link::Shared);
+    let out = run_ok(&exe, "finalize-race", &[]);
+    assert!(out.contains("finalize_race: OK"), "{out}");
+}
+
+#[test]
 fn stream_control_callbacks_attributes_config_timed_waits_stop_and_abort() {
     let exe = compile_c("stream_ctl", Link::Shared);
     let out = run_ok(&exe, "stream-ctl", &[]);

@@ -339,18 +339,18 @@ fn miri(install: bool) -> Result {
 
 fn loom() -> Result {
     // A target folder of its own: `--cfg loom` changes every crate's fingerprint.
-    run(
-        "loom models of sched (RUSTFLAGS=--cfg loom cargo test -p sched --lib loom)",
-        cargo().env("RUSTFLAGS", "--cfg loom").env("CARGO_TARGET_DIR", target_dir().join("loom")).args([
-            "test",
-            "-p",
-            "sched",
-            "--lib",
-            "--release",
-            "--",
-            "loom",
-        ]),
-    )
+    let model =
+        |what: &str, krate: &str| {
+            run(
+                what,
+                cargo()
+                    .env("RUSTFLAGS", "--cfg loom")
+                    .env("CARGO_TARGET_DIR", target_dir().join("loom"))
+                    .args(["test", "-p", krate, "--lib", "--release", "--", "loom"]),
+            )
+        };
+    model("loom models of sched (RUSTFLAGS=--cfg loom cargo test -p sched --lib loom)", "sched")?;
+    model("loom models of hazard (RUSTFLAGS=--cfg loom cargo test -p hazard --lib loom)", "hazard")
 }
 
 /// What this machine is, for the benchmark report.

@@ -66,6 +66,8 @@ fn finalize_now() -> Result<()> {
     let rt = {
         // Lock order: LIFECYCLE first and alone. Relock: it guards no data (see LIFECYCLE).
         let _serial = crate::sync::relock(&LIFECYCLE);
+        // The pinned copy goes too; calls that pinned it keep it alive until they end.
+        drop(PUBLISHED.retract());
         RUNTIME.swap(None).ok_or_else(|| {
             AclError::new(ACL_ERROR_REPEAT_FINALIZE, "aclFinalize: not initialised (repeated finalize?)")
         })?
