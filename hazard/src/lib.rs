@@ -80,26 +80,37 @@ impl<T> Slot<T> {
 
 /// A thread's claim on a hazard slot of one [`Published`]: keep one per thread (in a
 /// thread-local) and pass it to every [`Published::pin`]; give it back with [`Local::release`]
-/// when the thread exits.
+/// when the thread exits. It stays on its thread (not `Send`): the slot's pin count is the
+/// thread's alone to change.
 pub struct Local {
     index: Cell<u32>,
     /// The cell the slot was claimed in.
     owner: Cell<Option<&'static dyn Owner>>,
+    not_send: PhantomData<*const ()>,
 }
 
 impl Local {
     /// No slot claimed yet.
     pub const fn new() -> Self {
-        Self { index: Cell::new(NONE), owner: Cell::new(None) }
+        Self { index: Cell::new(NONE), owner: Cell::new(None), not_send: PhantomData }
     }
 
-    /// Gives back the slot this thread claimed, if any (when the thread exits: it holds no pin
-    /// then).
-    pub fn release(&self) {
-        let i = self.index.replace(NONE);
-        if let Some(owner) = self.owner.take() {
-            owner.give_back(i);
+    /// Gives back the slot this thread claimed, if any (when the thread exits). Refused
+    /// (`false`, the claim kept) while a pin taken through it lives.
+    #[must_use]
+    pub fn release(&self) -> bool {
+        let Some(owner) = self.owner.get() else { return true };
+        if !owner.give_back(self.index.get()) {
+            return false;
         }
+        self.index.set(NONE);
+        self.owner.set(None);
+        true
+    }
+
+    /// Whether this claim was made in `p`.
+    fn claimed_in<T: Send + Sync + 'static>(&self, p: &'static Published<T>) -> bool {
+        self.owner.get().is_some_and(|o| ptr::addr_eq(o as *const dyn Owner, p as *const Published<T>))
     }
 }
 
@@ -111,16 +122,19 @@ impl std::fmt::Debug for Local {
 
 /// What a [`Local`] needs of the cell it claimed a slot in: a way to give the slot back.
 trait Owner: Sync {
-    fn give_back(&self, index: u32);
+    /// Gives slot `index` back unless a pin holds it (then `false`).
+    fn give_back(&self, index: u32) -> bool;
 }
 
 impl<T: Send + Sync> Owner for Published<T> {
-    fn give_back(&self, index: u32) {
-        if let Some(slot) = self.slots.get(index as usize) {
-            slot.ptr.store(ptr::null_mut(), Ordering::Release);
-            slot.depth.store(0, Ordering::Relaxed);
-            slot.claimed.store(false, Ordering::Release);
+    fn give_back(&self, index: u32) -> bool {
+        let Some(slot) = self.slots.get(index as usize) else { return true };
+        if slot.depth.load(Ordering::Relaxed) > 0 {
+            return false;
         }
+        slot.ptr.store(ptr::null_mut(), Ordering::Release);
+        slot.claimed.store(false, Ordering::Release);
+        true
     }
 }
 
@@ -240,12 +254,14 @@ impl<T: Send + Sync + 'static> Published<T> {
     /// Pins the published value for the calling thread, which owns `local` (its claim on a
     /// slot, made here the first time when `may_claim` allows: a thread that cannot give its
     /// slot back at exit should not claim one). `None` when nothing is published, when no slot
-    /// is free, or when the thread already pins a value that is no longer the published one
+    /// is free, when `local` holds a claim in another cell, or when the thread already pins a value that is no longer the published one
     /// (a pin inside a pin of a retracted value): the caller then takes another path.
     #[inline]
     pub fn pin(&'static self, local: &Local, may_claim: impl FnOnce() -> bool) -> Option<Pin<'static, T>> {
         let i = match local.index.get() {
             NONE => self.claim(local, may_claim)?,
+            // A claim made in another cell names none of this one's slots.
+            _ if !local.claimed_in(self) => return None,
             i => i,
         };
         let slot = self.slots.get(i as usize)?;

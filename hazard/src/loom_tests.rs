@@ -41,7 +41,7 @@ fn loom_a_retraction_never_drops_a_pinned_value() {
                     assert!(!dropped.load(Ordering::SeqCst), "dropped while pinned");
                     assert!(!v.0.load(Ordering::SeqCst));
                 }
-                local.release();
+                assert!(local.release());
             })
         };
         drop(p.retract());
@@ -69,7 +69,7 @@ fn loom_nested_pins_across_a_republish() {
                         assert!(!v.0.load(Ordering::SeqCst), "the inner pin's value dropped");
                     }
                 }
-                local.release();
+                assert!(local.release());
             })
         };
         drop(p.retract());

@@ -45,7 +45,7 @@ fn pin_publish_retract_and_republish() {
     assert_eq!(n(), 2, "no pin: the publication reference went at once");
     p.publish(Arc::new(Counted(2, Arc::clone(&drops)))).expect("publish again");
     assert_eq!(p.pin(&local, yes).expect("pin").0, 2);
-    local.release();
+    assert!(local.release());
 }
 
 #[test]
@@ -73,7 +73,7 @@ fn a_pin_keeps_a_retracted_value_until_it_drops() {
     assert_eq!(n(), 0, "a counted reference still holds it");
     drop(arc);
     assert_eq!(n(), 1, "the last pin's drop reclaimed the publication reference");
-    local.release();
+    assert!(local.release());
 }
 
 #[test]
@@ -96,7 +96,7 @@ fn nested_pins_share_the_slot_in_any_drop_order() {
     drop(inner);
     assert_eq!(n(), 1);
     assert_eq!(p.pin(&local, yes).expect("pin").0, 2);
-    local.release();
+    assert!(local.release());
 }
 
 #[test]
@@ -109,7 +109,12 @@ fn slots_run_out_and_come_back() {
     }
     let late = Local::new();
     assert!(p.pin(&late, yes).is_none(), "every slot is claimed");
-    locals[3].release();
+    {
+        let held = p.pin(&locals[3], yes).expect("pin");
+        assert!(!locals[3].release(), "a slot is not given back while a pin holds it");
+        assert_eq!(*held, 7);
+    }
+    assert!(locals[3].release());
     let refused = Local::new();
     assert!(p.pin(&refused, || false).is_none(), "a thread that may not claim gets no pin");
     assert_eq!(p.pin(&late, yes).map(|v| *v), Some(7), "a released slot is claimed again");
@@ -155,7 +160,7 @@ fn readers_never_see_a_dropped_value() {
                             pins += 1;
                         }
                     }
-                    local.release();
+                    assert!(local.release());
                     pins
                 })
             })
@@ -171,4 +176,17 @@ fn readers_never_see_a_dropped_value() {
     });
     drop(p.retract());
     assert!(dropped.iter().all(|d| d.load(Ordering::SeqCst)), "every value dropped");
+}
+
+#[test]
+fn a_claim_in_one_cell_pins_nothing_in_another() {
+    let (a, b) = (cell(), cell());
+    a.publish(Arc::new(1u32)).expect("publish");
+    b.publish(Arc::new(2u32)).expect("publish");
+    let local = Local::new();
+    assert_eq!(a.pin(&local, yes).map(|v| *v), Some(1));
+    assert!(b.pin(&local, yes).is_none(), "the claim is a's");
+    assert!(local.release());
+    assert_eq!(b.pin(&local, yes).map(|v| *v), Some(2), "a claim made afresh in b");
+    assert!(local.release());
 }
