@@ -388,14 +388,33 @@ impl Runtime {
     ///
     /// `ACL_ERROR_RT_CONTEXT_NULL` when the thread has none (or it was reset).
     pub fn current_device(&self, api: &str) -> Result<u32> {
-        let generation = self.generation;
-        let cur = crate::tls::current().filter(|&(g, _)| g == generation).map(|(_, d)| d);
-        match cur {
-            Some(d) if self.device(d).is_open() => Ok(d),
-            _ => Err(AclError::new(
-                ACL_ERROR_RT_CONTEXT_NULL,
-                format!("{api}: no current device on this thread; call aclrtSetDevice first"),
-            )),
+        self.current_of(crate::tls::current(), api)
+    }
+
+    /// [`Self::current_device`] read from the calling thread's state `l` (for a caller that
+    /// already holds it: one thread-local access per call).
+    #[inline]
+    pub(crate) fn current_device_in(&self, l: &crate::tls::Local, api: &str) -> Result<u32> {
+        self.current_of(l.current(), api)
+    }
+
+    /// The current device a thread's state shows (`current`), when it is of this runtime and
+    /// open.
+    #[inline]
+    fn current_of(&self, current: Option<(u64, u32)>, api: &str) -> Result<u32> {
+        match current {
+            Some((g, d)) if g == self.generation && self.device(d).is_open() => Ok(d),
+            _ => Err(no_current_device(api)),
         }
     }
+}
+
+/// The error of a call that needs a current device on a thread without one.
+#[cold]
+#[inline(never)]
+fn no_current_device(api: &str) -> AclError {
+    AclError::new(
+        ACL_ERROR_RT_CONTEXT_NULL,
+        format!("{api}: no current device on this thread; call aclrtSetDevice first"),
+    )
 }

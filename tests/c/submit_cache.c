@@ -48,6 +48,20 @@ static int warm(aclrtStream s)
     return ok;
 }
 
+/* Memsets 4 bytes of `dev` on `s` a few times in a row (its stream and its live range are
+ * then cached), and checks the last value landed. */
+static int warm_memset(void *dev, aclrtStream s)
+{
+    int i, ok = 1;
+    unsigned char got[4] = {0};
+    for (i = 1; i <= 4; i++) {
+        ok &= aclrtMemsetAsync(dev, 4096, i, 4, s) == ACL_SUCCESS;
+    }
+    ok &= aclrtSynchronizeStream(s) == ACL_SUCCESS;
+    ok &= aclrtMemcpy(got, sizeof got, dev, sizeof got, ACL_MEMCPY_DEVICE_TO_HOST) == ACL_SUCCESS;
+    return ok && got[0] == 4 && got[3] == 4;
+}
+
 static void *destroy_on_other_thread(void *arg)
 {
     aclrtStream s = *(aclrtStream *)arg;
@@ -69,14 +83,21 @@ static void single_thread_changes(void)
     void *rc = NULL;
     pthread_t t;
     uint32_t devices = 0;
+    void *dev = NULL;
 
     printf("destroy on this thread\n");
     CHECK_OK(aclrtCreateStream(&a));
     CHECK(warm(a));
+    /* Memsets into one device buffer: after the first, the stream and the live range are
+     * both answered by this thread's caches (the memset's fast path), which must still see
+     * every change below. */
+    CHECK_OK(aclrtMalloc(&dev, 4096, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK(warm_memset(dev, a));
     CHECK_OK(aclrtSynchronizeStream(a));
     CHECK_OK(aclrtDestroyStream(a));
     CHECK_FAIL(aclrtLaunchHostFunc(a, count, NULL), RT_INVALID_HANDLE);
     CHECK_FAIL(aclrtMemsetAsync(&g_ran, sizeof g_ran, 0, 4, a), RT_INVALID_HANDLE);
+    CHECK_FAIL(aclrtMemsetAsync(dev, 4096, 0, 4, a), RT_INVALID_HANDLE);
 
     printf("a reused slot names the new stream only\n");
     CHECK_OK(aclrtCreateStream(&b));
@@ -100,10 +121,12 @@ static void single_thread_changes(void)
     CHECK_OK(aclrtCreateStream(&c));
     CHECK(warm(c));
     CHECK(warm(NULL));
+    CHECK(warm_memset(dev, c));
     CHECK_OK(aclrtSynchronizeStream(c));
     CHECK_OK(aclrtSynchronizeStream(NULL));
     CHECK_OK(aclrtSetDevice(1));
     CHECK_FAIL(aclrtLaunchHostFunc(c, count, NULL), RT_STREAM_CONTEXT);
+    CHECK_FAIL(aclrtMemsetAsync(dev, 4096, 0, 4, c), RT_STREAM_CONTEXT);
     /* NULL now names device 1's default stream. */
     atomic_store(&g_ran, 0);
     CHECK_OK(aclrtLaunchHostFunc(NULL, count, NULL));
@@ -111,12 +134,20 @@ static void single_thread_changes(void)
     CHECK(atomic_load(&g_ran) == 1);
     CHECK_OK(aclrtSetDevice(0));
     CHECK(warm(c));
+    CHECK(warm_memset(dev, c));
+    CHECK_OK(aclrtSynchronizeStream(c));
+    /* A free ends the live range at once. */
+    CHECK_OK(aclrtFree(dev));
+    CHECK_FAIL(aclrtMemsetAsync(dev, 4096, 0, 4, c), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK_OK(aclrtMalloc(&dev, 4096, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK(warm_memset(dev, c));
     CHECK_OK(aclrtSynchronizeStream(c));
 
     printf("device reset\n");
     /* Forced: this thread counted several references on device 0. */
     CHECK_OK(aclrtResetDeviceForce(0));
     CHECK_FAIL(aclrtLaunchHostFunc(c, count, NULL), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_FAIL(aclrtMemsetAsync(dev, 4096, 0, 4, c), ACL_ERROR_RT_CONTEXT_NULL);
     CHECK_OK(aclrtSetDevice(0));
     CHECK_FAIL(aclrtLaunchHostFunc(c, count, NULL), RT_INVALID_HANDLE);
     atomic_store(&g_ran, 0);

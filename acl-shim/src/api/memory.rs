@@ -40,7 +40,7 @@
 //! and unbacked with no lock held (reserve under the lock, back, re-lock to commit or undo; a
 //! free marks the range as being freed, unbacks, then removes it).
 
-use hal::{DeviceAddr, DeviceId, MemAttr, MemoryInfo, PageSize, VaRange};
+use hal::{DeviceAddr, DeviceId, MemAttr, MemoryInfo, PageSize, TaskDesc, VaRange};
 use mm::device::{DeviceAllocator, FreeError, Info as DeviceInfo, NotLive};
 use mm::heap::Allocation;
 
@@ -49,6 +49,7 @@ use crate::device::MemGuard;
 use crate::error::{AclError, Result};
 use crate::runtime::{round_up, Runtime};
 use crate::state::memory::*;
+use crate::tls::Local;
 
 impl Runtime {
     /// `aclrtMalloc` and its variants: allocates device memory on the current device.
@@ -651,14 +652,22 @@ impl Runtime {
     /// len)` (`len > 0`). One inside one plain allocation or slab object (the common case) is
     /// checked under one hold of its device's `mem`; any other goes through the two checks
     /// (one hold each, plus what they name).
-    fn check_live_writable(&self, api: &str, what: &str, loc: Loc, addr: u64, len: u64) -> Result<()> {
+    fn check_live_writable(
+        &self,
+        l: &Local,
+        api: &str,
+        what: &str,
+        loc: Loc,
+        addr: u64,
+        len: u64,
+    ) -> Result<()> {
         let plain = match loc {
             Loc::Device(d) if d < self.device_count() => {
                 let dev = self.device(d);
                 // No lock when this thread found the range's allocation writable in the state
                 // the device still shows (the common case of a stream of async memsets or
                 // copies into one buffer).
-                if live_cache::holds(dev.mem_version(), addr, len) {
+                if live_cache::holds(l, dev.mem_version(), addr, len) {
                     return Ok(());
                 }
                 // Lock order: `mem` alone.
@@ -682,7 +691,7 @@ impl Runtime {
                     _ => None,
                 };
                 if let Some((start, end, _)) = found.filter(|f| !f.2.contains(MemAttr::READONLY)) {
-                    live_cache::remember(m.seal(), start, end);
+                    live_cache::remember(l, m.seal(), start, end);
                 }
                 found.map(|f| f.2)
             }
@@ -773,9 +782,12 @@ impl Runtime {
                 "{api}: count {count} is larger than destMax {dest_max}"
             )));
         }
-        let cur = self.current_device(api)?;
-        check_kind(api, ls, ld, kind_value)?;
-        self.check_live_writable(api, "dst", ld, dst, count)?;
+        // One thread-local access for the current device and the live-range cache.
+        let cur = crate::tls::with(|l| {
+            let cur = self.current_device_in(l, api)?;
+            check_kind(api, ls, ld, kind_value)?;
+            self.check_live_writable(l, api, "dst", ld, dst, count).map(|()| cur)
+        })?;
         self.check_live(api, "src", ls, src, count)?;
         if let (Loc::Device(a), Loc::Device(b)) = (ld, ls) {
             // Cross-device copies need peer access on 950 and A2, not on A3 (D-11-03).
@@ -828,6 +840,53 @@ impl Runtime {
     /// `ACL_ERROR_INVALID_PARAM` for NULL, `ACL_ERROR_RT_PARAM_INVALID` for `count > maxCount`
     /// or memory the runtime did not allocate.
     pub fn plan_memset(&self, api: &str, dst: u64, max_count: u64, count: u64) -> Result<SetPlan> {
+        crate::tls::with(|l| self.plan_memset_in(l, api, dst, max_count, count))
+    }
+
+    /// `aclrtMemsetAsync` when every check is answered by the calling thread's state `l`: a
+    /// stream its submit cache knows, on the device of the destination, which lies in the
+    /// range the thread last found live and writable, in the memory state the device still
+    /// shows. Submits the memset and answers its result; `None` (nothing done) when any of
+    /// that does not hold, and the caller goes the full way ([`Self::plan_memset_in`], then
+    /// the stream's resolution), which gives every error its code and message.
+    #[inline]
+    pub(crate) fn memset_async_fast(
+        &self,
+        l: &Local,
+        api: &str,
+        handle: u64,
+        set: MemsetArgs,
+    ) -> Option<Result<()>> {
+        let MemsetArgs { dst, max_count, count, value } = set;
+        if dst == 0 || count == 0 || count > max_count {
+            return None;
+        }
+        let Loc::Device(d) = locate(dst) else { return None };
+        // The cached stream belongs to the thread's current device, which is open (what the
+        // plan's current-device check asks).
+        let s = self.cached_submit_target(l, handle)?;
+        if s.device != d || !live_cache::holds(l, self.device(d).mem_version(), dst, count) {
+            return None;
+        }
+        let task = TaskDesc::Memset { dst: DeviceAddr(dst), value, len_bytes: count };
+        Some(self.submit_task(api, &s, task).map(|_| ()))
+    }
+
+    /// [`Self::plan_memset`] with the calling thread's state `l` already at hand (the
+    /// asynchronous memset plans and submits within one thread-local access).
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::plan_memset`].
+    #[inline]
+    pub(crate) fn plan_memset_in(
+        &self,
+        l: &Local,
+        api: &str,
+        dst: u64,
+        max_count: u64,
+        count: u64,
+    ) -> Result<SetPlan> {
         if count == 0 {
             return Ok(SetPlan { dst: Loc::Unregistered, count: 0 });
         }
@@ -839,11 +898,11 @@ impl Runtime {
                 "{api}: count {count} is larger than maxCount {max_count}"
             )));
         }
-        let _ = self.current_device(api)?;
+        let _ = self.current_device_in(l, api)?;
         let loc = locate(dst);
         // Ordinary host memory (a stack or malloc'd buffer) is set by the caller's thread, as
         // CANN's drvMemsetD8 does; `check_live` refuses a range that runs into a runtime window.
-        self.check_live_writable(api, "devPtr", loc, dst, count)?;
+        self.check_live_writable(l, api, "devPtr", loc, dst, count)?;
         Ok(SetPlan { dst: loc, count })
     }
 
@@ -1150,14 +1209,27 @@ impl Runtime {
 /// changed, and a range inside it is live and writable without the lock. Versions are unique
 /// process-wide (each device instance has its own high bits), so an entry never answers for
 /// another device, or for a device after a reset or `aclFinalize`.
+/// An asynchronous memset's arguments (`aclrtMemsetAsync`'s, the value's low byte kept).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MemsetArgs {
+    /// `devPtr`.
+    pub(crate) dst: u64,
+    /// `maxCount`.
+    pub(crate) max_count: u64,
+    /// `count`.
+    pub(crate) count: u64,
+    /// The byte to set.
+    pub(crate) value: u8,
+}
+
 mod live_cache {
-    use crate::tls::LiveRange;
+    use crate::tls::{LiveRange, Local};
 
     /// Whether `[addr, addr + len)` (at least one byte) lies in the remembered range, found in
     /// memory state `version`.
     #[inline]
-    pub(super) fn holds(version: u64, addr: u64, len: u64) -> bool {
-        let e = crate::tls::with(|l| l.live.get());
+    pub(super) fn holds(l: &Local, version: u64, addr: u64, len: u64) -> bool {
+        let e = l.live.get();
         e.version == version
             && version != 0
             && addr >= e.start
@@ -1166,7 +1238,7 @@ mod live_cache {
 
     /// Remembers `[start, end)` as live and writable in memory state `version`.
     #[inline]
-    pub(super) fn remember(version: u64, start: u64, end: u64) {
-        crate::tls::with(|l| l.live.set(LiveRange { version, start, end }));
+    pub(super) fn remember(l: &Local, version: u64, start: u64, end: u64) {
+        l.live.set(LiveRange { version, start, end });
     }
 }

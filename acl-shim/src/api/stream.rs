@@ -90,21 +90,66 @@ impl Runtime {
         handle: u64,
         f: impl FnOnce(u64, &Arc<StreamObj>) -> Result<R>,
     ) -> Result<R> {
+        // One thread-local access for the current device and the cache.
+        crate::tls::with(|l| self.with_submit_target_in(l, api, handle, f))
+    }
+
+    /// [`Self::with_submit_target`] with the calling thread's state `l` already at hand (a
+    /// submission that also checks its arguments against `l` makes one thread-local access).
+    #[inline]
+    pub(crate) fn with_submit_target_in<R>(
+        &self,
+        l: &crate::tls::Local,
+        api: &str,
+        handle: u64,
+        f: impl FnOnce(u64, &Arc<StreamObj>) -> Result<R>,
+    ) -> Result<R> {
+        let key = self.submit_key(l, handle);
+        if let Some((h, s)) = self.cached_target(l, &key) {
+            return f(h, &s);
+        }
+        self.submit_miss(api, key, l, f)
+    }
+
+    /// The submit cache's key for `handle` on the calling thread (state `l`).
+    #[inline]
+    fn submit_key(&self, l: &crate::tls::Local, handle: u64) -> Key {
         // Read before the lookup a miss makes, so that a removal during it leaves the entry
         // stale.
         let epoch = crate::handles::removal_epoch();
-        // One thread-local access for the current device and the cache.
-        crate::tls::with(|l| {
-            let key = Key { handle, epoch, current: l.current(), runtime: self.generation };
-            if let Ok(c) = l.submit.try_borrow() {
-                if let Some((h, s)) = c.find(&key) {
-                    if self.device(s.device).is_open() {
-                        return f(h, s);
-                    }
-                }
-            }
-            self.submit_miss(api, key, l, f)
+        Key { handle, epoch, current: l.current(), runtime: self.generation }
+    }
+
+    /// What the calling thread's submit cache (in `l`) answers for `key`, when its device is
+    /// still open: the stream (borrowed from the cache) and the handle it resolved to. The
+    /// stream then belongs to the thread's current device, which is open.
+    #[inline]
+    fn cached_target<'l>(
+        &self,
+        l: &'l crate::tls::Local,
+        key: &Key,
+    ) -> Option<(u64, std::cell::Ref<'l, Arc<StreamObj>>)> {
+        let mut h = 0;
+        let c = l.submit.try_borrow().ok()?;
+        let s = std::cell::Ref::filter_map(c, |c| {
+            c.find(key).map(|(found, s)| {
+                h = found;
+                s
+            })
         })
+        .ok()?;
+        self.device(s.device).is_open().then_some((h, s))
+    }
+
+    /// [`Self::cached_target`] for `handle`: `None` when the cache does not answer (nothing
+    /// is resolved or remembered then).
+    #[inline]
+    pub(crate) fn cached_submit_target<'l>(
+        &self,
+        l: &'l crate::tls::Local,
+        handle: u64,
+    ) -> Option<std::cell::Ref<'l, Arc<StreamObj>>> {
+        self.cached_target(l, &self.submit_key(l, handle)).map(|(_, s)| s)
     }
 
     /// [`Self::with_submit_target`] when the cache does not answer: resolves afresh and

@@ -16,6 +16,7 @@ use std::ffi::c_void;
 use hal::{DeviceAddr, DeviceId, TaskDesc, WaitCompare};
 
 use super::{addr, in_ptr, put, size, Call};
+use crate::api::memory::MemsetArgs;
 use crate::codes::*;
 use crate::copy::plan::{is_d2d, is_dma, plan_2d, plan_batch, Batch, BatchError, Copy2d, Plan2d, BATCH_MAX};
 use crate::error::{AclError, Result};
@@ -532,20 +533,29 @@ export! {
         }
         let rt = cx.rt()?;
         let n = cx.size("count", count)?;
-        let plan = rt.plan_memset(API, addr(dev_ptr), max_count as u64, n)?;
-        rt.with_submit_target(API, super::stream::handle(stream), |_, s| {
-            if plan.dst == Loc::Unregistered {
-                // Ordinary host memory: set now on the calling thread, as CANN does.
-                // SAFETY: non-null, outside every runtime window (checked by the plan),
-                // writable for `count <= maxCount` bytes by the API's contract,
-                // `count <= isize::MAX`.
-                // CAST: the documented behaviour keeps the low byte.
-                unsafe { std::ptr::write_bytes(dev_ptr.cast::<u8>(), value as u8, count) };
-                return Ok(());
-            }
+        let (dst, h) = (addr(dev_ptr), super::stream::handle(stream));
+        // One thread-local access for the checks and the stream's lookup.
+        crate::tls::with(|l| {
             // CAST: the documented behaviour keeps the low byte.
-            let task = TaskDesc::Memset { dst: DeviceAddr(addr(dev_ptr)), value: value as u8, len_bytes: n };
-            rt.submit_task(API, s, task).map(|_| ())
+            let set = MemsetArgs { dst, max_count: max_count as u64, count: n, value: value as u8 };
+            if let Some(r) = rt.memset_async_fast(l, API, h, set) {
+                return r;
+            }
+            let plan = rt.plan_memset_in(l, API, dst, max_count as u64, n)?;
+            rt.with_submit_target_in(l, API, h, |_, s| {
+                if plan.dst == Loc::Unregistered {
+                    // Ordinary host memory: set now on the calling thread, as CANN does.
+                    // SAFETY: non-null, outside every runtime window (checked by the plan),
+                    // writable for `count <= maxCount` bytes by the API's contract,
+                    // `count <= isize::MAX`.
+                    // CAST: the documented behaviour keeps the low byte.
+                    unsafe { std::ptr::write_bytes(dev_ptr.cast::<u8>(), value as u8, count) };
+                    return Ok(());
+                }
+                // CAST: the documented behaviour keeps the low byte.
+                let task = TaskDesc::Memset { dst: DeviceAddr(dst), value: value as u8, len_bytes: n };
+                rt.submit_task(API, s, task).map(|_| ())
+            })
         })
     }
 }
