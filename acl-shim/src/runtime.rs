@@ -18,7 +18,7 @@
 //! [`crate::device`]; the pinned-host table has its own lock, taken alone. A device's reference
 //! count is an atomic (reading it takes no lock).
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use arc_swap::ArcSwapOption;
@@ -44,6 +44,59 @@ pub struct Runtime {
     pub(crate) host: Mutex<HostMem>,
     /// Its live allocations as the copy checks read them, with no lock (published under `host`).
     pub(crate) pinned: PinnedView,
+    /// Counts the runtime in [`LIVE`] until every field above is dropped (fields drop in
+    /// declaration order): keep it last.
+    _live: Live,
+}
+
+/// Runtimes made and not yet dropped: the published one, and finalized ones that calls begun
+/// before their `aclFinalize` still hold (each keeps its backend, so its VA windows, until the
+/// last such call ends). `aclInit` waits for them ([`wait_for_retired`]).
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// A runtime's count in [`LIVE`].
+#[derive(Debug)]
+struct Live;
+
+impl Live {
+    fn new() -> Self {
+        LIVE.fetch_add(1, Ordering::Relaxed);
+        Self
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        // Release: the runtime's other fields (its backend's windows) are gone before a waiter
+        // sees the count drop.
+        LIVE.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// How long `aclInit` waits for the calls still holding a finalized runtime to end.
+const RETIRED_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Waits (up to [`RETIRED_WAIT`]) until no finalized runtime is left (under `LIFECYCLE`, with
+/// none published): its VA windows are then free for the next one. `false` when some call
+/// still holds one.
+fn wait_for_retired() -> bool {
+    let start = std::time::Instant::now();
+    let mut looks = 0u32;
+    // Acquire: pairs with `Live`'s release.
+    while LIVE.load(Ordering::Acquire) > 0 {
+        if start.elapsed() > RETIRED_WAIT {
+            return false;
+        }
+        // A call that pinned it ends within microseconds (the finalize dropped what it could
+        // wait for), so yield first; then sleep briefly between looks.
+        looks += 1;
+        if looks < 64 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+    }
+    true
 }
 
 /// The initialised runtime, read by every call without a lock.
@@ -125,7 +178,23 @@ pub fn init(config: Option<&str>) -> Result<()> {
     if let Some(path) = config.filter(|p| !p.is_empty()) {
         check_config_file(path)?;
     }
-    let backend = Backend::from_env()?;
+    // Calls begun before the last aclFinalize may still hold its runtime, and with it the VA
+    // windows this one reserves.
+    let retired_gone = wait_for_retired();
+    let backend = Backend::from_env().map_err(|e| {
+        if retired_gone {
+            return e;
+        }
+        AclError::new(
+            e.code(),
+            format!(
+                "{} (calls on other threads that began before the last aclFinalize still hold its runtime \
+                 after {} s; end them before aclInit)",
+                e.message(),
+                RETIRED_WAIT.as_secs()
+            ),
+        )
+    })?;
     let drv = backend.driver();
     let count = drv.device_count();
     let soc = drv.device_info(DeviceId(0)).map(|i| i.soc).unwrap_or(SocProfile::A2);
@@ -147,6 +216,7 @@ pub fn init(config: Option<&str>) -> Result<()> {
         devices,
         host: Mutex::new(HostMem::new(host_window)),
         pinned: PinnedView::default(),
+        _live: Live::new(),
     });
     // Under LIFECYCLE, after `RUNTIME` was found empty: `PUBLISHED` is empty too (`finalize`
     // empties both under the same lock).

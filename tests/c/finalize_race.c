@@ -8,8 +8,10 @@
  * own in a loop, aclFinalize in the middle of their calls, then the threads end. Every call
  * answers success or a documented code (never a crash, never another code), and every next
  * aclInit succeeds: the runtime the calls had pinned was let go by the last of them (a runtime
- * kept alive would still hold its VA windows, and aclInit could not reserve them). At the end
- * a memset still works.
+ * kept alive would still hold its VA windows, and aclInit could not reserve them). Then
+ * twenty times more with the threads left running: aclFinalize, and at once aclInit again
+ * while calls that pinned the old runtime may still be under way (aclInit waits for them to
+ * let it go; the threads rejoin the new runtime). At the end a memset still works.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -115,6 +117,37 @@ int main(void)
     CHECK(inits == CYCLES);
     CHECK(atomic_load(&g_bad) == 0);
     CHECK(atomic_load(&g_ok) > 0);
+
+    printf("finalize_race: aclInit at once after aclFinalize, the callers running, %d times\n", CYCLES);
+    int reinits = 0;
+    if (CHECK_OK(aclInit(NULL))) {
+        pthread_t t[THREADS];
+        atomic_store(&g_stop, 0);
+        for (int j = 0; j < THREADS; j++) {
+            CHECK(pthread_create(&t[j], NULL, caller, NULL) == 0);
+        }
+        for (int k = 0; k < CYCLES; k++) {
+            long seen = atomic_load(&g_ok);
+            while (atomic_load(&g_ok) < seen + 50 && !atomic_load(&g_bad)) {
+                sched_yield();
+            }
+            aclError f = aclFinalize();
+            aclError i = aclInit(NULL);
+            if (f != ACL_SUCCESS || i != ACL_SUCCESS) {
+                printf("  FAIL  cycle %d: aclFinalize %d, aclInit %d: %s\n", k, (int)f, (int)i,
+                       aclGetRecentErrMsg());
+                break;
+            }
+            reinits++;
+        }
+        atomic_store(&g_stop, 1);
+        for (int j = 0; j < THREADS; j++) {
+            pthread_join(t[j], NULL);
+        }
+        CHECK_OK(aclFinalize());
+    }
+    CHECK(reinits == CYCLES);
+    CHECK(atomic_load(&g_bad) == 0);
     /* A runtime after all that works. */
     aclrtStream s = NULL;
     void *p = NULL;
