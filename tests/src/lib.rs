@@ -10,6 +10,7 @@ pub mod bench;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 /// The workspace root.
 pub fn workspace() -> PathBuf {
@@ -262,7 +263,74 @@ pub fn run_with_args(exe: &Path, args: &[&str], instance: &str, env: &[(&str, &s
     for (k, v) in env {
         cmd.env(k, v);
     }
-    cmd.output().expect("start the C program")
+    output_within(&mut cmd, PROGRAM_TIMEOUT)
+}
+
+/// How long a C program may run before [`run`] stops it: far beyond any program's time on a
+/// slow machine (under valgrind too), so that a hang fails its test with the program's output
+/// so far (which section it was in) instead of holding the whole suite.
+pub const PROGRAM_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Runs `cmd` to its end and collects its output, as [`Command::output`] does, but kills it
+/// after `limit` (SIGKILL); its status then says it was killed and its stderr ends with a line
+/// that says why.
+///
+/// # Panics
+///
+/// When the program cannot be started.
+pub fn output_within(cmd: &mut Command, limit: Duration) -> Output {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the C program");
+    // Read both pipes while waiting, so a chatty program never blocks on a full pipe.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let drain = |which: u8, pipe: Option<Box<dyn Read + Send>>| {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf);
+            }
+            let _ = tx.send((which, buf));
+        });
+    };
+    drain(1, child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    drain(2, child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let deadline = Instant::now() + limit;
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the C program") {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            timed_out = true;
+            let _ = child.kill();
+            break child.wait().expect("wait for the killed C program");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // After a kill, a process the program started may still hold its pipes open: take what
+    // came within a few seconds.
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    for _ in 0..2 {
+        let got = if timed_out { rx.recv_timeout(Duration::from_secs(5)).ok() } else { rx.recv().ok() };
+        match got {
+            Some((1, buf)) => stdout = buf,
+            Some((_, buf)) => stderr = buf,
+            None => break,
+        }
+    }
+    if timed_out {
+        stderr.extend_from_slice(
+            format!("\n(killed: still running after {} s, the tests' limit)\n", limit.as_secs()).as_bytes(),
+        );
+    }
+    Output { status, stdout, stderr }
 }
 
 /// Points a C program's log (CANN's variables) at [`log_root`] at the default level, so that
@@ -296,4 +364,25 @@ pub fn run_ok(exe: &Path, instance: &str, env: &[(&str, &str)]) -> String {
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{} failed ({}):\n{text}", exe.display(), out.status);
     text
+}
+
+#[cfg(test)]
+mod program_timeout {
+    use super::*;
+
+    #[test]
+    fn a_program_is_waited_for_and_one_past_the_limit_is_killed() {
+        let out = output_within(Command::new("sh").args(["-c", "echo out; echo err >&2"]), PROGRAM_TIMEOUT);
+        assert!(out.status.success());
+        assert_eq!((out.stdout.as_slice(), out.stderr.as_slice()), (&b"out\n"[..], &b"err\n"[..]));
+        let start = Instant::now();
+        let out = output_within(
+            Command::new("sh").args(["-c", "echo begun; exec sleep 30"]),
+            Duration::from_millis(300),
+        );
+        assert!(!out.status.success());
+        assert!(start.elapsed() < Duration::from_secs(20), "killed at the limit, not at the end");
+        assert_eq!(out.stdout, b"begun\n", "the output before the kill is kept");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("killed: still running after 0 s"));
+    }
 }
