@@ -133,6 +133,14 @@ impl Sleepers {
         self.word.load(Ordering::Acquire) & (SPINNING - 1) >= LOOKING
     }
 
+    /// Whether some worker looks or spins on its core (and so will look under the owner's lock
+    /// soon): a plain load, as for [`someone_looks`](Self::someone_looks), read under the
+    /// owner's lock by a worker about to run a task.
+    #[inline]
+    pub fn someone_looks_or_spins(&self) -> bool {
+        self.word.load(Ordering::Acquire) & !COUNT != 0
+    }
+
     /// Whether a submitter that just posted work must wake a worker: one is parked (or about
     /// to park) and none looks or spins on its core. A read-modify-write, so it reads the
     /// latest word.

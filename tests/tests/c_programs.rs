@@ -278,6 +278,13 @@ fn repeated_submissions_see_destroys_resets_reinit_and_device_changes() {
 }
 
 #[test]
+fn a_task_waiting_for_a_later_task_of_another_stream_always_finishes() {
+    let exe = compile_c("cross_wait", Link::Shared);
+    let out = run_ok(&exe, "cross-wait", &[]);
+    assert!(out.contains("cross_wait: OK"), "{out}");
+}
+
+#[test]
 fn calls_racing_finalize_answer_documented_codes_and_let_the_runtime_go() {
     let exe = compile_c("finalize_race", Link::Shared);
     let out = run_ok(&exe, "finalize-race", &[]);

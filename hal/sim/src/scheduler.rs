@@ -1347,6 +1347,19 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>, me: usize) {
             shared.sleepers.executes();
             let owned = st.owned.len();
             take_posted(shared, &mut st, owned, KEEP_IDLE);
+            // The idle lanes kept (`KEEP_IDLE`) need a worker that looks, and this one will
+            // not until its task ends, which may be never: a task may wait for one that a
+            // kept lane holds (a host function waiting for a later task of another stream).
+            // With no other worker looking or spinning, give them all back first, so that a
+            // push to one posts it and wakes a worker (as before parking).
+            while !shared.sleepers.someone_looks_or_spins() && !take_posted(shared, &mut st, 0, 0) {
+                // A submitter holds a lane's submit lock: let it have the scheduler's lock if
+                // it waits for it, then look again.
+                drop(st);
+                std::thread::yield_now();
+                // Lock order: state (leaf).
+                st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
+            }
             // More work: let another worker take some. (Posted lanes need no wake-up of
             // their own: a post to a busy queue is drained by the worker that finishes
             // that queue's task, and one to an idle queue woke a worker itself, or left
