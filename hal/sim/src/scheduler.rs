@@ -1351,8 +1351,13 @@ fn run(shared: &Shared, fabric: &Weak<Fabric>, me: usize) {
             // not until its task ends, which may be never: a task may wait for one that a
             // kept lane holds (a host function waiting for a later task of another stream).
             // With no other worker looking or spinning, give them all back first, so that a
-            // push to one posts it and wakes a worker (as before parking).
-            while !shared.sleepers.someone_looks_or_spins() && !take_posted(shared, &mut st, 0, 0) {
+            // push to one posts it and wakes a worker (as before parking). The lane of this
+            // run's own stream is busy (its run is unfinished) and stays: a stream that is the
+            // only one owned, a flood's steady state, costs no extra look.
+            while st.owned.iter().any(|&i| i != index)
+                && !shared.sleepers.someone_looks_or_spins()
+                && !take_posted(shared, &mut st, 0, 0)
+            {
                 // A submitter holds a lane's submit lock: let it have the scheduler's lock if
                 // it waits for it, then look again.
                 drop(st);
