@@ -62,6 +62,27 @@ fn out_of_mappings_is_out_of_memory_with_the_limit_named() {
     assert!(out.contains("map_limit: OK"), "{out}");
 }
 
+#[test]
+fn freed_ranges_give_their_mappings_back_at_the_mapping_limit() {
+    let test = "freed_ranges_give_their_mappings_back_at_the_mapping_limit";
+    if !on_sim(test) {
+        return;
+    }
+    // The program can use up to 200,000 mappings of its own.
+    let limit =
+        std::fs::read_to_string("/proc/sys/vm/max_map_count").ok().and_then(|t| t.trim().parse::<u64>().ok());
+    match limit {
+        Some(l) if l < 190_000 => {}
+        other => {
+            skip(test, &format!("vm.max_map_count is {other:?}, more than the program can use up"));
+            return;
+        }
+    }
+    let exe = compile_c("map_marks", Link::Shared);
+    let out = run_ok(&exe, "mapmarks", &[("ACLRS_SIM_HBM", "16G"), ("ACLRS_SIM_DEVICES", "1")]);
+    assert!(out.contains("map_marks: OK"), "{out}");
+}
+
 /// How long one answer may take before the test fails (never hang CI).
 const ANSWER: Duration = Duration::from_secs(120);
 

@@ -7,6 +7,7 @@
 
 pub(crate) mod cpu;
 pub(crate) mod kernel;
+mod marks;
 pub(crate) mod memfd;
 pub(crate) mod shared;
 pub(crate) mod symbol;
@@ -16,7 +17,9 @@ use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::RwLock;
+use std::sync::{Mutex, RwLock};
+
+use marks::Marks;
 
 /// A named POSIX shared-memory object holding one device's HBM, shared by every process
 /// attached to the simulated machine.
@@ -203,6 +206,9 @@ struct Identity {
     object_len: u64,
     /// Where window offset 0 lies in the object (below `object_len`).
     displacement: u64,
+    /// The pages of `[0, len_bytes)` given the kernel's mapping mark (see [`marks`]); taken
+    /// only under the window's map write lock (lock order: `mapped`, then this).
+    marks: Mutex<Marks>,
 }
 
 impl Identity {
@@ -382,6 +388,7 @@ impl Window {
             len_bytes,
             object_len,
             displacement: (displacement % object_len) & !4095,
+            marks: Mutex::new(Marks::new(len_bytes)),
         };
         // The piece before the object wraps around, then the piece after it.
         let wrap = id.wrap().min(len_bytes);
@@ -445,6 +452,65 @@ impl Window {
             return Err(io::Error::last_os_error());
         }
         Ok(())
+    }
+
+    /// Makes `[at, at + len)` of the identity mapping `prot` in place, like [`Self::protect`].
+    /// When the kernel refuses for lack of mappings while ranges carry the mapping mark (see
+    /// [`marks`]), every mark goes (marked ranges join their neighbours again, which frees
+    /// mappings) and the change is tried once more. The caller holds the map's write lock.
+    fn protect_identity(&self, at: *mut libc::c_void, len: usize, prot: libc::c_int) -> io::Result<()> {
+        match Self::protect(at, len, prot) {
+            Err(e) if e.raw_os_error() == Some(libc::ENOMEM) && self.unmark_all() => {
+                Self::protect(at, len, prot)
+            }
+            other => other,
+        }
+    }
+
+    /// Gives `[offset, offset + len_bytes)` of the identity mapping (at `at`), just made
+    /// accessible, the mapping mark (see [`marks`]) unless all of it has it already. A mark the
+    /// kernel refuses (for lack of mappings) is not recorded and costs nothing but speed. The
+    /// caller holds the map's write lock.
+    fn mark_backed(&self, at: *mut libc::c_void, offset: u64, len_bytes: u64) {
+        let Some(id) = self.identity.as_ref() else { return };
+        let mut marks = id.marks.lock().unwrap_or_else(|p| p.into_inner());
+        if marks.all_marked(offset, len_bytes) {
+            return;
+        }
+        // SAFETY: callers pass a page range of our own window on the identity mapping (checked
+        // by `page_range`); a read-ahead hint changes no byte, no protection and no mapping's
+        // target.
+        // CAST: the range fits the window, hence usize.
+        if unsafe { libc::madvise(at, len_bytes as usize, libc::MADV_RANDOM) } == 0 {
+            marks.set(offset, len_bytes, true);
+        }
+    }
+
+    /// Forgets the marks of `[offset, offset + len_bytes)`, which was just mapped afresh (a
+    /// new mapping carries no mark). The caller holds the map's write lock.
+    fn forget_marks(&self, offset: u64, len_bytes: u64) {
+        if let Some(id) = self.identity.as_ref() {
+            id.marks.lock().unwrap_or_else(|p| p.into_inner()).set(offset, len_bytes, false);
+        }
+    }
+
+    /// Takes the mapping mark off the whole identity mapping, so that marked ranges join
+    /// their neighbours again; whether any range had it. The caller holds the map's write lock.
+    fn unmark_all(&self) -> bool {
+        let Some(id) = self.identity.as_ref() else { return false };
+        let mut marks = id.marks.lock().unwrap_or_else(|p| p.into_inner());
+        if !marks.any() {
+            return false;
+        }
+        // CAST: the window lies in the address space.
+        let at = self.base as usize as *mut libc::c_void;
+        // SAFETY: `[base, base + id.len_bytes)` is the identity mapping (`map_identity` mapped
+        // it, in one or two pieces, with no hole); the hint changes no byte, no protection and
+        // no mapping's target. A failure leaves some marks, which cost nothing but speed.
+        // CAST: the identity mapping fits the window, hence usize.
+        let _ = unsafe { libc::madvise(at, id.len_bytes as usize, libc::MADV_NORMAL) };
+        marks.clear();
+        true
     }
 
     /// First address of the window.
@@ -524,7 +590,8 @@ impl Window {
         let len = len_bytes as usize;
         let identity = self.on_identity(offset, len_bytes, object, object_offset);
         if identity {
-            Self::protect(at, len, prot)?;
+            self.protect_identity(at, len, prot)?;
+            self.mark_backed(at, offset, len_bytes);
         } else {
             // SAFETY: by `page_range` and the type invariant, `[at, at + len)` lies inside our
             // own reservation and is not accessible (checked above under the write lock), so
@@ -535,6 +602,7 @@ impl Window {
             if got == libc::MAP_FAILED {
                 return Err(io::Error::last_os_error());
             }
+            self.forget_marks(offset, len_bytes);
         }
         // INVARIANT: the range is now mapped accessible; record it. On the identity mapping it
         // joins the neighbouring entries of the same protection (bookkeeping only; `unmap`
@@ -607,7 +675,7 @@ impl Window {
         if let Some(e) = map.remove(&offset) {
             if e.identity && e.len_bytes == len_bytes {
                 // CAST: checked by `page_range` to fit the window, hence usize.
-                if let Err(err) = Self::protect(at, len_bytes as usize, libc::PROT_NONE) {
+                if let Err(err) = self.protect_identity(at, len_bytes as usize, libc::PROT_NONE) {
                     map.insert(offset, e);
                     return Err(err);
                 }
@@ -632,7 +700,7 @@ impl Window {
         };
         if all_identity {
             // CAST: checked by `page_range` to fit the window, hence usize.
-            Self::protect(at, len_bytes as usize, libc::PROT_NONE)?;
+            self.protect_identity(at, len_bytes as usize, libc::PROT_NONE)?;
             // INVARIANT: the range is inaccessible again; drop its entries.
             let mut o = offset;
             while o < end {
@@ -657,7 +725,7 @@ impl Window {
                 // Each piece lies in the window (it was mapped there): offsets and lengths fit.
                 let (at, len) = ((self.base + o) as usize as *mut libc::c_void, e.len_bytes as usize);
                 if e.identity {
-                    Self::protect(at, len, libc::PROT_NONE)?;
+                    self.protect_identity(at, len, libc::PROT_NONE)?;
                 } else {
                     self.restore(at, o, e.len_bytes)?;
                 }
@@ -681,7 +749,9 @@ impl Window {
             return self.restore(rest, split, end - split);
         }
         if let Some(id) = self.identity.as_ref().filter(|id| end <= id.len_bytes) {
-            return Self::map_object(at, len_bytes, id, offset);
+            Self::map_object(at, len_bytes, id, offset)?;
+            self.forget_marks(offset, len_bytes);
+            return Ok(());
         }
         // SAFETY: the range lies inside our reservation; no reader holds it (callers hold the
         // write lock), so replacing it with an inaccessible reservation breaks no access in
@@ -853,10 +923,12 @@ impl Window {
             };
             // CAST: inside the window (checked by `page_range`), so the address and length fit.
             let piece = (at as usize + (o - offset) as usize) as *mut libc::c_void;
+            if e.identity {
+                self.protect_identity(piece, e.len_bytes as usize, prot)?;
             // SAFETY: the piece is a mapped page range of our own window (an entry); changing
             // its protection touches no other memory. Accesses through the window check the
             // entries under the lock we hold, so none is using it now.
-            if unsafe { libc::mprotect(piece, e.len_bytes as usize, prot) } != 0 {
+            } else if unsafe { libc::mprotect(piece, e.len_bytes as usize, prot) } != 0 {
                 return Err(io::Error::last_os_error());
             }
             // INVARIANT: the entry says what the piece's protection now is.
@@ -1052,6 +1124,69 @@ mod tests {
         w.unmap(0, 6 * PAGE).unwrap();
         w.unmap(6 * PAGE, PAGE).unwrap();
         assert_eq!(w.entry_count(), 0);
+    }
+
+    /// Kernel mappings of this process inside `[lo, hi)` (from `/proc/self/maps`).
+    fn kernel_mappings(lo: u64, hi: u64) -> usize {
+        let text = std::fs::read_to_string("/proc/self/maps").unwrap();
+        text.lines()
+            .filter_map(|l| {
+                let (a, b) = l.split_whitespace().next()?.split_once('-')?;
+                Some((u64::from_str_radix(a, 16).ok()?, u64::from_str_radix(b, 16).ok()?))
+            })
+            .filter(|&(a, b)| a < hi && b > lo)
+            .count()
+    }
+
+    /// A range backed once keeps the mapping mark: unbacked, it stays a kernel mapping of its
+    /// own between never-backed memory (so backing it again splits and joins nothing), its
+    /// bytes stay out of reach while unbacked and come back with it; taking every mark off
+    /// (what a change refused for lack of mappings does) joins it with its neighbours again.
+    #[test]
+    fn a_range_backed_once_stays_its_own_kernel_mapping_until_the_marks_go() {
+        let name = format!("/aclrs-test-marks-{}", std::process::id());
+        let object = ShmObject::open(&name, 64 * PAGE, true).unwrap();
+        shm_unlink(&name);
+        let base = 0x6c00_0000_0000 + u64::from(std::process::id() % 4096) * (1 << 30);
+        let mut w = Window::reserve(base, 64 * PAGE).unwrap();
+        w.map_identity(&object, 0).unwrap();
+        let maps = || kernel_mappings(base, base + 64 * PAGE);
+        assert_eq!(maps(), 1, "the identity mapping, inaccessible");
+        // Never-backed memory on both sides of the range.
+        let (off, len) = (8 * PAGE, 5 * PAGE);
+        let at = base + off;
+        w.map_shared(off, len, &object, off, true).unwrap();
+        assert_eq!(maps(), 3);
+        w.write(at, &[9u8; 64]).unwrap();
+        for round in 0..3 {
+            w.unmap(off, len).unwrap();
+            assert_eq!(maps(), 3, "round {round}: the unbacked range is still a mapping of its own");
+            let mut b = [0u8; 64];
+            assert!(w.read(at, &mut b).is_err(), "round {round}: unbacked bytes are out of reach");
+            w.map_shared(off, len, &object, off, true).unwrap();
+            assert_eq!(maps(), 3, "round {round}");
+            w.read(at, &mut b).unwrap();
+            assert_eq!(b, [9u8; 64], "round {round}: the same frames, the same bytes");
+        }
+        // A marked neighbour, backed later, joins the marked range.
+        w.map_shared(off + len, PAGE, &object, off + len, true).unwrap();
+        assert_eq!(maps(), 3, "adjacent marked ranges of one protection are one mapping");
+        w.unmap(off + len, PAGE).unwrap();
+        w.unmap(off, len).unwrap();
+        assert_eq!(maps(), 3, "two unbacked marked ranges, joined, between never-backed memory");
+        {
+            let _held = w.write_map();
+            assert!(w.unmark_all(), "there were marks");
+            assert!(!w.unmark_all(), "none left");
+        }
+        assert_eq!(maps(), 1, "without marks the unbacked ranges join the identity mapping again");
+        // Backing again works as at first (and marks again).
+        w.map_shared(off, len, &object, off, true).unwrap();
+        let mut b = [0u8; 64];
+        w.read(at, &mut b).unwrap();
+        assert_eq!(b, [9u8; 64]);
+        w.unmap(off, len).unwrap();
+        assert_eq!(maps(), 3);
     }
 
     /// A run of copies between two windows under one taking of their locks: entries inside

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * tests/c/map_marks.c - the mappings the software NPU keeps apart for its own speed come back
+ * when the process runs out of mappings.
+ *
+ * A range of device memory backed once stays a kernel mapping of its own after it is freed
+ * (so that backing it again is one protection change). The program makes 2000 allocations of
+ * 2 MiB HUGE_FIRST (each a 4 MiB block of VA whose end is never backed) and frees them: about
+ * 4000 of the process's mappings are now such freed ranges and the never-backed ends between
+ * them. It then uses up every other mapping by splitting a host reservation into single pages,
+ * and allocates 128 KiB NORMAL_ONLY, which needs a new mapping: the allocation must succeed (the
+ * freed ranges join their neighbours again, which gives mappings back), its bytes must be
+ * writable and read back, and once the host mappings are gone aclrtGetMemInfo must be where it
+ * started.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "check.h"
+
+#define PAGES 200000ul
+#define BLOCKS 2000
+#define SMALL (128u << 10)
+
+int main(void)
+{
+    static void *blocks[BLOCKS];
+    static unsigned char out[SMALL], back[SMALL];
+    size_t free0 = 0, total0 = 0, free1 = 0, total1 = 0;
+    void *p = NULL;
+    char *area;
+    long split = 0;
+    int made = 0;
+
+    printf("map_marks: an allocation at the mapping limit takes back the mappings of freed ranges\n");
+    if (!CHECK_OK(aclInit(NULL)) || !CHECK_OK(aclrtSetDevice(0))) {
+        return check_summary("map_marks");
+    }
+    CHECK_OK(aclrtGetMemInfo(ACL_HBM_MEM, &free0, &total0));
+    for (made = 0; made < BLOCKS; made++) {
+        if (aclrtMalloc(&blocks[made], 2u << 20, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS) {
+            break;
+        }
+    }
+    CHECK(made == BLOCKS);
+    for (int i = 0; i < made; i++) {
+        CHECK_OK(aclrtFree(blocks[i]));
+    }
+    area = mmap(NULL, PAGES * 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (!CHECK(area != MAP_FAILED)) {
+        return check_summary("map_marks");
+    }
+    /* Every page made readable between inaccessible ones is two more mappings. */
+    while ((unsigned long)split * 2 < PAGES && mprotect(area + split * 2 * 4096, 4096, PROT_READ) == 0) {
+        split++;
+    }
+    /* One mapping may be left: take it (this may fail when there is none, which is as good). */
+    (void)mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    printf("  %ld host pages split off\n", split);
+    CHECK(split > 1000 && (unsigned long)split * 2 < PAGES);
+    if (CHECK_OK(aclrtMalloc(&p, SMALL, ACL_MEM_MALLOC_NORMAL_ONLY))) {
+        for (size_t i = 0; i < SMALL; i++) {
+            out[i] = (unsigned char)(i * 13 + 5);
+        }
+        CHECK_OK(aclrtMemcpy(p, SMALL, out, SMALL, ACL_MEMCPY_HOST_TO_DEVICE));
+        CHECK_OK(aclrtMemcpy(back, SMALL, p, SMALL, ACL_MEMCPY_DEVICE_TO_HOST));
+        CHECK(memcmp(out, back, SMALL) == 0);
+        CHECK_OK(aclrtFree(p));
+    }
+    CHECK(munmap(area, PAGES * 4096) == 0);
+    CHECK_OK(aclrtGetMemInfo(ACL_HBM_MEM, &free1, &total1));
+    CHECK(free1 == free0 && total1 == total0);
+    CHECK_OK(aclrtResetDevice(0));
+    CHECK_OK(aclFinalize());
+    return check_summary("map_marks");
+}
