@@ -1744,14 +1744,15 @@ impl DeviceAllocator {
         Ok(Self::block_info(&b))
     }
 
-    /// Whether freeing `slot` of 4 KiB-page chunk `rec` may let its top segments go: only when
-    /// it empties one of the top two backed segments (after the previous free the chunk was
-    /// shrunk as far as it goes, and allocations only add objects).
+    /// Whether freeing `slot` of 4 KiB-page chunk `rec` lets its top segments go: only when
+    /// the top two backed segments hold no other live object (after every free and allocation
+    /// one of them holds one: a free that empties both shrinks the chunk, and allocations only
+    /// add objects), as [`Self::shrink_chunk`]'s hysteresis asks.
     #[inline]
     fn free_may_shrink(rec: &ChunkRec, slot: u32) -> bool {
         // CAST: below SEGMENTS.
         let top = (rec.backed / SEGMENT_BYTES) as usize;
-        top > 1 && rec.chunk.free_empties_segment_from(slot, top - 2)
+        top > 1 && rec.chunk.free_lets_top_shrink(slot, top - 2)
     }
 
     /// The slab fast path of [`Self::allocate`]: the head chunk of the class's list has a free
@@ -1811,9 +1812,8 @@ impl DeviceAllocator {
         if comp >= self.acct.components.len() {
             return None;
         }
-        // Only a free emptying one of the top two backed segments of a 4 KiB-page chunk may let
-        // its top go (after the previous free the chunk was shrunk as far as it goes, and
-        // allocations only add objects).
+        // Only a free leaving the top two backed segments of a 4 KiB-page chunk with no live
+        // object lets its top go (see `free_may_shrink`); the slow path takes that one.
         // CAST: at most SEGMENTS.
         let from = if fast.page == PageSize::Normal {
             ((rec.backed / SEGMENT_BYTES) as usize).wrapping_sub(2)
@@ -2504,6 +2504,47 @@ mod tests {
         assert_eq!(used(&b), 2 * MIB);
         a.free(&mut b, h).unwrap();
         assert_eq!(used(&b), 0);
+    }
+
+    /// Many objects per segment: a free that empties the top segment while the one below
+    /// keeps objects changes no backing (the fast path takes it), an alloc/free pair at that
+    /// frontier backs and unbacks nothing, and the top goes once the two top segments are both
+    /// empty.
+    #[test]
+    fn a_free_at_the_frontier_keeps_the_backing_until_two_segments_are_empty() {
+        let (mut a, mut b) = setup(64 * MIB, 0, 0);
+        let used = |b: &FrameBacker| b.frames.info().total_bytes - b.frames.info().free_bytes;
+        const SEG: u64 = 64 << 10;
+        // 4 KiB objects: sixteen per segment; forty of them reach the third segment.
+        let r = req(4000, NORMAL_ONLY);
+        let xs: Vec<DeviceAddr> = (0..40).map(|_| a.allocate(&mut b, &r, APP).unwrap()).collect();
+        assert!(xs.windows(2).all(|w| w[1].as_u64() - w[0].as_u64() == 4096));
+        assert_eq!(used(&b), 3 * SEG);
+        let ranges = b.backed_ranges();
+        // Empty the third segment from the top down: the second still holds objects.
+        for &x in xs[32..].iter().rev() {
+            a.free(&mut b, x).unwrap();
+            assert_eq!((used(&b), b.backed_ranges()), (3 * SEG, ranges), "{x:?}");
+        }
+        // The frontier pair: the lowest free slot is the first of the empty top segment.
+        for _ in 0..3 {
+            let p = a.allocate(&mut b, &r, APP).unwrap();
+            assert_eq!(p, xs[32]);
+            a.free(&mut b, p).unwrap();
+            assert_eq!((used(&b), b.backed_ranges()), (3 * SEG, ranges));
+        }
+        // Emptying the second segment too lets the top one go (the second stays, empty).
+        for &x in xs[17..32].iter().rev() {
+            a.free(&mut b, x).unwrap();
+            assert_eq!(used(&b), 3 * SEG, "{x:?}");
+        }
+        a.free(&mut b, xs[16]).unwrap();
+        assert_eq!(used(&b), 2 * SEG);
+        assert_eq!(a.accounting().backed.current, 2 * SEG);
+        for &x in &xs[..16] {
+            a.free(&mut b, x).unwrap();
+        }
+        assert_eq!((used(&b), b.backed_ranges()), (0, 0));
     }
 
     #[test]

@@ -254,13 +254,17 @@ impl Chunk {
         self.lowest_free().map(|slot| u64::from(slot + 1) * self.object_bytes())
     }
 
-    /// Whether freeing the object in `slot` would leave a segment at index `from` or above
-    /// with no live object (the only way a free lets the top of a chunk shrink).
+    /// Whether freeing the object in `slot` lets the top of the chunk shrink, when its top two
+    /// backed segments are `from` and `from + 1`: with [`crate::device`]'s hysteresis the top
+    /// segment goes only when the one below it is empty too, so exactly when the object reaches
+    /// one of the two and, once it is gone, neither holds a live object. (A free that empties
+    /// the top segment while the one below keeps objects changes no backing.)
     #[inline(always)]
-    pub fn free_empties_segment_from(&self, slot: u32, from: usize) -> bool {
-        let (first, last) = self.segments(slot);
-        (last >= from && !self.segment_holds_other(last, slot))
-            || (first >= from && !self.segment_holds_other(first, slot))
+    pub fn free_lets_top_shrink(&self, slot: u32, from: usize) -> bool {
+        from < SEGMENTS - 1
+            && self.segments(slot).1 >= from
+            && !self.segment_holds_other(from, slot)
+            && !self.segment_holds_other(from + 1, slot)
     }
 
     /// The slots overlapping segment `i`, first and last (`None` past the objects).
@@ -432,9 +436,9 @@ impl Chunk {
     }
 
     /// Frees the live object starting exactly at `addr` unless that would empty the chunk or
-    /// leave a segment at index `from` or above with no live object: its usable bytes, or `None`
-    /// (nothing changed) then and when `addr` is not a live object's start, for the caller's
-    /// slow path to tell apart. One fused check, with no branch per condition.
+    /// let its top shrink when its top two backed segments are `from` and `from + 1`
+    /// ([`Self::free_lets_top_shrink`]): its usable bytes, or `None` (nothing changed) then and
+    /// when `addr` is not a live object's start, for the caller's slow path to tell apart.
     #[inline(always)]
     pub fn free_fast(&mut self, addr: u64, from: usize) -> Option<u64> {
         let off = addr.wrapping_sub(self.base);
@@ -446,9 +450,9 @@ impl Chunk {
         if (usable == 0) | (off != u64::from(slot * self.object)) | (self.used == 1) {
             return None;
         }
-        // Only an object reaching segment `from` may empty one of those segments: count its
-        // segments' objects then (rare: the top two backed segments of a chunk).
-        if self.segments(slot).1 >= from && self.free_empties_segment_from(slot, from) {
+        // Only an object reaching segment `from` may let the top shrink: look at the top two
+        // segments' objects then (the first bitmap word with another live object answers).
+        if self.free_lets_top_shrink(slot, from) {
             return None;
         }
         Some(self.release(slot))

@@ -8,6 +8,8 @@
 //! at identity offsets, inaccessible, and backing such a range only makes it accessible (one
 //! `mprotect`), which keeps neighbouring allocations one kernel mapping (a process holds far
 //! fewer mappings than allocations; `vm.max_map_count` is not the limit on live allocations).
+//! A range backed once keeps a mapping mark, so that backing it again splits and joins no
+//! kernel mapping (see `sys/marks.rs`).
 //! The pool slice ([`hal::layout::pool_slice_base`]) has no identity mapping: each backing
 //! there maps its frames of the same HBM object (pool pages are 2 MiB; a run of adjacent pages
 //! backed in one `back_many` is one mapping where its frames are contiguous, and each page is

@@ -310,15 +310,18 @@ impl RegistryFile {
         Ok(())
     }
 
-    /// Reads the commit word at `offset` (in the first page).
+    /// Reads the commit word at `offset` (in the first page). Acquire: the header slot it
+    /// names was written before it ([`Self::store_word`]).
     pub(crate) fn load_word(&self, _held: &Locked<'_>, offset: u64) -> u64 {
-        self.atomic_u64(offset).load(Ordering::SeqCst)
+        self.atomic_u64(offset).load(Ordering::Acquire)
     }
 
     /// Stores the commit word at `offset` (in the first page) in one atomic write: a process
-    /// killed around it leaves either the old value or the new one.
+    /// killed around it leaves either the old value or the new one. Release: the header and
+    /// the records it puts in force are written before it, for any reader that sees it (the
+    /// registry mutex orders the rest; no full fence is needed here).
     pub(crate) fn store_word(&self, _held: &Locked<'_>, offset: u64, value: u64) {
-        self.atomic_u64(offset).store(value, Ordering::SeqCst);
+        self.atomic_u64(offset).store(value, Ordering::Release);
     }
 
     /// Removes the file's name (other holders keep their descriptors).
