@@ -468,9 +468,9 @@ impl Window {
     }
 
     /// Gives `[offset, offset + len_bytes)` of the identity mapping (at `at`), just made
-    /// accessible, the mapping mark (see [`marks`]) unless all of it has it already. A mark the
-    /// kernel refuses (for lack of mappings) is not recorded and costs nothing but speed. The
-    /// caller holds the map's write lock.
+    /// accessible with no accessible memory on either side, the mapping mark (see [`marks`])
+    /// unless all of it has it already. A mark the kernel refuses (for lack of mappings) is not
+    /// recorded and costs nothing but speed. The caller holds the map's write lock.
     fn mark_backed(&self, at: *mut libc::c_void, offset: u64, len_bytes: u64) {
         let Some(id) = self.identity.as_ref() else { return };
         let mut marks = id.marks.lock().unwrap_or_else(|p| p.into_inner());
@@ -591,7 +591,11 @@ impl Window {
         let identity = self.on_identity(offset, len_bytes, object, object_offset);
         if identity {
             self.protect_identity(at, len, prot)?;
-            self.mark_backed(at, offset, len_bytes);
+            // Only a range that no accessible memory touches takes the mark (see `marks`).
+            let touches = before.is_some_and(|(o, e)| o + e.len_bytes == offset) || after.is_some();
+            if !touches {
+                self.mark_backed(at, offset, len_bytes);
+            }
         } else {
             // SAFETY: by `page_range` and the type invariant, `[at, at + len)` lies inside our
             // own reservation and is not accessible (checked above under the write lock), so
@@ -1138,10 +1142,11 @@ mod tests {
             .count()
     }
 
-    /// A range backed once keeps the mapping mark: unbacked, it stays a kernel mapping of its
-    /// own between never-backed memory (so backing it again splits and joins nothing), its
-    /// bytes stay out of reach while unbacked and come back with it; taking every mark off
-    /// (what a change refused for lack of mappings does) joins it with its neighbours again.
+    /// A range backed with nothing accessible around it keeps the mapping mark: unbacked, it
+    /// stays a kernel mapping of its own between never-backed memory (so backing it again splits
+    /// and joins nothing), its bytes stay out of reach while unbacked and come back with it; a
+    /// range backed next to it takes no mark; taking every mark off (what a change refused for
+    /// lack of mappings does) joins the unbacked range with its neighbours again.
     #[test]
     fn a_range_backed_once_stays_its_own_kernel_mapping_until_the_marks_go() {
         let name = format!("/aclrs-test-marks-{}", std::process::id());
@@ -1168,12 +1173,17 @@ mod tests {
             w.read(at, &mut b).unwrap();
             assert_eq!(b, [9u8; 64], "round {round}: the same frames, the same bytes");
         }
-        // A marked neighbour, backed later, joins the marked range.
-        w.map_shared(off + len, PAGE, &object, off + len, true).unwrap();
-        assert_eq!(maps(), 3, "adjacent marked ranges of one protection are one mapping");
-        w.unmap(off + len, PAGE).unwrap();
+        // A range backed next to accessible memory takes no mark: unbacked, it joins the
+        // never-backed memory again (backing and unbacking it move a boundary in place).
+        let next = off + len;
+        for _ in 0..2 {
+            w.map_shared(next, PAGE, &object, next, true).unwrap();
+            assert_eq!(maps(), 4, "the marked range, its unmarked neighbour");
+            w.unmap(next, PAGE).unwrap();
+            assert_eq!(maps(), 3, "the neighbour went back into the never-backed memory");
+        }
         w.unmap(off, len).unwrap();
-        assert_eq!(maps(), 3, "two unbacked marked ranges, joined, between never-backed memory");
+        assert_eq!(maps(), 3, "the unbacked marked range between never-backed memory");
         {
             let _held = w.write_map();
             assert!(w.unmark_all(), "there were marks");

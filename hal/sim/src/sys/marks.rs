@@ -5,17 +5,20 @@
 //!
 //! Backing and unbacking a range on the identity mapping changes its protection in place
 //! (`mprotect`). The kernel joins neighbouring mappings whose attributes are equal, so making a
-//! range inaccessible again joins it with the inaccessible memory around it (never-backed VA,
-//! such as the unused end of a 2 MiB-rounded block), and backing it next time splits that
-//! mapping apart again: two mapping changes per pair, more than a bare `mmap`+`munmap`. A range
-//! the window has backed once carries `MADV_RANDOM` (a read-ahead hint, meaningless for shared
-//! memory pages, chosen because it changes nothing else), which never-backed memory does not:
-//! unbacked, the range stays a mapping of its own, and the next backing of the same range (the
-//! steady state of a malloc/free loop: the VA allocator hands a freed range to the next request
-//! of its size) changes the protection of exactly one mapping, with no split or join. Marked
-//! ranges next to each other (backed or not) still join, so the process holds about as many
-//! mappings as before. Where a change fails for lack of mappings, [`super::Window`] removes
-//! every mark (all marked ranges join their neighbours again) and tries once more.
+//! range with inaccessible memory on both sides (never-backed VA, such as the unused end of a
+//! 2 MiB-rounded block) inaccessible again joins it with both, and backing it next time splits
+//! that mapping in three again: two costly mapping changes per pair, more than a bare
+//! `mmap`+`munmap`. Such a range, when the window backs it, carries `MADV_RANDOM` (a read-ahead
+//! hint, meaningless for shared memory pages, chosen because it changes nothing else), which
+//! never-backed memory does not: unbacked, the range stays a mapping of its own, and the next
+//! backing of the same range (the steady state of a malloc/free loop: the VA allocator hands a
+//! freed range to the next request of its size) changes the protection of exactly one mapping,
+//! with no split or join. A range backed next to accessible memory takes no mark: backing and
+//! unbacking it only move the boundary between its neighbours' mappings, which the kernel does
+//! in place (a mark would turn that into a join and a split). Marked ranges next to each other
+//! (backed or not) still join, so the process holds about as many mappings as before. Where a
+//! change fails for lack of mappings, [`super::Window`] removes every mark (all marked ranges
+//! join their neighbours again) and tries once more.
 //!
 //! This module only keeps the record; the mapping calls are [`super::Window`]'s. The record
 //! may say less than the kernel (a mark that failed is not recorded): it only decides whether a
