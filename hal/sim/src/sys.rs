@@ -927,14 +927,18 @@ impl Window {
             };
             // CAST: inside the window (checked by `page_range`), so the address and length fit.
             let piece = (at as usize + (o - offset) as usize) as *mut libc::c_void;
-            if e.identity {
-                self.protect_identity(piece, e.len_bytes as usize, prot)?;
-            // SAFETY: the piece is a mapped page range of our own window (an entry); changing
-            // its protection touches no other memory. Accesses through the window check the
-            // entries under the lock we hold, so none is using it now.
-            } else if unsafe { libc::mprotect(piece, e.len_bytes as usize, prot) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
+            let changed = if e.identity {
+                self.protect_identity(piece, e.len_bytes as usize, prot)
+            } else {
+                // SAFETY: the piece is a mapped page range of our own window (an entry);
+                // changing its protection touches no other memory. Accesses through the window
+                // check the entries under the lock we hold, so none is using it now.
+                match unsafe { libc::mprotect(piece, e.len_bytes as usize, prot) } {
+                    0 => Ok(()),
+                    _ => Err(io::Error::last_os_error()),
+                }
+            };
+            changed?;
             // INVARIANT: the entry says what the piece's protection now is.
             map.insert(o, Entry { hidden, ..e });
         }
