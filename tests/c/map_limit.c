@@ -10,11 +10,10 @@
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
-#include <sys/mman.h>
 
 #include "check.h"
+#include "mappings.h"
 
-#define PAGES 200000ul
 
 int main(void)
 {
@@ -28,18 +27,12 @@ int main(void)
         return check_summary("map_limit");
     }
     CHECK_OK(aclrtGetMemInfo(ACL_HBM_MEM, &free0, &total0));
-    area = mmap(NULL, PAGES * 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    area = use_up_mappings(&split);
     if (!CHECK(area != MAP_FAILED)) {
         return check_summary("map_limit");
     }
-    /* Every page made readable between inaccessible ones is two more mappings. */
-    while ((unsigned long)split * 2 < PAGES && mprotect(area + split * 2 * 4096, 4096, PROT_READ) == 0) {
-        split++;
-    }
-    /* One mapping may be left: take it (this may fail when there is none, which is as good). */
-    (void)mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     printf("  %ld host pages split off\n", split);
-    CHECK(split > 1000 && (unsigned long)split * 2 < PAGES);
+    CHECK(split > 1000 && (unsigned long)split * 2 < USE_UP_PAGES);
     {
         aclError rc = aclrtMalloc(&p, 128 << 10, ACL_MEM_MALLOC_NORMAL_ONLY);
         const char *msg = aclGetRecentErrMsg();
@@ -49,7 +42,7 @@ int main(void)
     }
     CHECK_OK(aclrtGetMemInfo(ACL_HBM_MEM, &free1, &total1));
     CHECK(free1 == free0 && total1 == total0);
-    CHECK(munmap(area, PAGES * 4096) == 0);
+    CHECK(release_mappings(area) == 0);
     CHECK_OK(aclrtMalloc(&p, 128 << 10, ACL_MEM_MALLOC_NORMAL_ONLY));
     CHECK_OK(aclrtMemset(p, 128 << 10, 7, 128 << 10));
     CHECK_OK(aclrtFree(p));

@@ -15,11 +15,10 @@
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
-#include <sys/mman.h>
 
 #include "check.h"
+#include "mappings.h"
 
-#define PAGES 200000ul
 #define BLOCKS 2000
 #define SMALL (128u << 10)
 
@@ -47,18 +46,12 @@ int main(void)
     for (int i = 0; i < made; i++) {
         CHECK_OK(aclrtFree(blocks[i]));
     }
-    area = mmap(NULL, PAGES * 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    area = use_up_mappings(&split);
     if (!CHECK(area != MAP_FAILED)) {
         return check_summary("map_marks");
     }
-    /* Every page made readable between inaccessible ones is two more mappings. */
-    while ((unsigned long)split * 2 < PAGES && mprotect(area + split * 2 * 4096, 4096, PROT_READ) == 0) {
-        split++;
-    }
-    /* One mapping may be left: take it (this may fail when there is none, which is as good). */
-    (void)mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     printf("  %ld host pages split off\n", split);
-    CHECK(split > 1000 && (unsigned long)split * 2 < PAGES);
+    CHECK(split > 1000 && (unsigned long)split * 2 < USE_UP_PAGES);
     if (CHECK_OK(aclrtMalloc(&p, SMALL, ACL_MEM_MALLOC_NORMAL_ONLY))) {
         for (size_t i = 0; i < SMALL; i++) {
             out[i] = (unsigned char)(i * 13 + 5);
@@ -68,7 +61,7 @@ int main(void)
         CHECK(memcmp(out, back, SMALL) == 0);
         CHECK_OK(aclrtFree(p));
     }
-    CHECK(munmap(area, PAGES * 4096) == 0);
+    CHECK(release_mappings(area) == 0);
     CHECK_OK(aclrtGetMemInfo(ACL_HBM_MEM, &free1, &total1));
     CHECK(free1 == free0 && total1 == total0);
     CHECK_OK(aclrtResetDevice(0));

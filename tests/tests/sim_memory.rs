@@ -39,23 +39,25 @@ fn a_hundred_thousand_live_128k_allocations_fit_on_16g() {
     assert!(out.contains("many_allocs: OK"), "{out}");
 }
 
-#[test]
-fn out_of_mappings_is_out_of_memory_with_the_limit_named() {
-    if !on_sim("out_of_mappings_is_out_of_memory_with_the_limit_named") {
-        return;
-    }
-    // The program can use up to 200,000 mappings of its own.
+/// Whether a C program can use up this process's mappings (`tests/c/mappings.h` splits a
+/// reservation into up to 200,000 of them); prints why not.
+fn can_use_up_mappings(test: &str) -> bool {
     let limit =
         std::fs::read_to_string("/proc/sys/vm/max_map_count").ok().and_then(|t| t.trim().parse::<u64>().ok());
     match limit {
-        Some(l) if l < 190_000 => {}
+        Some(l) if l < 190_000 => true,
         other => {
-            skip(
-                "out_of_mappings_is_out_of_memory_with_the_limit_named",
-                &format!("vm.max_map_count is {other:?}, more than the program can use up"),
-            );
-            return;
+            skip(test, &format!("vm.max_map_count is {other:?}, more than the program can use up"));
+            false
         }
+    }
+}
+
+#[test]
+fn out_of_mappings_is_out_of_memory_with_the_limit_named() {
+    let test = "out_of_mappings_is_out_of_memory_with_the_limit_named";
+    if !on_sim(test) || !can_use_up_mappings(test) {
+        return;
     }
     let exe = compile_c("map_limit", Link::Shared);
     let out = run_ok(&exe, "maplimit", &[]);
@@ -65,18 +67,8 @@ fn out_of_mappings_is_out_of_memory_with_the_limit_named() {
 #[test]
 fn freed_ranges_give_their_mappings_back_at_the_mapping_limit() {
     let test = "freed_ranges_give_their_mappings_back_at_the_mapping_limit";
-    if !on_sim(test) {
+    if !on_sim(test) || !can_use_up_mappings(test) {
         return;
-    }
-    // The program can use up to 200,000 mappings of its own.
-    let limit =
-        std::fs::read_to_string("/proc/sys/vm/max_map_count").ok().and_then(|t| t.trim().parse::<u64>().ok());
-    match limit {
-        Some(l) if l < 190_000 => {}
-        other => {
-            skip(test, &format!("vm.max_map_count is {other:?}, more than the program can use up"));
-            return;
-        }
     }
     let exe = compile_c("map_marks", Link::Shared);
     let out = run_ok(&exe, "mapmarks", &[("ACLRS_SIM_HBM", "16G"), ("ACLRS_SIM_DEVICES", "1")]);
