@@ -46,28 +46,39 @@ use crate::state::vmm::VmmState;
 /// Low bits of [`Device`]'s `mem_version` that count releases of `mem` (2^40 of them).
 const VERSION_COUNT_BITS: u32 = 40;
 
-/// The device's memory state, locked ([`Device::mem`]). Every release of it moves the device's
-/// memory version, so a range a thread found live is known live only while nobody took the lock
-/// since ([`Self::seal`]).
+/// The device's memory state, locked ([`Device::mem`]). A release of it after a change (the
+/// state taken mutably) moves the device's memory version, so a range a thread found live is
+/// known live while the version stays what it was then ([`Self::seal`]); a hold that only
+/// reads (a lookup, a check) moves nothing, so it leaves every thread's knowledge valid. Every
+/// field of [`DevMem`] is plain data: nothing in it changes through a shared reference.
 #[derive(Debug)]
 pub(crate) struct MemGuard<'a> {
     guard: MutexGuard<'a, DevMem>,
     version: &'a AtomicU64,
-    /// Whether the version was moved already for what this guard saw (and nothing was changed
-    /// through it since).
-    sealed: bool,
+    /// Whether the state may have changed through this guard since the version last moved
+    /// (it was taken mutably): its release, or [`Self::seal`], then moves the version.
+    dirty: bool,
 }
 
 impl MemGuard<'_> {
-    /// Publishes the state as this guard sees it now and returns its version: until another
-    /// taking of the lock, [`Device::mem_version`] stays this value, so whatever was found in
-    /// the state holds while it does. A change through the guard after this moves it again.
+    /// Moves the version when the state changed through this guard.
+    fn publish(&mut self) {
+        if self.dirty {
+            let v = self.version.load(Ordering::Relaxed) + 1;
+            // Release (under the lock, the only writer): what was written before is ordered
+            // before it.
+            self.version.store(v, Ordering::Release);
+            self.dirty = false;
+        }
+    }
+
+    /// Publishes the state as this guard sees it now and returns its version: until the state
+    /// changes under another taking of the lock, [`Device::mem_version`] stays this value, so
+    /// whatever was found in the state holds while it does. A change through the guard after
+    /// this moves it again.
     pub(crate) fn seal(&mut self) -> u64 {
-        let v = self.version.load(Ordering::Relaxed) + 1;
-        // Release (under the lock, the only writer): what was read before is ordered before.
-        self.version.store(v, Ordering::Release);
-        self.sealed = true;
-        v
+        self.publish();
+        self.version.load(Ordering::Relaxed)
     }
 }
 
@@ -81,19 +92,16 @@ impl std::ops::Deref for MemGuard<'_> {
 
 impl std::ops::DerefMut for MemGuard<'_> {
     fn deref_mut(&mut self) -> &mut DevMem {
-        self.sealed = false;
+        self.dirty = true;
         &mut self.guard
     }
 }
 
 impl Drop for MemGuard<'_> {
     fn drop(&mut self) {
-        if !self.sealed {
-            // Before the unlock (the guard field drops after this): a thread that sees the old
-            // version took nothing from a state after this one.
-            let v = self.version.load(Ordering::Relaxed) + 1;
-            self.version.store(v, Ordering::Release);
-        }
+        // Before the unlock (the guard field drops after this): a thread that sees the old
+        // version took nothing from a state after this one.
+        self.publish();
     }
 }
 
@@ -216,12 +224,12 @@ impl Device {
     /// 507000 when a panic poisoned it.
     pub(crate) fn mem(&self, api: &str) -> Result<MemGuard<'_>> {
         let guard = crate::sync::lock(&self.mem, api, &format_args!("device {}'s memory", self.id))?;
-        Ok(MemGuard { guard, version: &self.mem_version, sealed: false })
+        Ok(MemGuard { guard, version: &self.mem_version, dirty: false })
     }
 
     /// [`Self::mem`] even when a panic poisoned it (a teardown that takes what it can).
     pub(crate) fn mem_even_if_failed(&self) -> MemGuard<'_> {
-        MemGuard { guard: crate::sync::relock(&self.mem), version: &self.mem_version, sealed: false }
+        MemGuard { guard: crate::sync::relock(&self.mem), version: &self.mem_version, dirty: false }
     }
 
     /// The state of `mem` last published (see [`MemGuard::seal`]); no lock.
