@@ -11,6 +11,8 @@ use mm::device::{DeferError, DeferredFrees};
 use mm::order::{StreamOrder, StreamPoint};
 use proptest::prelude::*;
 
+mod common;
+
 struct Done<'a>(&'a [u64; 4], Cell<usize>);
 
 impl StreamOrder for Done<'_> {
@@ -46,9 +48,11 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
+    #![proptest_config(common::config(256, 2))]
+
     #[test]
     fn every_deferred_free_settles_once_and_only_when_its_point_is_complete(
-        ops in proptest::collection::vec(op(), 1..200)
+        ops in proptest::collection::vec(op(), 1..common::ops(200, 50))
     ) {
         let mut d = DeferredFrees::new();
         let mut model: BTreeMap<u64, StreamPoint> = BTreeMap::new();
@@ -115,7 +119,7 @@ proptest! {
 
     #[test]
     fn the_address_map_agrees_with_a_linear_scan(
-        ops in proptest::collection::vec((0u64..64, 1u64..6, any::<bool>(), 0u64..70), 1..200)
+        ops in proptest::collection::vec((0u64..64, 1u64..6, any::<bool>(), 0u64..70), 1..common::ops(200, 50))
     ) {
         let mut m: AddressMap<u64> = AddressMap::new();
         let mut model: Vec<(u64, u64)> = Vec::new();

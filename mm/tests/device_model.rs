@@ -15,6 +15,8 @@ use mm::device::{DeviceAllocator, FrameBacker, FreeError, NotLive, APP};
 use mm::phys::{FrameAllocator, PhysConfig};
 use mm::policy::{request, Api};
 use proptest::prelude::*;
+
+mod common;
 use std::collections::BTreeMap;
 
 const MIB: u64 = 1 << 20;
@@ -100,10 +102,10 @@ fn check(a: &DeviceAllocator, b: &FrameBacker, model: &BTreeMap<u64, Live>, free
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 2 } else { 48 }, .. ProptestConfig::default() })]
+    #![proptest_config(common::config(48, 2))]
 
     #[test]
-    fn device_allocator_matches_the_model(ops in prop::collection::vec(op(), 1..160), keep_spare in any::<bool>()) {
+    fn device_allocator_matches_the_model(ops in prop::collection::vec(op(), 1..common::ops(160, 40)), keep_spare in any::<bool>()) {
         let window = VaRange::try_new(DeviceAddr(BASE), 64 << 30).unwrap();
         let frames = FrameAllocator::new(PhysConfig { total_bytes: TOTAL, huge_budget_bytes: 96 * MIB, giant_budget_bytes: 0 }).unwrap();
         let mut b = FrameBacker::new(frames);

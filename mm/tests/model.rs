@@ -14,6 +14,8 @@ use mm::va::{VaAllocator, SCAN};
 use mm::Error;
 use proptest::prelude::*;
 
+mod common;
+
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
@@ -613,12 +615,12 @@ fn run_va(window_start: u64, ops: Vec<VaOp>) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 2 } else { 64 }))]
+    #![proptest_config(common::config(64, 2))]
 
     #[test]
     fn frame_allocator_matches_model(
         cfg in phys_config(),
-        ops in prop::collection::vec(phys_op(), 1..200),
+        ops in prop::collection::vec(phys_op(), 1..common::ops(200, 32)),
     ) {
         run_phys(cfg, ops, false)?;
     }
@@ -626,7 +628,7 @@ proptest! {
     #[test]
     fn frame_allocator_with_quick_reuse_matches_model(
         cfg in phys_config(),
-        ops in prop::collection::vec(phys_op(), 1..200),
+        ops in prop::collection::vec(phys_op(), 1..common::ops(200, 32)),
     ) {
         run_phys(cfg, ops, true)?;
     }
@@ -634,7 +636,7 @@ proptest! {
     #[test]
     fn va_allocator_matches_model(
         start in prop_oneof![Just(0x1000_0000u64), 0x1000u64..0x10_0000],
-        ops in prop::collection::vec(va_op(), 1..200),
+        ops in prop::collection::vec(va_op(), 1..common::ops(200, 32)),
     ) {
         run_va(start, ops)?;
     }

@@ -11,6 +11,8 @@ use mm::order::{StreamOrder, StreamPoint};
 use mm::pool::{Pool, PoolBacking, ReuseModes, BLOCK_ALIGN, PAGE};
 use proptest::prelude::*;
 
+mod common;
+
 const MIB: u64 = 1 << 20;
 
 struct Src {
@@ -136,10 +138,10 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 2 } else { 64 }, .. ProptestConfig::default() })]
+    #![proptest_config(common::config(64, 2))]
 
     #[test]
-    fn pool_never_hands_out_memory_still_in_use(ops in prop::collection::vec(op(), 1..150), m in 0u8..8) {
+    fn pool_never_hands_out_memory_still_in_use(ops in prop::collection::vec(op(), 1..common::ops(150, 40)), m in 0u8..8) {
         let modes = ReuseModes {
             follow_event_dependencies: m & 1 != 0,
             allow_opportunistic: m & 2 != 0,

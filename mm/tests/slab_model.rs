@@ -19,6 +19,8 @@ use mm::phys::{FrameAllocator, PhysConfig};
 use mm::policy::{request, Api, HUGE_FIRST, HUGE_ONLY, NORMAL_ONLY};
 use mm::slab::{class_of, CHUNK_BYTES, CLASS_BYTES, SEGMENT_BYTES};
 use proptest::prelude::*;
+
+mod common;
 use std::collections::BTreeMap;
 
 const MIB: u64 = 1 << 20;
@@ -167,11 +169,7 @@ fn check(a: &DeviceAllocator, b: &FrameBacker, model: &BTreeMap<u64, Live>, free
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 2 } else { 48 },
-        failure_persistence: None,
-        .. ProptestConfig::default()
-    })]
+    #![proptest_config(common::config(48, 2))]
 
     #[test]
     fn slab_churn_matches_the_model(
@@ -179,7 +177,7 @@ proptest! {
             prop_oneof![2 => 1u64..=1024, 2 => 1025u64..=4096, 3 => 4097u64..=(64 << 10)],
             1..4,
         ),
-        ops in prop::collection::vec(op(), 1..if cfg!(miri) { 60 } else { 600 }),
+        ops in prop::collection::vec(op(), 1..common::ops(600, 60)),
         keep_spare in any::<bool>(),
     ) {
         let window = VaRange::try_new(DeviceAddr(BASE), 64 << 30).unwrap();

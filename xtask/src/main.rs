@@ -329,12 +329,14 @@ fn miri(install: bool) -> Result {
             c.env_remove(&k);
         }
     }
-    // Miri builds into its own folder so it never invalidates the stable build.
+    // Miri builds into its own folder so it never invalidates the stable build. `--tests`: the
+    // crates' unit tests and their model tests (mm/tests, sched/tests), which run fewer and
+    // shorter cases under Miri (`cfg!(miri)`).
     c.current_dir(root())
         .env("MIRIFLAGS", "-Zmiri-strict-provenance")
         .env("CARGO_TARGET_DIR", target_dir().join("miri"))
-        .args(["run", "nightly", "cargo", "miri", "test", "-p", "mm", "-p", "sched", "--lib"]);
-    run("cargo +nightly miri test -p mm -p sched --lib", &mut c)
+        .args(["run", "nightly", "cargo", "miri", "test", "-p", "mm", "-p", "sched", "--tests"]);
+    run("cargo +nightly miri test -p mm -p sched --tests", &mut c)
 }
 
 fn loom() -> Result {
