@@ -19,9 +19,9 @@ use mm::phys::{FrameAllocator, PhysConfig};
 use mm::policy::{request, Api, HUGE_FIRST, HUGE_ONLY, NORMAL_ONLY};
 use mm::slab::{class_of, CHUNK_BYTES, CLASS_BYTES, SEGMENT_BYTES};
 use proptest::prelude::*;
+use std::collections::BTreeMap;
 
 mod common;
-use std::collections::BTreeMap;
 
 const MIB: u64 = 1 << 20;
 const BASE: u64 = 16 << 40;
