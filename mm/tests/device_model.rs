@@ -15,9 +15,9 @@ use mm::device::{DeviceAllocator, FrameBacker, FreeError, NotLive, APP};
 use mm::phys::{FrameAllocator, PhysConfig};
 use mm::policy::{request, Api};
 use proptest::prelude::*;
+use std::collections::BTreeMap;
 
 mod common;
-use std::collections::BTreeMap;
 
 const MIB: u64 = 1 << 20;
 const BASE: u64 = 16 << 40;
