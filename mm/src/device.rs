@@ -616,6 +616,8 @@ struct SlabKind {
 #[derive(Clone, Copy, Debug)]
 struct KindFast {
     key: u64,
+    /// Its own index in the table.
+    index: u16,
     comp: u32,
     policy: u8,
     page: PageSize,
@@ -642,18 +644,42 @@ fn kind_key(page: PageSize, attrs: MemAttr, component: Component, class: PolicyC
 const NIL: u32 = u32::MAX;
 
 /// A live chunk and its links in its class's list of chunks with free slots.
+///
+/// It also carries what a free needs of its kind (the counters' indices and the fields a free
+/// reports), so that the slab fast path of a free reads the chunk's record and nothing of the
+/// kind table.
 #[derive(Debug)]
 struct ChunkRec {
     chunk: Chunk,
     /// Bytes backed from the chunk's start: a multiple of [`SEGMENT_BYTES`], or the whole chunk
-    /// for 2 MiB-page kinds.
+    /// for 2 MiB-page kinds. Changed only through [`Self::set_backed`].
     backed: u64,
+    /// The lowest slot whose free may let the top segments go with `backed` as it is
+    /// ([`Chunk::shrink_guard`]; `u32::MAX` for a 2 MiB-page chunk): a free below it needs no
+    /// look at the segments.
+    guard: u32,
+    /// The kind's entry in [`Accounting::components`] (`NIL` until the kind's first charge) and
+    /// its policy's index, as in [`KindFast`].
+    comp: u32,
+    policy: u8,
+    page: PageSize,
+    attrs: MemAttr,
+    component: Component,
     kind: u16,
     prev: u32,
     next: u32,
     listed: bool,
     /// The VA allocator's handle of the chunk's range.
     va_node: u32,
+}
+
+impl ChunkRec {
+    /// Sets the bytes backed and the guard slot that follows from them.
+    #[inline]
+    fn set_backed(&mut self, backed: u64) {
+        self.backed = backed;
+        self.guard = if self.page == PageSize::Normal { self.chunk.shrink_guard(backed) } else { u32::MAX };
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -1210,7 +1236,7 @@ impl DeviceAllocator {
                     .map_err(AllocError::Backing)?;
                 backer.back(seg, kind.page, kind.attrs).map_err(AllocError::Backing)?;
                 self.acct.backed.add(seg.len_bytes());
-                rec.backed = seg_end;
+                rec.set_backed(seg_end);
             }
         }
         // CAST: usable <= 64 KiB.
@@ -1227,6 +1253,10 @@ impl DeviceAllocator {
             let comp = self.acct.components.iter().position(|(c, _)| *c == kind.component);
             // CAST: a handful of components.
             self.kind_fast[k].comp = comp.map_or(NIL, |i| i as u32);
+        }
+        // A chunk made before the kind's first charge learns its component's entry here.
+        if let Some(rec) = self.chunks[id as usize].as_mut() {
+            rec.comp = self.kind_fast[k].comp;
         }
         Ok(DeviceAddr(addr))
     }
@@ -1286,6 +1316,8 @@ impl DeviceAllocator {
                 // CAST: policy indices are below PolicyClass::COUNT.
                 self.kind_fast.push(KindFast {
                     key,
+                    // CAST: a handful of kinds.
+                    index: self.kinds.len() as u16 - 1,
                     comp: NIL,
                     policy: kind.class.index() as u8,
                     page: kind.page,
@@ -1317,10 +1349,25 @@ impl DeviceAllocator {
             }
             None => Chunk::new(base, class, kind.page as u8),
         };
-        // CAST: a handful of kinds.
-        let rec =
-            Some(ChunkRec { chunk, backed, kind: k as u16, prev: NIL, next: NIL, listed: false, va_node });
-        let id = put_slot(&mut self.chunks, &mut self.free_chunk_ids, rec);
+        let fast = self.kind_fast[k];
+        let mut rec = ChunkRec {
+            chunk,
+            backed: 0,
+            guard: u32::MAX,
+            comp: fast.comp,
+            policy: fast.policy,
+            page: fast.page,
+            attrs: fast.attrs,
+            component: fast.component,
+            // CAST: a handful of kinds.
+            kind: k as u16,
+            prev: NIL,
+            next: NIL,
+            listed: false,
+            va_node,
+        };
+        rec.set_backed(backed);
+        let id = put_slot(&mut self.chunks, &mut self.free_chunk_ids, Some(rec));
         if let Some(i) = self.slot_index(base) {
             // INVARIANT: the chunk owns its whole 2 MiB slot.
             self.slots[i] = id | SLAB_FLAG;
@@ -1570,8 +1617,8 @@ impl DeviceAllocator {
         let addr = base.as_u64();
         let info =
             if let Some(info) = self.free_slab_fast(base) { info } else { self.free_other(backer, base)? };
-        self.recent[self.recent_next] = addr;
-        self.recent_next = (self.recent_next + 1) % RECENT_FREES;
+        self.recent[self.recent_next % RECENT_FREES] = addr;
+        self.recent_next = self.recent_next.wrapping_add(1);
         Ok(info)
     }
 
@@ -1635,8 +1682,8 @@ impl DeviceAllocator {
         self.live_blocks -= 1;
         self.acct.backed.sub(b.backed_bytes());
         self.acct.refund(b.component, b.class, b.usable);
-        self.recent[self.recent_next] = addr;
-        self.recent_next = (self.recent_next + 1) % RECENT_FREES;
+        self.recent[self.recent_next % RECENT_FREES] = addr;
+        self.recent_next = self.recent_next.wrapping_add(1);
         Ok(Some(Detached {
             va: b.va(),
             va_node: b.va_node,
@@ -1768,26 +1815,29 @@ impl DeviceAllocator {
         }
         let page = if req.plan == PagePlan::HugeOnly { PageSize::Huge } else { PageSize::Normal };
         let key = kind_key(page, req.attrs, component, req.class);
-        let k = self.kind_fast.iter().position(|f| f.key == key)?;
-        let fast = self.kind_fast[k];
-        let comp = fast.comp as usize;
-        if comp >= self.acct.components.len() {
-            return None;
-        }
-        let id = self.heads.get(k)?.get(class)?.partial;
-        let rec = self.chunks.get_mut(id as usize)?.as_mut()?;
+        let fast = match self.kind_fast.first() {
+            // The first kind (usually the only one) is looked at without a search.
+            Some(f) if f.key == key => f,
+            _ => self.kind_fast.iter().find(|f| f.key == key)?,
+        };
+        let k = usize::from(fast.index);
+        let head = self.heads.get_mut(k)?.get_mut(class)?;
+        let rec = self.chunks.get_mut(head.partial as usize)?.as_mut()?;
+        // Both counters exist before anything changes (a kind not charged yet has no entry).
+        let comp = self.acct.components.get_mut(fast.comp as usize)?;
+        let policy = self.acct.policies.get_mut(usize::from(fast.policy))?;
         // CAST: usable <= 64 KiB.
         let addr = rec.chunk.alloc_within(req.usable_bytes as u32, rec.backed)?;
         if rec.chunk.is_full() {
             // It is the list's head: take it off (see `list_push`: no other chunk changes).
-            self.heads[k][class].partial = rec.next;
+            head.partial = rec.next;
             (rec.listed, rec.next) = (false, NIL);
         }
-        self.live_objects += 1;
         let bytes = req.usable_bytes;
+        comp.1.add(bytes);
+        policy.add(bytes);
         self.acct.live.add(bytes);
-        self.acct.components[comp].1.add(bytes);
-        self.acct.policies[usize::from(fast.policy) % PolicyClass::COUNT].add(bytes);
+        self.live_objects += 1;
         Some(DeviceAddr(addr))
     }
 
@@ -1806,38 +1856,31 @@ impl DeviceAllocator {
         }
         let id = e & !SLAB_FLAG;
         let rec = self.chunks.get_mut(id as usize)?.as_mut()?;
-        let k = usize::from(rec.kind);
-        let fast = *self.kind_fast.get(k)?;
-        let comp = fast.comp as usize;
-        if comp >= self.acct.components.len() {
-            return None;
-        }
-        // Only a free leaving the top two backed segments of a 4 KiB-page chunk with no live
-        // object lets its top go (see `free_may_shrink`); the slow path takes that one.
-        // CAST: at most SEGMENTS.
-        let from = if fast.page == PageSize::Normal {
-            ((rec.backed / SEGMENT_BYTES) as usize).wrapping_sub(2)
-        } else {
-            usize::MAX
-        };
+        // Both counters exist before anything changes (a kind not charged yet has no entry).
+        let comp = self.acct.components.get_mut(rec.comp as usize)?;
+        let policy = self.acct.policies.get_mut(usize::from(rec.policy))?;
         let was_full = rec.chunk.is_full();
-        let usable = rec.chunk.free_fast(addr, from)?;
-        if was_full {
-            let class = usize::from(rec.chunk.class);
-            self.list_push(k, class, id);
-        }
-        self.live_objects -= 1;
+        // Only a free leaving the top two backed segments of a 4 KiB-page chunk with no live
+        // object lets its top go (see `free_may_shrink`); the slow path takes that one. The
+        // chunk's guard slot spares the look for every object below those segments.
+        let usable = rec.chunk.free_fast(addr, rec.guard, rec.backed)?;
+        comp.1.sub(usable);
+        policy.sub(usable);
         self.acct.live.sub(usable);
-        self.acct.components[comp].1.sub(usable);
-        self.acct.policies[usize::from(fast.policy) % PolicyClass::COUNT].sub(usable);
-        Some(Info {
+        self.live_objects -= 1;
+        let info = Info {
             base,
             usable_bytes: usable,
-            page_size: fast.page,
-            attrs: fast.attrs,
-            component: fast.component,
+            page_size: rec.page,
+            attrs: rec.attrs,
+            component: rec.component,
             is_slab: true,
-        })
+        };
+        if was_full {
+            let (k, class) = (usize::from(rec.kind), usize::from(rec.chunk.class));
+            self.list_push(k, class, id);
+        }
+        Some(info)
     }
 
     fn free_slab<B: Backer>(&mut self, backer: &mut B, id: u32, base: DeviceAddr) -> Result<Info, FreeError> {
@@ -1913,7 +1956,7 @@ impl DeviceAllocator {
             }
             backer.unback(VaRange::try_new(DeviceAddr(rec.chunk.base + start), SEGMENT_BYTES)?)?;
             self.acct.backed.sub(SEGMENT_BYTES);
-            rec.backed = start;
+            rec.set_backed(start);
         }
         Ok(())
     }
@@ -1930,7 +1973,7 @@ impl DeviceAllocator {
             let seg = VaRange::try_new(DeviceAddr(base + start), rec.backed - start)?;
             backer.unback(seg)?;
             self.acct.backed.sub(seg.len_bytes());
-            rec.backed = start;
+            rec.set_backed(start);
         }
         let range = VaRange::try_new(DeviceAddr(base), CHUNK_BYTES)?;
         let _ = self.va.free_handle(range, rec.va_node);

@@ -435,12 +435,30 @@ impl Chunk {
         self.release(slot)
     }
 
+    /// The lowest slot whose object reaches segment `top - 2` when the first `backed` bytes
+    /// (`top` segments) are backed: only the free of such an object may let the top shrink
+    /// ([`Self::free_lets_top_shrink`] with `from = top - 2`). `u32::MAX` when fewer than two
+    /// segments are backed (nothing can shrink).
+    pub fn shrink_guard(&self, backed: u64) -> u32 {
+        let top = backed / SEGMENT_BYTES;
+        if top < 2 {
+            return u32::MAX;
+        }
+        let from = (top - 2) * SEGMENT_BYTES;
+        let object = self.object_bytes();
+        // The first slot whose last byte, `slot · object + object − 1`, is at or past `from`.
+        // CAST: below the capacity (at most 32768).
+        (from + 1).saturating_sub(object).div_ceil(object) as u32
+    }
+
     /// Frees the live object starting exactly at `addr` unless that would empty the chunk or
-    /// let its top shrink when its top two backed segments are `from` and `from + 1`
-    /// ([`Self::free_lets_top_shrink`]): its usable bytes, or `None` (nothing changed) then and
-    /// when `addr` is not a live object's start, for the caller's slow path to tell apart.
+    /// let its top shrink when its first `backed` bytes are backed
+    /// ([`Self::free_lets_top_shrink`], looked at only from slot `guard` on, which
+    /// [`Self::shrink_guard`] gives for `backed`, or `u32::MAX` where the top never shrinks):
+    /// its usable bytes, or `None` (nothing changed) then and when `addr` is not a live
+    /// object's start, for the caller's slow path to tell apart.
     #[inline(always)]
-    pub fn free_fast(&mut self, addr: u64, from: usize) -> Option<u64> {
+    pub fn free_fast(&mut self, addr: u64, guard: u32, backed: u64) -> Option<u64> {
         let off = addr.wrapping_sub(self.base);
         if off >= u64::from(self.span) {
             return None;
@@ -450,9 +468,12 @@ impl Chunk {
         if (usable == 0) | (off != u64::from(slot * self.object)) | (self.used == 1) {
             return None;
         }
-        // Only an object reaching segment `from` may let the top shrink: look at the top two
-        // segments' objects then (the first bitmap word with another live object answers).
-        if self.free_lets_top_shrink(slot, from) {
+        // Only an object reaching the top two segments may let the top shrink: look at their
+        // objects then (the first bitmap word with another live object answers).
+        // CAST: at most SEGMENTS.
+        if slot >= guard
+            && self.free_lets_top_shrink(slot, ((backed / SEGMENT_BYTES) as usize).wrapping_sub(2))
+        {
             return None;
         }
         Some(self.release(slot))
@@ -591,6 +612,28 @@ mod tests {
     }
 
     #[test]
+    fn shrink_guard_is_the_first_slot_reaching_the_top_two_segments() {
+        // Under Miri a sample: every seventh class, every fifth top, every 997th slot.
+        let (classes, tops, slots) = if cfg!(miri) { (7, 5, 997) } else { (1, 1, 1) };
+        for (class, &object) in CLASS_BYTES.iter().enumerate().step_by(classes) {
+            let c = Chunk::new(0, class, 0);
+            for top in (0..=SEGMENTS as u64).step_by(tops) {
+                let guard = c.shrink_guard(top * SEGMENT_BYTES);
+                if top < 2 {
+                    assert_eq!(guard, u32::MAX, "class {class}: nothing shrinks below two segments");
+                    continue;
+                }
+                // CAST: below SEGMENTS.
+                let from = (top - 2) as usize;
+                for slot in (0..c.capacity).step_by(slots) {
+                    let reaches = c.segments(slot).1 >= from;
+                    assert_eq!(slot >= guard, reaches, "class {class} ({object} B), top {top}, slot {slot}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn fast_alloc_and_free_refuse_what_needs_the_slow_path() {
         // 5120-byte objects: slot 12 straddles the first two segments.
         let mut c = Chunk::new(0, class_of(5000).unwrap(), 0);
@@ -601,17 +644,19 @@ mod tests {
         assert_eq!(c.used(), 12, "nothing changed");
         assert_eq!(c.alloc_within(5000, 2 * SEGMENT_BYTES), Some(12 * 5120));
         // Freeing slot 12 would empty segment 1: refused from segment 1 on, done below it.
-        assert_eq!(c.free_fast(12 * 5120, 1), None);
+        let top3 = (c.shrink_guard(3 * SEGMENT_BYTES), 3 * SEGMENT_BYTES);
+        let top4 = (c.shrink_guard(4 * SEGMENT_BYTES), 4 * SEGMENT_BYTES);
+        assert_eq!(c.free_fast(12 * 5120, top3.0, top3.1), None);
         assert_eq!((c.used(), c.segment_live(1)), (13, 1), "nothing changed");
-        assert_eq!(c.free_fast(12 * 5120 + 64, 2), None, "not an object's start");
-        assert_eq!(c.free_fast(12 * 5120, 2), Some(5000));
-        assert_eq!(c.free_fast(12 * 5120, 2), None, "no longer live");
+        assert_eq!(c.free_fast(12 * 5120 + 64, top4.0, top4.1), None, "not an object's start");
+        assert_eq!(c.free_fast(12 * 5120, top4.0, top4.1), Some(5000));
+        assert_eq!(c.free_fast(12 * 5120, top4.0, top4.1), None, "no longer live");
         assert_eq!(c.segment_live(1), 0);
         assert_eq!(c.next_end(), Some(13 * 5120));
         for slot in 1..12 {
-            assert_eq!(c.free_fast(slot * 5120, usize::MAX), Some(5000));
+            assert_eq!(c.free_fast(slot * 5120, u32::MAX, 0), Some(5000));
         }
-        assert_eq!(c.free_fast(0, usize::MAX), None, "the last object empties the chunk");
+        assert_eq!(c.free_fast(0, u32::MAX, 0), None, "the last object empties the chunk");
         assert_eq!(c.free(0), 5000);
         assert!(c.is_empty());
         // A full chunk refuses whatever is backed.
