@@ -280,30 +280,7 @@ impl FrameBacker {
         }
         let count = range.len_bytes() / page.bytes();
         let (start, len) = (range.start().as_u64(), range.len_bytes());
-        // The runs are written straight into the record's slot; a reused record's old runs
-        // need no clearing (only the first `n` are read).
-        let i = match self.free_recs.pop() {
-            Some(i) => {
-                let rec = &mut self.recs[i as usize];
-                (rec.start, rec.len, rec.indexed, rec.joint, rec.page, rec.n, rec.spill) =
-                    (start, len, indexed, false, page, 0, NO_SPILL);
-                i
-            }
-            None => put_slot(
-                &mut self.recs,
-                &mut self.free_recs,
-                Backed {
-                    start,
-                    len,
-                    indexed,
-                    joint: false,
-                    page,
-                    n: 0,
-                    runs: [PhysRun::default(); INLINE_RUNS],
-                    spill: NO_SPILL,
-                },
-            ),
-        };
+        let i = self.new_rec(start, len, indexed, false, page);
         let rec = &mut self.recs[i as usize];
         match self.frames.alloc_pages_into(page, count, &mut rec.runs) {
             // CAST: at most INLINE_RUNS.
@@ -324,6 +301,35 @@ impl FrameBacker {
             }
         }
         Ok(i)
+    }
+
+    /// A record for the range at `start` of `len` bytes with no run yet (`n` 0): a freed one
+    /// reused in place where there is one. The runs are then written straight into its slot; a
+    /// reused record's old runs need no clearing (only the first `n` are read).
+    #[inline]
+    fn new_rec(&mut self, start: u64, len: u64, indexed: bool, joint: bool, page: PageSize) -> u32 {
+        match self.free_recs.pop() {
+            Some(i) => {
+                let rec = &mut self.recs[i as usize];
+                (rec.start, rec.len, rec.indexed, rec.joint, rec.page, rec.n, rec.spill) =
+                    (start, len, indexed, joint, page, 0, NO_SPILL);
+                i
+            }
+            None => put_slot(
+                &mut self.recs,
+                &mut self.free_recs,
+                Backed {
+                    start,
+                    len,
+                    indexed,
+                    joint,
+                    page,
+                    n: 0,
+                    runs: [PhysRun::default(); INLINE_RUNS],
+                    spill: NO_SPILL,
+                },
+            ),
+        }
     }
 
     /// Gives back the frames of record `i` and the record (all or nothing).
@@ -427,19 +433,16 @@ impl Backer for FrameBacker {
         let Some(run) = self.frames.alloc_huge_with_tail(huge.len_bytes() / h, tail.len_bytes() / n)? else {
             return Ok(None);
         };
-        let mut runs = [PhysRun::default(); INLINE_RUNS];
-        runs[0] = run;
-        let rec = Backed {
-            start: huge.start().as_u64(),
-            len: huge.len_bytes() + tail.len_bytes(),
-            indexed: false,
-            joint: true,
-            page: PageSize::Huge,
-            n: 1,
-            runs,
-            spill: NO_SPILL,
-        };
-        let i = put_slot(&mut self.recs, &mut self.free_recs, rec);
+        let i = self.new_rec(
+            huge.start().as_u64(),
+            huge.len_bytes() + tail.len_bytes(),
+            false,
+            true,
+            PageSize::Huge,
+        );
+        let rec = &mut self.recs[i as usize];
+        rec.runs[0] = run;
+        rec.n = 1;
         self.tokened += 1;
         Ok(Some(i))
     }
