@@ -35,7 +35,10 @@
 //! ones, or a block of 2 MiB or more starting inside a slot) take the general lookup. Blocks and chunks live
 //! in tables indexed by id with free-id lists; a chunk's slot storage is reused for the next chunk
 //! of its class; the chunks of a class with free slots form an intrusive list, so a slab
-//! allocation or free is O(1). In steady state (no table growing past its high-water mark)
+//! allocation or free is O(1). A slab free reads its chunk's record and nothing of the kind
+//! table (the record carries the kind's counter indices and the fields a free reports), and
+//! looks at the chunk's top segments only for an object at or above the chunk's guard slot
+//! ([`crate::slab::Chunk::shrink_guard`], kept with the bytes backed). In steady state (no table growing past its high-water mark)
 //! allocation and free allocate nothing on the heap: shared-slot tables, ids and chunk storage are
 //! recycled. The VA of a block or chunk comes from [`VaAllocator`]'s handle path, whose cache
 //! hands the range of a freed block straight to the next request of the same VA length (see
