@@ -9,16 +9,27 @@ use std::fmt;
 use crate::codes::*;
 
 /// An `aclError` code and the message that explains it.
+///
+/// One pointer wide (the code and message sit behind a box, made only when something fails), so
+/// that a [`Result`] of a unit or a word comes back from a call in registers: a result returned
+/// through memory is written field by field and read back wider, and such a load has to wait
+/// until every older store of the thread is written (a store-forwarding stall), which on a
+/// submission path means waiting for the last descriptor's cache lines.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AclError {
+pub struct AclError(Box<Inner>);
+
+/// What an [`AclError`] holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Inner {
     code: i32,
     message: String,
 }
 
 impl AclError {
     /// An error with `code` and `message`.
+    #[cold]
     pub fn new(code: i32, message: impl Into<String>) -> Self {
-        Self { code, message: message.into() }
+        Self(Box::new(Inner { code, message: message.into() }))
     }
 
     /// `ACL_ERROR_INVALID_PARAM` naming the bad argument.
@@ -33,12 +44,12 @@ impl AclError {
 
     /// The `aclError` code.
     pub fn code(&self) -> i32 {
-        self.code
+        self.0.code
     }
 
     /// The message.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.0.message
     }
 
     /// Maps a driver error, prefixing what the runtime was doing.
@@ -74,11 +85,14 @@ impl AclError {
 
 impl fmt::Display for AclError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} (aclError {})", self.message, self.code)
+        write!(f, "{} (aclError {})", self.0.message, self.0.code)
     }
 }
 
 impl std::error::Error for AclError {}
+
+// A unit or word result comes back in registers (see `AclError`).
+const _: () = assert!(std::mem::size_of::<Result<()>>() == 8 && std::mem::size_of::<Result<u64>>() == 16);
 
 /// Result of a runtime call.
 pub type Result<T, E = AclError> = std::result::Result<T, E>;

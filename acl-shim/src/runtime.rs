@@ -376,6 +376,27 @@ pub fn runtime_ref(api: &str) -> Result<Rt> {
     runtime_guarded(api)
 }
 
+/// Runs `f` on the initialised runtime, held for the call as [`runtime_ref`] holds it, and on
+/// the calling thread's state, with one thread-local access for both. The hot submissions use
+/// it: the runtime's pin then stays in registers instead of coming back through memory from
+/// a thread-local access of its own, whose result a later wider load would have to wait for
+/// (a store-forwarding stall, which waits until every older store of the thread is written).
+///
+/// # Errors
+///
+/// Those of [`runtime_ref`], and `f`'s.
+#[inline]
+pub(crate) fn with_runtime<R>(
+    api: &str,
+    f: impl FnOnce(&Runtime, &crate::tls::Local) -> Result<R>,
+) -> Result<R> {
+    refuse_in_forked_child(api)?;
+    crate::tls::with(|l| match PUBLISHED.pin(&l.pin, crate::tls::arm_release) {
+        Some(p) => f(&p, l),
+        None => f(&*runtime_guarded(api)?, l),
+    })
+}
+
 /// [`runtime_ref`] when no pin is to be had: an arc-swap guard (two read-modify-writes).
 #[cold]
 #[inline(never)]

@@ -516,8 +516,10 @@ pub trait QueuePort: Send + Sync + core::fmt::Debug {
     /// [`ErrorKind::InvalidHandle`](crate::ErrorKind::InvalidHandle) once the queue is destroyed
     /// or being destroyed; [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a
     /// task that names a staged ticket ([`TaskDesc::ticket`]), which only
-    /// [`Queues::submit`] takes.
-    fn submit(&self, task: TaskDesc) -> Result<u64>;
+    /// [`Queues::submit`] takes. By reference: the caller's task is read where it was built,
+    /// not copied on the way (a copy reads it back wider than it was written, which stalls
+    /// until the submitting thread's older stores are written).
+    fn submit(&self, task: &TaskDesc) -> Result<u64>;
 
     /// The highest sequence number handed out on the queue so far, by any path (this port,
     /// [`Queues::submit`], event records and waits): every task submitted before this call

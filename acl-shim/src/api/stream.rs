@@ -186,12 +186,15 @@ impl Runtime {
         Ok((h, s))
     }
 
-    /// Submits `task` to stream `s`.
+    /// Submits `task` to stream `s`. Inlined, so that the task is built where it is encoded
+    /// instead of being copied through memory on the way (see [`crate::runtime::with_runtime`]
+    /// on store forwarding).
+    #[inline(always)]
     pub(crate) fn submit_task(&self, api: &str, s: &StreamObj, task: TaskDesc) -> Result<u64> {
         Self::check_not_aborting(api, s)?;
         // ACLRS_SANITIZE=race (crate::sanitize).
         self.race_check_task(s, &task);
-        let seq = s.submit(self.drv(), task).map_err(|e| s.submit_error(api, e))?;
+        let seq = s.submit(self.drv(), &task).map_err(|e| s.submit_error(api, e))?;
         s.note_submitted(seq);
         Ok(seq)
     }
@@ -521,8 +524,14 @@ impl Runtime {
     ///
     /// Dead stream; `ACL_ERROR_RT_STREAM_NO_CB_REG` for a callback on a stream without a
     /// subscribed thread.
-    pub(crate) fn launch_host_call(&self, api: &str, stream: u64, call: HostCall) -> Result<()> {
-        self.with_submit_target(api, stream, |h, s| {
+    pub(crate) fn launch_host_call(
+        &self,
+        l: &crate::tls::Local,
+        api: &str,
+        stream: u64,
+        call: HostCall,
+    ) -> Result<()> {
+        self.with_submit_target_in(l, api, stream, |h, s| {
             Self::check_not_aborting(api, s)?;
             if let Some(r) = self.route_host_func(api, s, call) {
                 return r;

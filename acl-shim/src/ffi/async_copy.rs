@@ -531,11 +531,10 @@ export! {
         if count == 0 {
             return Ok(());
         }
-        let rt = cx.rt()?;
         let n = cx.size("count", count)?;
         let (dst, h) = (addr(dev_ptr), super::stream::handle(stream));
-        // One thread-local access for the checks and the stream's lookup.
-        crate::tls::with(|l| {
+        // One thread-local access for the runtime, the checks and the stream's lookup.
+        cx.with_rt(|rt, l| {
             // CAST: the documented behaviour keeps the low byte.
             let set = MemsetArgs { dst, max_count: max_count as u64, count: n, value: value as u8 };
             if let Some(r) = rt.memset_async_fast(l, API, h, set) {

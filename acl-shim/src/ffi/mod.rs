@@ -227,6 +227,16 @@ impl Call {
         runtime::runtime_ref(self.api)
     }
 
+    /// Runs `f` on the initialised runtime and the calling thread's state, with one
+    /// thread-local access for both ([`runtime::with_runtime`]: the hot submissions).
+    #[inline]
+    pub(crate) fn with_rt<R>(
+        &self,
+        f: impl FnOnce(&runtime::Runtime, &crate::tls::Local) -> Result<R>,
+    ) -> Result<R> {
+        runtime::with_runtime(self.api, f)
+    }
+
     /// Checks the output pointer parameter `name`: non-null and aligned for `T`.
     pub(crate) fn out<T>(&self, name: &str, p: *mut T) -> Result<Out<T>> {
         out_ptr(self.api, name, p)

@@ -318,10 +318,12 @@ export! {
         args: *mut c_void,
     ) -> AclErrorCode |cx| {
         let func = func.ok_or_else(|| AclError::invalid(format!("{API}: fn is NULL")))?;
-        let rt = cx.rt()?;
-        ensure_hook(&rt);
-        // CAST: the argument travels as an address.
-        rt.launch_host_call(API, handle(stream), HostCall { func, data: args as usize, report: None })
+        // One thread-local access for the runtime, the stream's lookup and the submission.
+        cx.with_rt(|rt, l| {
+            ensure_hook(rt);
+            // CAST: the argument travels as an address.
+            rt.launch_host_call(l, API, handle(stream), HostCall { func, data: args as usize, report: None })
+        })
     }
 }
 
@@ -343,14 +345,16 @@ export! {
                 )))
             }
         };
-        let rt = cx.rt()?;
-        ensure_hook(&rt);
-        // CAST: the argument travels as an address.
-        rt.launch_host_call(
-            API,
-            handle(stream),
-            HostCall { func, data: user_data as usize, report: Some((0, block)) },
-        )
+        cx.with_rt(|rt, l| {
+            ensure_hook(rt);
+            // CAST: the argument travels as an address.
+            rt.launch_host_call(
+                l,
+                API,
+                handle(stream),
+                HostCall { func, data: user_data as usize, report: Some((0, block)) },
+            )
+        })
     }
 }
 

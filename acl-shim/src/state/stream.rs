@@ -193,10 +193,10 @@ impl StreamObj {
     /// Submits `task` to the stream's queue: through its port when it has one and the task
     /// names no staged ticket, else through the backend's [`hal::Queues::submit`].
     #[inline]
-    pub(crate) fn submit(&self, drv: &dyn Driver, task: TaskDesc) -> hal::Result<u64> {
+    pub(crate) fn submit(&self, drv: &dyn Driver, task: &TaskDesc) -> hal::Result<u64> {
         match &self.port {
             Some(port) if task.ticket().is_none() => port.submit(task),
-            _ => drv.submit(DeviceId(self.device), self.queue, task),
+            _ => drv.submit(DeviceId(self.device), self.queue, *task),
         }
     }
 
@@ -907,7 +907,7 @@ impl DeviceStreams {
         if !s.host_calls {
             return Err(no_loader(api));
         }
-        s.submit(drv, TaskDesc::HostFunc { call: call.to_task() })
+        s.submit(drv, &TaskDesc::HostFunc { call: call.to_task() })
             .map(|seq| s.note_submitted(seq))
             .map_err(|e| s.submit_error(api, e))
     }

@@ -432,14 +432,14 @@ pub(crate) struct Port {
 }
 
 impl hal::QueuePort for Port {
-    fn submit(&self, task: TaskDesc) -> Result<u64> {
+    fn submit(&self, task: &TaskDesc) -> Result<u64> {
         if task.ticket().is_some() {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
                 "a task that names a staged ticket goes through Queues::submit",
             ));
         }
-        self.shared.submit_plain(&self.lane, &encode(&task))
+        self.shared.submit_plain(&self.lane, &encode(task))
     }
 
     fn submitted(&self) -> u64 {

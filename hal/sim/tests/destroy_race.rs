@@ -79,7 +79,7 @@ fn a_submission_racing_its_queues_destroy_runs_or_is_refused() {
                         let call = HostCall { func: 0, data: r, report: None };
                         let task = TaskDesc::HostFunc { call };
                         let submitted = match &port {
-                            Some(p) => p.submit(task),
+                            Some(p) => p.submit(&task),
                             None => sim.submit(D0, q, task),
                         };
                         match submitted {

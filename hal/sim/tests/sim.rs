@@ -760,7 +760,7 @@ fn a_queue_port_submits_in_the_queues_order_until_the_queue_is_gone() {
     for k in 0..8u64 {
         // The fill goes through the port, the copy of it through `submit`: the copy must see it.
         let fill = TaskDesc::Memset { dst: DeviceAddr(a), value: (k + 1) as u8, len_bytes: chunk };
-        let s1 = port.submit(fill).unwrap();
+        let s1 = port.submit(&fill).unwrap();
         let copy =
             TaskDesc::Copy { dst: DeviceAddr(a + (k + 1) * chunk), src: DeviceAddr(a), len_bytes: chunk };
         let s2 = sim.submit(D0, q, copy).unwrap();
@@ -780,9 +780,9 @@ fn a_queue_port_submits_in_the_queues_order_until_the_queue_is_gone() {
     assert_eq!(port.submitted(), rec);
     // A task naming a staged ticket is refused by the port and numbers nothing.
     let kernel = TaskDesc::Kernel { func: 1, blocks: 1, args: 7, timeout_us: 0 };
-    assert_eq!(kind(port.submit(kernel)), ErrorKind::InvalidArgument);
-    assert_eq!(kind(port.submit(TaskDesc::CopyBatch { batch: 7 })), ErrorKind::InvalidArgument);
-    let last = port.submit(TaskDesc::Marker).unwrap();
+    assert_eq!(kind(port.submit(&kernel)), ErrorKind::InvalidArgument);
+    assert_eq!(kind(port.submit(&TaskDesc::CopyBatch { batch: 7 })), ErrorKind::InvalidArgument);
+    let last = port.submit(&TaskDesc::Marker).unwrap();
     assert_eq!(last, rec + 1);
     sim.wait(D0, q, last, None).unwrap();
     assert_eq!(done(sim, D0, q), (last, TaskStatus::Ok));
@@ -795,7 +795,7 @@ fn a_queue_port_submits_in_the_queues_order_until_the_queue_is_gone() {
     sim.destroy_event(D0, ev).unwrap();
     sim.destroy_queue(D0, q).unwrap();
     // The port outlives its queue only to refuse work.
-    assert_eq!(kind(port.submit(TaskDesc::Marker)), ErrorKind::InvalidHandle);
+    assert_eq!(kind(port.submit(&TaskDesc::Marker)), ErrorKind::InvalidHandle);
     assert_eq!(port.submitted(), last);
 }
 
