@@ -521,6 +521,27 @@ pub trait QueuePort: Send + Sync + core::fmt::Debug {
     /// until the submitting thread's older stores are written).
     fn submit(&self, task: &TaskDesc) -> Result<u64>;
 
+    /// Appends a host function without a report (`TaskDesc::HostFunc` whose call has
+    /// `report: None`), as [`submit`](Self::submit) would. The fields come as plain words, so
+    /// the hottest submissions reach the queue's encoding without a task in memory between.
+    ///
+    /// # Errors
+    ///
+    /// As [`submit`](Self::submit).
+    fn submit_host_fn(&self, func: u64, data: u64) -> Result<u64> {
+        self.submit(&TaskDesc::HostFunc { call: HostCall { func, data, report: None } })
+    }
+
+    /// Appends a byte fill (`TaskDesc::Memset`), as [`submit`](Self::submit) would, with its
+    /// fields as plain words (see [`submit_host_fn`](Self::submit_host_fn)).
+    ///
+    /// # Errors
+    ///
+    /// As [`submit`](Self::submit).
+    fn submit_fill(&self, dst: DeviceAddr, value: u8, len_bytes: u64) -> Result<u64> {
+        self.submit(&TaskDesc::Memset { dst, value, len_bytes })
+    }
+
     /// The highest sequence number handed out on the queue so far, by any path (this port,
     /// [`Queues::submit`], event records and waits): every task submitted before this call
     /// returned is at or before it.

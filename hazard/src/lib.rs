@@ -256,8 +256,35 @@ impl<T: Send + Sync + 'static> Published<T> {
     /// slot back at exit should not claim one). `None` when nothing is published, when no slot
     /// is free, when `local` holds a claim in another cell, or when the thread already pins a value that is no longer the published one
     /// (a pin inside a pin of a retracted value): the caller then takes another path.
-    #[inline]
+    #[inline(always)]
     pub fn pin(&'static self, local: &Local, may_claim: impl FnOnce() -> bool) -> Option<Pin<'static, T>> {
+        // The common case inline (a thread's first pin of a value that stays published), so
+        // that the pin comes back in registers; everything else out of line.
+        let i = local.index.get();
+        if i != NONE && local.claimed_in(self) {
+            if let Some(slot) = self.slots.get(i as usize) {
+                if slot.depth.load(Ordering::Relaxed) == 0 {
+                    let p = self.current.load(Ordering::Acquire);
+                    if !p.is_null() {
+                        slot.ptr.store(p, Ordering::Relaxed);
+                        // With `retract`'s heavy barrier: the store above, then the load below.
+                        barrier::light();
+                        let q = self.current.load(Ordering::Acquire);
+                        if q == p {
+                            slot.depth.store(1, Ordering::Relaxed);
+                            return Some(Pin { owner: self, slot, ptr: p, not_send: PhantomData });
+                        }
+                        return self.pin_again(slot, q);
+                    }
+                }
+            }
+        }
+        self.pin_slow(local, may_claim)
+    }
+
+    /// [`pin`](Self::pin) out of line: the claim, a pin inside a pin, nothing published.
+    #[inline(never)]
+    fn pin_slow(&'static self, local: &Local, may_claim: impl FnOnce() -> bool) -> Option<Pin<'static, T>> {
         let i = match local.index.get() {
             NONE => self.claim(local, may_claim)?,
             // A claim made in another cell names none of this one's slots.
@@ -276,8 +303,25 @@ impl<T: Send + Sync + 'static> Published<T> {
             slot.depth.store(depth + 1, Ordering::Relaxed);
             return Some(Pin { owner: self, slot, ptr: held, not_send: PhantomData });
         }
-        let mut p = self.current.load(Ordering::Acquire);
-        let mut stale = false;
+        self.pin_from(slot, self.current.load(Ordering::Acquire), false)
+    }
+
+    /// [`pin`](Self::pin) after its slot named a value that was retracted meanwhile (now `p`).
+    #[cold]
+    #[inline(never)]
+    fn pin_again(&'static self, slot: &'static Slot<T>, p: *mut T) -> Option<Pin<'static, T>> {
+        self.pin_from(slot, p, true)
+    }
+
+    /// Pins `p`, the published value as last read, in `slot` (of a thread that pins nothing
+    /// yet), reading it again until it holds still; `stale` when the slot already named a
+    /// value being retracted.
+    fn pin_from(
+        &'static self,
+        slot: &'static Slot<T>,
+        mut p: *mut T,
+        mut stale: bool,
+    ) -> Option<Pin<'static, T>> {
         let pinned = loop {
             if p.is_null() {
                 if stale {

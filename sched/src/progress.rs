@@ -73,8 +73,17 @@ impl Progress {
     /// executor, under its lock, that the run got this far).
     #[inline]
     pub fn publish_run(&self, seq: u64) -> bool {
+        self.publish_run_with(seq, || ())
+    }
+
+    /// [`publish_run`](Self::publish_run) with `also` run between the publication and the
+    /// fence: a write of the owner's own that a protocol of its own orders the same way (write,
+    /// fence, read the other side's word), so that one fence serves both.
+    #[inline]
+    pub fn publish_run_with(&self, seq: u64, also: impl FnOnce()) -> bool {
         self.advance(seq);
-        // SeqCst: the write above, then the read below (see the module documentation).
+        also();
+        // SeqCst: the writes above, then the read below (see the module documentation).
         fence(Ordering::SeqCst);
         self.watch.load(Ordering::Relaxed) <= seq
     }

@@ -40,7 +40,7 @@
 //! and unbacked with no lock held (reserve under the lock, back, re-lock to commit or undo; a
 //! free marks the range as being freed, unbacks, then removes it).
 
-use hal::{DeviceAddr, DeviceId, MemAttr, MemoryInfo, PageSize, TaskDesc, VaRange};
+use hal::{DeviceAddr, DeviceId, MemAttr, MemoryInfo, PageSize, VaRange};
 use mm::device::{DeviceAllocator, FreeError, Info as DeviceInfo, NotLive};
 use mm::heap::Allocation;
 
@@ -868,8 +868,7 @@ impl Runtime {
         if s.device != d || !live_cache::holds(l, self.device(d).mem_version(), dst, count) {
             return None;
         }
-        let task = TaskDesc::Memset { dst: DeviceAddr(dst), value, len_bytes: count };
-        Some(self.submit_task(api, &s, task).map(|_| ()))
+        Some(self.submit_fill(api, &s, DeviceAddr(dst), value, count).map(|_| ()))
     }
 
     /// [`Self::plan_memset`] with the calling thread's state `l` already at hand (the

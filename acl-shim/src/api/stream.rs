@@ -26,7 +26,7 @@
 
 use std::sync::Arc;
 
-use hal::{DeviceId, TaskDesc};
+use hal::{DeviceAddr, DeviceId, TaskDesc};
 
 use crate::error::{AclError, Result};
 use crate::handles::Kind;
@@ -195,6 +195,27 @@ impl Runtime {
         // ACLRS_SANITIZE=race (crate::sanitize).
         self.race_check_task(s, &task);
         let seq = s.submit(self.drv(), &task).map_err(|e| s.submit_error(api, e))?;
+        s.note_submitted(seq);
+        Ok(seq)
+    }
+
+    /// [`Self::submit_task`] of a byte fill, its fields as plain words down to the queue's
+    /// port ([`StreamObj::submit_fill`]; the task is built only for the race sanitizer).
+    #[inline(always)]
+    pub(crate) fn submit_fill(
+        &self,
+        api: &str,
+        s: &StreamObj,
+        dst: DeviceAddr,
+        value: u8,
+        len: u64,
+    ) -> Result<u64> {
+        Self::check_not_aborting(api, s)?;
+        // ACLRS_SANITIZE=race (crate::sanitize).
+        if crate::sanitize::settings().race {
+            self.race_check_task(s, &TaskDesc::Memset { dst, value, len_bytes: len });
+        }
+        let seq = s.submit_fill(self.drv(), dst, value, len).map_err(|e| s.submit_error(api, e))?;
         s.note_submitted(seq);
         Ok(seq)
     }

@@ -552,8 +552,7 @@ export! {
                     return Ok(());
                 }
                 // CAST: the documented behaviour keeps the low byte.
-                let task = TaskDesc::Memset { dst: DeviceAddr(dst), value: value as u8, len_bytes: n };
-                rt.submit_task(API, s, task).map(|_| ())
+                rt.submit_fill(API, s, DeviceAddr(dst), value as u8, n).map(|_| ())
             })
         })
     }

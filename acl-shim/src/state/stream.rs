@@ -42,7 +42,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use hal::{DeviceId, Driver, EventId, QueueId, SocProfile, TaskDesc, TaskStatus};
+use hal::{DeviceAddr, DeviceId, Driver, EventId, QueueId, SocProfile, TaskDesc, TaskStatus};
 use sched::{DepGraph, StreamOrder, StreamPoint};
 
 use crate::codes::*;
@@ -197,6 +197,34 @@ impl StreamObj {
         match &self.port {
             Some(port) if task.ticket().is_none() => port.submit(task),
             _ => drv.submit(DeviceId(self.device), self.queue, *task),
+        }
+    }
+
+    /// [`Self::submit`] of a host function without a report, its fields as plain words down
+    /// to the port ([`hal::QueuePort::submit_host_fn`]).
+    #[inline]
+    pub(crate) fn submit_host_fn(&self, drv: &dyn Driver, func: u64, data: u64) -> hal::Result<u64> {
+        match &self.port {
+            Some(port) => port.submit_host_fn(func, data),
+            None => {
+                self.submit(drv, &TaskDesc::HostFunc { call: hal::HostCall { func, data, report: None } })
+            }
+        }
+    }
+
+    /// [`Self::submit`] of a byte fill, its fields as plain words down to the port
+    /// ([`hal::QueuePort::submit_fill`]).
+    #[inline]
+    pub(crate) fn submit_fill(
+        &self,
+        drv: &dyn Driver,
+        dst: DeviceAddr,
+        value: u8,
+        len: u64,
+    ) -> hal::Result<u64> {
+        match &self.port {
+            Some(port) => port.submit_fill(dst, value, len),
+            None => self.submit(drv, &TaskDesc::Memset { dst, value, len_bytes: len }),
         }
     }
 
@@ -907,9 +935,13 @@ impl DeviceStreams {
         if !s.host_calls {
             return Err(no_loader(api));
         }
-        s.submit(drv, &TaskDesc::HostFunc { call: call.to_task() })
-            .map(|seq| s.note_submitted(seq))
-            .map_err(|e| s.submit_error(api, e))
+        let task = call.to_task();
+        match task.report {
+            None => s.submit_host_fn(drv, task.func, task.data),
+            Some(_) => s.submit(drv, &TaskDesc::HostFunc { call: task }),
+        }
+        .map(|seq| s.note_submitted(seq))
+        .map_err(|e| s.submit_error(api, e))
     }
 
     /// Queues `report` for subscribed thread `thread` and wakes it; the report back when the

@@ -29,18 +29,15 @@ pub(crate) fn encode(t: &TaskDesc) -> Words {
             [2, a(dst), dst_pitch, a(src), src_pitch, width, height, 0]
         }
         TaskDesc::CopyBatch { batch } => [3, batch, 0, 0, 0, 0, 0, 0],
-        TaskDesc::Memset { dst, value, len_bytes } => [4, a(dst), u64::from(value), len_bytes, 0, 0, 0, 0],
+        TaskDesc::Memset { dst, value, len_bytes } => encode_fill(dst, value, len_bytes),
         TaskDesc::Memset32 { dst, value, count } => [5, a(dst), u64::from(value), count, 0, 0, 0, 0],
         TaskDesc::Kernel { func, blocks, args, timeout_us } => {
             [6, func, u64::from(blocks), args, timeout_us, 0, 0, 0]
         }
-        TaskDesc::HostFunc { call } => {
-            let (has, thread, block) = match call.report {
-                Some((th, b)) => (1, th, u64::from(b)),
-                None => (0, 0, 0),
-            };
-            [7, call.func, call.data, has, thread, block, 0, 0]
-        }
+        TaskDesc::HostFunc { call } => match call.report {
+            Some((thread, block)) => [7, call.func, call.data, 1, thread, u64::from(block), 0, 0],
+            None => encode_host_fn(call.func, call.data),
+        },
         TaskDesc::ValueWrite { dst, value } => [8, a(dst), value, 0, 0, 0, 0, 0],
         TaskDesc::ValueWait { addr, value, compare } => {
             let c = match compare {
@@ -56,7 +53,23 @@ pub(crate) fn encode(t: &TaskDesc) -> Words {
     }
 }
 
-/// Decodes words written by [`encode`]; `None` for words it did not write.
+/// [`encode`] of a host function without a report.
+#[inline]
+pub(crate) fn encode_host_fn(func: u64, data: u64) -> Words {
+    [7, func, data, 0, 0, 0, 0, 0]
+}
+
+/// [`encode`] of a byte fill.
+#[inline]
+pub(crate) fn encode_fill(dst: DeviceAddr, value: u8, len_bytes: u64) -> Words {
+    [4, dst.as_u64(), u64::from(value), len_bytes, 0, 0, 0, 0]
+}
+
+/// Decodes words written by [`encode`]; `None` for words it did not write. Inlined into the
+/// drain, so that the words and the task stay in registers: a task handed back through memory
+/// is written field by field and copied on wider, which stalls until the worker's older
+/// stores are written.
+#[inline]
 pub(crate) fn decode(w: &Words) -> Option<TaskDesc> {
     let d = DeviceAddr;
     // CAST: the narrow fields were widened by `encode`; `try_from` rejects anything else.
@@ -95,6 +108,16 @@ pub(crate) fn decode(w: &Words) -> Option<TaskDesc> {
         11 => TaskDesc::Marker,
         _ => return None,
     })
+}
+
+/// What the worker running a run does after a task ([`Lane::step`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Step {
+    /// Someone waits for the task just published: count the run so far under the scheduler's
+    /// lock and notify.
+    pub(crate) watched: bool,
+    /// The next task may start (no abort cancelled it).
+    pub(crate) start: bool,
 }
 
 /// The producer side of a lane: the lane's submit lock, held ([`Lane::producer`]), and the
@@ -196,15 +219,19 @@ pub(crate) struct Lane {
     /// notifies `done` only once the queue reaches it. Written under the scheduler's lock;
     /// also read without it by a worker that runs a run of the queue's tasks, which publishes
     /// each task and then reads this word (the protocol of [`sched::progress`]'s watches: see
-    /// [`Lane::wake_me_at`] and [`Lane::run_reached`]).
+    /// [`Lane::wake_me_at`] and [`Lane::step`]).
     wake_at: AtomicU64,
-    /// While a worker runs a run of the queue's tasks: the next task of the run it may start
-    /// (0: no run, or the run was cancelled). The worker moves it past each task it starts with
-    /// a compare-and-swap; an abort swaps it to 0 (under the scheduler's lock), so each task of
-    /// the run either started before the abort or never starts (see [`Lane::cancel_run`]).
+    /// While a worker runs a run of the queue's tasks: the first task of the run it has not
+    /// claimed (0: no run, or an abort took the rest). The worker claims each task with a plain
+    /// store before it starts it ([`Lane::step`]); an abort marks the run cancelled and then
+    /// swaps this to 0 (under the scheduler's lock), so each task of the run either started
+    /// before the abort or never starts (see [`Lane::cancel_run`]).
     run_next: AtomicU64,
     /// The last task of the run under way (written under the scheduler's lock).
     run_last: AtomicU64,
+    /// An abort cancelled the run under way (written under the scheduler's lock; read by the
+    /// run's worker after each claim).
+    run_cancelled: AtomicBool,
 }
 
 impl Lane {
@@ -233,6 +260,7 @@ impl Lane {
             wake_at: AtomicU64::new(u64::MAX),
             run_next: AtomicU64::new(0),
             run_last: AtomicU64::new(0),
+            run_cancelled: AtomicBool::new(false),
         })
     }
 
@@ -246,7 +274,7 @@ impl Lane {
     /// A host thread is about to park until the queue completed `seq` (under the scheduler's
     /// lock): answers whether the queue completed `seq` already, read after the target was
     /// set (then it must not park). A worker running a run publishes a task, then reads the
-    /// target ([`Lane::run_reached`]): one of the two sees the other's write.
+    /// target ([`Lane::step`]): one of the two sees the other's write.
     pub(crate) fn wake_me_at(&self, seq: u64) -> bool {
         self.wake_at.fetch_min(seq, Ordering::Relaxed);
         // SeqCst: the write above, then the read below (`sched::progress`'s watches).
@@ -255,29 +283,49 @@ impl Lane {
     }
 
     /// The worker running a run of this queue's tasks finished task `seq`, not the run's last:
-    /// publishes it, and answers whether someone waits for it (a host thread parked on the
-    /// scheduler's `done`, or a stream parked in the executor): then the worker must count the
-    /// run so far under the scheduler's lock and notify.
+    /// publishes it when `publish` (not after a failure: see `Run::execute`), claims the next
+    /// task, `seq + 1`, and answers what to do next ([`Step`]).
+    ///
+    /// One sequentially consistent fence serves two protocols, each a write, the fence, then a
+    /// read of the other side's word: the publication against a waiter's target (a host thread
+    /// parked on the scheduler's `done`, [`Lane::wake_me_at`], or a stream parked in the
+    /// executor, `sched::progress`'s watch), and the claim against an abort's mark
+    /// ([`Lane::cancel_run`]). No read-modify-write per task.
     #[inline]
-    pub(crate) fn run_reached(&self, seq: u64) -> bool {
-        // `publish_run` ends with a SeqCst fence, before the read of `wake_at`.
-        let watched = self.progress.publish_run(seq);
-        watched || self.wake_at.load(Ordering::Relaxed) <= seq
+    pub(crate) fn step(&self, seq: u64, publish: bool) -> Step {
+        // The claim: every task before `seq + 2` started (or is starting).
+        let claim = || self.run_next.store(seq + 2, Ordering::Relaxed);
+        let watched = if publish {
+            let watched = self.progress.publish_run_with(seq, claim);
+            watched || self.wake_at.load(Ordering::Relaxed) <= seq
+        } else {
+            claim();
+            // SeqCst: the claim, then the read of the abort's mark.
+            std::sync::atomic::fence(Ordering::SeqCst);
+            false
+        };
+        let start = !self.run_cancelled.load(Ordering::Relaxed) || self.claim_cancelled(seq + 1);
+        Step { watched, start }
+    }
+
+    /// [`Lane::step`] found the run cancelled after claiming `seq`: whether `seq` starts all the
+    /// same. The abort swaps `run_next` to 0 after its fence. If it has not yet, the claim is
+    /// taken back (and the abort counts `seq` as cancelled); if it has, it read the claim and
+    /// counted `seq` as started (or it read a later value this worker wrote over its 0, which it
+    /// then takes back here: the abort counted from an earlier claim, this task as cancelled).
+    #[cold]
+    #[inline(never)]
+    fn claim_cancelled(&self, seq: u64) -> bool {
+        // AcqRel: ordered against the abort's swap, which comes first or second as a whole.
+        self.run_next.compare_exchange(seq + 1, seq, Ordering::AcqRel, Ordering::Relaxed).is_err()
     }
 
     /// A worker took the run `first ..= last` of the queue's tasks and starts `first` now
     /// (under the scheduler's lock).
     pub(crate) fn begin_run(&self, first: u64, last: u64) {
         self.run_last.store(last, Ordering::Relaxed);
+        self.run_cancelled.store(false, Ordering::Relaxed);
         self.run_next.store(first + 1, Ordering::Relaxed);
-    }
-
-    /// The worker running the run may start its task `seq` (the one after the last it
-    /// started): `false` when an abort cancelled the rest of the run.
-    #[inline]
-    pub(crate) fn start_next(&self, seq: u64) -> bool {
-        // AcqRel: ordered against the abort's swap, which comes first or second as a whole.
-        self.run_next.compare_exchange(seq, seq + 1, Ordering::AcqRel, Ordering::Relaxed).is_ok()
     }
 
     /// The run ended (under the scheduler's lock).
@@ -286,8 +334,14 @@ impl Lane {
     }
 
     /// An abort of the queue (under the scheduler's lock): the run under way starts no task
-    /// after the one running now. Answers how many of its tasks it cancelled.
+    /// after the one running now (or starting: claimed, see [`Lane::step`]). Answers how many
+    /// of its tasks it cancelled (0 for a run an abort cancelled already).
     pub(crate) fn cancel_run(&self) -> usize {
+        if self.run_next.load(Ordering::Relaxed) == 0 || self.run_cancelled.swap(true, Ordering::Relaxed) {
+            return 0;
+        }
+        // SeqCst: the mark, then the read of the claim (the other side of `step`'s fence).
+        std::sync::atomic::fence(Ordering::SeqCst);
         let next = self.run_next.swap(0, Ordering::AcqRel);
         let last = self.run_last.load(Ordering::Relaxed);
         if next == 0 || next > last {
@@ -429,20 +483,56 @@ mod tests {
         assert_eq!((p.submitted(), lane.submitted()), (3, 3));
     }
 
+    fn go(start: bool) -> Step {
+        Step { watched: false, start }
+    }
+
     #[test]
     fn a_run_starts_each_task_once_unless_an_abort_cancelled_it() {
         let lane = Lane::new(QueueId(0), 0, 8, Arc::new(sched::Progress::new())).unwrap();
         lane.begin_run(5, 8);
-        assert!(lane.start_next(6));
-        assert!(!lane.start_next(6), "started already");
-        // An abort while task 6 runs cancels 7 and 8.
+        assert_eq!(lane.step(5, true), go(true), "6 is claimed");
+        assert_eq!(lane.progress.completed(), 5, "5 is published");
+        // An abort while task 6 runs cancels 7 and 8, once.
         assert_eq!(lane.cancel_run(), 2);
-        assert!(!lane.start_next(7));
+        assert_eq!(lane.cancel_run(), 0, "cancelled already");
+        assert_eq!(lane.step(6, true), go(false), "7 was cancelled");
+        assert_eq!(lane.progress.completed(), 6, "6 finished all the same");
         lane.end_run();
         assert_eq!(lane.cancel_run(), 0, "no run");
         lane.begin_run(9, 10);
-        assert!(lane.start_next(10));
+        assert_eq!(lane.step(9, false), go(true));
+        assert_eq!(lane.progress.completed(), 6, "nothing published after a failure");
         assert_eq!(lane.cancel_run(), 0, "every task of the run started");
+    }
+
+    #[test]
+    fn an_abort_and_a_claim_agree_on_the_task_between_them_in_every_order() {
+        let lane = Lane::new(QueueId(0), 0, 8, Arc::new(sched::Progress::new())).unwrap();
+        // The abort first: it counts 6, 7 and 8; the claim of 6 that follows is taken back.
+        lane.begin_run(5, 8);
+        assert_eq!(lane.cancel_run(), 3);
+        assert_eq!(lane.step(5, true), go(false));
+        lane.end_run();
+        // The claim of 6 first, seen by the abort: 6 runs, 7 and 8 do not.
+        lane.begin_run(5, 8);
+        assert_eq!(lane.step(5, true), go(true));
+        assert_eq!(lane.cancel_run(), 2);
+        lane.end_run();
+        // Both see each other (the claim was written, then the worker read the mark after the
+        // abort swapped the claim away): the abort counted 6 as started, so it starts.
+        lane.begin_run(5, 8);
+        lane.run_next.store(7, Ordering::Relaxed);
+        assert_eq!(lane.cancel_run(), 2);
+        assert!(lane.claim_cancelled(6));
+        // Both see each other, the worker first: the claim is taken back, and the abort,
+        // reading what is left, counts 6 as cancelled.
+        lane.end_run();
+        lane.begin_run(5, 8);
+        lane.run_next.store(7, Ordering::Relaxed);
+        lane.run_cancelled.store(true, Ordering::Relaxed);
+        assert!(!lane.claim_cancelled(6));
+        assert_eq!(lane.run_next.swap(0, Ordering::AcqRel), 6, "the abort's swap counts 6, 7 and 8");
     }
 
     #[test]

@@ -99,7 +99,7 @@ use sched::wake::{self, Idle, Parked, Sleepers, WorkWord};
 use sched::{CachePadded, EventStatus, Executor, FailureMode, StreamId, StreamOrder, StreamPoint};
 
 use crate::dma::{status_of, RunPin};
-use crate::lane::{decode, encode, Lane};
+use crate::lane::{decode, encode, encode_fill, encode_host_fn, Lane};
 use crate::sys::SpanCache;
 use crate::Fabric;
 
@@ -118,7 +118,7 @@ pub(crate) const WORKERS: usize = 4;
 const KEEP_IDLE: usize = 4;
 /// The most tasks of one stream a worker takes at once, as a *run*
 /// ([`sched::Executor::take_run_if`]): it runs them in order without taking the device lock
-/// between them, publishing each through the queue's lane ([`Lane::run_reached`]) and taking
+/// between them, publishing each through the queue's lane ([`Lane::step`]) and taking
 /// the lock again only when someone waits for one of them, and at the run's end. A run stops
 /// before an internal item (event record, wait), a value wait, a ticketed task, and on a
 /// stream that stops on failure.
@@ -440,6 +440,14 @@ impl hal::QueuePort for Port {
             ));
         }
         self.shared.submit_plain(&self.lane, &encode(task))
+    }
+
+    fn submit_host_fn(&self, func: u64, data: u64) -> Result<u64> {
+        self.shared.submit_plain(&self.lane, &encode_host_fn(func, data))
+    }
+
+    fn submit_fill(&self, dst: hal::DeviceAddr, value: u8, len_bytes: u64) -> Result<u64> {
+        self.shared.submit_plain(&self.lane, &encode_fill(dst, value, len_bytes))
     }
 
     fn submitted(&self) -> u64 {
@@ -1193,7 +1201,7 @@ struct Run<'a> {
     /// The first task's sequence number; the others follow it.
     first: u64,
     /// The queue's lane, when the run has more than one task: each task after the first
-    /// starts only if no abort cancelled it ([`Lane::start_next`]), and each but the last is
+    /// starts only if no abort cancelled it ([`Lane::step`]), and each but the last is
     /// published through it.
     lane: Option<&'a Lane>,
 }
@@ -1227,8 +1235,11 @@ impl Run<'_> {
         // (`Fabric::fill_in_run`); the hold goes before any other task and before the lock.
         let pin = RunPin::new();
         let mut hold = None;
+        // Whether the next task may start: the first always (under the lock it was taken
+        // with), each later one as the step after its predecessor found it ([`Lane::step`]).
+        let mut start = true;
         for (seq, task) in (self.first..).zip(tasks.drain(..)) {
-            if seq > self.first && self.lane.is_some_and(|l| !l.start_next(seq)) {
+            if !start {
                 break;
             }
             let done = match (fabric, task) {
@@ -1244,12 +1255,14 @@ impl Run<'_> {
             if matches!(status, TaskStatus::Ok) {
                 status = done;
             }
-            // After a failure nothing more is published until the run's end, where the finish
-            // records the error first: nobody sees a failed task complete before its error.
-            let Some(lane) = self.lane.filter(|_| seq < last && matches!(status, TaskStatus::Ok)) else {
+            let Some(lane) = self.lane.filter(|_| seq < last) else {
                 continue;
             };
-            if lane.run_reached(seq) {
+            // After a failure nothing more is published until the run's end, where the finish
+            // records the error first: nobody sees a failed task complete before its error.
+            let step = lane.step(seq, matches!(status, TaskStatus::Ok));
+            start = step.start;
+            if step.watched {
                 // Lock order: a window's map, then state (leaf); none held here.
                 hold = None;
                 let mut st = shared.lock();
