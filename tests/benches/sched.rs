@@ -112,15 +112,22 @@ fn main() {
             let streams = ids.len();
             Box::new(move || {
                 for _ in 0..batches {
-                    // Round-robin by a wrapping index, not `i % streams`: a division per item
-                    // (about 10 instructions) is the bench's, not the executor's, and the
-                    // floor pays nothing like it.
-                    let mut k = 0;
-                    for i in 0..BATCH {
-                        ex.submit(ids[k], i as u64).expect("submit");
-                        k += 1;
-                        if k == streams {
-                            k = 0;
+                    // Round-robin as rounds over the ids, not by an index kept per item (`i %
+                    // streams` is a division, a wrapping index a compare and a move): the
+                    // walk is the bench's, not the executor's, and the floor pays nothing
+                    // like it. BATCH is a multiple of every stream count measured.
+                    // One stream: a plain counted loop, as the floor's.
+                    if let [id] = ids[..] {
+                        for i in 0..BATCH as u64 {
+                            ex.submit(id, i).expect("submit");
+                        }
+                    } else {
+                        let mut i = 0u64;
+                        for _ in 0..BATCH / streams {
+                            for &id in ids.iter() {
+                                ex.submit(id, i).expect("submit");
+                                i += 1;
+                            }
                         }
                     }
                     let ran = ex.run_once(&mut Noop);
