@@ -308,11 +308,12 @@ impl Lane {
         Step { watched, start }
     }
 
-    /// [`Lane::step`] found the run cancelled after claiming `seq`: whether `seq` starts all the
-    /// same. The abort swaps `run_next` to 0 after its fence. If it has not yet, the claim is
-    /// taken back (and the abort counts `seq` as cancelled); if it has, it read the claim and
-    /// counted `seq` as started (or it read a later value this worker wrote over its 0, which it
-    /// then takes back here: the abort counted from an earlier claim, this task as cancelled).
+    /// Whether `seq` starts all the same, once [`Lane::step`] claimed it and then found the run
+    /// cancelled. The abort swaps `run_next` to 0 after its fence and counts the tasks from the
+    /// value it read as cancelled. If the word still holds this claim, the abort has not swapped
+    /// yet, or it read an earlier claim (and this claim overwrote its 0): either way it counts
+    /// `seq` as cancelled, and the claim is taken back. If the word holds 0, the abort read this
+    /// claim and counted `seq` as started, so it starts.
     #[cold]
     #[inline(never)]
     fn claim_cancelled(&self, seq: u64) -> bool {

@@ -758,9 +758,14 @@ fn a_queue_port_submits_in_the_queues_order_until_the_queue_is_gone() {
     let chunk = 4 * KIB;
     let mut expected = 0;
     for k in 0..8u64 {
-        // The fill goes through the port, the copy of it through `submit`: the copy must see it.
-        let fill = TaskDesc::Memset { dst: DeviceAddr(a), value: (k + 1) as u8, len_bytes: chunk };
-        let s1 = port.submit(&fill).unwrap();
+        // The fill goes through the port (as a task, or every other time as words), the copy of
+        // it through `submit`: the copy must see it.
+        let value = (k + 1) as u8;
+        let s1 = if k % 2 == 0 {
+            port.submit(&TaskDesc::Memset { dst: DeviceAddr(a), value, len_bytes: chunk }).unwrap()
+        } else {
+            port.submit_fill(DeviceAddr(a), value, chunk).unwrap()
+        };
         let copy =
             TaskDesc::Copy { dst: DeviceAddr(a + (k + 1) * chunk), src: DeviceAddr(a), len_bytes: chunk };
         let s2 = sim.submit(D0, q, copy).unwrap();
@@ -794,8 +799,10 @@ fn a_queue_port_submits_in_the_queues_order_until_the_queue_is_gone() {
     assert!(sim.port(D1, q).is_none());
     sim.destroy_event(D0, ev).unwrap();
     sim.destroy_queue(D0, q).unwrap();
-    // The port outlives its queue only to refuse work.
+    // The port outlives its queue only to refuse work, in every form.
     assert_eq!(kind(port.submit(&TaskDesc::Marker)), ErrorKind::InvalidHandle);
+    assert_eq!(kind(port.submit_fill(DeviceAddr(a), 1, chunk)), ErrorKind::InvalidHandle);
+    assert_eq!(kind(port.submit_host_fn(1, 2)), ErrorKind::InvalidHandle);
     assert_eq!(port.submitted(), last);
 }
 
