@@ -266,15 +266,10 @@ impl<T: Send + Sync + 'static> Published<T> {
                 if slot.depth.load(Ordering::Relaxed) == 0 {
                     let p = self.current.load(Ordering::Acquire);
                     if !p.is_null() {
-                        slot.ptr.store(p, Ordering::Relaxed);
-                        // With `retract`'s heavy barrier: the store above, then the load below.
-                        barrier::light();
-                        let q = self.current.load(Ordering::Acquire);
-                        if q == p {
-                            slot.depth.store(1, Ordering::Relaxed);
-                            return Some(Pin { owner: self, slot, ptr: p, not_send: PhantomData });
-                        }
-                        return self.pin_again(slot, q);
+                        return match self.try_pin(slot, p) {
+                            Ok(pin) => Some(pin),
+                            Err(q) => self.pin_again(slot, q),
+                        };
                     }
                 }
             }
@@ -313,6 +308,22 @@ impl<T: Send + Sync + 'static> Published<T> {
         self.pin_from(slot, p, true)
     }
 
+    /// One try at pinning `p` (not null), the published value as last read, in `slot` (of a
+    /// thread that pins nothing yet): names it in the slot and reads the published value again;
+    /// the pin when it is still `p`, else the value read (the slot still names `p`).
+    #[inline(always)]
+    fn try_pin(&'static self, slot: &'static Slot<T>, p: *mut T) -> Result<Pin<'static, T>, *mut T> {
+        slot.ptr.store(p, Ordering::Relaxed);
+        // With `retract`'s heavy barrier: the store above, then the load below.
+        barrier::light();
+        let q = self.current.load(Ordering::Acquire);
+        if q != p {
+            return Err(q);
+        }
+        slot.depth.store(1, Ordering::Relaxed);
+        Ok(Pin { owner: self, slot, ptr: p, not_send: PhantomData })
+    }
+
     /// Pins `p`, the published value as last read, in `slot` (of a thread that pins nothing
     /// yet), reading it again until it holds still; `stale` when the slot already named a
     /// value being retracted.
@@ -329,18 +340,15 @@ impl<T: Send + Sync + 'static> Published<T> {
                 }
                 break None;
             }
-            slot.ptr.store(p, Ordering::Relaxed);
-            // With `retract`'s heavy barrier: the store above, then the load below.
-            barrier::light();
-            let q = self.current.load(Ordering::Acquire);
-            if q == p {
-                slot.depth.store(1, Ordering::Relaxed);
-                break Some(Pin { owner: self, slot, ptr: p, not_send: PhantomData });
+            match self.try_pin(slot, p) {
+                Ok(pin) => break Some(pin),
+                // The slot named a value being retracted, which a retraction's scan may have
+                // seen: look at `pending` once the slot has moved on, as an unpin does.
+                Err(q) => {
+                    stale = true;
+                    p = q;
+                }
             }
-            // The slot named a value being retracted, which a retraction's scan may have seen:
-            // look at `pending` once the slot has moved on, as an unpin does.
-            stale = true;
-            p = q;
         };
         if stale {
             self.after_unpin();

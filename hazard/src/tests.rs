@@ -132,23 +132,29 @@ impl Drop for Marked {
 
 /// Readers pin and read on four threads while the main thread retracts and republishes: a
 /// pinned value is never marked dropped while the pin lives, and every value is dropped
-/// exactly once by the end.
+/// exactly once by the end. The rounds start once every reader has pinned (a loaded machine
+/// may not run a reader before the rounds end otherwise).
 #[test]
 fn readers_never_see_a_dropped_value() {
     const ROUNDS: usize = 2_000;
+    const READERS: usize = 4;
     let dropped: Arc<Vec<AtomicBool>> = Arc::new((0..=ROUNDS).map(|_| AtomicBool::new(false)).collect());
     let p = cell();
     p.publish(Arc::new(Marked(0, Arc::clone(&dropped)))).expect("publish");
     let stop = AtomicBool::new(false);
+    let started = AtomicUsize::new(0);
     std::thread::scope(|s| {
-        let readers: Vec<_> = (0..4)
+        let readers: Vec<_> = (0..READERS)
             .map(|_| {
-                let (dropped, stop) = (&dropped, &stop);
+                let (dropped, stop, started) = (&dropped, &stop, &started);
                 s.spawn(move || {
                     let local = Local::new();
                     let mut pins = 0u64;
                     while !stop.load(Ordering::SeqCst) {
                         if let Some(v) = p.pin(&local, yes) {
+                            if pins == 0 {
+                                started.fetch_add(1, Ordering::SeqCst);
+                            }
                             for _ in 0..3 {
                                 assert!(
                                     !dropped[v.0].load(Ordering::SeqCst),
@@ -165,14 +171,19 @@ fn readers_never_see_a_dropped_value() {
                 })
             })
             .collect();
+        // Nothing is retracted yet: every reader pins value 0 once it runs.
+        while started.load(Ordering::SeqCst) < READERS {
+            std::thread::yield_now();
+        }
         for k in 1..=ROUNDS {
             let old = p.retract().expect("retract");
             p.publish(Arc::new(Marked(k, Arc::clone(&dropped)))).expect("publish");
             drop(old);
         }
         stop.store(true, Ordering::SeqCst);
-        let pins: u64 = readers.into_iter().map(|r| r.join().expect("reader")).sum();
-        assert!(pins > 0);
+        for r in readers {
+            assert!(r.join().expect("reader") > 0, "every reader pinned");
+        }
     });
     drop(p.retract());
     assert!(dropped.iter().all(|d| d.load(Ordering::SeqCst)), "every value dropped");
