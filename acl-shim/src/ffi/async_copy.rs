@@ -127,35 +127,39 @@ pub(crate) unsafe fn memcpy_async(
     if count == 0 {
         return Ok(());
     }
-    let rt = cx.rt()?;
     let n = cx.size("count", count)?;
-    let plan = rt.plan_memcpy(api, addr(dst), dest_max as u64, addr(src), n, kind_value)?;
-    let s = rt.submit_stream(api, super::stream::handle(stream))?;
-    let (d, sr) = (addr(dst), addr(src));
-    let (dl, sl) = (locate(d), locate(sr));
-    if is_h2h(dl, sl) {
-        return Err(AclError::new(
-            ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-            format!(
-                "{api}: a host-to-host copy cannot be asynchronous on this (EP mode) device; use aclrtMemcpy"
-            ),
-        ));
-    }
-    if plan.count == 0 {
-        return Ok(());
-    }
-    if kind_value == kind::H2BUF2D && sl == Loc::Pinned && is_dma(dl) {
-        return stage_copy(&rt, api, &s, d, dl, sr, n);
-    }
-    if is_dma(dl) && is_dma(sl) {
-        return submit_copy(&rt, api, &s, d, dl, sr, sl, n);
-    }
-    // Pageable host memory: synchronise the stream, then copy synchronously (as CANN).
-    // This also covers ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE from pageable memory: the source
-    // has been read when the call returns.
-    rt.sync_stream_obj(api, &s)?;
-    // SAFETY: the plan checked the pointers; the caller guarantees `count` bytes at each.
-    unsafe { copy_now(&rt, api, d, dl, sr, sl, n) }
+    // One thread-local access for the runtime and the stream's lookup (no reference taken).
+    cx.with_rt(|rt, l| {
+        let plan = rt.plan_memcpy(api, addr(dst), dest_max as u64, addr(src), n, kind_value)?;
+        rt.with_submit_target_in(l, api, super::stream::handle(stream), |_, s| {
+            let (d, sr) = (addr(dst), addr(src));
+            let (dl, sl) = (locate(d), locate(sr));
+            if is_h2h(dl, sl) {
+                return Err(AclError::new(
+                    ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                    format!(
+                        "{api}: a host-to-host copy cannot be asynchronous on this (EP mode) device; use aclrtMemcpy"
+                    ),
+                ));
+            }
+            if plan.count == 0 {
+                return Ok(());
+            }
+            if kind_value == kind::H2BUF2D && sl == Loc::Pinned && is_dma(dl) {
+                return stage_copy(rt, api, s, d, dl, sr, n);
+            }
+            if is_dma(dl) && is_dma(sl) {
+                return submit_copy(rt, api, s, d, dl, sr, sl, n);
+            }
+            // Pageable host memory: synchronise the stream, then copy synchronously (as CANN).
+            // This also covers ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE from pageable memory: the
+            // source has been read when the call returns.
+            rt.sync_stream_obj(api, s)?;
+            // SAFETY: the plan checked the pointers; the caller guarantees `count` bytes at
+            // each.
+            unsafe { copy_now(rt, api, d, dl, sr, sl, n) }
+        })
+    })
 }
 
 export! {

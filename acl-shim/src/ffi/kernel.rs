@@ -265,17 +265,20 @@ pub(crate) fn launch(
     if blocks == 0 {
         return Err(AclError::invalid(format!("{api}: numBlocks is 0")));
     }
-    let rt = cx.rt()?;
-    let s = rt.submit_stream(api, handle(stream))?;
-    if !sim(&rt, api)?.is_function(f) {
-        return Err(AclError::new(
-            crate::codes::ACL_ERROR_RT_INVALID_HANDLE,
-            format!("{api}: funcHandle {func:p} is not a live kernel (its binary was unloaded?)"),
-        ));
-    }
-    rt.launch_kernel(api, &s, f, blocks, args, timeout_us)?;
-    crate::state::task_fault::note_launch(s.device, s.queue, f);
-    Ok(())
+    // One thread-local access for the runtime and the stream's lookup (no reference taken).
+    cx.with_rt(|rt, l| {
+        rt.with_submit_target_in(l, api, handle(stream), |_, s| {
+            if !sim(rt, api)?.is_function(f) {
+                return Err(AclError::new(
+                    crate::codes::ACL_ERROR_RT_INVALID_HANDLE,
+                    format!("{api}: funcHandle {func:p} is not a live kernel (its binary was unloaded?)"),
+                ));
+            }
+            rt.launch_kernel(api, s, f, blocks, args, timeout_us)?;
+            crate::state::task_fault::note_launch(s.device, s.queue, f);
+            Ok(())
+        })
+    })
 }
 
 export! {
