@@ -127,9 +127,10 @@ pub(crate) unsafe fn memcpy_async(
     if count == 0 {
         return Ok(());
     }
-    let n = cx.size("count", count)?;
     // One thread-local access for the runtime and the stream's lookup (no reference taken).
     cx.with_rt(|rt, l| {
+        // After the runtime's check, as before: an uninitialised runtime is the error first.
+        let n = cx.size("count", count)?;
         let plan = rt.plan_memcpy(api, addr(dst), dest_max as u64, addr(src), n, kind_value)?;
         rt.with_submit_target_in(l, api, super::stream::handle(stream), |_, s| {
             let (d, sr) = (addr(dst), addr(src));
@@ -535,10 +536,11 @@ export! {
         if count == 0 {
             return Ok(());
         }
-        let n = cx.size("count", count)?;
         let (dst, h) = (addr(dev_ptr), super::stream::handle(stream));
         // One thread-local access for the runtime, the checks and the stream's lookup.
         cx.with_rt(|rt, l| {
+            // After the runtime's check, as before: an uninitialised runtime is the error first.
+            let n = cx.size("count", count)?;
             // CAST: the documented behaviour keeps the low byte.
             let set = MemsetArgs { dst, max_count: max_count as u64, count: n, value: value as u8 };
             if let Some(r) = rt.memset_async_fast(l, API, h, set) {
