@@ -8,9 +8,9 @@
 //! Costs: allocation and free are O(1): the class of a size is one table load; a chunk hands out
 //! its lowest free slot, kept up to date so that finding it is a load (after an allocation the
 //! next one is the next clear bit of the same bitmap word, and only a word turning full scans
-//! the eight-word summary); a slot's recorded usable size (never zero while it is live) says
-//! whether it is live, for the checks of a free, and the slot of an address is found with a
-//! multiply by a precomputed reciprocal, not a division. No per-segment count is kept: the
+//! the eight-word summary); a slot's live bit says whether it is live, for the checks of a
+//! free, its two-byte size entry what it holds (usable bytes minus one: at most 64 KiB), and the
+//! slot of an address is found with a multiply by a precomputed reciprocal, not a division. No per-segment count is kept: the
 //! objects of a 64 KiB segment are counted from the live bits of its slots (at most 17 words)
 //! only when a free reaches one of a chunk's top two backed segments or a trim asks, so an
 //! ordinary allocation or free touches the chunk's first line, one bitmap word, one summary
@@ -34,6 +34,8 @@ pub const SEGMENTS: usize = (CHUNK_BYTES / SEGMENT_BYTES) as usize;
 pub const SLAB_MAX_BYTES: u64 = 64 << 10;
 // An object overlaps two segments at most (`Chunk::segments`).
 const _: () = assert!(SLAB_MAX_BYTES <= SEGMENT_BYTES);
+// An object's usable bytes minus one fit a `u16` (`Chunk::sizes`).
+const _: () = assert!(SLAB_MAX_BYTES <= 1 << 16);
 
 /// The object sizes of the classes, smallest first: every 64 bytes to 1 KiB, every 256 bytes to
 /// 4 KiB, then four classes per doubling to 64 KiB. Every size is a multiple of 64, so every
@@ -90,8 +92,8 @@ const FULL_WORDS: usize = MAP_WORDS.div_ceil(64);
 ///
 /// # Invariants
 ///
-/// A slot is live exactly when its `sizes` entry (its usable bytes, at least 1) is non-zero, and
-/// exactly then its bit in `live` is set (the bits past `capacity` in the last word are always
+/// A slot is live exactly when its bit in `live` is set (its `sizes` entry then holds its usable
+/// bytes minus one, [`Chunk::encode`]; a free slot's entry is 0) (the bits past `capacity` in the last word are always
 /// set, so they are never taken); bit `w` of `full` is set when word `w` of `live` is all ones or
 /// does not exist. `used` is the number of live slots. `recip` is
 /// `ceil(2^RECIP_SHIFT / (object / 64))`. `lowest` is the lowest free slot (`capacity` when the chunk
@@ -112,7 +114,9 @@ pub struct Chunk {
     /// clear and are marked full in `full`). A fixed 4 KiB array rather than one sized to the
     /// class, so that a slot's word is found without a bounds check.
     live: Box<[u64; MAP_WORDS]>,
-    sizes: Box<[u32]>,
+    /// Per slot: a live object's usable bytes minus one (1 to 64 KiB in two bytes, not four: a
+    /// chunk of 64-byte objects keeps 64 KiB of sizes, not 128 KiB); 0 for a free slot.
+    sizes: Box<[u16]>,
     used: u32,
     capacity: u32,
     object: u32,
@@ -334,7 +338,7 @@ impl Chunk {
     /// address.
     #[inline(always)]
     pub fn alloc(&mut self, usable: u32) -> Option<u64> {
-        if usable == 0 {
+        if !self.fits(usable) {
             return None;
         }
         let slot = self.lowest_free()?;
@@ -343,12 +347,12 @@ impl Chunk {
 
     /// [`Self::alloc`] when the slot it would take ends within the first `backed` bytes of the
     /// chunk (at most [`CHUNK_BYTES`]); `None` (nothing changed) when it does not, when the
-    /// chunk is full or when `usable` is 0. One compare covers all three: a full chunk's
+    /// chunk is full or when `usable` does not fit an object ([`Self::fits`]). One compare covers all three: a full chunk's
     /// `lowest` is its capacity, and `(capacity + 1) · object` exceeds the chunk.
     #[inline(always)]
     pub fn alloc_within(&mut self, usable: u32, backed: u64) -> Option<u64> {
         let slot = self.lowest;
-        if u64::from(slot + 1) * u64::from(self.object) > backed || usable == 0 {
+        if u64::from(slot + 1) * u64::from(self.object) > backed || !self.fits(usable) {
             return None;
         }
         Some(self.take(slot, usable))
@@ -363,7 +367,7 @@ impl Chunk {
         let w = (slot / 64) as usize % MAP_WORDS;
         let word = self.live[w] | 1 << (slot % 64);
         self.live[w] = word;
-        self.sizes[slot as usize] = usable;
+        self.sizes[slot as usize] = Self::encode(usable);
         // INVARIANT: one more slot live; the lowest free one is above it. Every slot below
         // `slot` is live (it was the lowest free one), so while its word has a clear bit the
         // next free slot is that bit; only a word turning full needs the summary scan.
@@ -406,7 +410,9 @@ impl Chunk {
 
     #[inline]
     fn is_live(&self, slot: u32) -> bool {
-        self.sizes[slot as usize] != 0
+        debug_assert!(slot < self.capacity);
+        // CAST: as in `take`, the modulo only drops the bounds check.
+        self.live[(slot / 64) as usize % MAP_WORDS] & 1 << (slot % 64) != 0
     }
 
     /// The live object containing `addr`: (its base, its usable bytes).
@@ -418,14 +424,14 @@ impl Chunk {
         let object = self.object_bytes();
         let slot = self.slot_at(off);
         (slot < self.capacity && self.is_live(slot))
-            .then(|| (self.base + u64::from(slot) * object, u64::from(self.sizes[slot as usize])))
+            .then(|| (self.base + u64::from(slot) * object, self.usable_at(slot)))
     }
 
     /// Calls `f(base, usable bytes)` for every live object, in address order.
     pub fn for_each_live(&self, mut f: impl FnMut(u64, u64)) {
         let object = self.object_bytes();
         for slot in (0..self.capacity).filter(|&s| self.is_live(s)) {
-            f(self.base + u64::from(slot) * object, u64::from(self.sizes[slot as usize]));
+            f(self.base + u64::from(slot) * object, self.usable_at(slot));
         }
     }
 
@@ -464,8 +470,9 @@ impl Chunk {
             return None;
         }
         let slot = self.slot_at(off);
-        let usable = *self.sizes.get(slot as usize)?;
-        if (usable == 0) | (off != u64::from(slot * self.object)) | (self.used == 1) {
+        // CAST: as in `take`, the modulo only drops the bounds check.
+        let live = self.live[(slot / 64) as usize % MAP_WORDS] & 1 << (slot % 64) != 0;
+        if !live | (off != u64::from(slot * self.object)) | (self.used == 1) {
             return None;
         }
         // Only an object reaching the top two segments may let the top shrink: look at their
@@ -483,7 +490,7 @@ impl Chunk {
     #[inline(always)]
     fn release(&mut self, slot: u32) -> u64 {
         debug_assert!(self.is_live(slot));
-        let usable = core::mem::take(&mut self.sizes[slot as usize]);
+        let usable = Self::decode(core::mem::take(&mut self.sizes[slot as usize]));
         // CAST: as in `take`, the modulo only drops the bounds check.
         let w = (slot / 64) as usize % MAP_WORDS;
         self.live[w] &= !(1 << (slot % 64));
@@ -491,7 +498,33 @@ impl Chunk {
         // INVARIANT: one slot fewer live, and it may be the lowest free one.
         self.used -= 1;
         self.lowest = self.lowest.min(slot);
-        u64::from(usable)
+        usable
+    }
+
+    /// Whether an object of `usable` bytes fits this chunk's objects: at least 1 byte and at
+    /// most the object (at most 64 KiB, so its size minus one fits the two bytes of `sizes`).
+    #[inline(always)]
+    fn fits(&self, usable: u32) -> bool {
+        usable != 0 && usable <= self.object
+    }
+
+    /// The `sizes` entry of a live object of `usable` bytes (one that [`Self::fits`]).
+    #[inline(always)]
+    fn encode(usable: u32) -> u16 {
+        // CAST: 1 ..= 64 KiB by `fits`, so the value is below 2^16.
+        (usable - 1) as u16
+    }
+
+    /// The usable bytes of a live slot's `sizes` entry `code`.
+    #[inline(always)]
+    fn decode(code: u16) -> u64 {
+        u64::from(code) + 1
+    }
+
+    /// The usable bytes of live `slot`.
+    #[inline]
+    fn usable_at(&self, slot: u32) -> u64 {
+        Self::decode(self.sizes[slot as usize])
     }
 }
 
@@ -662,6 +695,28 @@ mod tests {
         // A full chunk refuses whatever is backed.
         while c.alloc(1).is_some() {}
         assert_eq!(c.alloc_within(1, CHUNK_BYTES), None);
+    }
+
+    #[test]
+    fn sizes_keep_every_usable_byte_count_of_the_class() {
+        // The largest class: 1 to 64 KiB must come back exactly (two bytes hold size - 1).
+        let mut c = Chunk::new(0, CLASSES - 1, 0);
+        assert_eq!(c.object_bytes(), SLAB_MAX_BYTES);
+        for usable in [1, 2, 65535, 65536] {
+            let a = c.alloc(usable).unwrap();
+            assert_eq!(c.object_at(a + 1), Some((a, u64::from(usable))));
+            assert_eq!(c.free(c.slot_of(a).unwrap()), u64::from(usable));
+        }
+        // Nothing that does not fit an object is taken, and nothing changes.
+        for usable in [0, 65537, u32::MAX] {
+            assert_eq!(c.alloc(usable), None);
+            assert_eq!(c.alloc_within(usable, CHUNK_BYTES), None);
+        }
+        assert!(c.is_empty());
+        assert_eq!(c.lowest_free(), Some(0));
+        let mut seen = 0;
+        c.for_each_live(|_, _| seen += 1);
+        assert_eq!(seen, 0);
     }
 
     #[test]
