@@ -3,7 +3,8 @@
 //! of the LLM-training traces in `../shared/traces/` (the side-by-side with peer allocators on
 //! the uniform and RMM-style mixes and the same traces is `benches/suballoc.rs`). Each churn row
 //! also runs `offset-allocator` (which, like `mm`, manages numbers, not memory) on the same
-//! stream of sizes and frees in the same run, and prints mm's ratio to it. Prints Markdown
+//! stream of sizes and frees in the same run, the two taking turns batch by batch, and prints
+//! mm's ratio to it. Prints Markdown
 //! tables; asserts nothing about time. `ACLRS_TRACES_DIR` overrides where the traces are read.
 //!
 //! Run with `cargo bench -p aclrs-tests --bench mm_alloc` (add `-- --quick` for a short run;
@@ -54,78 +55,62 @@ impl Rng {
 }
 
 /// Steady state: `live` allocations of sizes from `pick`; each step frees a random one and
-/// allocates a new one. Returns ns per alloc+free pair, one sample per batch.
+/// allocates a new one. Runs mm and, on the same stream of sizes and frees, `offset-allocator`
+/// over `total` bytes in 32-byte units (mm's `Align32` granularity), the two taking turns batch
+/// by batch (so that a slower stretch of the machine falls on both alike). Returns ns per
+/// alloc+free pair, one sample per batch: (mm, offset-allocator).
 fn churn(
     pick: &mut dyn FnMut(&mut Rng) -> u64,
     live: usize,
     batch: usize,
     batches: usize,
     total: u64,
-) -> Vec<f64> {
+) -> (Vec<f64>, Vec<f64>) {
+    const UNIT: u64 = 32;
     let (mut a, mut b) = fresh(total);
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let reqs: Vec<Request> = (0..4096)
         .map(|_| request(Api::Align32, SocProfile::A2, pick(&mut rng), HUGE_FIRST).expect("request"))
         .collect();
+    let units = u32::try_from(total / UNIT).unwrap_or(u32::MAX);
+    let max_allocs = u32::try_from(2 * live + 1024).unwrap_or(u32::MAX);
+    let mut o = offset_allocator::Allocator::<u32>::with_max_allocs(units, max_allocs);
+    let sizes: Vec<u32> =
+        reqs.iter().map(|r| u32::try_from(r.usable_bytes.div_ceil(UNIT)).expect("units")).collect();
     let mut ptrs: Vec<DeviceAddr> = (0..live)
         .map(|i| a.allocate(&mut b, &reqs[i % reqs.len()], APP).expect("warm-up allocation"))
         .collect();
-    let mut samples = Vec::with_capacity(batches);
-    let mut k = 0usize;
+    let mut handles: Vec<offset_allocator::Allocation<u32>> =
+        (0..live).map(|i| o.allocate(sizes[i % sizes.len()]).expect("warm-up allocation")).collect();
+    // Each allocator walks the same random stream from the same seed.
+    let (mut rng_a, mut rng_o) = (Rng(rng.0), Rng(rng.0));
+    let (mut k_a, mut k_o) = (0usize, 0usize);
+    let (mut mm, mut peer) = (Vec::with_capacity(batches), Vec::with_capacity(batches));
     for _ in 0..batches {
         let t = Instant::now();
         for _ in 0..batch {
             // CAST: `live` fits in u64 and the result is below it.
-            let i = rng.below(live as u64) as usize;
+            let i = rng_a.below(live as u64) as usize;
             a.free(&mut b, ptrs[i]).expect("free");
-            k = (k + 1) % reqs.len();
-            ptrs[i] = a.allocate(&mut b, &reqs[k], APP).expect("allocation");
+            k_a = (k_a + 1) % reqs.len();
+            ptrs[i] = a.allocate(&mut b, &reqs[k_a], APP).expect("allocation");
         }
         // CAST: batch counts are small.
-        samples.push(t.elapsed().as_nanos() as f64 / batch as f64);
+        mm.push(t.elapsed().as_nanos() as f64 / batch as f64);
         black_box(&ptrs);
-    }
-    samples
-}
-
-/// [`churn`] with `offset-allocator` over `total` bytes in 32-byte units (mm's `Align32`
-/// granularity): the same sizes, the same frees, the same batches.
-fn churn_offset(
-    pick: &mut dyn FnMut(&mut Rng) -> u64,
-    live: usize,
-    batch: usize,
-    batches: usize,
-    total: u64,
-) -> Vec<f64> {
-    const UNIT: u64 = 32;
-    let units = u32::try_from(total / UNIT).unwrap_or(u32::MAX);
-    let max_allocs = u32::try_from(2 * live + 1024).unwrap_or(u32::MAX);
-    let mut a = offset_allocator::Allocator::<u32>::with_max_allocs(units, max_allocs);
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    let sizes: Vec<u32> = (0..4096)
-        .map(|_| {
-            let req = request(Api::Align32, SocProfile::A2, pick(&mut rng), HUGE_FIRST).expect("request");
-            u32::try_from(req.usable_bytes.div_ceil(UNIT)).expect("units")
-        })
-        .collect();
-    let mut ptrs: Vec<offset_allocator::Allocation<u32>> =
-        (0..live).map(|i| a.allocate(sizes[i % sizes.len()]).expect("warm-up allocation")).collect();
-    let mut samples = Vec::with_capacity(batches);
-    let mut k = 0usize;
-    for _ in 0..batches {
         let t = Instant::now();
         for _ in 0..batch {
             // CAST: `live` fits in u64 and the result is below it.
-            let i = rng.below(live as u64) as usize;
-            a.free(ptrs[i]);
-            k = (k + 1) % sizes.len();
-            ptrs[i] = a.allocate(sizes[k]).expect("allocation");
+            let i = rng_o.below(live as u64) as usize;
+            o.free(handles[i]);
+            k_o = (k_o + 1) % sizes.len();
+            handles[i] = o.allocate(sizes[k_o]).expect("allocation");
         }
         // CAST: batch counts are small.
-        samples.push(t.elapsed().as_nanos() as f64 / batch as f64);
-        black_box(&ptrs);
+        peer.push(t.elapsed().as_nanos() as f64 / batch as f64);
+        black_box(&handles);
     }
-    samples
+    (mm, peer)
 }
 
 /// Pool regions from the device allocator's reservations, pages from `mm::phys`.
@@ -240,8 +225,8 @@ fn main() {
     let only = std::env::var("ACLRS_MM_ALLOC_ONLY").ok();
     let keep = |name: &str| only.as_deref().is_none_or(|o| name.contains(o));
     for (name, mut pick, live, total, target) in cases.into_iter().filter(|c| keep(c.0)) {
-        let s = Stats::of(&churn(&mut *pick, live, batch / 10, batches, total));
-        let peer = Stats::of(&churn_offset(&mut *pick, live, batch / 10, batches, total));
+        let (mm, offset) = churn(&mut *pick, live, batch / 10, batches, total);
+        let (s, peer) = (Stats::of(&mm), Stats::of(&offset));
         table.row(vec![
             name.to_owned(),
             format!("{:.1}", s.median),

@@ -3,7 +3,9 @@
 //! driven through one adapter trait ([`SubAllocator`]) over the same operation streams: a
 //! uniform 1 B–1 MiB mix, an RMM-style 1–16 MiB mix, and replays of every trace in
 //! `../shared/traces/`. Reports median and p99 ns per alloc+free pair and peak reserved over
-//! peak live bytes. Prints one Markdown table; asserts nothing about time.
+//! peak live bytes. The allocators of a workload take turns over three rounds, so that a slower
+//! stretch of the machine falls on all of them alike. Prints one Markdown table; asserts
+//! nothing about time.
 //!
 //! `mm` is `mm::device::DeviceAllocator` with frames from `mm::phys` (no driver), each request
 //! made by `mm::policy::request(Api::Align32, SocProfile::A2, size, HUGE_FIRST)`; its reserved
@@ -475,8 +477,9 @@ fn run_reserved<A: SubAllocator>(a: &mut A, ops: &Ops) -> Option<(u64, u64)> {
 /// How one workload is timed.
 #[derive(Clone, Copy)]
 struct Plan {
-    /// Churn: one allocator, operations in chunks, the first `warmup` chunks untimed.
-    /// Trace: a fresh allocator per replay, `warmup` replays untimed, then `samples`.
+    /// Per round ([`ROUNDS`]): churn: one allocator, operations in chunks, the first `warmup`
+    /// chunks untimed; trace: a fresh allocator per replay, `warmup` replays untimed, then
+    /// `samples`.
     churn: bool,
     warmup: usize,
     samples: usize,
@@ -491,15 +494,22 @@ struct Row {
     measured: bool,
 }
 
+/// One round of `plan` on fresh allocators from `make`: the ns-per-pair samples (`None` when an
+/// allocation failed) and, with `memory`, peak reserved over peak live from an untimed pass
+/// first (`None` when that pass failed, which ends the round).
 fn measure<A: SubAllocator>(
     mut make: impl FnMut() -> A,
     ops: &Ops,
     plan: Plan,
-) -> (Option<Stats>, Option<f64>) {
-    // A failed allocation (an arena too small) shows in the table, not as a panic.
-    let Some((reserved, live)) = run_reserved(&mut make(), ops) else { return (None, None) };
-    // CAST: byte counts as a ratio.
-    let ratio = Some(reserved as f64 / live as f64);
+    memory: bool,
+) -> (Option<Vec<f64>>, Option<f64>) {
+    let mut ratio = None;
+    if memory {
+        // A failed allocation (an arena too small) shows in the table, not as a panic.
+        let Some((reserved, live)) = run_reserved(&mut make(), ops) else { return (None, None) };
+        // CAST: byte counts as a ratio.
+        ratio = Some(reserved as f64 / live as f64);
+    }
     let samples = if plan.churn {
         let mut a = make();
         match run_timed(&mut a, ops, plan.chunk) {
@@ -517,7 +527,7 @@ fn measure<A: SubAllocator>(
         }
         s
     };
-    (Some(Stats::of(&samples)), ratio)
+    (Some(samples), ratio)
 }
 
 /// Power-of-two divisor bringing `peak_live` within the arena budget.
@@ -525,40 +535,78 @@ fn arena_scale(peak_live: u64) -> u64 {
     peak_live.div_ceil(ARENA_LIVE_BUDGET).next_power_of_two()
 }
 
-/// All allocators on one workload.
+/// Rounds of every workload: the allocators take turns round by round (each round a fresh
+/// allocator, its warm-up and a share of the samples), so that a stretch of the run in which
+/// the machine is slower falls on every allocator alike, as the task-submission benchmarks
+/// take turns with their floors.
+const ROUNDS: usize = 3;
+
+/// One allocator's round: `true` for the first (which also measures memory).
+type Round<'a> = Box<dyn FnMut(bool) -> (Option<Vec<f64>>, Option<f64>) + 'a>;
+
+/// All allocators on one workload, taking turns over [`ROUNDS`] rounds.
 fn workload(ops: &Ops, plan: Plan) -> (u64, Vec<Row>) {
-    let mut rows = Vec::new();
     // ACLRS_SUBALLOC_PEERS=<text> measures only the allocators whose name contains it (for
     // profiling one of them); the others show as dashes.
     let peers = std::env::var("ACLRS_SUBALLOC_PEERS").ok();
     let wanted = |peer: &str| peers.as_deref().is_none_or(|p| peer.contains(p));
-    let mut push = |peer: &str, m: &mut dyn FnMut() -> (Option<Stats>, Option<f64>)| {
-        let measured = wanted(peer);
-        let (stats, ratio) = if measured { m() } else { (None, None) };
-        rows.push(Row { peer: peer.to_owned(), stats, ratio, measured });
-    };
     let total = (ops.peak_live * 3 / 2).next_multiple_of(GIB).max(4 * GIB);
-    push("mm (DeviceAllocator)", &mut || measure(|| Mm::new(total), ops, plan));
     // offset-allocator: u32 units, the smallest power of two that spans 4× peak live.
     let span = 4 * ops.peak_live + 64 * MIB;
     let unit = span.div_ceil(u64::from(u32::MAX)).next_power_of_two();
     let units = u32::try_from(span / unit).unwrap_or(u32::MAX);
     let max_allocs = u32::try_from(2 * ops.slots + 1024).unwrap_or(u32::MAX);
-    push("offset-allocator", &mut || {
-        measure(
-            || Offset { a: offset_allocator::Allocator::with_max_allocs(units, max_allocs), unit, high: 0 },
-            ops,
-            plan,
-        )
-    });
     let scale = arena_scale(ops.peak_live);
     let small = if scale == 1 { ops.clone() } else { ops.scaled(scale) };
     // Arena peers: 4× peak live plus slack; pages cost RAM only where the allocators touch.
+    // They take turns on the one arena, each on a fresh allocator over it.
     let arena = Arena::new(4 * small.peak_live + 64 * MIB);
-    push("talc", &mut || measure(|| Talc::new(&arena), &small, plan));
-    push("buddy_system_allocator", &mut || measure(|| Buddy::new(&arena), &small, plan));
-    push("linked_list_allocator", &mut || measure(|| LinkedList::new(&arena), &small, plan));
-    push("malloc (glibc)", &mut || measure(Malloc::new, ops, plan));
+    let (arena, small) = (&arena, &small);
+    let mut all: Vec<(&str, Round)> = vec![
+        ("mm (DeviceAllocator)", Box::new(|m| measure(|| Mm::new(total), ops, plan, m))),
+        (
+            "offset-allocator",
+            Box::new(|m| {
+                let make = || Offset {
+                    a: offset_allocator::Allocator::with_max_allocs(units, max_allocs),
+                    unit,
+                    high: 0,
+                };
+                measure(make, ops, plan, m)
+            }),
+        ),
+        ("talc", Box::new(|m| measure(|| Talc::new(arena), small, plan, m))),
+        ("buddy_system_allocator", Box::new(|m| measure(|| Buddy::new(arena), small, plan, m))),
+        ("linked_list_allocator", Box::new(|m| measure(|| LinkedList::new(arena), small, plan, m))),
+        ("malloc (glibc)", Box::new(|m| measure(Malloc::new, ops, plan, m))),
+    ];
+    // Per allocator: its samples over the rounds, its memory ratio, whether a round failed.
+    let mut got: Vec<(Vec<f64>, Option<f64>, bool)> = all.iter().map(|_| (Vec::new(), None, false)).collect();
+    for round in 0..ROUNDS {
+        for ((peer, run), (samples, ratio, failed)) in all.iter_mut().zip(&mut got) {
+            if !wanted(peer) || *failed {
+                continue;
+            }
+            let (s, r) = run(round == 0);
+            if round == 0 {
+                *ratio = r;
+            }
+            match s {
+                Some(s) => samples.extend(s),
+                None => *failed = true,
+            }
+        }
+    }
+    let rows = all
+        .iter()
+        .zip(got)
+        .map(|((peer, _), (samples, ratio, failed))| Row {
+            peer: (*peer).to_owned(),
+            stats: (!failed && !samples.is_empty()).then(|| Stats::of(&samples)),
+            ratio,
+            measured: wanted(peer),
+        })
+        .collect();
     (scale, rows)
 }
 
@@ -584,7 +632,8 @@ fn main() {
     ]);
     let (pairs, chunk) = if q { (60_000, 5_000) } else { (400_000, 10_000) };
     let churn_plan = Plan { churn: true, warmup: 2, samples: 0, chunk: 2 * chunk };
-    let trace_plan = Plan { churn: false, warmup: 1, samples: if q { 3 } else { 11 }, chunk: 0 };
+    // Trace replays: one warm-up and a third of the samples per round.
+    let trace_plan = Plan { churn: false, warmup: 1, samples: if q { 1 } else { 4 }, chunk: 0 };
     let mut work: Vec<(String, Ops, Plan, &str, &str)> = vec![
         (
             "uniform 1 B–1 MiB, 1024 live".to_owned(),
