@@ -4,8 +4,10 @@
 //! the uniform and RMM-style mixes and the same traces is `benches/suballoc.rs`). Each churn row
 //! also runs `offset-allocator` (which, like `mm`, manages numbers, not memory) on the same
 //! stream of sizes and frees in the same run, the two taking turns batch by batch, and prints
-//! mm's ratio to it. Prints Markdown
-//! tables; asserts nothing about time. `ACLRS_TRACES_DIR` overrides where the traces are read.
+//! mm's ratio to it. The two slab churns also run against the floor of a slab with mm's rules
+//! (`floors/slab.rs`: the lowest free slot first and each object's size kept, each on or off),
+//! all taking turns batch by batch. Prints Markdown tables; asserts nothing about time.
+//! `ACLRS_TRACES_DIR` overrides where the traces are read.
 //!
 //! Run with `cargo bench -p aclrs-tests --bench mm_alloc` (add `-- --quick` for a short run;
 //! `ACLRS_MM_ALLOC_ONLY=slab` keeps the workloads and traces whose name contains `slab`).
@@ -22,6 +24,10 @@ use mm::order::{StreamOrder, StreamPoint};
 use mm::phys::{FrameAllocator, PhysConfig};
 use mm::policy::{request, Api, Request, HUGE_FIRST};
 use mm::pool::{Pool, PoolBacking, ReuseModes};
+
+#[path = "floors/slab.rs"]
+mod slab_floor;
+use slab_floor::Floor;
 
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
@@ -113,6 +119,91 @@ fn churn(
     (mm, peer)
 }
 
+/// One allocator's batches on a churn: runs `batch` pairs, returns ns per pair.
+type Batches<'a> = Box<dyn FnMut(usize) -> f64 + 'a>;
+
+/// A churn of `sizes` (usable bytes) on a slab floor of `live` objects, walking the random
+/// stream from `rng`: one batch per call (see [`slab_floors`]).
+fn floor_batches<'a, const LOWEST: bool, const SIZES: bool>(
+    sizes: &'a [u64],
+    live: usize,
+    mut rng: Rng,
+) -> Batches<'a> {
+    let mut f = Floor::<LOWEST, SIZES>::new(BASE, 64 * GIB);
+    let mut ptrs: Vec<u64> = (0..live).map(|i| f.alloc(sizes[i % sizes.len()])).collect();
+    let mut k = 0usize;
+    Box::new(move |batch| {
+        let t = Instant::now();
+        for _ in 0..batch {
+            // CAST: `live` fits in u64 and the result is below it.
+            let i = rng.below(live as u64) as usize;
+            f.free(ptrs[i]);
+            k = (k + 1) % sizes.len();
+            ptrs[i] = f.alloc(sizes[k]);
+        }
+        black_box((&ptrs, f.live()));
+        // CAST: batch counts are small.
+        t.elapsed().as_nanos() as f64 / batch as f64
+    })
+}
+
+/// mm's slab rows against the floor of a slab's rules (`floors/slab.rs`): mm and the four
+/// floors (mm's two rules, each on or off) on the same stream of sizes and frees, taking turns
+/// batch by batch. ns per pair, one sample per batch: mm, then the floors in [`FLOORS`] order.
+fn slab_floors(
+    pick: &mut dyn FnMut(&mut Rng) -> u64,
+    live: usize,
+    batch: usize,
+    batches: usize,
+) -> Vec<Vec<f64>> {
+    let (mut a, mut b) = fresh(4 * GIB);
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let reqs: Vec<Request> = (0..4096)
+        .map(|_| request(Api::Align32, SocProfile::A2, pick(&mut rng), HUGE_FIRST).expect("request"))
+        .collect();
+    let sizes: Vec<u64> = reqs.iter().map(|r| r.usable_bytes).collect();
+    let mut mm_rng = Rng(rng.0);
+    let mut ptrs: Vec<DeviceAddr> = (0..live)
+        .map(|i| a.allocate(&mut b, &reqs[i % reqs.len()], APP).expect("warm-up allocation"))
+        .collect();
+    let mut k = 0usize;
+    let mm: Batches = Box::new(move |batch| {
+        let t = Instant::now();
+        for _ in 0..batch {
+            // CAST: `live` fits in u64 and the result is below it.
+            let i = mm_rng.below(live as u64) as usize;
+            a.free(&mut b, ptrs[i]).expect("free");
+            k = (k + 1) % reqs.len();
+            ptrs[i] = a.allocate(&mut b, &reqs[k], APP).expect("allocation");
+        }
+        black_box(&ptrs);
+        // CAST: batch counts are small.
+        t.elapsed().as_nanos() as f64 / batch as f64
+    });
+    let mut all: Vec<Batches> = vec![
+        mm,
+        floor_batches::<true, true>(&sizes, live, Rng(rng.0)),
+        floor_batches::<true, false>(&sizes, live, Rng(rng.0)),
+        floor_batches::<false, true>(&sizes, live, Rng(rng.0)),
+        floor_batches::<false, false>(&sizes, live, Rng(rng.0)),
+    ];
+    let mut samples: Vec<Vec<f64>> = all.iter().map(|_| Vec::with_capacity(batches)).collect();
+    for _ in 0..batches {
+        for (run, s) in all.iter_mut().zip(&mut samples) {
+            s.push(run(batch));
+        }
+    }
+    samples
+}
+
+/// The slab floors of [`slab_floors`], in order.
+const FLOORS: [&str; 4] = [
+    "floor with mm's rules: lowest free slot first, each object's size kept",
+    "floor: lowest free slot first, no sizes",
+    "floor: slot freed last first, sizes kept",
+    "floor: slot freed last first, no sizes",
+];
+
 /// Pool regions from the device allocator's reservations, pages from `mm::phys`.
 struct Backing<'a> {
     alloc: &'a mut DeviceAllocator,
@@ -194,8 +285,11 @@ fn parse(path: &std::path::Path) -> Option<Vec<(bool, u64, u64)>> {
     Some(ops)
 }
 
+/// A size picker.
+type Pick = Box<dyn FnMut(&mut Rng) -> u64>;
+
 /// A steady-state workload: name, size picker, live count, device bytes, target ns per pair.
-type Case = (&'static str, Box<dyn FnMut(&mut Rng) -> u64>, usize, u64, f64);
+type Case = (&'static str, Pick, usize, u64, f64);
 
 fn main() {
     let q = quick();
@@ -239,6 +333,32 @@ fn main() {
         ]);
     }
     table.print("mm_alloc", "mm device allocator: alloc+free pairs (no driver, frames from mm::phys)");
+
+    // mm's slab rows against the floor of a slab's rules, taking turns batch by batch.
+    let mut floors = Table::new(&["workload", "slab", "p50 ns/pair", "spread", "vs mm", "target"]);
+    let slab_cases: Vec<(&str, Pick)> = vec![
+        ("slab sizes 1 B–64 KiB, 4096 live", Box::new(|r: &mut Rng| 1 + r.below(64 << 10))),
+        ("small 64 B–4 KiB, 4096 live", Box::new(|r: &mut Rng| 64 + r.below(4032))),
+    ];
+    for (name, mut pick) in slab_cases.into_iter().filter(|c| keep(c.0)) {
+        let runs = slab_floors(&mut *pick, 4096, batch / 10, batches);
+        let stats: Vec<Stats> = runs.iter().map(|r| Stats::of(r)).collect();
+        let who = std::iter::once("mm (DeviceAllocator)").chain(FLOORS);
+        for (k, (slab, st)) in who.zip(&stats).enumerate() {
+            floors.row(vec![
+                name.to_owned(),
+                slab.to_owned(),
+                format!("{:.1}", st.median),
+                st.spread(1),
+                format!("{:.2}×", st.median / stats[0].median),
+                if k == 0 { "≤ 15 ns".to_owned() } else { "–".to_owned() },
+            ]);
+        }
+    }
+    floors.print(
+        "mm_alloc",
+        "mm's slab against the floor of a slab's rules (tests/benches/floors/slab.rs), taking turns batch by batch",
+    );
 
     let pytorch = [("ctx128_forward.trace", "1.031"), ("ctx128_fullstep.trace", "1.150")];
     let dir = traces_dir();
