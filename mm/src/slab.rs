@@ -10,11 +10,11 @@
 //! next one is the next clear bit of the same bitmap word, and only a word turning full scans
 //! the eight-word summary); a slot's live bit says whether it is live, for the checks of a
 //! free, its two-byte size entry what it holds (usable bytes minus one: at most 64 KiB), and the
-//! slot of an address is found with a multiply by a precomputed reciprocal, not a division. No per-segment count is kept: the
-//! objects of a 64 KiB segment are counted from the live bits of its slots (at most 17 words)
-//! only when a free reaches one of a chunk's top two backed segments or a trim asks, so an
-//! ordinary allocation or free touches the chunk's first line, one bitmap word, one summary
-//! word and one size entry. A chunk's storage is sized once, when
+//! slot of an address is found with a multiply by a precomputed reciprocal, not a division. No
+//! per-segment count is kept: the objects of a 64 KiB segment are counted from the live bits of
+//! its slots (at most 17 words) only when a free reaches one of a chunk's top two backed
+//! segments or a trim asks, so an ordinary allocation or free touches the chunk's first line,
+//! one bitmap word, one summary word and one size entry. A chunk's storage is sized once, when
 //! it is made, and [`Chunk::reset`] reuses it for another chunk of the same class, so nothing is
 //! allocated on the heap per object.
 
@@ -92,12 +92,12 @@ const FULL_WORDS: usize = MAP_WORDS.div_ceil(64);
 ///
 /// # Invariants
 ///
-/// A slot is live exactly when its bit in `live` is set (its `sizes` entry then holds its usable
-/// bytes minus one, [`Chunk::encode`]; a free slot's entry is 0) (the bits past `capacity` in the last word are always
-/// set, so they are never taken); bit `w` of `full` is set when word `w` of `live` is all ones or
-/// does not exist. `used` is the number of live slots. `recip` is
-/// `ceil(2^RECIP_SHIFT / (object / 64))`. `lowest` is the lowest free slot (`capacity` when the chunk
-/// is full), kept up to date by every change so that finding it is a load.
+/// A slot is live exactly when its bit in `live` is set (the bits past `capacity` in the last
+/// word are always set, so they are never taken); a live slot's `sizes` entry holds its usable
+/// bytes minus one ([`Chunk::encode`]), a free slot's is 0; bit `w` of `full` is set when word
+/// `w` of `live` is all ones or does not exist. `used` is the number of live slots. `recip` is
+/// `ceil(2^RECIP_SHIFT / (object / 64))`. `lowest` is the lowest free slot (`capacity` when the
+/// chunk is full), kept up to date by every change so that finding it is a load.
 ///
 /// The live objects of a segment (bytes `[i · 64 KiB, (i + 1) · 64 KiB)`) are counted from the
 /// live bits of the slots overlapping it when asked ([`Self::segment_live`]), which only frees
@@ -347,8 +347,9 @@ impl Chunk {
 
     /// [`Self::alloc`] when the slot it would take ends within the first `backed` bytes of the
     /// chunk (at most [`CHUNK_BYTES`]); `None` (nothing changed) when it does not, when the
-    /// chunk is full or when `usable` does not fit an object ([`Self::fits`]). One compare covers all three: a full chunk's
-    /// `lowest` is its capacity, and `(capacity + 1) · object` exceeds the chunk.
+    /// chunk is full or when `usable` does not fit an object ([`Self::fits`]). One compare
+    /// covers the first two: a full chunk's `lowest` is its capacity, and `(capacity + 1) ·
+    /// object` exceeds the chunk.
     #[inline(always)]
     pub fn alloc_within(&mut self, usable: u32, backed: u64) -> Option<u64> {
         let slot = self.lowest;
