@@ -94,7 +94,7 @@ const FULL_WORDS: usize = MAP_WORDS.div_ceil(64);
 ///
 /// A slot is live exactly when its bit in `live` is set (the bits past `capacity` in the last
 /// word are always set, so they are never taken); a live slot's `sizes` entry holds its usable
-/// bytes minus one ([`Chunk::encode`]), a free slot's is 0; bit `w` of `full` is set when word
+/// bytes minus one (`Chunk::encode`), a free slot's is 0; bit `w` of `full` is set when word
 /// `w` of `live` is all ones or does not exist. `used` is the number of live slots. `recip` is
 /// `ceil(2^RECIP_SHIFT / (object / 64))`. `lowest` is the lowest free slot (`capacity` when the
 /// chunk is full), kept up to date by every change so that finding it is a load.
@@ -347,9 +347,9 @@ impl Chunk {
 
     /// [`Self::alloc`] when the slot it would take ends within the first `backed` bytes of the
     /// chunk (at most [`CHUNK_BYTES`]); `None` (nothing changed) when it does not, when the
-    /// chunk is full or when `usable` does not fit an object ([`Self::fits`]). One compare
-    /// covers the first two: a full chunk's `lowest` is its capacity, and `(capacity + 1) ·
-    /// object` exceeds the chunk.
+    /// chunk is full or when `usable` does not fit an object (0, or more than the object). One
+    /// compare covers the first two: a full chunk's `lowest` is its capacity, and `(capacity + 1)
+    /// · object` exceeds the chunk.
     #[inline(always)]
     pub fn alloc_within(&mut self, usable: u32, backed: u64) -> Option<u64> {
         let slot = self.lowest;
