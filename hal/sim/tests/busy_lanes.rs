@@ -20,6 +20,24 @@ const HELD_TASKS: u64 = 600;
 const OTHER_TASKS: u64 = 3000;
 const OTHERS: usize = 3;
 
+/// What the blocker waits for: opened by the test, or when the test unwinds (so that a failing
+/// test lets the held worker go instead of leaving it blocked).
+struct Gate(Arc<(Mutex<bool>, Condvar)>);
+
+impl Gate {
+    fn open(&self) {
+        let (open, cv) = &*self.0;
+        *open.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        cv.notify_all();
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        self.open();
+    }
+}
+
 /// A host function naming queue index `q` (or [`BLOCKER`]) and task `data`.
 fn host(q: u64, data: u64) -> TaskDesc {
     TaskDesc::HostFunc { call: HostCall { func: q, data, report: None } }
@@ -30,10 +48,10 @@ fn a_held_queue_runs_everything_pushed_while_the_other_workers_look() {
     let sim = Arc::new(small_sim(format!("simbusy-{}", std::process::id())));
     let ran: Arc<Vec<Mutex<Vec<u64>>>> = Arc::new((0..=OTHERS).map(|_| Mutex::new(Vec::new())).collect());
     // The gate the blocker waits on, and whether the blocker has started.
-    let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let gate = Gate(Arc::new((Mutex::new(false), Condvar::new())));
     let started = Arc::new(AtomicBool::new(false));
     {
-        let (ran, gate, started) = (Arc::clone(&ran), Arc::clone(&gate), Arc::clone(&started));
+        let (ran, gate, started) = (Arc::clone(&ran), Arc::clone(&gate.0), Arc::clone(&started));
         sim.set_host_hook(Arc::new(move |call: HostCall| {
             if call.func == BLOCKER {
                 started.store(true, Ordering::Release);
@@ -80,11 +98,7 @@ fn a_held_queue_runs_everything_pushed_while_the_other_workers_look() {
         f.join().expect("flood");
     }
     assert!(ran[0].lock().expect("record").is_empty(), "nothing of the held queue ran before its blocker");
-    {
-        let (open, cv) = &*gate;
-        *open.lock().expect("gate") = true;
-        cv.notify_all();
-    }
+    gate.open();
     // TIMEOUT: a task stranded in the held queue's lane never runs; 30 s is far beyond any run.
     sim.wait(D0, queues[0], last, Some(30_000)).expect("everything pushed to the held queue ran");
     let want = |n: u64| (0..n).collect::<Vec<u64>>();
