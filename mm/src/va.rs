@@ -23,7 +23,8 @@
 //! fit, up to the class of `len + align - 1`, above which every block fits again (apart from the
 //! very top of the address space, where aligning can overflow and the search goes on).
 //!
-//! The handle path (`VaAllocator::alloc_handle`, crate-private: the device allocator uses it) keeps
+//! The handle path ([`VaAllocator::alloc_handle`], for owners that keep their own record of every range,
+//! as the device allocator does) keeps
 //! a small cache in front of the lists: a range freed by handle goes onto a stack of ranges of its
 //! exact length (64 buckets by length, at most 64 ranges each and [`CACHE_RANGES`] in all), and the
 //! next handle allocation of that length whose alignment the range meets takes it back with no
@@ -375,7 +376,7 @@ impl VaAllocator {
     /// whose start is a multiple of `align`, is taken back first (the one freed last): no
     /// search, no split.
     #[inline(always)]
-    pub(crate) fn alloc_handle(&mut self, len_bytes: u64, align: u64) -> Result<(VaRange, u32)> {
+    pub fn alloc_handle(&mut self, len_bytes: u64, align: u64) -> Result<(VaRange, u32)> {
         if self.cached > 0 && align.is_power_of_two() {
             if let Some(hit) = self.take_cached(len_bytes, align) {
                 self.handles += 1;
@@ -482,7 +483,7 @@ impl VaAllocator {
     /// [`Error::NotAllocated`] when `handle` does not name exactly `range`, live; nothing
     /// changes.
     #[inline(always)]
-    pub(crate) fn free_handle(&mut self, range: VaRange, handle: u32) -> Result<()> {
+    pub fn free_handle(&mut self, range: VaRange, handle: u32) -> Result<()> {
         match self.nodes.get(handle as usize) {
             Some(n)
                 if !n.free

@@ -19,6 +19,15 @@
 //! approximate (memory it kept from earlier runs can bring the ratio below 1).
 //! The PyTorch caching allocator's published ratios are quoted on the traces that have them.
 //!
+//! mm's two parts are also measured alone on the same streams, taking turns with the rest: a
+//! block of mm's own is a VA range and frames, two separate resources (the design's memory
+//! manager principles), so `mm::va` alone takes each request's VA range as the device allocator
+//! does and `mm::phys` alone takes its frames as the device allocator backs them; a row adds
+//! their two medians. Requests of slab size (at most 64 KiB: a fifth to a quarter of a trace's)
+//! are slab objects in the device allocator, but blocks in the two rows alone. The rows show
+//! where a pair's time goes: in the frames first, in the VA next, and little in the device
+//! allocator's own records.
+//!
 //! Run with `cargo bench -p aclrs-tests --bench suballoc` (add `-- --quick` for a short run;
 //! `ACLRS_SUBALLOC_ONLY=trace` keeps the workloads whose name contains `trace`).
 
@@ -30,10 +39,11 @@ use std::ptr::NonNull;
 use std::time::Instant;
 
 use aclrs_tests::bench::{quick, Stats, Table};
-use hal::{DeviceAddr, SocProfile, VaRange};
+use hal::{DeviceAddr, PageSize, SocProfile, VaRange};
 use mm::device::{DeviceAllocator, FrameBacker, APP};
-use mm::phys::{FrameAllocator, PhysConfig};
-use mm::policy::{request, Api, HUGE_FIRST};
+use mm::phys::{FrameAllocator, PhysConfig, PhysRun};
+use mm::policy::{request, Api, PagePlan, Request, HUGE_FIRST};
+use mm::va::VaAllocator;
 
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
@@ -87,6 +97,179 @@ impl SubAllocator for Mm {
 
     fn reserved_bytes(&self) -> u64 {
         self.a.accounting().backed.current
+    }
+}
+
+/// `mm::va` alone: for each request, the VA range mm's device allocator takes for a block of
+/// its own (its usable bytes rounded up to the page size of its plan, at a multiple of that page
+/// size, from a window of 4× the memory) through the handle path the device allocator uses
+/// ([`VaAllocator::alloc_handle`]). No frames, no records. Its VA span is not memory: the table
+/// shows no memory ratio for it.
+struct VaOnly {
+    v: VaAllocator,
+}
+
+impl VaOnly {
+    fn new(total: u64) -> Self {
+        let window = VaRange::try_new(DeviceAddr(16 << 40), 4 * total.max(GIB)).expect("window");
+        Self { v: VaAllocator::new(window) }
+    }
+}
+
+impl SubAllocator for VaOnly {
+    type Handle = (VaRange, u32);
+
+    fn alloc(&mut self, size: u64) -> Option<Self::Handle> {
+        let req = request(Api::Align32, SocProfile::A2, size, HUGE_FIRST).ok()?;
+        let page = match req.plan {
+            PagePlan::HugeFirst | PagePlan::HugeOnly => PageSize::Huge,
+            PagePlan::NormalOnly => PageSize::Normal,
+            PagePlan::Giant => PageSize::Giant,
+        };
+        self.v.alloc_handle(page.round_up(req.usable_bytes)?, page.bytes()).ok()
+    }
+
+    fn free(&mut self, (r, h): Self::Handle, _size: u64) {
+        self.v.free_handle(r, h).expect("mm::va free");
+    }
+
+    fn reserved_bytes(&self) -> u64 {
+        0
+    }
+}
+
+/// Runs one [`PhysOnly`] record keeps per page size.
+const PHYS_RUNS: usize = 8;
+
+/// What [`PhysOnly`] took for one request: a joint run (2 MiB pages and a 4 KiB-page tail), or
+/// `first` runs of `page`-size pages then runs of 4 KiB pages (the tail), `n` runs in all.
+#[derive(Clone, Copy)]
+struct Frames {
+    joint: bool,
+    page: PageSize,
+    first: u8,
+    n: u8,
+    runs: [PhysRun; PHYS_RUNS],
+}
+
+impl Default for Frames {
+    fn default() -> Self {
+        Self { joint: false, page: PageSize::Normal, first: 0, n: 0, runs: [PhysRun::default(); PHYS_RUNS] }
+    }
+}
+
+/// `mm::phys` alone: the frames of each request as mm's device allocator backs a block of its
+/// own (HUGE_FIRST: 2 MiB pages for every whole 2 MiB and a 4 KiB-page tail, in one run where
+/// the frame allocator has one, 4 KiB pages for everything when 2 MiB pages run out; the other
+/// plans: pages of their size), with the quick reuse `FrameBacker` turns on, and no VA, slab or
+/// address index: a request's runs go into a record of a table whose index is the handle (as
+/// `FrameBacker` keeps them). Reserved bytes are the frames allocated.
+struct PhysOnly {
+    f: FrameAllocator,
+    recs: Vec<Frames>,
+    free_recs: Vec<u32>,
+}
+
+impl PhysOnly {
+    fn new(total: u64) -> Self {
+        let mut f = FrameAllocator::new(PhysConfig {
+            total_bytes: total,
+            huge_budget_bytes: total,
+            giant_budget_bytes: 0,
+        })
+        .expect("frames");
+        f.set_quick_reuse(true);
+        Self { f, recs: Vec::new(), free_recs: Vec::new() }
+    }
+
+    /// `bytes` (a multiple of `page`) of `page`-size pages into `runs`; how many runs.
+    fn pages(f: &mut FrameAllocator, page: PageSize, bytes: u64, runs: &mut [PhysRun]) -> Option<usize> {
+        if bytes == 0 {
+            return Some(0);
+        }
+        f.alloc_pages_into(page, bytes / page.bytes(), runs).ok()
+    }
+
+    /// Frames for `req` from `f`, written into `fr` in place; `None` (nothing taken) on failure.
+    fn take(f: &mut FrameAllocator, req: &Request, fr: &mut Frames) -> Option<()> {
+        let (huge, normal) = (PageSize::Huge.bytes(), PageSize::Normal.bytes());
+        let normal_len = req.usable_bytes.next_multiple_of(normal);
+        fr.joint = false;
+        let (page, first_len, tail) = match req.plan {
+            PagePlan::HugeFirst => {
+                let mut whole = req.usable_bytes / huge * huge;
+                if normal_len - whole == huge {
+                    whole = normal_len;
+                }
+                let tail = normal_len - whole;
+                if whole > 0 && tail > 0 {
+                    if let Ok(Some(run)) = f.alloc_huge_with_tail(whole / huge, tail / normal) {
+                        (fr.joint, fr.page, fr.n, fr.runs[0]) = (true, PageSize::Huge, 1, run);
+                        return Some(());
+                    }
+                }
+                if whole == 0 {
+                    (PageSize::Normal, normal_len, 0)
+                } else {
+                    (PageSize::Huge, whole, tail)
+                }
+            }
+            PagePlan::HugeOnly => (PageSize::Huge, req.usable_bytes.next_multiple_of(huge), 0),
+            PagePlan::NormalOnly => (PageSize::Normal, normal_len, 0),
+            PagePlan::Giant => (PageSize::Giant, PageSize::Giant.round_up(req.usable_bytes)?, 0),
+        };
+        let (page, first_len, tail, h) = match Self::pages(f, page, first_len, &mut fr.runs) {
+            Some(h) => (page, first_len, tail, h),
+            // Out of 2 MiB pages: 4 KiB pages for everything, as mm falls back.
+            None if req.plan == PagePlan::HugeFirst => {
+                (PageSize::Normal, normal_len, 0, Self::pages(f, PageSize::Normal, normal_len, &mut fr.runs)?)
+            }
+            None => return None,
+        };
+        debug_assert!(first_len > 0);
+        let Some(t) = Self::pages(f, PageSize::Normal, tail, &mut fr.runs[h..]) else {
+            f.free_pages(page, &fr.runs[..h]).expect("mm::phys free");
+            return None;
+        };
+        // CAST: at most PHYS_RUNS.
+        (fr.page, fr.first, fr.n) = (page, h as u8, (h + t) as u8);
+        Some(())
+    }
+}
+
+impl SubAllocator for PhysOnly {
+    type Handle = u32;
+
+    fn alloc(&mut self, size: u64) -> Option<u32> {
+        let req = request(Api::Align32, SocProfile::A2, size, HUGE_FIRST).ok()?;
+        let i = self.free_recs.pop().unwrap_or_else(|| {
+            self.recs.push(Frames::default());
+            // CAST: fewer than 2^32 live requests.
+            (self.recs.len() - 1) as u32
+        });
+        if Self::take(&mut self.f, &req, &mut self.recs[i as usize]).is_none() {
+            self.free_recs.push(i);
+            return None;
+        }
+        Some(i)
+    }
+
+    fn free(&mut self, i: u32, _size: u64) {
+        let fr = &self.recs[i as usize];
+        let (h, n) = (usize::from(fr.first), usize::from(fr.n));
+        let r = if fr.joint {
+            self.f.free_huge_with_tail(fr.runs[0])
+        } else {
+            self.f
+                .free_pages(fr.page, &fr.runs[..h])
+                .and_then(|()| self.f.free_pages(PageSize::Normal, &fr.runs[h..n]))
+        };
+        r.expect("mm::phys free");
+        self.free_recs.push(i);
+    }
+
+    fn reserved_bytes(&self) -> u64 {
+        self.f.allocated_bytes()
     }
 }
 
@@ -535,6 +718,10 @@ fn arena_scale(peak_live: u64) -> u64 {
     peak_live.div_ceil(ARENA_LIVE_BUDGET).next_power_of_two()
 }
 
+/// Rows of mm at the top of a workload: the device allocator, then its VA core and its frame
+/// allocator each alone (not peers: the best peer is found among the rows after them).
+const MM_ROWS: usize = 3;
+
 /// Rounds of every workload: the allocators take turns round by round (each round a fresh
 /// allocator, its warm-up and a share of the samples), so that a stretch of the run in which
 /// the machine is slower falls on every allocator alike, as the task-submission benchmarks
@@ -564,6 +751,14 @@ fn workload(ops: &Ops, plan: Plan) -> (u64, Vec<Row>) {
     let (arena, small) = (&arena, &small);
     let mut all: Vec<(&str, Round)> = vec![
         ("mm (DeviceAllocator)", Box::new(|m| measure(|| Mm::new(total), ops, plan, m))),
+        (
+            "mm::va alone (each request's VA as mm takes it)",
+            Box::new(|m| measure(|| VaOnly::new(total), ops, plan, m)),
+        ),
+        (
+            "mm::phys alone (each request's frames as mm backs them)",
+            Box::new(|m| measure(|| PhysOnly::new(total), ops, plan, m)),
+        ),
         (
             "offset-allocator",
             Box::new(|m| {
@@ -674,9 +869,9 @@ fn main() {
     for (name, ops, plan, t_ns, t_mem) in &work {
         let (scale, rows) = workload(ops, *plan);
         let best_peer =
-            rows.iter().skip(1).filter_map(|r| r.stats.map(|s| s.median)).fold(f64::INFINITY, f64::min);
+            rows.iter().skip(MM_ROWS).filter_map(|r| r.stats.map(|s| s.median)).fold(f64::INFINITY, f64::min);
         for (k, r) in rows.iter().enumerate() {
-            let arena_peer = (2..=4).contains(&k);
+            let arena_peer = (MM_ROWS + 1..=MM_ROWS + 3).contains(&k);
             let peer = if arena_peer && scale > 1 {
                 format!("{} (sizes ÷{scale})", r.peer)
             } else {
@@ -694,10 +889,28 @@ fn main() {
                     .map_or_else(dash, |s| format!("{:.2}×", s.median / best_peer)),
                 match (r.measured, r.ratio) {
                     (false, _) => dash(),
+                    // VA is not memory.
+                    _ if k == 1 => dash(),
                     (true, None) => "out of memory".to_owned(),
                     (true, Some(v)) => format!("{v:.4}"),
                 },
                 if k == 0 { format!("{t_ns}, {t_mem}") } else { dash() },
+            ]);
+        }
+        // A block of mm's own is a VA range and frames, two separate resources (DESIGN.md): the
+        // two parts alone, added, against the whole device allocator and the peers.
+        if let (Some(va), Some(phys)) = (rows[1].stats, rows[2].stats) {
+            let floor = va.median + phys.median;
+            let dash = "–".to_owned();
+            table.row(vec![
+                name.clone(),
+                "mm::va alone + mm::phys alone (p50s added)".to_owned(),
+                format!("{floor:.1}"),
+                dash.clone(),
+                dash.clone(),
+                if best_peer.is_finite() { format!("{:.2}×", floor / best_peer) } else { dash.clone() },
+                dash.clone(),
+                dash,
             ]);
         }
         let pytorch = [("trace ctx128_forward", "1.031"), ("trace ctx128_fullstep", "1.150")];
