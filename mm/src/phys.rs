@@ -831,8 +831,8 @@ impl FrameAllocator {
         if huge == 0 || tail == 0 || tail >= order_frames(huge_order) || huge > self.total_frames {
             return Err(Error::InvalidArgument);
         }
-        let wanted = self.huge_in_use.checked_add(huge).and_then(|p| p.checked_mul(PageSize::Huge.bytes()));
-        if wanted.is_none_or(|bytes| bytes > self.huge_budget_bytes) {
+        // The budget is a whole number of 2 MiB pages, never below the pages in use.
+        if huge > (self.huge_budget_bytes >> PageSize::Huge.shift()) - self.huge_in_use {
             return Err(Error::BudgetExhausted);
         }
         let frames = (huge << huge_order) + tail;
@@ -917,7 +917,15 @@ impl FrameAllocator {
             return Err(Error::NotAllocated);
         }
         let frames = end - start;
-        self.give_back(start, frames, JOINT_TAG);
+        // A joint run of more than 512 frames from a 2 MiB boundary that holds its block is
+        // in `held` (not `held_lo`): one look there, and the block goes onto its stack.
+        if self.held_count > 0 && u64::from(self.held[ix(start >> HOLD_SHIFT)]) == frames {
+            let block = frames.next_power_of_two();
+            self.unhold(start, frames, block);
+            self.keep_block(start, block.ilog2());
+        } else {
+            self.give_back(start, frames, JOINT_TAG);
+        }
         self.allocated_frames -= frames;
         self.huge_in_use -= (huge_end - start) >> huge_order;
         Ok(())
@@ -1847,6 +1855,39 @@ mod tests {
         a.free_pages(PageSize::Normal, &runs).unwrap();
         a.free_pages(PageSize::Normal, &more).unwrap();
         assert_eq!(a, alloc(4 * MIB, 0, 0));
+    }
+
+    #[test]
+    fn joint_runs_go_back_by_their_hold_or_by_their_length() {
+        let mut a = alloc(64 * MIB, 64 * MIB, 0);
+        // Allocated with quick reuse off, a joint run holds nothing: freed with it on, it is
+        // cached by its exact length, and the next joint run of that length takes it back.
+        let plain = a.alloc_huge_with_tail(1, 128).unwrap().unwrap();
+        a.set_quick_reuse(true);
+        let holder = a.alloc_huge_with_tail(1, 128).unwrap().unwrap();
+        assert_eq!((a.held_count, plain.offset, holder.offset), (1, 0, 4 * MIB));
+        a.free_huge_with_tail(plain).unwrap();
+        assert_eq!((a.quick_runs, a.held_count), (1, 1));
+        // The holder goes back whole: its block is cached by its order.
+        a.free_huge_with_tail(holder).unwrap();
+        assert_eq!((a.quick_runs, a.held_count), (2, 0));
+        assert_eq!(a.block_len[slot(10)], 1);
+        // The run cached by its length first (it holds no slack), then the cached block.
+        assert_eq!(a.alloc_huge_with_tail(1, 128).unwrap(), Some(plain));
+        assert_eq!(a.alloc_huge_with_tail(1, 128).unwrap(), Some(holder));
+        // Taken as a cached run, the first holds nothing (as it was made); the second holds
+        // its block again.
+        assert_eq!((a.quick_runs, a.held_count), (0, 1));
+        // The budget counts whole 2 MiB pages: 32 in all, 2 in use.
+        assert_eq!(a.alloc_huge_with_tail(31, 1), Err(Error::BudgetExhausted));
+        let before = a.clone();
+        assert_eq!(a.alloc_huge_with_tail(30, 1).map(|r| r.is_none()), Ok(true));
+        assert_eq!(a, before);
+        for r in [plain, holder] {
+            a.free_huge_with_tail(r).unwrap();
+        }
+        a.flush_quick();
+        assert_eq!(a.info(), alloc(64 * MIB, 64 * MIB, 0).info());
     }
 
     #[test]
