@@ -207,6 +207,10 @@ struct State {
     lanes: Vec<Option<Arc<Lane>>>,
     /// Lanes whose descriptors the executor had no room for, by slot.
     backlog: Vec<bool>,
+    /// Lanes of queues an abort is dropping while it waits, without this lock, for the run
+    /// under way to end (see [`Scheduler::abort_queue`]), by slot: nobody else moves their
+    /// descriptors into the executor meanwhile, since they are to be dropped, not run.
+    aborting: Vec<bool>,
     /// The lanes the workers own (taken from the inbox and not given back: posted, so their
     /// submitters post nothing), by slot index, and whether each slot is among them.
     owned: Vec<usize>,
@@ -334,6 +338,8 @@ impl Cores {
 /// A device's task scheduler: its executor and the threads that drain it.
 #[derive(Debug)]
 pub(crate) struct Scheduler {
+    /// The device's index (what its workers' [`crate::fault::running`] answers).
+    device: u32,
     shared: Arc<Shared>,
     /// The device's memory, for the gates of value waits.
     fabric: Weak<Fabric>,
@@ -494,6 +500,7 @@ impl Scheduler {
                 blind: 0,
                 lanes: (0..MAX_QUEUES).map(|_| None).collect(),
                 backlog: vec![false; MAX_QUEUES],
+                aborting: vec![false; MAX_QUEUES],
                 owned: Vec::with_capacity(MAX_QUEUES),
                 is_owned: vec![false; MAX_QUEUES],
                 drained: 0,
@@ -507,7 +514,7 @@ impl Scheduler {
             sleepers: CachePadded(Sleepers::new()),
             cores: Cores::new(),
         });
-        let sched = Self { shared, fabric: fabric.clone(), threads: Mutex::new(Vec::new()) };
+        let sched = Self { device: index, shared, fabric: fabric.clone(), threads: Mutex::new(Vec::new()) };
         for w in 0..WORKERS {
             let worker = Arc::clone(&sched.shared);
             let fabric = fabric.clone();
@@ -610,10 +617,12 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Drops the queued tasks of `q` without waiting; with [`AbortHead::Runs`] the head task
-    /// whose dependencies are met now counts as on the device: the executor starts it here and
-    /// a worker runs it (see [`sched::Executor::abort_keep_head`]). Descriptors still in the
-    /// lane are queued tasks like the others (behind the executor's).
+    /// Drops the queued tasks of `q`; with [`AbortHead::Runs`] the head task whose
+    /// dependencies are met now counts as on the device: the executor starts it here and a
+    /// worker runs it (see [`sched::Executor::abort_keep_head`]). Descriptors still in the
+    /// lane are queued tasks like the others (behind the executor's). It waits for nothing but,
+    /// when the executor has no room for the lane's descriptors, the end of the task of `q`
+    /// running now (the run it belongs to keeps the room until then; see the loop below).
     pub(crate) fn abort_queue(&self, q: QueueId, head: AbortHead) -> Result<usize> {
         let lane = self.lane_arc(q);
         // Lock order: the lane's submit lock, then state.
@@ -624,9 +633,7 @@ impl Scheduler {
         let mut dropped = lane.as_ref().map_or(0, |l| l.cancel_run());
         let mut first = true;
         loop {
-            if let Some(l) = &lane {
-                drain_lane(&mut st, l);
-            }
+            let drained = lane.as_ref().is_none_or(|l| drain_lane(&mut st, l));
             let d = if first && head == AbortHead::Runs {
                 let fabric = &self.fabric;
                 let (d, started) =
@@ -640,9 +647,30 @@ impl Scheduler {
             };
             first = false;
             dropped += d;
-            if lane.as_ref().is_none_or(|l| l.ring.is_empty()) {
+            let Some(l) = lane.as_ref().filter(|l| !l.ring.is_empty()) else { break };
+            if drained {
+                continue;
+            }
+            // The executor has no room for the lane's descriptors: the queue's run under way
+            // (cancelled above: it starts nothing after its task running now) still counts all
+            // its tasks, and only its worker's finish, under this lock, lets them go. Looping
+            // here with the lock held would keep that worker from ever finishing (and a
+            // run's published completions let the submitters fill the lane past the executor's
+            // room, so this happens). Wait for the finish without the lock, the lane held
+            // back from everyone else's drains, then drain and drop again.
+            if crate::fault::running() == Some((self.device, q.0)) {
+                // Called from the run's own task, which cannot end first: what the lane
+                // holds runs after it, as submitted.
                 break;
             }
+            st.aborting[l.index] = true;
+            st.waiters += 1;
+            st.blind += 1;
+            // TIMEOUT: re-check now and then, in case the finish raced the count.
+            st = self.shared.done.wait_timeout(st, POLL).unwrap_or_else(|p| p.into_inner()).0;
+            st.waiters -= 1;
+            st.blind -= 1;
+            st.aborting[l.index] = false;
         }
         Self::sweep_tickets(&mut st, q.0);
         if st.waiters > 0 {
@@ -985,6 +1013,10 @@ fn lane_index(q: QueueId) -> usize {
 /// consumer); `false` when the executor had no room for all of them (the lane is then in the
 /// backlog until its queue finishes something).
 fn drain_lane(st: &mut State, lane: &Lane) -> bool {
+    if st.aborting[lane.index] {
+        // An abort drops these descriptors (it drains them itself once it holds the lock).
+        return false;
+    }
     let q = StreamId(lane.queue.0);
     while let Some((_, words)) = lane.ring.peek() {
         if let Some(task) = decode(&words) {
