@@ -832,7 +832,7 @@ impl FrameAllocator {
             return Err(Error::InvalidArgument);
         }
         // The budget is a whole number of 2 MiB pages, never below the pages in use.
-        if huge > (self.huge_budget_bytes >> PageSize::Huge.shift()) - self.huge_in_use {
+        if huge > (self.huge_budget_bytes >> PageSize::Huge.shift()).saturating_sub(self.huge_in_use) {
             return Err(Error::BudgetExhausted);
         }
         let frames = (huge << huge_order) + tail;
